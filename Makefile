@@ -1,0 +1,51 @@
+# make setup  - install R (Debian packages) and the Python engine (.venv, from PyPI); idempotent
+# make test   - setup, then every suite; prints one line "N passed, N failed"
+# make demo   - setup, then 16 prompts through generate_parallel() on the default model
+# make bench  - the Python engine benchmark (default model; takes a few minutes)
+
+SHELL := /bin/bash
+VENV := $(CURDIR)/.venv
+PYTHON := $(VENV)/bin/python
+RLIB := $(CURDIR)/.rlib
+R_DEBS := r-base-core r-cran-reticulate r-cran-testthat r-cran-rmarkdown r-cran-knitr \
+          r-cran-roxygen2 r-cran-cli r-cran-rlang pandoc
+R_PKGS := reticulate testthat rmarkdown knitr roxygen2 cli rlang
+
+export RETICULATE_PYTHON := $(PYTHON)
+export R_LIBS := $(RLIB)
+
+.PHONY: setup r-deps python-env r-package test demo bench clean
+
+setup: r-deps python-env r-package
+
+r-deps:
+	@if ! command -v Rscript >/dev/null || ! command -v pandoc >/dev/null || \
+	    ! Rscript -e 'quit(status = !all(vapply(commandArgs(TRUE), requireNamespace, NA, quietly = TRUE)))' $(R_PKGS) 2>/dev/null; then \
+	  echo "Installing R from Debian's packages"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(R_DEBS) >/dev/null; \
+	fi
+
+python-env: $(VENV)/.installed
+
+$(VENV)/.installed: python/pyproject.toml
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e "./python[default-model,test]"
+	touch $@
+
+# the R package, installed into a project-local library
+r-package: r-deps
+	@mkdir -p $(RLIB)
+	@R CMD INSTALL --no-test-load --library=$(RLIB) . >build-install.log 2>&1 || { cat build-install.log; exit 1; }
+	@rm -f build-install.log
+
+test: setup
+	@tools/run-tests
+
+demo: setup
+	Rscript inst/examples/demo.R
+
+bench: python-env
+	$(PYTHON) python/benchmarks/bench_parallel.py
+
+clean:
+	rm -rf $(VENV) $(RLIB) build *.Rcheck newrllama4_*.tar.gz

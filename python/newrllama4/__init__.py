@@ -1,0 +1,41 @@
+"""newrllama4: isolated, continuous-batching parallel generation on llama.cpp."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from .context import Context
+from .default_model import default_model_path
+from .errors import (
+    ChatTemplateError,
+    ClosedError,
+    ContextError,
+    DecodeError,
+    EmptyPromptError,
+    InvalidArgumentError,
+    InvalidTokenError,
+    ModelLoadError,
+    NewrllamaError,
+    PromptError,
+    PromptTooLongError,
+)
+from .model import Model
+from .results import Completion, ParallelResult, Stats
+from .sampling import SamplingParams
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ChatTemplateError", "ClosedError", "Completion", "Context", "ContextError", "DecodeError",
+    "EmptyPromptError", "InvalidArgumentError", "InvalidTokenError", "Model", "ModelLoadError",
+    "NewrllamaError", "ParallelResult", "PromptError", "PromptTooLongError", "SamplingParams",
+    "Stats", "default_model_path",
+]
+
+logging.getLogger("newrllama4").addHandler(logging.NullHandler())
+if os.environ.get("NEWRLLAMA4_DEBUG") == "1":
+    _handler = logging.StreamHandler()
+    _handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+    logging.getLogger("newrllama4").addHandler(_handler)
+    logging.getLogger("newrllama4").setLevel(logging.DEBUG)

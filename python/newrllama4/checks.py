@@ -1,0 +1,67 @@
+"""Argument checks shared by the public entry points.
+
+Each check returns the normalised value or raises InvalidArgumentError naming the
+argument and the bad value, so bad input never reaches llama.cpp.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any, Optional
+
+from .errors import InvalidArgumentError
+
+
+def check_int(name: str, value: Any, minimum: Optional[int] = None, maximum: Optional[int] = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        # numpy and R hand over whole numbers as floats; accept those, refuse fractions
+        if isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise InvalidArgumentError(name, value, _int_range(minimum, maximum))
+    value = int(value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise InvalidArgumentError(name, value, _int_range(minimum, maximum))
+    return value
+
+
+def _int_range(minimum: Optional[int], maximum: Optional[int]) -> str:
+    if minimum is not None and maximum is not None:
+        return f"a whole number from {minimum} to {maximum}"
+    if minimum is not None:
+        return f"a whole number >= {minimum}"
+    return "a whole number"
+
+
+def check_real(
+    name: str,
+    value: Any,
+    minimum: float,
+    maximum: float = math.inf,
+    *,
+    open_minimum: bool = False,
+) -> float:
+    left = "(" if open_minimum else "["
+    expected = f"a number in {left}{minimum}, {maximum}]" if math.isfinite(maximum) else (
+        f"a number {'>' if open_minimum else '>='} {minimum}"
+    )
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise InvalidArgumentError(name, value, expected)
+    value = float(value)
+    too_low = value <= minimum if open_minimum else value < minimum
+    if too_low or value > maximum:
+        raise InvalidArgumentError(name, value, expected)
+    return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(name, value, "True or False")
+    return value
+
+
+def check_callable(name: str, value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise InvalidArgumentError(name, value, "a callable or None")
+    return value

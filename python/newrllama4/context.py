@@ -1,0 +1,181 @@
+"""A llama.cpp context: KV cache, token batch and the lock that serialises its callers."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Optional, Sequence as SequenceType
+
+import llama_cpp as llama
+
+from ._llama import TokenBatch
+from .checks import check_bool, check_callable, check_int
+from .engine import Progress, StepLoop
+from .errors import ClosedError, ContextError, InvalidArgumentError
+from .model import Model
+from .results import Completion, ParallelResult
+from .sampling import SamplingParams
+from .scheduler import Scheduler
+
+# Two llama.cpp settings that keep every output independent of batch composition:
+# one KV stream per sequence (a sequence's cells sit at the same offsets as when it
+# runs alone, so attention sums in the same order) and flash attention off (its
+# tiled softmax reorders sums with the number of cells in view).
+_FLASH_ATTN_DISABLED = 0
+_FLASH_ATTN_AUTO = -1
+
+
+def _default_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class Context:
+    """Runs prompts against a model, up to `n_seq_max` at once.
+
+    `n_ctx` is the context window of each sequence (prompt plus generated tokens);
+    the KV cache holds `n_ctx` cells for each of the `n_seq_max` sequences.
+    `batch_invariant=True` (the default) makes every output independent of the other
+    prompts in the call and of `n_seq_max`; `False` trades that for throughput by
+    mixing prompt and generation tokens in one batch and letting llama.cpp pick
+    flash attention.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        n_ctx: int = 4096,
+        n_seq_max: int = 8,
+        n_batch: int = 512,
+        n_threads: Optional[int] = None,
+        batch_invariant: bool = True,
+    ):
+        if not isinstance(model, Model):
+            raise InvalidArgumentError("model", model, "a newrllama4.Model")
+        self.n_ctx = check_int("n_ctx", n_ctx, minimum=1)
+        self.n_seq_max = check_int("n_seq_max", n_seq_max, minimum=1, maximum=256)
+        self.n_batch = check_int("n_batch", n_batch, minimum=self.n_seq_max)
+        self.n_threads = _default_threads() if n_threads is None else check_int("n_threads", n_threads, minimum=1)
+        self.batch_invariant = check_bool("batch_invariant", batch_invariant)
+        self.model = model
+
+        params = llama.llama_context_default_params()
+        params.n_ctx = self.n_ctx * self.n_seq_max
+        params.n_batch = self.n_batch
+        params.n_ubatch = self.n_batch
+        params.n_seq_max = self.n_seq_max
+        params.n_threads = self.n_threads
+        params.n_threads_batch = self.n_threads
+        params.kv_unified = False
+        # a sliding-window cache sized to the window would recycle cells at offsets
+        # that depend on how the prompt was chunked; full size keeps offsets fixed
+        params.swa_full = True
+        params.flash_attn_type = _FLASH_ATTN_DISABLED if self.batch_invariant else _FLASH_ATTN_AUTO
+        params.no_perf = True
+        handle = llama.llama_init_from_model(model.handle(), params)
+        if not handle:
+            raise ContextError(
+                f"llama.cpp could not create a context with n_ctx={self.n_ctx} for each of "
+                f"{self.n_seq_max} sequences; try smaller values."
+            )
+        self._handle = handle
+        self._batch = TokenBatch(self.n_batch)
+        self._lock = threading.RLock()
+        model.register_context(self)
+
+    # -- lifetime -------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def close(self) -> None:
+        """Free the context; waits for a running call to finish. Safe to call twice."""
+        with self._lock:
+            if self._handle is not None:
+                self._batch.free()
+                llama.llama_free(self._handle)
+                self._handle = None
+
+    def __enter__(self) -> "Context":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None) is not None and not self.model.closed:
+            self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else (
+            f"n_ctx={self.n_ctx} per sequence, n_seq_max={self.n_seq_max}, n_threads={self.n_threads}"
+        )
+        return f"<newrllama4.Context {state}>"
+
+    def cached_tokens(self) -> int:
+        """How many tokens the KV cache holds over all slots: 0 whenever no call runs."""
+        with self._lock:
+            memory = llama.llama_get_memory(self._live_handle())
+            return sum(
+                llama.llama_memory_seq_pos_max(memory, slot) + 1 for slot in range(self.n_seq_max)
+            )
+
+    def _live_handle(self) -> Any:
+        if self._handle is None or self.model.closed:
+            raise ClosedError("context")
+        return self._handle
+
+    # -- generation -----------------------------------------------------------------
+
+    def generate(self, prompt: Any, **params: Any) -> Completion:
+        """Generate from one prompt: `generate_parallel` of a one-prompt list."""
+        return self.generate_parallel([prompt], **params)[0]
+
+    def generate_parallel(
+        self,
+        prompts: SequenceType[Any],
+        max_tokens: int = 100,
+        temperature: float = 0.8,
+        top_k: int = 40,
+        top_p: float = 0.9,
+        min_p: float = 0.0,
+        repeat_last_n: int = 64,
+        penalty_repeat: float = 1.1,
+        seed: Optional[int] = 1234,
+        stop: Any = None,
+        on_progress: Progress = None,
+    ) -> ParallelResult:
+        """Generate one completion per prompt, in prompt order.
+
+        A prompt is a string or a list of token ids. A prompt that cannot run (empty,
+        too long, bad token ids, a decode failure) gets `finish_reason="error"` and its
+        exception in `error`; the others are unaffected.
+        """
+        prompts = _check_prompts(prompts)
+        sampling = SamplingParams(
+            max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+            repeat_last_n=repeat_last_n, penalty_repeat=penalty_repeat, seed=seed, stop=stop,
+        )
+        on_progress = check_callable("on_progress", on_progress)
+        with self._lock:
+            handle = self._live_handle()
+            scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
+            loop = StepLoop(self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress)
+            return loop.run(prompts)
+
+
+def _check_prompts(prompts: Any) -> list[Any]:
+    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
+        raise InvalidArgumentError("prompts", prompts, "a list of prompts (strings or lists of token ids)")
+    for i, prompt in enumerate(prompts):
+        if isinstance(prompt, str):
+            continue
+        is_token_list = isinstance(prompt, (list, tuple)) and all(
+            isinstance(t, int) and not isinstance(t, bool) for t in prompt
+        )
+        if not is_token_list:
+            raise InvalidArgumentError(f"prompts[{i}]", prompt, "a string or a list of token ids")
+    return list(prompts)

@@ -1,0 +1,187 @@
+"""The step loop of one call: admit, fill the batch, decode, sample, retire.
+
+Data flows one way: prompts -> sequences -> batch -> llama_decode -> samples -> results.
+Whatever happens (a finished call, an exception, KeyboardInterrupt, an exception
+from the progress callback), the KV cache is empty and every sampler freed on exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Optional
+
+import llama_cpp as llama
+
+from ._llama import TokenBatch
+from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
+from .model import Model
+from .results import ParallelResult, Stats
+from .sampling import SamplingParams, build_sampler, free_sampler, sequence_seed
+from .scheduler import PlanEntry, Scheduler
+from .sequence import Sequence
+
+log = logging.getLogger("newrllama4")
+
+Prompt = Any  # str, or a list of token ids
+Progress = Optional[Callable[[int, int], Any]]
+
+
+class StepLoop:
+    def __init__(
+        self,
+        model: Model,
+        ctx: Any,
+        batch: TokenBatch,
+        scheduler: Scheduler,
+        n_ctx: int,
+        params: SamplingParams,
+        on_progress: Progress,
+    ):
+        self.model = model
+        self.ctx = ctx
+        self.memory = llama.llama_get_memory(ctx)
+        self.batch = batch
+        self.scheduler = scheduler
+        self.n_ctx = n_ctx
+        self.params = params
+        self.on_progress = on_progress
+        self.stats = Stats(seed=params.seed)
+        self._n_done = 0
+        self._n_total = 0
+
+    # -- prompts -> sequences ---------------------------------------------------------
+
+    def _sequence(self, index: int, prompt: Prompt) -> Sequence:
+        if isinstance(prompt, str):
+            tokens = self.model.tokenize(prompt, add_special=True, parse_special=True) if prompt else []
+        else:
+            tokens = [int(t) for t in prompt]
+        sequence = Sequence(index, tokens, self.params.stop)
+        bad_token = next((t for t in tokens if not 0 <= t < self.model.n_vocab), None)
+        if not tokens:
+            sequence.finish("error", EmptyPromptError(index))
+        elif bad_token is not None:
+            sequence.finish("error", InvalidTokenError(index, bad_token, self.model.n_vocab))
+        elif len(tokens) > self.n_ctx:
+            sequence.finish("error", PromptTooLongError(index, len(tokens), self.n_ctx))
+        return sequence
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def run(self, prompts: list[Prompt]) -> ParallelResult:
+        started = time.perf_counter()
+        sequences = [self._sequence(i, p) for i, p in enumerate(prompts)]
+        self._n_total = len(sequences)
+        self.stats.prompts = len(sequences)
+        self.stats.prompt_tokens = sum(s.n_prompt for s in sequences if not s.finished)
+        try:
+            for sequence in sequences:
+                if sequence.finished:
+                    log.debug("request %d failed before start: %s", sequence.index, sequence.error)
+                    self._report_done()
+            self.scheduler.add(s for s in sequences if not s.finished)
+            while not self.scheduler.done:
+                for sequence in self.scheduler.admit():
+                    self._start(sequence)
+                self.stats.peak_active_sequences = max(
+                    self.stats.peak_active_sequences, len(self.scheduler.running)
+                )
+                self._run_batch(self.scheduler.next_batch())
+                for sequence in [s for s in self.scheduler.running if s.finished]:
+                    self._retire(sequence)
+        finally:
+            self._release_all()
+        self.stats.generated_tokens = sum(len(s.generated) for s in sequences)
+        self.stats.failures = sum(s.finish_reason == "error" for s in sequences)
+        self.stats.total_seconds = time.perf_counter() - started
+        self.stats.close()
+        log.debug("stats: %s", self.stats)
+        return ParallelResult([s.completion() for s in sequences], self.stats)
+
+    def _start(self, sequence: Sequence) -> None:
+        seed = sequence_seed(self.params.seed, sequence.index)
+        sequence.sampler = build_sampler(self.params, seed, self.model.n_vocab, sequence.tokens)
+        log.debug("request %d started in slot %d with %d prompt tokens", sequence.index, sequence.slot, sequence.n_prompt)
+
+    def _retire(self, sequence: Sequence) -> None:
+        # free the slot's KV cells now, so the next prompt starts from an empty stream
+        llama.llama_memory_seq_rm(self.memory, sequence.slot, -1, -1)
+        free_sampler(sequence.sampler)
+        sequence.sampler = None
+        self.scheduler.retire(sequence)
+        log.debug(
+            "request %d finished (%s) after %d tokens", sequence.index, sequence.finish_reason, len(sequence.generated)
+        )
+        self._report_done()
+
+    def _report_done(self) -> None:
+        self._n_done += 1
+        if self.on_progress is not None:
+            self.on_progress(self._n_done, self._n_total)
+
+    def _release_all(self) -> None:
+        for sequence in self.scheduler.running:
+            if sequence.sampler is not None:
+                free_sampler(sequence.sampler)
+                sequence.sampler = None
+        self.scheduler.running.clear()
+        self.scheduler.waiting.clear()
+        llama.llama_memory_clear(self.memory, True)
+
+    # -- batch -> decode -> samples -----------------------------------------------------
+
+    def _run_batch(self, plan: list[PlanEntry]) -> None:
+        """Decode one planned batch and sample its outputs; on failure retry in halves."""
+        outputs = self._fill(plan)
+        is_prefill = any(s.prefilling for s, _ in plan)
+        started = time.perf_counter()
+        status = self.batch.decode(self.ctx)
+        elapsed = time.perf_counter() - started
+        self.stats.llama_decode_calls += 1
+        if is_prefill:
+            self.stats.prefill_seconds += elapsed
+        else:
+            self.stats.decode_seconds += elapsed
+        if status != 0:
+            self._recover(plan, status)
+            return
+        for sequence, n in plan:
+            sequence.n_cached += n
+        self._sample(outputs)
+
+    def _fill(self, plan: list[PlanEntry]) -> list[tuple[Sequence, int]]:
+        self.batch.clear()
+        outputs = []
+        for sequence, n in plan:
+            start = sequence.n_cached
+            wants_logits = start + n == len(sequence.tokens)
+            last = self.batch.add(sequence.tokens[start:start + n], start, sequence.slot, wants_logits)
+            if wants_logits:
+                outputs.append((sequence, last))
+        return outputs
+
+    def _recover(self, plan: list[PlanEntry], status: int) -> None:
+        # llama.cpp keeps the micro-batches that succeeded; roll every sequence back to
+        # where it was before this batch so that a retry starts from a known state
+        for sequence, _ in plan:
+            llama.llama_memory_seq_rm(self.memory, sequence.slot, sequence.n_cached, -1)
+        if len(plan) == 1:
+            sequence = plan[0][0]
+            log.debug("request %d failed: llama_decode returned %d", sequence.index, status)
+            sequence.finish("error", DecodeError(status, sequence.index))
+            return
+        self.stats.retries += 1
+        middle = len(plan) // 2
+        for half in (plan[:middle], plan[middle:]):
+            self._run_batch(half)
+
+    def _sample(self, outputs: list[tuple[Sequence, int]]) -> None:
+        started = time.perf_counter()
+        tokens = [llama.llama_sampler_sample(s.sampler, self.ctx, i) for s, i in outputs]
+        self.stats.sample_seconds += time.perf_counter() - started
+        for (sequence, _), token in zip(outputs, tokens):
+            if self.model.is_eog(token):
+                sequence.finish("stop")
+            else:
+                sequence.accept(token, self.model.token_piece, self.params.max_tokens, self.n_ctx)

@@ -1,0 +1,103 @@
+"""Every exception the engine raises.
+
+The R package maps these classes one-to-one onto classed R conditions, reading
+the public attributes of each instance as condition fields, so every attribute
+set here is part of the interface.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+
+def describe(value: Any, limit: int = 60) -> str:
+    """A short, readable rendering of a bad value for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class NewrllamaError(Exception):
+    """Base class of every error raised by newrllama4."""
+
+
+class InvalidArgumentError(NewrllamaError, ValueError):
+    """An argument has the wrong type or a value outside its range."""
+
+    def __init__(self, argument: str, value: Any, expected: str):
+        self.argument = argument
+        self.value = describe(value)
+        self.expected = expected
+        super().__init__(f"`{argument}` must be {expected}, not {self.value}.")
+
+
+class ModelLoadError(NewrllamaError):
+    """The model file is missing, is not a GGUF file, or llama.cpp refused it."""
+
+    def __init__(self, message: str, path: Optional[str] = None):
+        self.path = path
+        super().__init__(message)
+
+
+class ContextError(NewrllamaError):
+    """llama.cpp could not create a context (usually: not enough memory)."""
+
+
+class ClosedError(NewrllamaError):
+    """A model or context was used after `close()`."""
+
+    def __init__(self, what: str):
+        self.what = what
+        super().__init__(f"This {what} has been closed and can no longer be used.")
+
+
+class ChatTemplateError(NewrllamaError):
+    """The model has no chat template that llama.cpp can apply."""
+
+
+class PromptError(NewrllamaError):
+    """One prompt cannot be generated; the other prompts of the call are unaffected."""
+
+    def __init__(self, message: str, index: int):
+        self.index = index
+        super().__init__(message)
+
+
+class EmptyPromptError(PromptError):
+    """A prompt is empty or tokenizes to no tokens."""
+
+    def __init__(self, index: int):
+        super().__init__(f"Prompt {index} is empty: it has no tokens to start from.", index)
+
+
+class InvalidTokenError(PromptError):
+    """A prompt given as token ids holds an id outside the model's vocabulary."""
+
+    def __init__(self, index: int, token: int, n_vocab: int):
+        self.token = token
+        self.n_vocab = n_vocab
+        super().__init__(
+            f"Prompt {index} holds token id {token}, outside the vocabulary [0, {n_vocab}).", index
+        )
+
+
+class PromptTooLongError(PromptError):
+    """A prompt has more tokens than one sequence of the context can hold."""
+
+    def __init__(self, index: int, n_tokens: int, limit: int):
+        self.n_tokens = n_tokens
+        self.limit = limit
+        super().__init__(
+            f"Prompt {index} has {n_tokens} tokens but the context holds at most {limit} "
+            f"per sequence; shorten it or create the context with a larger `n_ctx`.",
+            index,
+        )
+
+
+class DecodeError(NewrllamaError):
+    """llama_decode failed for a sequence, even when retried on its own."""
+
+    def __init__(self, code: int, index: Optional[int] = None):
+        self.code = code
+        self.index = index
+        where = "" if index is None else f" for prompt {index}"
+        super().__init__(f"llama_decode failed{where} with status {code}.")

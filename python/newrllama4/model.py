@@ -1,0 +1,188 @@
+"""A loaded GGUF model: weights, vocabulary, tokenizer and chat template."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import llama_cpp as llama
+
+from ._llama import ensure_backend
+from .checks import check_bool, check_int
+from .default_model import default_model_path
+from .errors import ChatTemplateError, ClosedError, InvalidArgumentError, ModelLoadError
+
+_GGUF_MAGIC = b"GGUF"
+_LOAD_MODE_NONE, _LOAD_MODE_MMAP = 0, 1
+
+
+class Model:
+    """A GGUF model loaded once and shared by any number of contexts.
+
+    `path=None` loads the embedded default model (Gemma 3 270M).
+    """
+
+    def __init__(self, path: Optional[str | os.PathLike] = None, n_gpu_layers: int = 0, use_mmap: bool = True):
+        n_gpu_layers = check_int("n_gpu_layers", n_gpu_layers, minimum=-1)
+        use_mmap = check_bool("use_mmap", use_mmap)
+        self.path = _check_model_file(default_model_path() if path is None else path)
+        ensure_backend()
+        params = llama.llama_model_default_params()
+        params.n_gpu_layers = n_gpu_layers
+        params.load_mode = _LOAD_MODE_MMAP if use_mmap else _LOAD_MODE_NONE
+        handle = llama.llama_model_load_from_file(self.path.encode(), params)
+        if not handle:
+            raise ModelLoadError(f"llama.cpp could not load the model file {self.path!r}.", self.path)
+        self._handle = handle
+        self._vocab = llama.llama_model_get_vocab(handle)
+        self._lock = threading.Lock()
+        self._contexts: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self.n_gpu_layers = n_gpu_layers
+        self.use_mmap = use_mmap
+        self.n_vocab = llama.llama_vocab_n_tokens(self._vocab)
+        self.n_ctx_train = llama.llama_model_n_ctx_train(handle)
+        self.n_params = llama.llama_model_n_params(handle)
+        self.size = llama.llama_model_size(handle)
+        buf = ctypes.create_string_buffer(256)
+        llama.llama_model_desc(handle, buf, len(buf))
+        self.description = buf.value.decode("utf-8", errors="replace")
+
+    # -- lifetime -------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def handle(self) -> Any:
+        if self._handle is None:
+            raise ClosedError("model")
+        return self._handle
+
+    def register_context(self, context: Any) -> None:
+        with self._lock:
+            self.handle()
+            self._contexts.add(context)
+
+    def close(self) -> None:
+        """Free the model, closing its contexts first. Safe to call twice."""
+        with self._lock:
+            contexts = list(self._contexts)
+            self._contexts.clear()
+        for context in contexts:
+            context.close()
+        with self._lock:
+            if self._handle is not None:
+                llama.llama_model_free(self._handle)
+                self._handle = None
+                self._vocab = None
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None) is not None:
+            self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.description}, {self.n_params / 1e6:.0f}M parameters"
+        return f"<newrllama4.Model {os.path.basename(self.path)!r}: {state}>"
+
+    # -- vocabulary -----------------------------------------------------------------
+
+    def vocab(self) -> Any:
+        self.handle()
+        return self._vocab
+
+    def is_eog(self, token: int) -> bool:
+        return llama.llama_vocab_is_eog(self._vocab, token)
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = False) -> list[int]:
+        if not isinstance(text, str):
+            raise InvalidArgumentError("text", text, "a string")
+        add_special = check_bool("add_special", add_special)
+        parse_special = check_bool("parse_special", parse_special)
+        vocab = self.vocab()
+        data = text.encode("utf-8")
+        capacity = len(data) + 8
+        while True:
+            buf = (llama.llama_token * capacity)()
+            n = llama.llama_tokenize(vocab, data, len(data), buf, capacity, add_special, parse_special)
+            if n >= 0:
+                return list(buf[:n])
+            capacity = -n
+
+    def check_tokens(self, name: str, tokens: Any) -> list[int]:
+        """Validate a list of token ids: llama.cpp aborts the process on an id outside the vocabulary."""
+        if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Iterable):
+            raise InvalidArgumentError(name, tokens, "a list of token ids")
+        checked = [check_int(f"{name}[{i}]", t, minimum=0, maximum=self.n_vocab - 1) for i, t in enumerate(tokens)]
+        return checked
+
+    def detokenize(self, tokens: Iterable[int]) -> str:
+        tokens = self.check_tokens("tokens", tokens)
+        vocab = self.vocab()
+        array = (llama.llama_token * max(len(tokens), 1))(*tokens)
+        capacity = 8 * len(tokens) + 16
+        while True:
+            buf = ctypes.create_string_buffer(capacity)
+            n = llama.llama_detokenize(vocab, array, len(tokens), buf, capacity, False, False)
+            if n >= 0:
+                return buf.raw[:n].decode("utf-8", errors="replace")
+            capacity = -n
+
+    def token_piece(self, token: int) -> bytes:
+        """The bytes of one token as it appears inside generated text."""
+        buf = ctypes.create_string_buffer(64)
+        n = llama.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = llama.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+        return buf.raw[:n]
+
+    # -- chat -----------------------------------------------------------------------
+
+    def apply_chat_template(self, messages: Any, add_generation_prompt: bool = True) -> str:
+        """Render chat messages ([{"role": ..., "content": ...}]) with the model's own template."""
+        add_generation_prompt = check_bool("add_generation_prompt", add_generation_prompt)
+        if not isinstance(messages, (list, tuple)) or not messages:
+            raise InvalidArgumentError("messages", messages, "a non-empty list of {'role', 'content'} dicts")
+        encoded = []
+        for i, message in enumerate(messages):
+            if not (isinstance(message, dict) and isinstance(message.get("role"), str)
+                    and isinstance(message.get("content"), str)):
+                raise InvalidArgumentError(f"messages[{i}]", message, "a dict with string 'role' and 'content'")
+            encoded.append((message["role"].encode(), message["content"].encode()))
+        template = llama.llama_model_chat_template(self.handle(), None)
+        if not template:
+            raise ChatTemplateError("This model has no chat template; format the prompt yourself.")
+        chat = (llama.llama_chat_message * len(encoded))(*[llama.llama_chat_message(r, c) for r, c in encoded])
+        capacity = 2 * sum(len(r) + len(c) for r, c in encoded) + 256
+        while True:
+            buf = ctypes.create_string_buffer(capacity)
+            n = llama.llama_chat_apply_template(template, chat, len(encoded), add_generation_prompt, buf, capacity)
+            if n < 0:
+                raise ChatTemplateError("llama.cpp does not support this model's chat template.")
+            if n <= capacity:
+                return buf.raw[:n].decode("utf-8", errors="replace")
+            capacity = n
+
+
+def _check_model_file(path: Any) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError("path", path, "a path to a GGUF file")
+    path = os.fspath(Path(path).expanduser())
+    if not os.path.exists(path):
+        raise ModelLoadError(f"`path` {path!r} does not exist.", path)
+    if os.path.isdir(path):
+        raise ModelLoadError(f"`path` {path!r} is a directory, not a GGUF file.", path)
+    with open(path, "rb") as handle:
+        if handle.read(4) != _GGUF_MAGIC:
+            raise ModelLoadError(f"`path` {path!r} is not a GGUF file.", path)
+    return path

@@ -1,0 +1,89 @@
+"""What a call returns: one Completion per prompt, in prompt order, and the call's stats."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence as SequenceABC
+from dataclasses import asdict, dataclass, field
+from typing import Iterator, Optional, overload
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    tokens: list[int]
+    n_prompt_tokens: int
+    n_tokens: int
+    finish_reason: str  # "stop", "length" or "error"
+    error: Optional[BaseException] = None
+
+
+@dataclass
+class Stats:
+    """Counters and timings of one generate_parallel call.
+
+    The seconds split the call's wall time: time inside llama_decode (prefill and
+    decode batches), inside the samplers, and everything else (the engine's own Python
+    work: scheduling, batch filling, detokenizing, bookkeeping).
+    """
+
+    prompts: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    prefill_seconds: float = 0.0
+    decode_seconds: float = 0.0
+    sample_seconds: float = 0.0
+    total_seconds: float = 0.0
+    llama_decode_calls: int = 0
+    retries: int = 0
+    peak_active_sequences: int = 0
+    seed: int = 0
+    prompt_tokens_per_s: float = field(default=0.0)
+    generation_tokens_per_s: float = field(default=0.0)
+    overhead_seconds: float = field(default=0.0)
+
+    def close(self) -> None:
+        """Derive the rates once every counter is final."""
+        self.prompt_tokens_per_s = _rate(self.prompt_tokens, self.prefill_seconds)
+        self.generation_tokens_per_s = _rate(self.generated_tokens, self.total_seconds)
+        self.overhead_seconds = max(
+            0.0, self.total_seconds - self.prefill_seconds - self.decode_seconds - self.sample_seconds
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _rate(count: int, seconds: float) -> float:
+    return count / seconds if seconds > 0 else 0.0
+
+
+class ParallelResult(SequenceABC):
+    """The completions of one call, indexable and iterable in prompt order, plus `.stats`."""
+
+    def __init__(self, completions: list[Completion], stats: Stats):
+        self._completions = completions
+        self.stats = stats
+
+    @overload
+    def __getitem__(self, index: int) -> Completion: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Completion]: ...
+    def __getitem__(self, index):
+        return self._completions[index]
+
+    def __len__(self) -> int:
+        return len(self._completions)
+
+    def __iter__(self) -> Iterator[Completion]:
+        return iter(self._completions)
+
+    @property
+    def texts(self) -> list[str]:
+        return [c.text for c in self._completions]
+
+    def __repr__(self) -> str:
+        return (
+            f"<ParallelResult: {len(self)} completions, {self.stats.failures} failed, "
+            f"{self.stats.generation_tokens_per_s:.1f} tok/s>"
+        )

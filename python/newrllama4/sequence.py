@@ -1,0 +1,105 @@
+"""Per-request state: one prompt's tokens, cache progress, sampler and output text."""
+
+from __future__ import annotations
+
+import codecs
+from typing import Any, Callable, Optional
+
+from .results import Completion
+
+
+class OutputText:
+    """Generated text built token by token, UTF-8-safe and cut at the first stop string.
+
+    A character whose bytes are split over several tokens is held back until it is
+    complete, so the text never contains half a character.
+    """
+
+    def __init__(self, stop: tuple[str, ...]):
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._stop = stop
+        self._longest_stop = max((len(s) for s in stop), default=0)
+        self._stopped = False
+        self.text = ""
+
+    def append(self, piece: bytes) -> bool:
+        """Add one token's bytes; return True when a stop string has appeared."""
+        scan_from = max(0, len(self.text) - self._longest_stop + 1)
+        self.text += self._decoder.decode(piece)
+        return self._cut_at_stop(scan_from)
+
+    def finish(self) -> None:
+        """Flush bytes of an unfinished character (they become U+FFFD) unless cut by a stop."""
+        if not self._stopped:
+            self.text += self._decoder.decode(b"", final=True)
+
+    def _cut_at_stop(self, scan_from: int) -> bool:
+        hits = [i for i in (self.text.find(s, scan_from) for s in self._stop) if i >= 0]
+        if not hits:
+            return False
+        self.text = self.text[: min(hits)]
+        self._stopped = True
+        return True
+
+
+class Sequence:
+    """One prompt on its way through the engine.
+
+    `tokens` holds the prompt followed by every sampled token; `n_cached` counts how
+    many of them are already in the KV cache. What still has to be decoded is
+    `tokens[n_cached:]`: the prompt (or its uncached tail) while prefilling, then the
+    newest sampled token. A shared prompt prefix copied in from another sequence only
+    has to raise `n_cached`.
+    """
+
+    def __init__(self, index: int, prompt_tokens: list[int], stop: tuple[str, ...]):
+        self.index = index
+        self.tokens = list(prompt_tokens)
+        self.n_prompt = len(prompt_tokens)
+        self.n_cached = 0
+        self.slot: Optional[int] = None
+        self.sampler: Any = None
+        self.output = OutputText(stop)
+        self.finish_reason: Optional[str] = None
+        self.error: Optional[BaseException] = None
+
+    @property
+    def prefilling(self) -> bool:
+        return self.n_cached < self.n_prompt
+
+    @property
+    def pending(self) -> int:
+        return len(self.tokens) - self.n_cached
+
+    @property
+    def generated(self) -> list[int]:
+        return self.tokens[self.n_prompt:]
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+    def accept(self, token: int, piece: Callable[[int], bytes], max_tokens: int, n_ctx: int) -> None:
+        """Take a sampled token (not an end-of-generation one) and decide whether to stop."""
+        self.tokens.append(token)
+        if self.output.append(piece(token)):
+            self.finish("stop")
+        elif len(self.tokens) - self.n_prompt >= max_tokens or len(self.tokens) > n_ctx:
+            # the context check: the new token would need a KV cell past the sequence's window
+            self.finish("length")
+
+    def finish(self, reason: str, error: Optional[BaseException] = None) -> None:
+        if self.finish_reason is None:
+            self.output.finish()
+            self.finish_reason = reason
+            self.error = error
+
+    def completion(self) -> Completion:
+        return Completion(
+            text=self.output.text,
+            tokens=self.generated,
+            n_prompt_tokens=self.n_prompt,
+            n_tokens=len(self.generated),
+            finish_reason=self.finish_reason or "error",
+            error=self.error,
+        )

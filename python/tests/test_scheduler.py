@@ -1,0 +1,59 @@
+"""The scheduler on its own: slots, continuous batching and batch composition."""
+
+from newrllama4.scheduler import Scheduler
+from newrllama4.sequence import Sequence
+
+
+def sequences(*lengths):
+    return [Sequence(i, list(range(1, n + 1)), ()) for i, n in enumerate(lengths)]
+
+
+def test_admits_at_most_one_sequence_per_slot_with_distinct_seq_ids():
+    scheduler = Scheduler(n_slots=3, n_batch=64, separate_phases=True)
+    scheduler.add(sequences(5, 5, 5, 5, 5))
+    admitted = scheduler.admit()
+    assert [s.index for s in admitted] == [0, 1, 2]
+    assert sorted(s.slot for s in admitted) == [0, 1, 2]
+    assert len(scheduler.waiting) == 2
+
+
+def test_a_retired_slot_goes_to_the_next_waiting_prompt():
+    scheduler = Scheduler(n_slots=2, n_batch=64, separate_phases=True)
+    scheduler.add(sequences(3, 3, 3))
+    first, second = scheduler.admit()
+    scheduler.retire(first)
+    (third,) = scheduler.admit()
+    assert third.index == 2 and third.slot == first.slot
+    assert scheduler.running == [second, third]
+
+
+def test_prefill_is_chunked_to_the_batch_size():
+    scheduler = Scheduler(n_slots=2, n_batch=8, separate_phases=True)
+    scheduler.add(sequences(6, 6))
+    scheduler.admit()
+    plan = scheduler.next_batch()
+    assert [(s.index, n) for s, n in plan] == [(0, 6), (1, 2)]
+
+
+def _generating(sequence):
+    sequence.n_cached = sequence.n_prompt
+    sequence.tokens.append(99)
+    return sequence
+
+
+def test_separate_phases_never_mix_prompt_and_generation_tokens():
+    scheduler = Scheduler(n_slots=3, n_batch=64, separate_phases=True)
+    old, new = sequences(4, 4)
+    scheduler.add([_generating(old), new])
+    scheduler.admit()
+    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(1, 4)]
+    _generating(new)
+    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(0, 1), (1, 1)]
+
+
+def test_mixed_phases_put_generation_tokens_first_then_prompt_chunks():
+    scheduler = Scheduler(n_slots=3, n_batch=4, separate_phases=False)
+    old, new = sequences(4, 6)
+    scheduler.add([_generating(old), new])
+    scheduler.admit()
+    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(0, 1), (1, 3)]
