@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import threading
 
 import llama_cpp as llama
@@ -30,9 +31,28 @@ def ensure_backend() -> None:
     global _backend_ready
     with _backend_lock:
         if not _backend_ready:
+            # ggml's tiled K-quant matmul serves batches of 8+ rows and the reference
+            # kernel smaller ones, so a token's numerics would depend on its batch size;
+            # read once by ggml at the first matmul, hence set before any model runs
+            os.environ.setdefault("GGML_CPU_TILED_MM", "0")
             llama.llama_log_set(_route_log, ctypes.c_void_p(0))
             llama.llama_backend_init()
             _backend_ready = True
+
+
+def set_fields(struct: ctypes.Structure, **values: object) -> ctypes.Structure:
+    """Set fields of a llama.cpp params struct, refusing names it does not have.
+
+    ctypes silently accepts any attribute name, so a field renamed in llama.cpp would
+    otherwise turn a setting into a no-op.
+    """
+    known = {name for name, *_ in type(struct)._fields_}
+    unknown = set(values) - known
+    if unknown:
+        raise AttributeError(f"{type(struct).__name__} has no field(s) {sorted(unknown)}")
+    for name, value in values.items():
+        setattr(struct, name, value)
+    return struct
 
 
 class TokenBatch:

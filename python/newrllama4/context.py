@@ -8,7 +8,7 @@ from typing import Any, Optional, Sequence as SequenceType
 
 import llama_cpp as llama
 
-from ._llama import TokenBatch
+from ._llama import TokenBatch, set_fields
 from .checks import check_bool, check_callable, check_int
 from .engine import Progress, StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
@@ -61,19 +61,21 @@ class Context:
         self.batch_invariant = check_bool("batch_invariant", batch_invariant)
         self.model = model
 
-        params = llama.llama_context_default_params()
-        params.n_ctx = self.n_ctx * self.n_seq_max
-        params.n_batch = self.n_batch
-        params.n_ubatch = self.n_batch
-        params.n_seq_max = self.n_seq_max
-        params.n_threads = self.n_threads
-        params.n_threads_batch = self.n_threads
-        params.kv_unified = False
-        # a sliding-window cache sized to the window would recycle cells at offsets
-        # that depend on how the prompt was chunked; full size keeps offsets fixed
-        params.swa_full = True
-        params.flash_attn_type = _FLASH_ATTN_DISABLED if self.batch_invariant else _FLASH_ATTN_AUTO
-        params.no_perf = True
+        params = set_fields(
+            llama.llama_context_default_params(),
+            n_ctx=self.n_ctx * self.n_seq_max,
+            n_batch=self.n_batch,
+            n_ubatch=self.n_batch,
+            n_seq_max=self.n_seq_max,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads,
+            kv_unified=False,
+            # a sliding-window cache sized to the window recycles cells at offsets that
+            # depend on how the prompt was chunked; full size keeps offsets fixed
+            swa_full=True,
+            flash_attn_type=_FLASH_ATTN_DISABLED if self.batch_invariant else _FLASH_ATTN_AUTO,
+            no_perf=True,
+        )
         handle = llama.llama_init_from_model(model.handle(), params)
         if not handle:
             raise ContextError(

@@ -169,7 +169,7 @@ class StepLoop:
         if len(plan) == 1:
             sequence = plan[0][0]
             log.debug("request %d failed: llama_decode returned %d", sequence.index, status)
-            sequence.finish("error", DecodeError(status, sequence.index))
+            sequence.finish("error", DecodeError(sequence.index, status))
             return
         self.stats.retries += 1
         middle = len(plan) // 2

@@ -55,18 +55,23 @@ class ChatTemplateError(NewrllamaError):
 
 
 class PromptError(NewrllamaError):
-    """One prompt cannot be generated; the other prompts of the call are unaffected."""
+    """One prompt cannot be generated; the other prompts of the call are unaffected.
 
-    def __init__(self, message: str, index: int):
+    `detail` is the message without the prompt's number, so that the R package can
+    number prompts from 1.
+    """
+
+    def __init__(self, index: int, detail: str):
         self.index = index
-        super().__init__(message)
+        self.detail = detail
+        super().__init__(f"Prompt {index} {detail}")
 
 
 class EmptyPromptError(PromptError):
     """A prompt is empty or tokenizes to no tokens."""
 
     def __init__(self, index: int):
-        super().__init__(f"Prompt {index} is empty: it has no tokens to start from.", index)
+        super().__init__(index, "is empty: it has no tokens to start from.")
 
 
 class InvalidTokenError(PromptError):
@@ -75,9 +80,7 @@ class InvalidTokenError(PromptError):
     def __init__(self, index: int, token: int, n_vocab: int):
         self.token = token
         self.n_vocab = n_vocab
-        super().__init__(
-            f"Prompt {index} holds token id {token}, outside the vocabulary [0, {n_vocab}).", index
-        )
+        super().__init__(index, f"holds token id {token}, outside the vocabulary [0, {n_vocab}).")
 
 
 class PromptTooLongError(PromptError):
@@ -87,17 +90,15 @@ class PromptTooLongError(PromptError):
         self.n_tokens = n_tokens
         self.limit = limit
         super().__init__(
-            f"Prompt {index} has {n_tokens} tokens but the context holds at most {limit} "
-            f"per sequence; shorten it or create the context with a larger `n_ctx`.",
             index,
+            f"has {n_tokens} tokens but the context holds at most {limit} per sequence; "
+            f"shorten it or create the context with a larger `n_ctx`.",
         )
 
 
-class DecodeError(NewrllamaError):
+class DecodeError(PromptError):
     """llama_decode failed for a sequence, even when retried on its own."""
 
-    def __init__(self, code: int, index: Optional[int] = None):
+    def __init__(self, index: int, code: int):
         self.code = code
-        self.index = index
-        where = "" if index is None else f" for prompt {index}"
-        super().__init__(f"llama_decode failed{where} with status {code}.")
+        super().__init__(index, f"failed: llama_decode returned {code} even for this prompt alone.")

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Optional
 
 import llama_cpp as llama
 
-from ._llama import ensure_backend
+from ._llama import ensure_backend, set_fields
 from .checks import check_bool, check_int
 from .default_model import default_model_path
 from .errors import ChatTemplateError, ClosedError, InvalidArgumentError, ModelLoadError
@@ -31,9 +31,14 @@ class Model:
         use_mmap = check_bool("use_mmap", use_mmap)
         self.path = _check_model_file(default_model_path() if path is None else path)
         ensure_backend()
-        params = llama.llama_model_default_params()
-        params.n_gpu_layers = n_gpu_layers
-        params.load_mode = _LOAD_MODE_MMAP if use_mmap else _LOAD_MODE_NONE
+        params = set_fields(
+            llama.llama_model_default_params(),
+            n_gpu_layers=n_gpu_layers,
+            load_mode=_LOAD_MODE_MMAP if use_mmap else _LOAD_MODE_NONE,
+            # repacked weights take a 4-row kernel for full groups of rows and a 1-row
+            # kernel for the rest: a token's numerics would depend on its batch position
+            use_extra_bufts=False,
+        )
         handle = llama.llama_model_load_from_file(self.path.encode(), params)
         if not handle:
             raise ModelLoadError(f"llama.cpp could not load the model file {self.path!r}.", self.path)

@@ -18,12 +18,13 @@ class Scheduler:
     A slot is a seq_id with its own KV stream, so admission only waits for a free
     slot: a sequence never competes with another one for KV cells.
 
-    With `separate_phases`, a batch holds either prompt tokens (prefill) or one new
-    token per generating sequence (decode), never both. Mixing them changes the
-    floating-point path of the other sequences' tokens and so, now and then, their
-    greedy output; keeping the phases apart makes every output independent of what
-    else was in the batch. Prefill goes first so that newcomers join the next decode
-    batch.
+    With `separate_phases`, a batch holds either one prompt's tokens (prefill) or one
+    new token per generating sequence (decode), never a mix. Mixing phases, or packing
+    several prompts into one prefill batch, changes the floating-point path of some
+    tokens and so, now and then, a greedy output; keeping them apart makes every
+    output independent of what else was in the call. Prefill goes first so that
+    newcomers join the next decode batch. Without `separate_phases`, a batch holds
+    every generating sequence's token and fills up with prompt chunks.
     """
 
     def __init__(self, n_slots: int, n_batch: int, separate_phases: bool):
@@ -64,6 +65,10 @@ class Scheduler:
             budget -= len(plan)
             if self.separate_phases:
                 return plan
+        if self.separate_phases:
+            # one prompt per prefill batch: llama.cpp splits a batch of several prompts
+            # into micro-batches by their lengths, which changes each prompt's numerics
+            prefilling = prefilling[:1]
         for sequence in prefilling:
             if budget == 0:
                 break

@@ -27,12 +27,23 @@ def test_a_retired_slot_goes_to_the_next_waiting_prompt():
     assert scheduler.running == [second, third]
 
 
-def test_prefill_is_chunked_to_the_batch_size():
+def test_prefill_is_one_prompt_per_batch_chunked_to_the_batch_size():
     scheduler = Scheduler(n_slots=2, n_batch=8, separate_phases=True)
+    first, second = sequences(12, 6)
+    scheduler.add([first, second])
+    scheduler.admit()
+    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(0, 8)]
+    first.n_cached = 8
+    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(0, 4)]
+    first.n_cached = 12
+    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(1, 6)]
+
+
+def test_mixed_phases_pack_several_prompts_into_one_prefill_batch():
+    scheduler = Scheduler(n_slots=2, n_batch=8, separate_phases=False)
     scheduler.add(sequences(6, 6))
     scheduler.admit()
-    plan = scheduler.next_batch()
-    assert [(s.index, n) for s, n in plan] == [(0, 6), (1, 2)]
+    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(0, 6), (1, 2)]
 
 
 def _generating(sequence):

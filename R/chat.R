@@ -1,0 +1,37 @@
+#' Format a conversation with the model's chat template
+#'
+#' @param model A model from [model_load()].
+#' @param messages A list of messages, each a list with `role` (such as
+#'   `"system"`, `"user"`, `"assistant"`) and `content` strings.
+#' @param add_assistant End with the opening of the assistant's turn, so that
+#'   generation continues as the assistant.
+#' @return A single string: a prompt for [generate()] or [generate_parallel()].
+#' @export
+#' @examples
+#' \donttest{
+#' model <- model_load()
+#' cat(apply_chat_template(model, list(list(role = "user", content = "Hello!"))))
+#' }
+apply_chat_template <- function(model, messages, add_assistant = TRUE) {
+  check_model(model)
+  check_messages(messages)
+  check_flag(add_assistant, "add_assistant")
+  py_messages <- lapply(messages, function(m) list(role = m$role, content = m$content))
+  with_engine(model$py$apply_chat_template(py_messages, add_generation_prompt = add_assistant))
+}
+
+check_messages <- function(messages, call = caller_env()) {
+  is_message <- function(m) {
+    is.list(m) && rlang::is_string(m$role) && rlang::is_string(m$content)
+  }
+  if (!is.list(messages) || length(messages) == 0 || is.data.frame(messages)) {
+    abort_invalid("{.arg messages} must be a non-empty list of messages, not {.obj_type_friendly {messages}}.",
+                  "messages", call)
+  }
+  bad <- which(!vapply(messages, is_message, NA))
+  if (length(bad) > 0) {
+    abort_invalid("Each message needs {.field role} and {.field content} strings; message{?s} {bad} do{?es/} not.",
+                  "messages", call)
+  }
+  invisible(messages)
+}

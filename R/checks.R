@@ -1,0 +1,110 @@
+# Argument checks, run in R before anything reaches the engine. Each raises
+# newrllama4_error_invalid_argument naming the argument and what was wrong.
+
+abort_invalid <- function(message, arg, call) {
+  cli::cli_abort(
+    message,
+    class = c("newrllama4_error_invalid_argument", "newrllama4_error"),
+    argument = arg,
+    call = call,
+    .envir = parent.frame()
+  )
+}
+
+check_string <- function(x, arg, call = caller_env()) {
+  if (!is.character(x) || length(x) != 1 || is.na(x)) {
+    abort_invalid("{.arg {arg}} must be a single string, not {.obj_type_friendly {x}}.", arg, call)
+  }
+  invisible(x)
+}
+
+check_flag <- function(x, arg, call = caller_env()) {
+  if (!is.logical(x) || length(x) != 1 || is.na(x)) {
+    abort_invalid("{.arg {arg}} must be {.code TRUE} or {.code FALSE}, not {.obj_type_friendly {x}}.", arg, call)
+  }
+  invisible(x)
+}
+
+# A single whole number >= `min`, returned as an integer.
+check_whole <- function(x, arg, min, call = caller_env()) {
+  ok <- is.numeric(x) && length(x) == 1 && !is.na(x) && is.finite(x) && x == round(x) && x >= min
+  if (!ok) {
+    abort_invalid("{.arg {arg}} must be a single whole number >= {min}, not {.obj_type_friendly {x}}{show_value(x)}.",
+                  arg, call)
+  }
+  if (abs(x) <= .Machine$integer.max) as.integer(x) else x
+}
+
+# A single number in [min, max] (or (min, max] with `open_min`).
+check_number <- function(x, arg, min, max = Inf, open_min = FALSE, call = caller_env()) {
+  ok <- is.numeric(x) && length(x) == 1 && !is.na(x) && is.finite(x) &&
+    (if (open_min) x > min else x >= min) && x <= max
+  if (!ok) {
+    range <- if (is.finite(max)) sprintf("in %s%s, %s]", if (open_min) "(" else "[", min, max) else
+      sprintf("%s %s", if (open_min) ">" else ">=", min)
+    abort_invalid("{.arg {arg}} must be a single number {range}, not {.obj_type_friendly {x}}{show_value(x)}.",
+                  arg, call)
+  }
+  as.double(x)
+}
+
+show_value <- function(x) {
+  if (is.atomic(x) && length(x) == 1 && !is.na(x)) paste0(" (", format(x), ")") else ""
+}
+
+check_model <- function(model, call = caller_env()) {
+  if (!inherits(model, "newrllama_model")) {
+    abort_invalid("{.arg model} must be a model from {.fn model_load}, not {.obj_type_friendly {model}}.",
+                  "model", call)
+  }
+  invisible(model)
+}
+
+check_context <- function(context, call = caller_env()) {
+  if (!inherits(context, "newrllama_context")) {
+    abort_invalid("{.arg context} must be a context from {.fn context_create}, not {.obj_type_friendly {context}}.",
+                  "context", call)
+  }
+  invisible(context)
+}
+
+check_model_path <- function(path, call = caller_env()) {
+  check_string(path, "model_path", call)
+  if (!file.exists(path)) {
+    abort_invalid("{.arg model_path} {.path {path}} does not exist.", "model_path", call)
+  }
+  if (dir.exists(path)) {
+    abort_invalid("{.arg model_path} {.path {path}} is a directory, not a GGUF file.", "model_path", call)
+  }
+  magic <- readBin(path, "raw", n = 4)
+  if (!identical(magic, charToRaw("GGUF"))) {
+    abort_invalid("{.arg model_path} {.path {path}} is not a GGUF file.", "model_path", call)
+  }
+  normalizePath(path)
+}
+
+check_prompts <- function(prompts, call = caller_env()) {
+  if (!is.character(prompts) || length(prompts) == 0) {
+    abort_invalid("{.arg prompts} must be a non-empty character vector, not {.obj_type_friendly {prompts}}.",
+                  "prompts", call)
+  }
+  missing <- which(is.na(prompts))
+  if (length(missing) > 0) {
+    abort_invalid("{.arg prompts} must not contain {.code NA}; found at position{?s} {missing}.", "prompts", call)
+  }
+  invisible(prompts)
+}
+
+check_seed <- function(seed, call = caller_env()) {
+  if (is.null(seed)) return(NULL)
+  seed <- check_whole(seed, "seed", min = -1, call = call)
+  if (seed == -1L) NULL else seed
+}
+
+check_stop <- function(stop, call = caller_env()) {
+  if (is.null(stop)) return(NULL)
+  if (!is.character(stop) || length(stop) == 0 || anyNA(stop) || any(!nzchar(stop))) {
+    abort_invalid("{.arg stop} must be {.code NULL} or a character vector of non-empty strings.", "stop", call)
+  }
+  as.list(stop)
+}

@@ -1,0 +1,64 @@
+# Engine exceptions -> classed R conditions.
+#
+# Every class of the engine's error module maps by name onto an R class, most
+# specific first: PromptTooLongError (a PromptError) becomes
+# c("newrllama4_error_prompt_too_long", "newrllama4_error_prompt",
+#   "newrllama4_error", "rlang_error", "error", "condition"). The exception's
+# attributes become condition fields, with prompt indices made 1-based.
+
+engine_error_prefix <- "newrllama4.errors."
+
+# Run an engine call; re-signal a Python exception as its R condition.
+with_engine <- function(expr, call = caller_env()) {
+  reticulate::py_last_error(NULL)  # so that an exception found afterwards is this call's
+  tryCatch(expr, error = function(e) {
+    last <- reticulate::py_last_error()
+    exception <- attr(last, "exception", exact = TRUE)
+    if (is.null(exception)) stop(e)
+    if (inherits(exception, "python.builtin.KeyboardInterrupt")) rlang::interrupt()
+    rlang::cnd_signal(engine_condition(exception, call, traceback = last$message))
+  })
+}
+
+# The R condition for a Python exception (raised, or returned in a Completion).
+engine_condition <- function(exception, call = NULL, traceback = NULL) {
+  python_classes <- class(exception)
+  ours <- python_classes[startsWith(python_classes, engine_error_prefix)]
+  fields <- reticulate::py_to_r(reticulate::py_get_attr(exception, "__dict__"))
+  if (!is.null(fields$index)) fields$index <- as.integer(fields$index) + 1L
+  message <- if (!is.null(fields$detail)) {
+    sprintf("Prompt %d %s", fields$index, fields$detail)
+  } else {
+    reticulate::py_str(exception)
+  }
+  if (length(ours) == 0) {
+    classes <- "newrllama4_error_engine"
+    python_class <- sub("^python\\.builtin\\.", "", python_classes[[1]])
+    message <- c(sprintf("The engine failed unexpectedly (%s): %s", python_class, message),
+                 "i" = "The Python traceback is in the condition's {.field traceback} field.")
+    fields <- list(python_class = python_class, traceback = traceback)
+  } else {
+    classes <- setdiff(vapply(ours, r_condition_class, ""), "newrllama4_error")
+  }
+  rlang::catch_cnd(cli::cli_abort(
+    escape_braces(message),
+    class = c(classes, "newrllama4_error"),
+    call = call,
+    !!!fields
+  ))
+}
+
+# "newrllama4.errors.PromptTooLongError" -> "newrllama4_error_prompt_too_long"
+r_condition_class <- function(python_class) {
+  name <- sub("Error$", "", sub(engine_error_prefix, "", python_class, fixed = TRUE))
+  if (name == "Newrllama") return("newrllama4_error")
+  snake <- tolower(gsub("([a-z0-9])([A-Z])", "\\1_\\2", name))
+  paste0("newrllama4_error_", snake)
+}
+
+escape_braces <- function(text) {
+  out <- gsub("}", "}}", gsub("{", "{{", text, fixed = TRUE), fixed = TRUE)
+  # the bullet about the traceback field is ours and keeps its cli markup
+  out[names(out) == "i"] <- text[names(text) == "i"]
+  out
+}

@@ -1,0 +1,68 @@
+#' Create a context
+#'
+#' A context runs prompts against a model, up to `n_seq_max` at once. Each of
+#' those sequences has its own slice of the KV cache, `n_ctx` tokens long
+#' (prompt plus answer), so one prompt never sees or disturbs another.
+#'
+#' @param model A model from [model_load()].
+#' @param n_ctx Context window of each sequence, in tokens (prompt plus
+#'   generated text).
+#' @param n_threads CPU threads; `NULL` uses every core available to R.
+#' @param n_seq_max How many prompts run at once. More gives higher
+#'   throughput, up to what the hardware sustains, and costs `n_ctx` KV cache
+#'   cells each.
+#' @return A `newrllama_context` object.
+#' @seealso [generate_parallel()], [context_free()]
+#' @export
+#' @examples
+#' \donttest{
+#' model <- model_load()
+#' ctx <- context_create(model, n_ctx = 512L, n_seq_max = 4L)
+#' ctx
+#' }
+context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8L) {
+  check_model(model)
+  n_ctx <- check_whole(n_ctx, "n_ctx", min = 1)
+  if (!is.null(n_threads)) n_threads <- check_whole(n_threads, "n_threads", min = 1)
+  n_seq_max <- check_whole(n_seq_max, "n_seq_max", min = 1)
+  py <- with_engine(engine()$Context(
+    model$py, n_ctx = n_ctx, n_seq_max = n_seq_max, n_batch = max(512L, n_seq_max), n_threads = n_threads
+  ))
+  structure(list(py = py, model = model), class = "newrllama_context")
+}
+
+#' Free a context
+#'
+#' Releases the context's KV cache now. Using the context afterwards raises an
+#' error of class `newrllama4_error_closed`.
+#'
+#' @param context A context from [context_create()].
+#' @return `context`, invisibly.
+#' @export
+#' @examples
+#' \donttest{
+#' model <- model_load()
+#' ctx <- context_create(model, n_ctx = 256L)
+#' context_free(ctx)
+#' }
+context_free <- function(context) {
+  check_context(context)
+  with_engine(context$py$close())
+  invisible(context)
+}
+
+#' @export
+print.newrllama_context <- function(x, ...) {
+  py <- x$py
+  cli::cli_text("{.cls newrllama_context} for {.path {basename(py$model$path)}}")
+  if (py$closed) {
+    cli::cli_text("(freed)")
+  } else {
+    cli::cli_bullets(c(
+      "*" = "n_ctx: {py$n_ctx} tokens per sequence",
+      "*" = "n_seq_max: {py$n_seq_max} sequences at once",
+      "*" = "threads: {py$n_threads}"
+    ))
+  }
+  invisible(x)
+}

@@ -1,0 +1,145 @@
+#' Generate text for many prompts at once
+#'
+#' Runs every prompt through the model, up to the context's `n_seq_max` at a
+#' time in one shared batch, and returns one answer per prompt, in order. Each
+#' prompt runs in its own isolated sequence: its answer does not depend on the
+#' other prompts, on `n_seq_max`, or on earlier calls. With `temperature = 0`
+#' the answer is the one the model gives the prompt alone; with a fixed `seed`,
+#' a call is reproducible.
+#'
+#' A prompt that cannot run (empty, or longer than the context's `n_ctx`) fails
+#' alone: its answer is `NA` and the others are unaffected.
+#'
+#' @param context A context from [context_create()].
+#' @param prompts A character vector of prompts; names are kept.
+#' @param max_tokens Most tokens to generate per prompt.
+#' @param top_k,top_p Keep only the `top_k` most likely tokens, and of those
+#'   the most likely ones whose probabilities add up to `top_p`.
+#' @param temperature Randomness: `0` always picks the most likely token.
+#' @param repeat_last_n,penalty_repeat Penalise tokens seen among the last
+#'   `repeat_last_n` ones (prompt included) by `penalty_repeat`; `1` disables.
+#' @param seed Random seed; `-1` or `NULL` draws one (reported in the stats).
+#' @param stop Strings that end an answer; the string itself is left out.
+#' @param progress Show a progress bar.
+#' @param on_error What to do when prompts fail: `"warn"` returns `NA` for
+#'   them with one warning of class `newrllama4_warning_partial_failure`;
+#'   `"stop"` raises the first failure's error, with the partial results in its
+#'   `result` field.
+#' @return A character vector, one element per prompt, with the prompts' names.
+#'   Attributes: `errors`, a data frame (`index`, `class`, `message`) of the
+#'   failed prompts, and `stats`, a named list of counters and timings.
+#' @seealso [generate()] for a single prompt.
+#' @export
+#' @examples
+#' \donttest{
+#' model <- model_load()
+#' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 4L)
+#' answers <- generate_parallel(ctx, c(a = "The capital of France is", b = "2 + 2 ="),
+#'                              max_tokens = 8L, temperature = 0)
+#' answers
+#' attr(answers, "stats")$generation_tokens_per_s
+#' }
+generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, top_p = 0.9,
+                              temperature = 0.8, repeat_last_n = 64L, penalty_repeat = 1.1,
+                              seed = 1234L, stop = NULL, progress = interactive(),
+                              on_error = c("warn", "stop")) {
+  check_context(context)
+  check_prompts(prompts)
+  params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
+  check_flag(progress, "progress")
+  on_error <- rlang::arg_match(on_error)
+  result <- run_engine(context, as.list(unname(prompts)), params, progress)
+  answers <- result$texts
+  names(answers) <- names(prompts)
+  attr(answers, "errors") <- result$errors
+  attr(answers, "stats") <- result$stats
+  n_failed <- nrow(result$errors)
+  if (n_failed > 0) {
+    first <- result$conditions[[1]]
+    if (on_error == "stop") {
+      first$result <- answers
+      rlang::cnd_signal(first)
+    }
+    cli::cli_warn(
+      c("{n_failed} of {length(prompts)} prompt{?s} failed; {?its/their} answer{?s are/ is/s are} {.code NA}.",
+        "i" = "First failure: {conditionMessage(first)}",
+        "i" = "See {.code attr(result, \"errors\")} for all of them."),
+      class = "newrllama4_warning_partial_failure"
+    )
+  }
+  answers
+}
+
+#' Generate text for one prompt
+#'
+#' [generate_parallel()] for a single prompt, which can also be given as token
+#' ids from [tokenize()]. A failing prompt raises its error.
+#'
+#' @inheritParams generate_parallel
+#' @param prompt A single string, or an integer vector of token ids.
+#' @return A single string.
+#' @export
+#' @examples
+#' \donttest{
+#' model <- model_load()
+#' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 1L)
+#' generate(ctx, "The capital of France is", max_tokens = 8L, temperature = 0)
+#' }
+generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.9, temperature = 0.8,
+                     repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL) {
+  check_context(context)
+  if (is.numeric(prompt)) {
+    check_tokens(prompt, "prompt")
+    prompt <- as.list(as.integer(prompt))
+  } else {
+    check_string(prompt, "prompt")
+  }
+  params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
+  result <- run_engine(context, list(prompt), params, progress = FALSE)
+  if (nrow(result$errors) > 0) rlang::cnd_signal(result$conditions[[1]])
+  result$texts
+}
+
+sampling_params <- function(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop,
+                            call = caller_env()) {
+  list(
+    max_tokens = check_whole(max_tokens, "max_tokens", min = 1, call = call),
+    top_k = check_whole(top_k, "top_k", min = 0, call = call),
+    top_p = check_number(top_p, "top_p", min = 0, max = 1, open_min = TRUE, call = call),
+    temperature = check_number(temperature, "temperature", min = 0, call = call),
+    repeat_last_n = check_whole(repeat_last_n, "repeat_last_n", min = 0, call = call),
+    penalty_repeat = check_number(penalty_repeat, "penalty_repeat", min = 0, open_min = TRUE, call = call),
+    seed = check_seed(seed, call = call),
+    stop = check_stop(stop, call = call)
+  )
+}
+
+# One engine call; returns the answers (NA for failures), the errors data
+# frame, their conditions and the stats.
+run_engine <- function(context, prompts, params, progress, call = caller_env()) {
+  on_progress <- NULL
+  if (progress) {
+    bar <- cli::cli_progress_bar("Generating", total = length(prompts), .envir = environment())
+    on_progress <- function(done, total) cli::cli_progress_update(id = bar, set = done)
+  }
+  py_result <- with_engine(
+    rlang::exec(context$py$generate_parallel, prompts, !!!params, on_progress = on_progress),
+    call = call
+  )
+  completions <- reticulate::py_to_r(reticulate::import_builtins()$list(py_result))
+  failed <- which(vapply(completions, function(c) c$finish_reason == "error", NA))
+  conditions <- lapply(failed, function(i) engine_condition(completions[[i]]$error, call))
+  texts <- vapply(completions, function(c) c$text, "")
+  texts[failed] <- NA_character_
+  list(
+    texts = texts,
+    errors = data.frame(
+      index = failed,
+      class = vapply(conditions, function(c) class(c)[[1]], ""),
+      message = vapply(conditions, conditionMessage, ""),
+      stringsAsFactors = FALSE
+    ),
+    conditions = conditions,
+    stats = reticulate::py_to_r(py_result$stats$to_dict())
+  )
+}

@@ -1,0 +1,65 @@
+#' Load a model
+#'
+#' Loads a GGUF model file once; any number of contexts can then share it.
+#' Without a path, loads the embedded default model, Gemma 3 270M (a small
+#' base model: good for trying things out, not for hard tasks).
+#'
+#' @param model_path Path of a GGUF file, or `NULL` for the default model.
+#' @param n_gpu_layers Layers to offload to a GPU (`-1` for all); `0` runs on the CPU.
+#' @param use_mmap Map the file into memory instead of reading it.
+#' @return A `newrllama_model` object.
+#' @seealso [context_create()], [model_free()]
+#' @export
+#' @examples
+#' \donttest{
+#' model <- model_load()
+#' model
+#' }
+model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE) {
+  if (!is.null(model_path)) model_path <- check_model_path(model_path)
+  n_gpu_layers <- check_whole(n_gpu_layers, "n_gpu_layers", min = -1)
+  check_flag(use_mmap, "use_mmap")
+  nl <- engine()
+  py <- with_engine(nl$Model(path = model_path, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap))
+  structure(list(py = py), class = "newrllama_model")
+}
+
+#' Free a model
+#'
+#' Releases the model's memory now rather than at garbage collection. Contexts
+#' of the model are freed too. Using the model afterwards raises an error of
+#' class `newrllama4_error_closed`.
+#'
+#' @param model A model from [model_load()].
+#' @return `model`, invisibly.
+#' @export
+#' @examples
+#' \donttest{
+#' model <- model_load()
+#' model_free(model)
+#' }
+model_free <- function(model) {
+  check_model(model)
+  with_engine(model$py$close())
+  invisible(model)
+}
+
+#' @export
+print.newrllama_model <- function(x, ...) {
+  py <- x$py
+  cli::cli_text("{.cls newrllama_model} {.path {py$path}}")
+  if (py$closed) {
+    cli::cli_text("(freed)")
+  } else {
+    cli::cli_bullets(c(
+      "*" = "{py$description}: {format_count(py$n_params)} parameters, {format_bytes(py$size)}",
+      "*" = "vocabulary: {format_count(py$n_vocab)} tokens; trained context: {py$n_ctx_train} tokens",
+      "*" = "GPU layers: {py$n_gpu_layers}; mmap: {py$use_mmap}"
+    ))
+  }
+  invisible(x)
+}
+
+format_count <- function(n) format(n, big.mark = ",", scientific = FALSE, trim = TRUE)
+
+format_bytes <- function(bytes) format(structure(bytes, class = "object_size"), units = "auto", standard = "SI")

@@ -1,0 +1,42 @@
+#' Tokenize and detokenize text
+#'
+#' `tokenize()` turns a string into the model's token ids; `detokenize()` turns
+#' token ids back into text. Token ids can be passed to [generate()] as the
+#' prompt.
+#'
+#' @param model A model from [model_load()].
+#' @param text A single string.
+#' @param add_special Add the model's special tokens (such as the
+#'   beginning-of-sequence token).
+#' @param tokens An integer vector of token ids.
+#' @return `tokenize()`: an integer vector. `detokenize()`: a single string.
+#' @export
+#' @examples
+#' \donttest{
+#' model <- model_load()
+#' ids <- tokenize(model, "Hello world")
+#' ids
+#' detokenize(model, ids)
+#' }
+tokenize <- function(model, text, add_special = TRUE) {
+  check_model(model)
+  check_string(text, "text")
+  check_flag(add_special, "add_special")
+  as.integer(unlist(with_engine(model$py$tokenize(text, add_special = add_special))))
+}
+
+#' @rdname tokenize
+#' @export
+detokenize <- function(model, tokens) {
+  check_model(model)
+  check_tokens(tokens, "tokens")
+  with_engine(model$py$detokenize(as.list(as.integer(tokens))))
+}
+
+check_tokens <- function(tokens, arg, call = caller_env()) {
+  if (!is.numeric(tokens) || anyNA(tokens) || any(tokens != round(tokens)) || any(tokens < 0)) {
+    abort_invalid("{.arg {arg}} must be a vector of non-negative whole token ids, not {.obj_type_friendly {tokens}}.",
+                  arg, call)
+  }
+  invisible(tokens)
+}

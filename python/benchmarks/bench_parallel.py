@@ -1,0 +1,101 @@
+"""Throughput of generate_parallel against a loop over llama-cpp-python, in one run.
+
+The same 32 prompts, 64 new tokens each, greedy, on the default model:
+  (a) a loop over llama_cpp.Llama.create_completion
+  (b) generate_parallel with n_seq_max 1, 8, 16 and 32 (batch-invariant, the default)
+  (c) generate_parallel at 32 with batch_invariant=False, to price batch invariance
+Tokens/s count generated tokens over wall time; ratios are to (a) in the same run,
+since the machine is shared and absolute numbers drift.
+
+Usage: python bench_parallel.py [--prompts 32] [--max-tokens 64] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import llama_cpp
+
+import newrllama4 as nl
+
+TOPICS = [
+    "the ocean", "a mountain village", "the history of bread", "how bridges are built", "a long train ride",
+    "the first computers", "honey bees", "a winter morning", "the printing press", "volcanoes", "jazz music",
+    "a busy market", "the moon landing", "coral reefs", "an old library", "desert plants", "the water cycle",
+    "a chess match", "ancient Rome", "the northern lights", "a small bakery", "rain forests", "the telescope",
+    "a football final", "paper making", "the silk road", "a lighthouse keeper", "glaciers", "street food",
+    "the violin", "migrating birds", "a thunderstorm",
+]
+
+
+def prompts(n: int) -> list[str]:
+    # open-ended essay openings: a base model keeps writing past 64 tokens
+    return [f"Here is a long, detailed essay about {TOPICS[i % len(TOPICS)]}.\n\n" for i in range(n)]
+
+
+def bench_llama_cpp_loop(path: str, texts: list[str], max_tokens: int, threads: int) -> tuple[int, float]:
+    llm = llama_cpp.Llama(path, n_ctx=512, n_threads=threads, n_threads_batch=threads, verbose=False)
+    llm.create_completion(texts[0], max_tokens=4, temperature=0)  # warm-up
+    started = time.perf_counter()
+    generated = 0
+    for text in texts:
+        out = llm.create_completion(text, max_tokens=max_tokens, temperature=0, repeat_penalty=1.0)
+        generated += out["usage"]["completion_tokens"]
+    seconds = time.perf_counter() - started
+    llm.close()
+    return generated, seconds
+
+
+def bench_parallel(model: nl.Model, texts: list[str], max_tokens: int, threads: int, n_seq_max: int,
+                   batch_invariant: bool = True) -> nl.Stats:
+    with nl.Context(model, n_ctx=512, n_seq_max=n_seq_max, n_threads=threads,
+                    batch_invariant=batch_invariant) as ctx:
+        ctx.generate_parallel(texts[:n_seq_max], max_tokens=4, temperature=0)  # warm-up
+        return ctx.generate_parallel(texts, max_tokens=max_tokens, temperature=0, penalty_repeat=1.0).stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prompts", type=int, default=32)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    args = parser.parse_args()
+
+    path = nl.default_model_path()
+    texts = prompts(args.prompts)
+    print(f"model {os.path.basename(path)}, {args.prompts} prompts x {args.max_tokens} tokens, "
+          f"greedy, {args.threads} threads\n")
+
+    generated, seconds = bench_llama_cpp_loop(path, texts, args.max_tokens, args.threads)
+    baseline = generated / seconds
+    rows = [("(a) llama-cpp-python create_completion loop", generated, seconds, None)]
+    with nl.Model(path) as model:
+        for n_seq_max in (1, 8, 16, 32):
+            stats = bench_parallel(model, texts, args.max_tokens, args.threads, n_seq_max)
+            rows.append((f"(b) generate_parallel n_seq_max={n_seq_max}", stats.generated_tokens,
+                         stats.total_seconds, stats))
+        stats = bench_parallel(model, texts, args.max_tokens, args.threads, 32, batch_invariant=False)
+        rows.append(("(c) generate_parallel n_seq_max=32, batch_invariant=False", stats.generated_tokens,
+                     stats.total_seconds, stats))
+
+    print(f"| {'configuration':<58} | tokens | seconds | tok/s | vs (a) |")
+    print(f"|{'-' * 60}|-------:|--------:|------:|-------:|")
+    for name, tokens, secs, _ in rows:
+        rate = tokens / secs
+        print(f"| {name:<58} | {tokens:>6} | {secs:>7.2f} | {rate:>5.0f} | {rate / baseline:>5.2f}x |")
+
+    print("\nwhere the time goes (generate_parallel):")
+    print(f"| {'configuration':<58} | decode calls | mean decode step | overhead/step | overhead share |")
+    print(f"|{'-' * 60}|-------------:|-----------------:|--------------:|---------------:|")
+    for name, _, _, stats in rows[1:]:
+        calls = stats.llama_decode_calls
+        step = (stats.prefill_seconds + stats.decode_seconds) / calls
+        overhead = stats.overhead_seconds / calls
+        print(f"| {name:<58} | {calls:>12} | {step * 1e3:>13.1f} ms | {overhead * 1e3:>10.2f} ms | "
+              f"{overhead / step:>13.1%} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,4 @@
+library(testthat)
+library(newrllama4)
+
+test_check("newrllama4")

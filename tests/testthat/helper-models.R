@@ -1,0 +1,30 @@
+# The tiny random-weight model is written once per test run by the engine's own
+# test helper. A missing engine makes these helpers fail loudly: never skip.
+test_models <- new.env(parent = emptyenv())
+
+tiny_model_path <- function() {
+  if (is.null(test_models$path)) {
+    path <- file.path(tempdir(), "newrllama4-tiny.gguf")
+    reticulate::import("newrllama4.testing")$write_tiny_model(path)
+    test_models$path <- path
+  }
+  test_models$path
+}
+
+tiny_model <- function() {
+  if (is.null(test_models$model)) test_models$model <- model_load(tiny_model_path())
+  test_models$model
+}
+
+tiny_context <- function(n_seq_max = 4L, n_ctx = 256L) {
+  context_create(tiny_model(), n_ctx = n_ctx, n_seq_max = n_seq_max)
+}
+
+# Deterministic prompts of 1 to 40 words, without touching the session's RNG.
+prompts_of_mixed_length <- function(n) {
+  words <- c("the", "of", "and", "hello", "how", "are", "you", "once", "upon", "a", "time", "king", "river")
+  vapply(seq_len(n), function(i) {
+    k <- seq_len((i * 13) %% 40 + 1)
+    paste(words[(i * 7 + k * 3) %% length(words) + 1], collapse = " ")
+  }, "")
+}

@@ -1,0 +1,62 @@
+errors <- function() reticulate::import("newrllama4.errors")
+
+test_that("every engine exception class has an R class, specific to general", {
+  py_classes <- Filter(function(name) grepl("Error$", name), names(errors()))
+  expect_setequal(py_classes, c(
+    "NewrllamaError", "InvalidArgumentError", "ModelLoadError", "ContextError", "ClosedError",
+    "ChatTemplateError", "PromptError", "EmptyPromptError", "InvalidTokenError", "PromptTooLongError",
+    "DecodeError"
+  ))
+  expect_equal(r_condition_class("newrllama4.errors.PromptTooLongError"), "newrllama4_error_prompt_too_long")
+  expect_equal(r_condition_class("newrllama4.errors.NewrllamaError"), "newrllama4_error")
+})
+
+expect_mapped <- function(exception, classes, fields = list()) {
+  cnd <- engine_condition(exception)
+  expect_equal(class(cnd), c(classes, "newrllama4_error", "rlang_error", "error", "condition"))
+  for (name in names(fields)) expect_equal(cnd[[name]], fields[[name]])
+  cnd
+}
+
+test_that("each engine exception maps to its condition with its fields", {
+  e <- errors()
+  expect_mapped(e$InvalidArgumentError("max_tokens", -1L, "a whole number >= 1"),
+                "newrllama4_error_invalid_argument", list(argument = "max_tokens", value = "-1"))
+  expect_mapped(e$ModelLoadError("bad file", "/x.gguf"), "newrllama4_error_model_load", list(path = "/x.gguf"))
+  expect_mapped(e$ContextError("no memory"), "newrllama4_error_context")
+  expect_mapped(e$ClosedError("context"), "newrllama4_error_closed", list(what = "context"))
+  expect_mapped(e$ChatTemplateError("none"), "newrllama4_error_chat_template")
+  expect_mapped(e$NewrllamaError("base"), character())
+  cnd <- expect_mapped(e$PromptTooLongError(2L, 700L, 512L),
+                       c("newrllama4_error_prompt_too_long", "newrllama4_error_prompt"),
+                       list(index = 3L, n_tokens = 700L, limit = 512L))
+  expect_match(conditionMessage(cnd), "^Prompt 3 has 700 tokens")
+  expect_mapped(e$EmptyPromptError(0L), c("newrllama4_error_empty_prompt", "newrllama4_error_prompt"),
+                list(index = 1L))
+  expect_mapped(e$InvalidTokenError(4L, 999L, 300L), c("newrllama4_error_invalid_token", "newrllama4_error_prompt"),
+                list(index = 5L, token = 999L, n_vocab = 300L))
+  expect_mapped(e$DecodeError(1L, -3L), c("newrllama4_error_decode", "newrllama4_error_prompt"),
+                list(index = 2L, code = -3L))
+})
+
+test_that("a raised engine exception becomes its R condition", {
+  raise <- reticulate::py_run_string("def raise_it(e):\n    raise e", convert = FALSE)$raise_it
+  err <- expect_error(with_engine(raise(errors()$ContextError("out of memory"))), class = "newrllama4_error_context")
+  expect_match(conditionMessage(err), "out of memory")
+})
+
+test_that("an unexpected Python error keeps its traceback in a field, not in the message", {
+  err <- expect_error(with_engine(reticulate::py_eval("1/0")), class = "newrllama4_error_engine")
+  expect_equal(err$python_class, "ZeroDivisionError")
+  expect_match(err$traceback, "ZeroDivisionError")
+  expect_match(conditionMessage(err), "traceback")
+})
+
+test_that("messages with braces survive cli formatting", {
+  cnd <- engine_condition(errors()$ModelLoadError("odd {name} here"))
+  expect_match(conditionMessage(cnd), "odd {name} here", fixed = TRUE)
+})
+
+test_that("R errors that are not from Python pass through unchanged", {
+  expect_error(with_engine(stop("plain R")), "plain R", class = "simpleError")
+})

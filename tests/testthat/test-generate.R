@@ -1,0 +1,162 @@
+test_that("one answer per prompt, in order, with names kept", {
+  ctx <- tiny_context()
+  prompts <- c(first = "hello how are you", second = "once upon a time", third = "the king")
+  out <- generate_parallel(ctx, prompts, max_tokens = 6L, temperature = 0, progress = FALSE)
+  expect_type(out, "character")
+  expect_named(out, names(prompts))
+  solo <- vapply(prompts, function(p) generate(ctx, p, max_tokens = 6L, temperature = 0), "")
+  expect_equal(unname(out[names(prompts)]), unname(solo))
+})
+
+test_that("batch answers equal solo answers for many prompts and any n_seq_max", {
+  prompts <- prompts_of_mixed_length(30)
+  solo <- generate_parallel(tiny_context(n_seq_max = 1L), prompts, max_tokens = 10L, temperature = 0, progress = FALSE)
+  for (n in c(3L, 8L)) {
+    out <- generate_parallel(tiny_context(n_seq_max = n), prompts, max_tokens = 10L, temperature = 0,
+                             progress = FALSE)
+    expect_identical(out, solo)
+  }
+})
+
+test_that("successive calls on one context give identical answers", {
+  ctx <- tiny_context()
+  prompts <- prompts_of_mixed_length(8)
+  first <- generate_parallel(ctx, prompts, max_tokens = 8L, seed = 7L, progress = FALSE)
+  for (i in 1:5) {
+    expect_identical(generate_parallel(ctx, prompts, max_tokens = 8L, seed = 7L, progress = FALSE), first)
+  }
+})
+
+test_that("a fixed seed reproduces sampled answers; seed -1 draws one and reports it", {
+  ctx <- tiny_context()
+  prompts <- prompts_of_mixed_length(4)
+  a <- generate_parallel(ctx, prompts, max_tokens = 8L, temperature = 1, seed = 99L, progress = FALSE)
+  expect_identical(generate_parallel(ctx, prompts, max_tokens = 8L, temperature = 1, seed = 99L, progress = FALSE), a)
+  random <- generate_parallel(ctx, prompts, max_tokens = 8L, temperature = 1, seed = -1L, progress = FALSE)
+  replay <- generate_parallel(ctx, prompts, max_tokens = 8L, temperature = 1,
+                              seed = attr(random, "stats")$seed, progress = FALSE)
+  expect_identical(unclass(replay)[1:4], unclass(random)[1:4])
+})
+
+test_that("a bad prompt among good ones is NA with an errors attribute and one warning", {
+  ctx <- tiny_context(n_ctx = 64L)
+  long <- paste(rep("hello", 200), collapse = " ")
+  prompts <- c("hello how are you", "", long, "once upon a time")
+  expect_warning(
+    out <- generate_parallel(ctx, prompts, max_tokens = 5L, temperature = 0, progress = FALSE),
+    "2 of 4 prompts failed",
+    class = "newrllama4_warning_partial_failure"
+  )
+  expect_equal(is.na(out), c(FALSE, TRUE, TRUE, FALSE))
+  errors <- attr(out, "errors")
+  expect_equal(errors$index, c(2L, 3L))
+  expect_equal(errors$class, c("newrllama4_error_empty_prompt", "newrllama4_error_prompt_too_long"))
+  expect_match(errors$message[[2]], "^Prompt 3 has [0-9]+ tokens")
+  expect_equal(out[[1]], generate(ctx, prompts[[1]], max_tokens = 5L, temperature = 0))
+})
+
+test_that("on_error = 'stop' raises the first failure with the partial results attached", {
+  ctx <- tiny_context(n_ctx = 64L)
+  err <- expect_error(
+    generate_parallel(ctx, c(ok = "hello", bad = ""), max_tokens = 3L, progress = FALSE, on_error = "stop"),
+    class = "newrllama4_error_empty_prompt"
+  )
+  expect_equal(err$index, 2L)
+  expect_named(err$result, c("ok", "bad"))
+  expect_true(is.na(err$result[["bad"]]))
+  expect_false(is.na(err$result[["ok"]]))
+})
+
+test_that("generate raises the error of a failing prompt and accepts token ids", {
+  ctx <- tiny_context(n_ctx = 16L)
+  expect_error(generate(ctx, paste(rep("river", 40), collapse = " ")), class = "newrllama4_error_prompt_too_long")
+  ids <- tokenize(tiny_model(), "once upon a time")
+  expect_equal(generate(ctx, ids, max_tokens = 4L, temperature = 0),
+               generate(ctx, "once upon a time", max_tokens = 4L, temperature = 0))
+  expect_error(generate(ctx, c(ids, 10^6), max_tokens = 2L), class = "newrllama4_error_invalid_argument")
+  expect_error(generate(ctx, c(ids, 100000L), max_tokens = 2L), class = "newrllama4_error_invalid_token")
+})
+
+test_that("stats come back as a named list", {
+  out <- generate_parallel(tiny_context(), prompts_of_mixed_length(5), max_tokens = 4L, progress = FALSE)
+  stats <- attr(out, "stats")
+  expect_true(is.list(stats))
+  expect_true(all(c("prompts", "failures", "prompt_tokens", "generated_tokens", "prefill_seconds",
+                    "decode_seconds", "generation_tokens_per_s", "llama_decode_calls", "retries",
+                    "peak_active_sequences", "seed") %in% names(stats)))
+  expect_equal(stats$prompts, 5L)
+  expect_equal(stats$failures, 0L)
+  expect_equal(nrow(attr(out, "errors")), 0L)
+})
+
+test_that("stop strings end an answer and are left out", {
+  ctx <- tiny_context()
+  full <- generate(ctx, "hello how are you", max_tokens = 20L, temperature = 0, penalty_repeat = 1)
+  stop_at <- substr(full, 4, 5)
+  cut <- generate(ctx, "hello how are you", max_tokens = 20L, temperature = 0, penalty_repeat = 1, stop = stop_at)
+  expect_equal(cut, substr(full, 1, regexpr(stop_at, full, fixed = TRUE) - 1))
+})
+
+test_that("bad arguments are caught in R with a classed error", {
+  ctx <- tiny_context()
+  bad_calls <- list(
+    list(prompts = NULL), list(prompts = list("a")), list(prompts = 1:3), list(prompts = c("a", NA)),
+    list(prompts = character()), list(max_tokens = NA), list(max_tokens = -1L), list(max_tokens = 2.5),
+    list(max_tokens = 1:2), list(temperature = NA), list(temperature = -1), list(top_p = 0), list(top_k = -1L),
+    list(seed = "x"), list(stop = NA_character_), list(progress = NA)
+  )
+  for (args in bad_calls) {
+    call_args <- utils::modifyList(list(context = ctx, prompts = "hello", progress = FALSE), args)
+    if ("prompts" %in% names(args) && is.null(args$prompts)) call_args["prompts"] <- list(NULL)
+    expect_error(do.call(generate_parallel, call_args), class = "newrllama4_error_invalid_argument")
+  }
+  expect_error(generate_parallel("ctx", "hello"), class = "newrllama4_error_invalid_argument")
+  expect_error(generate_parallel(ctx, "hello", on_error = "ignore"))
+})
+
+test_that("works inside data-frame code", {
+  ctx <- tiny_context()
+  df <- data.frame(text = c("hello", "once upon", "the king"))
+  df$answer <- generate_parallel(ctx, df$text, max_tokens = 4L, temperature = 0, progress = FALSE)
+  expect_equal(nrow(df), 3)
+  expect_type(df$answer, "character")
+})
+
+test_that("the progress bar is fed once per prompt", {
+  ctx <- tiny_context()
+  withr_opts <- options(cli.progress_show_after = 0, cli.dynamic = FALSE)
+  on.exit(options(withr_opts))
+  out <- cli::cli_fmt(generate_parallel(ctx, prompts_of_mixed_length(6), max_tokens = 3L, progress = TRUE))
+  expect_true(any(grepl("Generating", out)))
+})
+
+test_that("an interrupt returns control to R and the context works afterwards", {
+  script <- tempfile(fileext = ".R")
+  writeLines(c(
+    "library(newrllama4)",
+    sprintf("model <- model_load(%s)", deparse(tiny_model_path())),
+    "ctx <- context_create(model, n_ctx = 4096L, n_seq_max = 2L)",
+    "prompts <- rep('hello how are you', 4000)",
+    "cat('started\\n'); flush(stdout())",
+    "res <- tryCatch(generate_parallel(ctx, prompts, max_tokens = 4000L, progress = FALSE),",
+    "                interrupt = function(e) 'interrupted')",
+    "cat(if (identical(res, 'interrupted')) 'interrupted' else 'finished', '\\n')",
+    "cat(generate(ctx, 'once upon a time', max_tokens = 5L, temperature = 0), '\\n', sep = '')",
+    "cat('after', generate(context_create(model, n_ctx = 64L, n_seq_max = 1L), 'once upon a time',",
+    "    max_tokens = 5L, temperature = 0), '\\n', sep = '')"
+  ), script)
+  out_file <- tempfile()
+  pid_file <- tempfile()
+  system(sprintf("%s %s > %s 2>&1 & echo $! > %s", file.path(R.home("bin"), "Rscript"), script, out_file, pid_file))
+  pid <- as.integer(readLines(pid_file))
+  deadline <- Sys.time() + 60
+  while (!any(grepl("started", readLines(out_file, warn = FALSE))) && Sys.time() < deadline) Sys.sleep(0.2)
+  Sys.sleep(2)
+  tools::pskill(pid, tools::SIGINT)
+  while (tools::pskill(pid, 0) && Sys.time() < deadline) Sys.sleep(0.2)
+  out <- readLines(out_file, warn = FALSE)
+  expect_true("interrupted " %in% out, info = paste(out, collapse = "\n"))
+  answer <- sub("^after", "", grep("^after", out, value = TRUE))
+  expect_length(answer, 1)
+  expect_true(answer %in% out[-length(out)], info = paste(out, collapse = "\n"))
+})

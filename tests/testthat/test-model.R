@@ -1,0 +1,42 @@
+test_that("model_load loads a GGUF and prints what it is", {
+  model <- tiny_model()
+  expect_s3_class(model, "newrllama_model")
+  out <- cli::cli_fmt(print(model))
+  expect_match(paste(out, collapse = "\n"), "newrllama4-tiny.gguf")
+  expect_match(paste(out, collapse = "\n"), "parameters")
+})
+
+test_that("model_load checks its arguments in R", {
+  expect_error(model_load(file.path(tempdir(), "missing.gguf")), class = "newrllama4_error_invalid_argument")
+  expect_error(model_load(tempdir()), class = "newrllama4_error_invalid_argument")
+  expect_error(model_load(42), class = "newrllama4_error_invalid_argument")
+  expect_error(model_load(tiny_model_path(), n_gpu_layers = "all"), class = "newrllama4_error_invalid_argument")
+  expect_error(model_load(tiny_model_path(), use_mmap = NA), class = "newrllama4_error_invalid_argument")
+})
+
+test_that("a corrupt GGUF is a model_load error, not a crash", {
+  broken <- tempfile(fileext = ".gguf")
+  writeBin(readBin(tiny_model_path(), "raw", 5000), broken)
+  expect_error(model_load(broken), class = "newrllama4_error_model_load")
+})
+
+test_that("a freed model raises a classed error, and so do its contexts", {
+  model <- model_load(tiny_model_path())
+  ctx <- context_create(model, n_ctx = 64L, n_seq_max = 1L)
+  model_free(model)
+  expect_no_error(model_free(model))
+  expect_error(tokenize(model, "hello"), class = "newrllama4_error_closed")
+  expect_error(generate(ctx, "hello"), class = "newrllama4_error_closed")
+  expect_error(context_create(model), class = "newrllama4_error_closed")
+  expect_match(paste(cli::cli_fmt(print(model)), collapse = ""), "freed")
+})
+
+test_that("the default model loads and answers", {
+  model <- model_load()
+  on.exit(model_free(model))
+  ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
+  answers <- generate_parallel(ctx, c("The capital of France is the city of", "Water is made of hydrogen and"),
+                               max_tokens = 12L, temperature = 0, progress = FALSE)
+  expect_match(answers[[1]], "Paris")
+  expect_match(tolower(answers[[2]]), "oxygen")
+})
