@@ -126,7 +126,7 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
     rlang::exec(context$py$generate_parallel, prompts, !!!params, on_progress = on_progress),
     call = call
   )
-  completions <- reticulate::py_to_r(reticulate::import_builtins()$list(py_result))
+  completions <- reticulate::import_builtins()$list(py_result)
   failed <- which(vapply(completions, function(c) c$finish_reason == "error", NA))
   conditions <- lapply(failed, function(i) engine_condition(completions[[i]]$error, call))
   texts <- vapply(completions, function(c) c$text, "")
@@ -140,6 +140,6 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
       stringsAsFactors = FALSE
     ),
     conditions = conditions,
-    stats = reticulate::py_to_r(py_result$stats$to_dict())
+    stats = py_result$stats$to_dict()
   )
 }

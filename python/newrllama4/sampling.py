@@ -12,7 +12,8 @@ import llama_cpp as llama
 from .checks import check_int, check_real
 from .errors import InvalidArgumentError
 
-# llama.cpp reads this seed value as "pick a random seed"
+# llama.cpp reads this seed value as "pick a random seed"; drawn seeds stay below 2^31
+# so that R receives them as integers
 _LLAMA_RANDOM_SEED = 0xFFFFFFFF
 
 
@@ -54,9 +55,9 @@ class SamplingParams:
 def _resolve_seed(seed: Any) -> int:
     """None or -1 draw a fresh seed, so that the call can still be replayed from stats."""
     if seed is None:
-        return secrets.randbits(32)
+        return secrets.randbits(31)
     seed = check_int("seed", seed, minimum=-1)
-    return secrets.randbits(32) if seed == -1 else seed
+    return secrets.randbits(31) if seed == -1 else seed
 
 
 def _check_stop(stop: Any) -> tuple[str, ...]:
