@@ -17,11 +17,9 @@ from .results import Completion, ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
 
-# Two llama.cpp settings that keep every output independent of batch composition:
-# one KV stream per sequence (a sequence's cells sit at the same offsets as when it
-# runs alone, so attention sums in the same order) and flash attention off (its
-# tiled softmax reorders sums with the number of cells in view).
-_FLASH_ATTN_DISABLED = 0
+# llama.cpp picks flash attention where the backend supports it: with one KV stream
+# per sequence, a sequence's cells sit at the same offsets as when it runs alone, so
+# flash attention sums in the same order whatever else is in the batch.
 _FLASH_ATTN_AUTO = -1
 
 
@@ -38,9 +36,8 @@ class Context:
     `n_ctx` is the context window of each sequence (prompt plus generated tokens);
     the KV cache holds `n_ctx` cells for each of the `n_seq_max` sequences.
     `batch_invariant=True` (the default) makes every output independent of the other
-    prompts in the call and of `n_seq_max`; `False` trades that for throughput by
-    mixing prompt and generation tokens in one batch and letting llama.cpp pick
-    flash attention.
+    prompts in the call and of `n_seq_max`; `False` trades that for some throughput
+    by packing several prompts, and generation tokens, into one batch.
     """
 
     def __init__(
@@ -73,7 +70,7 @@ class Context:
             # a sliding-window cache sized to the window recycles cells at offsets that
             # depend on how the prompt was chunked; full size keeps offsets fixed
             swa_full=True,
-            flash_attn_type=_FLASH_ATTN_DISABLED if self.batch_invariant else _FLASH_ATTN_AUTO,
+            flash_attn_type=_FLASH_ATTN_AUTO,
             no_perf=True,
         )
         handle = llama.llama_init_from_model(model.handle(), params)

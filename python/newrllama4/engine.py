@@ -17,7 +17,7 @@ from ._llama import TokenBatch
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
 from .model import Model
 from .results import ParallelResult, Stats
-from .sampling import SamplingParams, build_sampler, free_sampler, sequence_seed
+from .sampling import SamplingParams, build_sampler, free_sampler, sample, sequence_seed
 from .scheduler import PlanEntry, Scheduler
 from .sequence import Sequence
 
@@ -122,9 +122,8 @@ class StepLoop:
 
     def _release_all(self) -> None:
         for sequence in self.scheduler.running:
-            if sequence.sampler is not None:
-                free_sampler(sequence.sampler)
-                sequence.sampler = None
+            free_sampler(sequence.sampler)
+            sequence.sampler = None
         self.scheduler.running.clear()
         self.scheduler.waiting.clear()
         llama.llama_memory_clear(self.memory, True)
@@ -178,7 +177,8 @@ class StepLoop:
 
     def _sample(self, outputs: list[tuple[Sequence, int]]) -> None:
         started = time.perf_counter()
-        tokens = [llama.llama_sampler_sample(s.sampler, self.ctx, i) for s, i in outputs]
+        n_vocab = self.model.n_vocab
+        tokens = [sample(s.sampler, self.ctx, i, n_vocab) for s, i in outputs]
         self.stats.sample_seconds += time.perf_counter() - started
         for (sequence, _), token in zip(outputs, tokens):
             if self.model.is_eog(token):

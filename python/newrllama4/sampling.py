@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import llama_cpp as llama
+import numpy as np
 
 from .checks import check_int, check_real
 from .errors import InvalidArgumentError
@@ -78,10 +79,13 @@ def sequence_seed(seed: int, index: int) -> int:
 
 
 def build_sampler(params: SamplingParams, seed: int, n_vocab: int, history: Sequence[int]) -> Any:
-    """A new sampler chain for one sequence; the caller frees it with `free_sampler`.
+    """A new sampler chain for one sequence, freed with `free_sampler`.
 
     `history` (the prompt) primes the repetition penalty, as llama.cpp's server does.
+    Plain greedy decoding needs no chain: `sample` takes the argmax itself (None).
     """
+    if params.greedy and not params.penalised:
+        return None
     chain = llama.llama_sampler_chain_init(llama.llama_sampler_chain_default_params())
     add = llama.llama_sampler_chain_add
     if params.penalised:
@@ -105,5 +109,16 @@ def build_sampler(params: SamplingParams, seed: int, n_vocab: int, history: Sequ
     return chain
 
 
+def sample(chain: Any, ctx: Any, batch_index: int, n_vocab: int) -> int:
+    """The next token of the sequence whose logits sit at `batch_index` of the last batch."""
+    if chain is None:
+        # llama.cpp's greedy sampler first copies every logit into a candidate array;
+        # over a 262k vocabulary that copy costs more than the argmax (same first-max tie rule)
+        logits = np.ctypeslib.as_array(llama.llama_get_logits_ith(ctx, batch_index), shape=(n_vocab,))
+        return int(logits.argmax())
+    return llama.llama_sampler_sample(chain, ctx, batch_index)
+
+
 def free_sampler(chain: Any) -> None:
-    llama.llama_sampler_free(chain)
+    if chain is not None:
+        llama.llama_sampler_free(chain)
