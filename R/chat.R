@@ -8,10 +8,8 @@
 #' @return A single string: a prompt for [generate()] or [generate_parallel()].
 #' @export
 #' @examples
-#' \donttest{
 #' model <- model_load()
 #' cat(apply_chat_template(model, list(list(role = "user", content = "Hello!"))))
-#' }
 apply_chat_template <- function(model, messages, add_assistant = TRUE) {
   check_model(model)
   check_messages(messages)

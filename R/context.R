@@ -15,11 +15,9 @@
 #' @seealso [generate_parallel()], [context_free()]
 #' @export
 #' @examples
-#' \donttest{
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 512L, n_seq_max = 4L)
 #' ctx
-#' }
 context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8L) {
   check_model(model)
   n_ctx <- check_whole(n_ctx, "n_ctx", min = 1)
@@ -40,11 +38,9 @@ context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8
 #' @return `context`, invisibly.
 #' @export
 #' @examples
-#' \donttest{
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L)
 #' context_free(ctx)
-#' }
 context_free <- function(context) {
   check_context(context)
   with_engine(context$py$close())

@@ -31,14 +31,12 @@
 #' @seealso [generate()] for a single prompt.
 #' @export
 #' @examples
-#' \donttest{
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 4L)
 #' answers <- generate_parallel(ctx, c(a = "The capital of France is", b = "2 + 2 ="),
 #'                              max_tokens = 8L, temperature = 0)
 #' answers
 #' attr(answers, "stats")$generation_tokens_per_s
-#' }
 generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, top_p = 0.9,
                               temperature = 0.8, repeat_last_n = 64L, penalty_repeat = 1.1,
                               seed = 1234L, stop = NULL, progress = interactive(),
@@ -80,11 +78,9 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
 #' @return A single string.
 #' @export
 #' @examples
-#' \donttest{
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 1L)
 #' generate(ctx, "The capital of France is", max_tokens = 8L, temperature = 0)
-#' }
 generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.9, temperature = 0.8,
                      repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL) {
   check_context(context)

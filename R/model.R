@@ -11,10 +11,8 @@
 #' @seealso [context_create()], [model_free()]
 #' @export
 #' @examples
-#' \donttest{
 #' model <- model_load()
 #' model
-#' }
 model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE) {
   if (!is.null(model_path)) model_path <- check_model_path(model_path)
   n_gpu_layers <- check_whole(n_gpu_layers, "n_gpu_layers", min = -1)
@@ -34,10 +32,8 @@ model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE) {
 #' @return `model`, invisibly.
 #' @export
 #' @examples
-#' \donttest{
 #' model <- model_load()
 #' model_free(model)
-#' }
 model_free <- function(model) {
   check_model(model)
   with_engine(model$py$close())

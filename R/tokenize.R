@@ -12,12 +12,10 @@
 #' @return `tokenize()`: an integer vector. `detokenize()`: a single string.
 #' @export
 #' @examples
-#' \donttest{
 #' model <- model_load()
 #' ids <- tokenize(model, "Hello world")
 #' ids
 #' detokenize(model, ids)
-#' }
 tokenize <- function(model, text, add_special = TRUE) {
   check_model(model)
   check_string(text, "text")
