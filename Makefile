@@ -29,7 +29,11 @@ python-env: $(VENV)/.installed
 
 $(VENV)/.installed: python/pyproject.toml
 	python3 -m venv $(VENV)
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e "./python[default-model,test]"
+	# compat mode puts python/ on sys.path: setuptools' default editable finder runs
+	# after the path scan, so a folder named newrllama4 in the working directory
+	# (the R package inside R CMD check, a checkout) would shadow the engine
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check \
+	  --config-settings editable_mode=compat -e "./python[default-model,test]"
 	touch $@
 
 # the R package, installed into a project-local library

@@ -57,5 +57,15 @@ engine <- function(call = caller_env()) {
       call = call
     )
   }
+  if (!reticulate::py_has_attr(engine_module, "Model")) {
+    cli::cli_abort(
+      c(
+        "Python found something else under the name {.pkg newrllama4}, not the engine.",
+        "i" = "A folder named {.file newrllama4} in the working directory can shadow it; run R elsewhere."
+      ),
+      class = c("newrllama4_error_engine_missing", "newrllama4_error"),
+      call = call
+    )
+  }
   engine_module
 }
