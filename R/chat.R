@@ -6,10 +6,18 @@
 #' @param add_assistant End with the opening of the assistant's turn, so that
 #'   generation continues as the assistant.
 #' @return A single string: a prompt for [generate()] or [generate_parallel()].
+#'   A model without a chat template raises `newrllama4_error_chat_template`.
 #' @export
 #' @examples
+#' messages <- list(list(role = "user", content = "Hello!"))
+#' # the embedded default model is a base model: it has no chat template
 #' model <- model_load()
-#' cat(apply_chat_template(model, list(list(role = "user", content = "Hello!"))))
+#' tryCatch(apply_chat_template(model, messages),
+#'          newrllama4_error_chat_template = function(e) conditionMessage(e))
+#' \dontrun{
+#' chat_model <- model_load("path/to/an-instruct-model.gguf")
+#' cat(apply_chat_template(chat_model, messages))
+#' }
 apply_chat_template <- function(model, messages, add_assistant = TRUE) {
   check_model(model)
   check_messages(messages)

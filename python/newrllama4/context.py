@@ -82,6 +82,7 @@ class Context:
         self._handle = handle
         self._batch = TokenBatch(self.n_batch)
         self._lock = threading.RLock()
+        self._running = False
         model.register_context(self)
 
     # -- lifetime -------------------------------------------------------------------
@@ -93,6 +94,8 @@ class Context:
     def close(self) -> None:
         """Free the context; waits for a running call to finish. Safe to call twice."""
         with self._lock:
+            if self._running:
+                raise ContextError("A context cannot be closed from inside its own generate_parallel() call.")
             if self._handle is not None:
                 self._batch.free()
                 llama.llama_free(self._handle)
@@ -161,9 +164,17 @@ class Context:
         on_progress = check_callable("on_progress", on_progress)
         with self._lock:
             handle = self._live_handle()
+            if self._running:
+                # the lock is re-entrant (close() and cached_tokens() may run from a callback),
+                # but a nested call would reuse the batch and clear the cache under the outer one
+                raise ContextError("generate_parallel() was called from inside its own on_progress callback.")
             scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
             loop = StepLoop(self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress)
-            return loop.run(prompts)
+            self._running = True
+            try:
+                return loop.run(prompts)
+            finally:
+                self._running = False
 
 
 def _check_prompts(prompts: Any) -> list[Any]:

@@ -93,3 +93,11 @@ def test_context_managers_close(tiny_model_path):
     with nl.Model(tiny_model_path) as model, nl.Context(model, n_ctx=128, n_seq_max=1) as ctx:
         assert ctx.generate("hello", max_tokens=2).n_tokens > 0
     assert ctx.closed and model.closed
+
+
+def test_a_callback_cannot_reenter_or_close_its_own_context(ctx):
+    for reenter in (lambda d, t: ctx.generate("hello"), lambda d, t: ctx.close()):
+        with pytest.raises(nl.ContextError):
+            ctx.generate_parallel(PROMPTS, max_tokens=4, on_progress=reenter)
+        assert not ctx.closed and ctx.cached_tokens() == 0
+    assert ctx.generate("hello", max_tokens=2).n_tokens > 0
