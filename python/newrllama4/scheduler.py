@@ -18,13 +18,14 @@ class Scheduler:
     A slot is a seq_id with its own KV stream, so admission only waits for a free
     slot: a sequence never competes with another one for KV cells.
 
-    With `separate_phases`, a batch holds either one prompt's tokens (prefill) or one
-    new token per generating sequence (decode), never a mix. Mixing phases, or packing
-    several prompts into one prefill batch, changes the floating-point path of some
-    tokens and so, now and then, a greedy output; keeping them apart makes every
-    output independent of what else was in the call. Prefill goes first so that
-    newcomers join the next decode batch. Without `separate_phases`, a batch holds
-    every generating sequence's token and fills up with prompt chunks.
+    With `separate_phases`, a batch holds either prompt chunks that all have the same
+    length (prefill) or one new token per generating sequence (decode), never a mix.
+    llama.cpp cuts a batch whose sequences bring different numbers of tokens into
+    micro-batches, which changes the floating-point path of some tokens and so, now
+    and then, a greedy output; equal chunks and separate phases make every output
+    independent of what else was in the call. Prefill goes first so that newcomers
+    join the next decode batch. Without `separate_phases`, a batch holds every
+    generating sequence's token and fills up with prompt chunks of any length.
     """
 
     def __init__(self, n_slots: int, n_batch: int, separate_phases: bool):
@@ -33,6 +34,9 @@ class Scheduler:
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self._free_slots = list(range(n_slots))
+        # prompts advance in chunks of this many tokens, so that the first chunks of a
+        # full set of slots fit one batch; later chunks and tails group when equal
+        self._quantum = max(1, n_batch // n_slots)
 
     @property
     def done(self) -> bool:
@@ -56,19 +60,12 @@ class Scheduler:
         bisect.insort(self._free_slots, sequence.slot)
 
     def next_batch(self) -> list[PlanEntry]:
-        budget = self.n_batch
-        plan: list[PlanEntry] = []
         prefilling = [s for s in self.running if s.prefilling]
-        if not (self.separate_phases and prefilling):
-            decoding = [s for s in self.running if not s.prefilling]
-            plan = [(s, 1) for s in decoding]
-            budget -= len(plan)
-            if self.separate_phases:
-                return plan
+        decoding = [s for s in self.running if not s.prefilling]
         if self.separate_phases:
-            # one prompt per prefill batch: llama.cpp splits a batch of several prompts
-            # into micro-batches by their lengths, which changes each prompt's numerics
-            prefilling = prefilling[:1]
+            return self._equal_prefill(prefilling) if prefilling else [(s, 1) for s in decoding]
+        plan: list[PlanEntry] = [(s, 1) for s in decoding]
+        budget = self.n_batch - len(plan)
         for sequence in prefilling:
             if budget == 0:
                 break
@@ -76,3 +73,10 @@ class Scheduler:
             plan.append((sequence, n))
             budget -= n
         return plan
+
+    def _equal_prefill(self, prefilling: list[Sequence]) -> list[PlanEntry]:
+        """Prompt chunks of one length: the first waiting chunk's, and every other
+        prompt whose next chunk has that length too, as many as the batch holds."""
+        length = min(prefilling[0].pending, self._quantum)
+        group = [s for s in prefilling if min(s.pending, self._quantum) == length]
+        return [(s, length) for s in group[: self.n_batch // length]]

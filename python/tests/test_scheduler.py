@@ -27,16 +27,29 @@ def test_a_retired_slot_goes_to_the_next_waiting_prompt():
     assert scheduler.running == [second, third]
 
 
-def test_prefill_is_one_prompt_per_batch_chunked_to_the_batch_size():
-    scheduler = Scheduler(n_slots=2, n_batch=8, separate_phases=True)
-    first, second = sequences(12, 6)
+def test_prefill_batches_hold_chunks_of_one_length_only():
+    scheduler = Scheduler(n_slots=2, n_batch=8, separate_phases=True)  # chunks of 8 // 2 = 4 tokens
+    first, second = sequences(10, 6)
     scheduler.add([first, second])
     scheduler.admit()
-    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(0, 8)]
-    first.n_cached = 8
-    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(0, 4)]
-    first.n_cached = 12
-    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(1, 6)]
+
+    def step():
+        plan = scheduler.next_batch()
+        for sequence, n in plan:
+            sequence.n_cached += n
+        return [(s.index, n) for s, n in plan]
+
+    assert step() == [(0, 4), (1, 4)]  # both have a full chunk: prefilled together
+    assert step() == [(0, 4)]  # tails of 6 and 2 tokens never share a batch
+    assert step() == [(0, 2), (1, 2)]  # equal tails do
+    assert not first.prefilling and not second.prefilling
+
+
+def test_equal_chunks_fill_the_batch_and_no_more():
+    scheduler = Scheduler(n_slots=4, n_batch=8, separate_phases=True)
+    scheduler.add(sequences(2, 2, 2, 2, 2))
+    scheduler.admit()
+    assert [(s.index, n) for s, n in scheduler.next_batch()] == [(0, 2), (1, 2), (2, 2), (3, 2)]
 
 
 def test_mixed_phases_pack_several_prompts_into_one_prefill_batch():
