@@ -36,8 +36,9 @@ class Context:
     `n_ctx` is the context window of each sequence (prompt plus generated tokens);
     the KV cache holds `n_ctx` cells for each of the `n_seq_max` sequences.
     `batch_invariant=True` (the default) makes every output independent of the other
-    prompts in the call and of `n_seq_max`; `False` trades that for some throughput
-    by packing several prompts, and generation tokens, into one batch.
+    prompts in the call and of `n_seq_max`; `False` trades that for throughput in
+    some workloads by packing prompt chunks of any length, and generation tokens,
+    into one batch.
     """
 
     def __init__(
