@@ -76,10 +76,10 @@ class Model:
         """Free the model, closing its contexts first. Safe to call twice."""
         with self._lock:
             contexts = list(self._contexts)
-            self._contexts.clear()
         for context in contexts:
-            context.close()
+            context.close()  # raises, leaving the model open, inside that context's own call
         with self._lock:
+            self._contexts.clear()
             if self._handle is not None:
                 llama.llama_model_free(self._handle)
                 self._handle = None

@@ -101,3 +101,11 @@ def test_a_callback_cannot_reenter_or_close_its_own_context(ctx):
             ctx.generate_parallel(PROMPTS, max_tokens=4, on_progress=reenter)
         assert not ctx.closed and ctx.cached_tokens() == 0
     assert ctx.generate("hello", max_tokens=2).n_tokens > 0
+
+
+def test_closing_the_model_from_a_callback_leaves_everything_usable(tiny_model_path):
+    with nl.Model(tiny_model_path) as model, nl.Context(model, n_ctx=128, n_seq_max=2) as ctx:
+        with pytest.raises(nl.ContextError):
+            ctx.generate_parallel(PROMPTS[:3], max_tokens=2, on_progress=lambda d, t: model.close())
+        assert not model.closed and ctx.generate("hello", max_tokens=2).n_tokens > 0
+    assert ctx.closed and model.closed
