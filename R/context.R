@@ -50,15 +50,9 @@ context_free <- function(context) {
 #' @export
 print.newrllama_context <- function(x, ...) {
   py <- x$py
-  cli::cli_text("{.cls newrllama_context} for {.path {basename(py$model$path)}}")
-  if (py$closed) {
-    cli::cli_text("(freed)")
-  } else {
-    cli::cli_bullets(c(
-      "*" = "n_ctx: {py$n_ctx} tokens per sequence",
-      "*" = "n_seq_max: {py$n_seq_max} sequences at once",
-      "*" = "threads: {py$n_threads}"
-    ))
-  }
-  invisible(x)
+  print_handle(x, "{.cls newrllama_context} for {.path {basename(py$model$path)}}", c(
+    "*" = "n_ctx: {py$n_ctx} tokens per sequence",
+    "*" = "n_seq_max: {py$n_seq_max} sequences at once",
+    "*" = "threads: {py$n_threads}"
+  ))
 }

@@ -43,16 +43,18 @@ model_free <- function(model) {
 #' @export
 print.newrllama_model <- function(x, ...) {
   py <- x$py
-  cli::cli_text("{.cls newrllama_model} {.path {py$path}}")
-  if (py$closed) {
-    cli::cli_text("(freed)")
-  } else {
-    cli::cli_bullets(c(
-      "*" = "{py$description}: {format_count(py$n_params)} parameters, {format_bytes(py$size)}",
-      "*" = "vocabulary: {format_count(py$n_vocab)} tokens; trained context: {py$n_ctx_train} tokens",
-      "*" = "GPU layers: {py$n_gpu_layers}; mmap: {py$use_mmap}"
-    ))
-  }
+  print_handle(x, "{.cls newrllama_model} {.path {py$path}}", c(
+    "*" = "{py$description}: {format_count(py$n_params)} parameters, {format_bytes(py$size)}",
+    "*" = "vocabulary: {format_count(py$n_vocab)} tokens; trained context: {py$n_ctx_train} tokens",
+    "*" = "GPU layers: {py$n_gpu_layers}; mmap: {py$use_mmap}"
+  ))
+}
+
+# The print method of a model or context: a header, then its details or "(freed)".
+# `details` are cli bullets, interpolated in the caller's frame.
+print_handle <- function(x, header, details, envir = parent.frame()) {
+  cli::cli_text(header, .envir = envir)
+  if (x$py$closed) cli::cli_text("(freed)") else cli::cli_bullets(details, .envir = envir)
   invisible(x)
 }
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence as SequenceABC
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Iterator, Optional, overload
 
 
@@ -38,9 +38,9 @@ class Stats:
     retries: int = 0
     peak_active_sequences: int = 0
     seed: int = 0
-    prompt_tokens_per_s: float = field(default=0.0)
-    generation_tokens_per_s: float = field(default=0.0)
-    overhead_seconds: float = field(default=0.0)
+    prompt_tokens_per_s: float = 0.0
+    generation_tokens_per_s: float = 0.0
+    overhead_seconds: float = 0.0
 
     def close(self) -> None:
         """Derive the rates once every counter is final."""

@@ -55,10 +55,11 @@ class SamplingParams:
 
 def _resolve_seed(seed: Any) -> int:
     """None or -1 draw a fresh seed, so that the call can still be replayed from stats."""
-    if seed is None:
-        return secrets.randbits(31)
-    seed = check_int("seed", seed, minimum=-1)
-    return secrets.randbits(31) if seed == -1 else seed
+    if seed is not None:
+        seed = check_int("seed", seed, minimum=-1)
+        if seed != -1:
+            return seed
+    return secrets.randbits(31)
 
 
 def _check_stop(stop: Any) -> tuple[str, ...]:
