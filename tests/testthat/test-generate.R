@@ -146,7 +146,9 @@ test_that("an interrupt returns control to R and the context works afterwards", 
     "cat('after', generate(context_create(model, n_ctx = 64L, n_seq_max = 1L), 'once upon a time',",
     "    max_tokens = 5L, temperature = 0), '\\n', sep = '')"
   ), script)
+  # The background shell opens out_file on its own schedule, so it exists before we poll it.
   out_file <- tempfile()
+  file.create(out_file)
   pid_file <- tempfile()
   system(sprintf("%s %s > %s 2>&1 & echo $! > %s", file.path(R.home("bin"), "Rscript"), script, out_file, pid_file))
   pid <- as.integer(readLines(pid_file))
