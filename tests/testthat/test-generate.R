@@ -152,6 +152,8 @@ test_that("an interrupt returns control to R and the context works afterwards", 
   pid_file <- tempfile()
   system(sprintf("%s %s > %s 2>&1 & echo $! > %s", file.path(R.home("bin"), "Rscript"), script, out_file, pid_file))
   pid <- as.integer(readLines(pid_file))
+  # if the interrupt is ever lost, the script would otherwise generate for hours
+  on.exit(tools::pskill(pid, tools::SIGKILL), add = TRUE)
   deadline <- Sys.time() + 60
   while (!any(grepl("started", readLines(out_file, warn = FALSE))) && Sys.time() < deadline) Sys.sleep(0.2)
   Sys.sleep(2)
