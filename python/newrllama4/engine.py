@@ -147,6 +147,7 @@ class StepLoop:
             return
         for sequence, n in plan:
             sequence.n_cached += n
+            self.stats.decoded_tokens += n
         self._sample(outputs)
 
     def _fill(self, plan: list[PlanEntry]) -> list[tuple[Sequence, int]]:

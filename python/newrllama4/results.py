@@ -23,7 +23,9 @@ class Stats:
 
     The seconds split the call's wall time: time inside llama_decode (prefill and
     decode batches), inside the samplers, and everything else (the engine's own Python
-    work: scheduling, batch filling, detokenizing, bookkeeping).
+    work: scheduling, batch filling, detokenizing, bookkeeping). `decoded_tokens` counts
+    what went through llama_decode: each prompt token once and each generated token once,
+    except a last token that ends its sequence by length, which is never fed back.
     """
 
     prompts: int = 0
@@ -35,6 +37,7 @@ class Stats:
     sample_seconds: float = 0.0
     total_seconds: float = 0.0
     llama_decode_calls: int = 0
+    decoded_tokens: int = 0
     retries: int = 0
     peak_active_sequences: int = 0
     seed: int = 0

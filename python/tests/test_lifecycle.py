@@ -55,7 +55,7 @@ def test_successive_calls_give_identical_results(ctx):
     results = [ctx.generate_parallel(PROMPTS, max_tokens=12, temperature=0.7, seed=7) for _ in range(20)]
     assert all(r.texts == results[0].texts for r in results)
     # every call does the same work: nothing is re-sent or left over from the previous one
-    assert len({(r.stats.llama_decode_calls, r.stats.prompt_tokens, r.stats.generated_tokens) for r in results}) == 1
+    assert len({(r.stats.llama_decode_calls, r.stats.decoded_tokens, r.stats.generated_tokens) for r in results}) == 1
 
 
 def test_more_prompts_than_slots_all_complete_in_order(model):

@@ -83,7 +83,7 @@ test_that("stats come back as a named list", {
   stats <- attr(out, "stats")
   expect_true(is.list(stats))
   expect_true(all(c("prompts", "failures", "prompt_tokens", "generated_tokens", "prefill_seconds",
-                    "decode_seconds", "generation_tokens_per_s", "llama_decode_calls", "retries",
+                    "decode_seconds", "generation_tokens_per_s", "llama_decode_calls", "decoded_tokens", "retries",
                     "peak_active_sequences", "seed") %in% names(stats)))
   expect_equal(stats$prompts, 5L)
   expect_equal(stats$failures, 0L)
