@@ -97,18 +97,19 @@ def test_prefill_then_one_token_per_step(ctx):
     # after prefill each step feeds only each sequence's newest token: one prompt of
     # n tokens generating k tokens costs one prefill and k-1 decode calls
     result = ctx.generate_parallel(["hello how are you"], max_tokens=10, temperature=0, penalty_repeat=1.0)
-    completion = result[0]
-    assert result.stats.llama_decode_calls == max(completion.n_tokens, 1)
-    # every token goes through llama_decode once; only a token that ends the sequence
-    # by length is never fed back
-    fed_back = completion.n_tokens - (completion.finish_reason == "length")
-    assert result.stats.decoded_tokens == completion.n_prompt_tokens + fed_back
+    assert result.stats.llama_decode_calls == max(result[0].n_tokens, 1)
+    assert result.stats.decoded_tokens == tokens_decoded_once_each(result)
 
 
 def test_no_token_is_decoded_twice_with_many_sequences(ctx):
     result = ctx.generate_parallel(random_prompts(11, seed=5), max_tokens=9, temperature=0.5, seed=3)
-    fed_back = sum(c.n_tokens - (c.finish_reason == "length") for c in result)
-    assert result.stats.decoded_tokens == result.stats.prompt_tokens + fed_back
+    assert result.stats.decoded_tokens == tokens_decoded_once_each(result)
+
+
+def tokens_decoded_once_each(completions):
+    # every prompt and generated token goes through llama_decode once; only a token
+    # that ends its sequence by length is never fed back
+    return sum(c.n_prompt_tokens + c.n_tokens - (c.finish_reason == "length") for c in completions)
 
 
 def test_progress_is_reported_once_per_prompt(ctx):
