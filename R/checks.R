@@ -53,19 +53,19 @@ show_value <- function(x) {
 }
 
 check_model <- function(model, call = caller_env()) {
-  if (!inherits(model, "newrllama_model")) {
-    abort_invalid("{.arg model} must be a model from {.fn model_load}, not {.obj_type_friendly {model}}.",
-                  "model", call)
-  }
-  invisible(model)
+  check_handle(model, "model", "newrllama_model", "model_load", call)
 }
 
 check_context <- function(context, call = caller_env()) {
-  if (!inherits(context, "newrllama_context")) {
-    abort_invalid("{.arg context} must be a context from {.fn context_create}, not {.obj_type_friendly {context}}.",
-                  "context", call)
+  check_handle(context, "context", "newrllama_context", "context_create", call)
+}
+
+# A model or context object, as made by its constructor `maker`.
+check_handle <- function(x, arg, class, maker, call) {
+  if (!inherits(x, class)) {
+    abort_invalid("{.arg {arg}} must be a {arg} from {.fn {maker}}, not {.obj_type_friendly {x}}.", arg, call)
   }
-  invisible(context)
+  invisible(x)
 }
 
 check_model_path <- function(path, call = caller_env()) {
