@@ -17,10 +17,18 @@ from .results import Completion, ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
 
-# llama.cpp picks flash attention where the backend supports it: with one KV stream
-# per sequence, a sequence's cells sit at the same offsets as when it runs alone, so
-# flash attention sums in the same order whatever else is in the batch.
-_FLASH_ATTN_AUTO = -1
+# The KV cache is Q8_0, not llama.cpp's default F16: for F16 (and F32) caches ggml's
+# CPU flash attention picks a kernel by batch shape -- a tiled F32 kernel when a
+# sequence brings 64+ query rows, a KV-split kernel for a lone query over 512+
+# cells, a one-row kernel otherwise -- and their sums round differently, so a
+# token's numerics would depend on how its prompt was chunked and on what else ran
+# in the batch. For any other cache type every query row takes the one-row kernel,
+# which adds a row's unmasked cells one by one in cell order: a token's attention
+# depends on nothing but the tokens before it. Prompts can then be cut anywhere and
+# a cached prefix is bit-identical to a fresh one. Q8_0 halves the cache, and its
+# one-row kernel accumulates in F32 where the F16 one accumulates in F16.
+# A quantized V cache needs flash attention, which the CPU backend always has.
+KV_CACHE_TYPE = llama.GGML_TYPE_Q8_0
 
 
 def _default_threads() -> int:
@@ -71,7 +79,9 @@ class Context:
             # a sliding-window cache sized to the window recycles cells at offsets that
             # depend on how the prompt was chunked; full size keeps offsets fixed
             swa_full=True,
-            flash_attn_type=_FLASH_ATTN_AUTO,
+            flash_attn_type=llama.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+            type_k=KV_CACHE_TYPE,
+            type_v=KV_CACHE_TYPE,
             no_perf=True,
         )
         handle = llama.llama_init_from_model(model.handle(), params)

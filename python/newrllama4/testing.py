@@ -54,7 +54,7 @@ def write_tiny_model(path: str | os.PathLike, seed: int = 0) -> str:
     import gguf  # the `test` extra
 
     tokens, scores, types = _vocabulary()
-    n_vocab, n_embd, n_head, n_head_kv, n_ff, n_layer = len(tokens), 64, 4, 2, 128, 2
+    n_vocab, n_embd, n_head, n_head_kv, n_ff, n_layer = len(tokens), 64, 2, 1, 128, 2
     head_dim = n_embd // n_head
     rng = np.random.default_rng(seed)
 

@@ -49,19 +49,27 @@ def test_end_of_generation_token_stops_and_is_not_in_the_output(model):
     assert all(not any(model.is_eog(t) for t in c.tokens) for c in result)
 
 
-def test_stop_string_is_matched_across_tokens_and_cut(ctx):
-    params = dict(max_tokens=30, temperature=0, penalty_repeat=1.0)
-    full = ctx.generate("hello how are you", **params)
-    # a stop string made of the last character of one token and the first of the next
-    raw = [ctx.model.token_piece(t) for t in full.tokens]
-    candidates = []
+def _stop_across_tokens(model, completion):
+    """(where, stop): a two-character stop string made of the last character of one
+    token and the first of the next, at its first occurrence in the text; or None."""
+    raw = [model.token_piece(t) for t in completion.tokens]
     for k in range(2, len(raw)):
         before, after = b"".join(raw[:k]), raw[k]
         if before[-1:].isalpha() and after[:1].isalpha():
             i = len(before.decode("utf-8", errors="replace"))
-            candidates.append((i - 1, full.text[i - 1:i + 1]))
-    cut, stop = next((c, s) for c, s in candidates if full.text.find(s) == c)
-    stopped = ctx.generate("hello how are you", stop=["never appears", stop], **params)
+            stop = completion.text[i - 1:i + 1]
+            if completion.text.find(stop) == i - 1:
+                return i - 1, stop
+    return None
+
+
+def test_stop_string_is_matched_across_tokens_and_cut(ctx):
+    params = dict(max_tokens=30, temperature=0, penalty_repeat=1.0)
+    # the first prompt whose greedy output has two letters from different tokens side by side
+    found = ((p, full, _stop_across_tokens(ctx.model, full))
+             for p in random_prompts(20, seed=12) for full in [ctx.generate(p, **params)])
+    prompt, full, (cut, stop) = next(f for f in found if f[2] is not None)
+    stopped = ctx.generate(prompt, stop=["never appears", stop], **params)
     assert stopped.finish_reason == "stop"
     assert stopped.text == full.text[:cut] and stop not in stopped.text
 
