@@ -55,6 +55,21 @@ def set_fields(struct: ctypes.Structure, **values: object) -> ctypes.Structure:
     return struct
 
 
+def snapshot_sequence(ctx: llama.llama_context_p, seq_id: int) -> ctypes.Array:
+    """A copy of one sequence's KV cells (every layer, SWA cache included) in host memory."""
+    size = llama.llama_state_seq_get_size(ctx, seq_id)
+    data = (ctypes.c_uint8 * size)()
+    written = llama.llama_state_seq_get_data(ctx, data, size, seq_id)
+    if written != size:
+        raise RuntimeError(f"llama_state_seq_get_data wrote {written} of {size} bytes")
+    return data
+
+
+def restore_sequence(ctx: llama.llama_context_p, data: ctypes.Array, seq_id: int) -> bool:
+    """Put a snapshot's cells into sequence `seq_id`, whose stream must be empty."""
+    return llama.llama_state_seq_set_data(ctx, data, len(data), seq_id) == len(data)
+
+
 class TokenBatch:
     """A llama_batch allocated once and refilled in place each step.
 

@@ -9,10 +9,11 @@ from typing import Any, Optional, Sequence as SequenceType
 import llama_cpp as llama
 
 from ._llama import TokenBatch, set_fields
-from .checks import check_bool, check_callable, check_int
+from .checks import check_bool, check_callable, check_int, check_real
 from .engine import Progress, StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
 from .model import Model
+from .prefix_cache import PrefixCache
 from .results import Completion, ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
@@ -47,6 +48,12 @@ class Context:
     prompts in the call and of `n_seq_max`; `False` trades that for throughput in
     some workloads by packing prompt chunks of any length, and generation tokens,
     into one batch.
+
+    With `prefix_cache` (the default), prompts that share a prefix of at least 16
+    tokens, in one call or across calls, have it decoded once: its KV cells are
+    snapshotted into host memory (at most `prefix_cache_mb`, least recently used
+    dropped first) and restored for the others, with outputs identical to decoding it
+    afresh. `clear_cache()` empties it.
     """
 
     def __init__(
@@ -57,6 +64,8 @@ class Context:
         n_batch: int = 512,
         n_threads: Optional[int] = None,
         batch_invariant: bool = True,
+        prefix_cache: bool = True,
+        prefix_cache_mb: float = 512,
     ):
         if not isinstance(model, Model):
             raise InvalidArgumentError("model", model, "a newrllama4.Model")
@@ -65,6 +74,8 @@ class Context:
         self.n_batch = check_int("n_batch", n_batch, minimum=self.n_seq_max)
         self.n_threads = _default_threads() if n_threads is None else check_int("n_threads", n_threads, minimum=1)
         self.batch_invariant = check_bool("batch_invariant", batch_invariant)
+        prefix_cache = check_bool("prefix_cache", prefix_cache)
+        prefix_cache_mb = check_real("prefix_cache_mb", prefix_cache_mb, 0.0)
         self.model = model
 
         params = set_fields(
@@ -92,6 +103,10 @@ class Context:
             )
         self._handle = handle
         self._batch = TokenBatch(self.n_batch)
+        self._prefix_cache = (
+            PrefixCache(int(prefix_cache_mb * 2**20), llama.llama_model_n_swa(model.handle()))
+            if prefix_cache else None
+        )
         self._lock = threading.RLock()
         self._running = False
         model.register_context(self)
@@ -108,6 +123,8 @@ class Context:
             if self._running:
                 raise ContextError("A context cannot be closed from inside its own generate_parallel() call.")
             if self._handle is not None:
+                if self._prefix_cache is not None:
+                    self._prefix_cache.clear()
                 self._batch.free()
                 llama.llama_free(self._handle)
                 self._handle = None
@@ -135,6 +152,12 @@ class Context:
             return sum(
                 llama.llama_memory_seq_pos_max(memory, slot) + 1 for slot in range(self.n_seq_max)
             )
+
+    def clear_cache(self) -> None:
+        """Empty the prefix cache: later calls decode every prompt prefix afresh."""
+        with self._lock:
+            if self._prefix_cache is not None:
+                self._prefix_cache.clear()
 
     def _live_handle(self) -> Any:
         if self._handle is None or self.model.closed:
@@ -180,7 +203,9 @@ class Context:
                 # but a nested call would reuse the batch and clear the cache under the outer one
                 raise ContextError("generate_parallel() was called from inside its own on_progress callback.")
             scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
-            loop = StepLoop(self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress)
+            loop = StepLoop(
+                self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress, self._prefix_cache
+            )
             self._running = True
             try:
                 return loop.run(prompts)

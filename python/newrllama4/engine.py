@@ -16,6 +16,7 @@ import llama_cpp as llama
 from ._llama import TokenBatch
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
 from .model import Model
+from .prefix_cache import PrefixCache, PrefixPlan
 from .results import ParallelResult, Stats
 from .sampling import SamplingParams, build_sampler, free_sampler, sample, sequence_seed
 from .scheduler import PlanEntry, Scheduler
@@ -37,6 +38,7 @@ class StepLoop:
         n_ctx: int,
         params: SamplingParams,
         on_progress: Progress,
+        prefix_cache: Optional[PrefixCache],
     ):
         self.model = model
         self.ctx = ctx
@@ -46,6 +48,8 @@ class StepLoop:
         self.n_ctx = n_ctx
         self.params = params
         self.on_progress = on_progress
+        self.prefix_cache = prefix_cache
+        self.prefixes: Optional[PrefixPlan] = None
         self.stats = Stats(seed=params.seed)
         self._n_done = 0
         self._n_total = 0
@@ -80,9 +84,13 @@ class StepLoop:
                 if sequence.finished:
                     log.debug("request %d failed before start: %s", sequence.index, sequence.error)
                     self._report_done()
-            self.scheduler.add(s for s in sequences if not s.finished)
+            live = [s for s in sequences if not s.finished]
+            if self.prefix_cache is not None:
+                self.prefixes = PrefixPlan(self.prefix_cache, self.ctx, live)
+            self.scheduler.add(live)
+            can_start = self.prefixes.can_start if self.prefixes else None
             while not self.scheduler.done:
-                for sequence in self.scheduler.admit():
+                for sequence in self.scheduler.admit(can_start):
                     self._start(sequence)
                 self.stats.peak_active_sequences = max(
                     self.stats.peak_active_sequences, len(self.scheduler.running)
@@ -93,6 +101,10 @@ class StepLoop:
         finally:
             self._release_all()
         self.stats.generated_tokens = sum(len(s.generated) for s in sequences)
+        self.stats.cached_prompt_tokens = sum(s.n_restored for s in sequences)
+        if self.prefixes is not None:
+            self.stats.prefix_snapshots = self.prefixes.snapshots
+            self.stats.prefix_cache_bytes = self.prefix_cache.nbytes
         self.stats.failures = sum(s.finish_reason == "error" for s in sequences)
         self.stats.total_seconds = time.perf_counter() - started
         self.stats.close()
@@ -102,6 +114,8 @@ class StepLoop:
     def _start(self, sequence: Sequence) -> None:
         seed = sequence_seed(self.params.seed, sequence.index)
         sequence.sampler = build_sampler(self.params, seed, self.model.n_vocab, sequence.tokens)
+        if self.prefixes is not None:
+            self.prefixes.start(sequence)
         log.debug("request %d started in slot %d with %d prompt tokens", sequence.index, sequence.slot, sequence.n_prompt)
 
     def _retire(self, sequence: Sequence) -> None:
@@ -110,6 +124,8 @@ class StepLoop:
         free_sampler(sequence.sampler)
         sequence.sampler = None
         self.scheduler.retire(sequence)
+        if self.prefixes is not None:
+            self.prefixes.retire(sequence, self.scheduler.waiting)
         log.debug(
             "request %d finished (%s) after %d tokens", sequence.index, sequence.finish_reason, len(sequence.generated)
         )
@@ -148,6 +164,8 @@ class StepLoop:
         for sequence, n in plan:
             sequence.n_cached += n
             self.stats.decoded_tokens += n
+            if self.prefixes is not None:
+                self.prefixes.after_decode(sequence)
         self._sample(outputs)
 
     def _fill(self, plan: list[PlanEntry]) -> list[tuple[Sequence, int]]:

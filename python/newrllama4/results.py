@@ -13,6 +13,7 @@ class Completion:
     tokens: list[int]
     n_prompt_tokens: int
     n_tokens: int
+    n_cached_tokens: int  # prompt tokens restored from the prefix cache instead of decoded
     finish_reason: str  # "stop", "length" or "error"
     error: Optional[BaseException] = None
 
@@ -23,14 +24,18 @@ class Stats:
 
     The seconds split the call's wall time: time inside llama_decode (prefill and
     decode batches), inside the samplers, and everything else (the engine's own Python
-    work: scheduling, batch filling, detokenizing, bookkeeping). `decoded_tokens` counts
-    what went through llama_decode: each prompt token once and each generated token once,
-    except a last token that ends its sequence by length, which is never fed back.
+    work: scheduling, batch filling, detokenizing, bookkeeping, prefix snapshots and
+    restores). `decoded_tokens` counts what went through llama_decode: each prompt token
+    once, except the `cached_prompt_tokens` restored from the prefix cache, and each
+    generated token once, except a last token that ends its sequence by length, which
+    is never fed back. `prefix_snapshots` prefixes were cached by this call;
+    `prefix_cache_bytes` is the cache's size after it.
     """
 
     prompts: int = 0
     failures: int = 0
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
     generated_tokens: int = 0
     prefill_seconds: float = 0.0
     decode_seconds: float = 0.0
@@ -39,6 +44,8 @@ class Stats:
     llama_decode_calls: int = 0
     decoded_tokens: int = 0
     retries: int = 0
+    prefix_snapshots: int = 0
+    prefix_cache_bytes: int = 0
     peak_active_sequences: int = 0
     seed: int = 0
     prompt_tokens_per_s: float = 0.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from typing import Iterable
+from typing import Callable, Iterable, Optional
 
 from .sequence import Sequence
 
@@ -45,14 +45,20 @@ class Scheduler:
     def add(self, sequences: Iterable[Sequence]) -> None:
         self.waiting.extend(sequences)
 
-    def admit(self) -> list[Sequence]:
-        """Move waiting sequences into free slots, lowest slot first; return the newcomers."""
-        admitted = []
+    def admit(self, can_start: Optional[Callable[[Sequence], bool]] = None) -> list[Sequence]:
+        """Move waiting sequences that `can_start` into free slots, in order, lowest slot
+        first; return the newcomers. With nothing running, the first waiting sequence
+        starts anyway, so that a wait can never stall the call."""
+        admitted, held_back = [], []
         while self.waiting and self._free_slots:
             sequence = self.waiting.popleft()
-            sequence.slot = self._free_slots.pop(0)
-            self.running.append(sequence)
-            admitted.append(sequence)
+            if can_start is None or can_start(sequence) or not self.running:
+                sequence.slot = self._free_slots.pop(0)
+                self.running.append(sequence)
+                admitted.append(sequence)
+            else:
+                held_back.append(sequence)
+        self.waiting.extendleft(reversed(held_back))
         return admitted
 
     def retire(self, sequence: Sequence) -> None:
@@ -69,7 +75,7 @@ class Scheduler:
         for sequence in prefilling:
             if budget == 0:
                 break
-            n = min(sequence.pending, budget)
+            n = sequence.prefill_chunk(budget)
             plan.append((sequence, n))
             budget -= n
         return plan
@@ -77,6 +83,6 @@ class Scheduler:
     def _equal_prefill(self, prefilling: list[Sequence]) -> list[PlanEntry]:
         """Prompt chunks of one length: the first waiting chunk's, and every other
         prompt whose next chunk has that length too, as many as the batch holds."""
-        length = min(prefilling[0].pending, self._quantum)
-        group = [s for s in prefilling if min(s.pending, self._quantum) == length]
+        length = prefilling[0].prefill_chunk(self._quantum)
+        group = [s for s in prefilling if s.prefill_chunk(self._quantum) == length]
         return [(s, length) for s in group[: self.n_batch // length]]

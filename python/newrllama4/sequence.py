@@ -48,8 +48,9 @@ class Sequence:
     `tokens` holds the prompt followed by every sampled token; `n_cached` counts how
     many of them are already in the KV cache. What still has to be decoded is
     `tokens[n_cached:]`: the prompt (or its uncached tail) while prefilling, then the
-    newest sampled token. A shared prompt prefix copied in from another sequence only
-    has to raise `n_cached`.
+    newest sampled token. A prompt prefix restored from the prefix cache only raises
+    `n_cached` (and `n_restored`); `snapshot_at` lists the lengths at which this
+    sequence's cells are to be snapshotted for others, so prefill chunks end there.
     """
 
     def __init__(self, index: int, prompt_tokens: list[int], stop: tuple[str, ...]):
@@ -57,6 +58,8 @@ class Sequence:
         self.tokens = list(prompt_tokens)
         self.n_prompt = len(prompt_tokens)
         self.n_cached = 0
+        self.n_restored = 0
+        self.snapshot_at: list[int] = []
         self.slot: Optional[int] = None
         self.sampler: Any = None
         self.output = OutputText(stop)
@@ -70,6 +73,12 @@ class Sequence:
     @property
     def pending(self) -> int:
         return len(self.tokens) - self.n_cached
+
+    def prefill_chunk(self, most: int) -> int:
+        """How many prompt tokens the next prefill chunk takes: up to `most`, and never past
+        the next snapshot point."""
+        end = self.snapshot_at[0] if self.snapshot_at else self.n_prompt
+        return min(end - self.n_cached, most)
 
     @property
     def generated(self) -> list[int]:
@@ -100,6 +109,7 @@ class Sequence:
             tokens=self.generated,
             n_prompt_tokens=self.n_prompt,
             n_tokens=len(self.generated),
+            n_cached_tokens=self.n_restored,
             finish_reason=self.finish_reason or "error",
             error=self.error,
         )

@@ -51,11 +51,20 @@ def test_after_an_interrupt_the_context_gives_the_same_outputs_as_a_fresh_one(mo
         assert fresh.generate_parallel(PROMPTS, max_tokens=16, temperature=0).texts == after
 
 
-def test_successive_calls_give_identical_results(ctx):
-    results = [ctx.generate_parallel(PROMPTS, max_tokens=12, temperature=0.7, seed=7) for _ in range(20)]
+def work(result):
+    return result.stats.llama_decode_calls, result.stats.decoded_tokens, result.stats.generated_tokens
+
+
+@pytest.mark.parametrize("prefix_cache", [False, True])
+def test_successive_calls_give_identical_results(model, prefix_cache):
+    with nl.Context(model, n_ctx=512, n_seq_max=4, prefix_cache=prefix_cache) as ctx:
+        results = [ctx.generate_parallel(PROMPTS, max_tokens=12, temperature=0.7, seed=7) for _ in range(20)]
     assert all(r.texts == results[0].texts for r in results)
-    # every call does the same work: nothing is re-sent or left over from the previous one
-    assert len({(r.stats.llama_decode_calls, r.stats.decoded_tokens, r.stats.generated_tokens) for r in results}) == 1
+    # every call does the same work: nothing is re-sent or left over from the previous one;
+    # with the prefix cache the first call leaves prefixes that every later call restores
+    assert len({work(r) for r in results[1:]}) == 1
+    assert len({r.stats.decoded_tokens + r.stats.cached_prompt_tokens for r in results}) == 1
+    assert (work(results[0]) == work(results[1])) == (not prefix_cache)
 
 
 def test_more_prompts_than_slots_all_complete_in_order(model):

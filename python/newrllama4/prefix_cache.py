@@ -1,0 +1,245 @@
+"""Shared prompt prefixes, decoded once: KV snapshots in host memory, keyed by their exact tokens.
+
+Why a restored prefix is exact: the KV cache is Q8_0, so every query row takes ggml's
+one-row flash-attention kernel (see context.py), and the weight matmuls work row by
+row. A token's K and V therefore depend on the tokens before it and nothing else:
+not on where its prompt was cut into chunks, nor on the other sequences in the
+batch. A snapshot of a sequence's cells after its first L tokens holds the very bits
+that any prompt starting with those L tokens computes there, and restoring it into
+an empty stream puts the cells at the offsets a fresh run would use.
+
+Two parts:
+- `PrefixCache` (one per context, outlives calls): snapshots taken with
+  `llama_state_seq_get_data`, found by a hash chain over blocks of `BLOCK` tokens
+  (as in vLLM's prefix caching) and checked token by token, bounded by a byte
+  budget with least-recently-used eviction.
+- `PrefixPlan` (one per call): which prefixes the call's prompts share, which
+  sequence decodes each of them once and snapshots it, and who waits for it.
+
+With sliding-window attention (Gemma 3), a snapshot longer than the window holds
+only the window's last cells for the SWA layers, so it can be restored whole but not
+cut shorter: a shorter prefix would lack SWA cells it needs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+import llama_cpp as llama
+import numpy as np
+
+from ._llama import restore_sequence, snapshot_sequence
+from .sequence import Sequence
+
+log = logging.getLogger("newrllama4")
+
+# Prefixes are matched and snapshotted at multiples of this many tokens; a restore
+# then extends the match token by token inside the snapshot.
+BLOCK = 16
+
+
+def block_keys(tokens: list[int], n_blocks: int) -> list[int]:
+    """Hash-chain keys of the first 1..n_blocks blocks: key k names tokens[:k * BLOCK]."""
+    keys, key = [], 0
+    for k in range(n_blocks):
+        key = hash((key, tuple(tokens[k * BLOCK:(k + 1) * BLOCK])))
+        keys.append(key)
+    return keys
+
+
+def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
+    n = min(len(a), len(b))
+    differ = np.flatnonzero(a[:n] != b[:n])
+    return int(differ[0]) if len(differ) else n
+
+
+@dataclass(eq=False)
+class Snapshot:
+    tokens: np.ndarray  # the prefix whose cells `data` holds
+    data: Any  # llama_state_seq_get_data bytes
+    keys: list[int] = field(repr=False)
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data)
+
+
+class PrefixCache:
+    """Snapshots of prompt prefixes, bounded by `max_bytes`, least recently used evicted first."""
+
+    def __init__(self, max_bytes: int, n_swa: int):
+        self.max_bytes = max_bytes
+        self.n_swa = n_swa
+        self.nbytes = 0
+        self._lru: OrderedDict[int, Snapshot] = OrderedDict()  # id -> snapshot, oldest first
+        self._by_key: dict[int, set[int]] = {}  # block key -> ids of snapshots that hold that prefix
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+    def clear(self) -> None:
+        self._lru.clear()
+        self._by_key.clear()
+        self.nbytes = 0
+
+    def _cuttable(self, snapshot: Snapshot) -> bool:
+        return self.n_swa == 0 or snapshot.n_tokens <= self.n_swa
+
+    def lookup(self, tokens: list[int], limit: int) -> tuple[Optional[Snapshot], int]:
+        """The snapshot that restores the most of `tokens[:limit]`, and how many tokens it restores."""
+        if limit <= 0:
+            return None, 0
+        wanted = np.asarray(tokens[:limit])
+        keys = block_keys(tokens, limit // BLOCK)
+        best: tuple[Optional[Snapshot], int] = (None, 0)
+        for key in reversed(keys):  # longest block prefix first
+            for snapshot_id in self._by_key.get(key, ()):
+                snapshot = self._lru[snapshot_id]
+                common = common_prefix(snapshot.tokens, wanted)
+                if common < snapshot.n_tokens and not self._cuttable(snapshot):
+                    continue
+                if common > best[1]:
+                    best = (snapshot, common)
+            if best[0] is not None:
+                break
+        if best[0] is not None:
+            self._lru.move_to_end(id(best[0]))
+        return best
+
+    def covers(self, tokens: list[int]) -> bool:
+        """Whether a snapshot restores all of `tokens`."""
+        return self.lookup(tokens, len(tokens))[1] == len(tokens)
+
+    def add(self, tokens: list[int], data: Any) -> bool:
+        """Keep a snapshot of `tokens` (a multiple of BLOCK long); False if it does not fit the budget."""
+        if len(data) > self.max_bytes or self.covers(tokens):
+            return False
+        snapshot = Snapshot(np.asarray(tokens), data, block_keys(tokens, len(tokens) // BLOCK))
+        while self.nbytes + snapshot.nbytes > self.max_bytes:
+            self._evict_oldest()
+        self._lru[id(snapshot)] = snapshot
+        for key in snapshot.keys:
+            self._by_key.setdefault(key, set()).add(id(snapshot))
+        self.nbytes += snapshot.nbytes
+        return True
+
+    def _evict_oldest(self) -> None:
+        snapshot_id, snapshot = self._lru.popitem(last=False)
+        for key in snapshot.keys:
+            holders = self._by_key[key]
+            holders.discard(snapshot_id)
+            if not holders:
+                del self._by_key[key]
+        self.nbytes -= snapshot.nbytes
+
+
+@dataclass(eq=False)
+class _Prefix:
+    """A prefix that several prompts of one call share: decoded once by its owner."""
+
+    tokens: list[int]
+    owner: Optional[Sequence] = None  # None once it is in the cache (or was never needed)
+
+
+class PrefixPlan:
+    """Which shared prefixes one call decodes once, by whom, and who waits for them.
+
+    The prompts are sorted; two neighbours' common prefix, cut down to whole blocks and
+    short of both prompts' last token (whose logits the prompt needs), is a shared
+    prefix. Its owner is the first prompt, in call order, that contains it: that
+    sequence ends a prefill chunk exactly there and snapshots its cells. A sequence
+    that contains a shared prefix it does not own waits until the prefix is cached,
+    then restores it. A sequence that shares nothing and restores nothing leaves a
+    snapshot of its own prompt for later calls.
+    """
+
+    def __init__(self, cache: PrefixCache, ctx: Any, sequences: Iterable[Sequence]):
+        self.cache = cache
+        self.ctx = ctx
+        self.memory = llama.llama_get_memory(ctx)
+        self.snapshots = 0
+        self._paths: dict[int, list[_Prefix]] = {}  # sequence index -> shared prefixes it contains, shortest first
+        sequences = list(sequences)
+        self._plan(sequences)
+
+    def _plan(self, sequences: list[Sequence]) -> None:
+        ordered = sorted(sequences, key=lambda s: s.tokens)
+        arrays = {s.index: np.asarray(s.tokens) for s in sequences}
+        prefixes: dict[tuple[int, ...], _Prefix] = {}
+        for a, b in zip(ordered, ordered[1:]):
+            common = min(common_prefix(arrays[a.index], arrays[b.index]), a.n_prompt - 1, b.n_prompt - 1)
+            length = common // BLOCK * BLOCK
+            if length:
+                key = tuple(a.tokens[:length])
+                prefixes.setdefault(key, _Prefix(list(key)))
+        by_length: dict[int, dict[tuple[int, ...], _Prefix]] = {}
+        for key, prefix in prefixes.items():
+            by_length.setdefault(len(key), {})[key] = prefix
+        for sequence in sequences:  # call order, so the first holder owns a prefix
+            path = [
+                group[key]
+                for length, group in sorted(by_length.items())
+                if length < sequence.n_prompt and (key := tuple(sequence.tokens[:length])) in group
+            ]
+            self._paths[sequence.index] = path
+        for prefix in prefixes.values():
+            if not self.cache.covers(prefix.tokens):
+                prefix.owner = next(s for s in sequences if prefix in self._paths[s.index])
+
+    # -- admission ----------------------------------------------------------------------
+
+    def can_start(self, sequence: Sequence) -> bool:
+        """False while a prefix this sequence contains is being decoded by another one."""
+        return all(p.owner is None or p.owner is sequence for p in self._paths.get(sequence.index, ()))
+
+    def start(self, sequence: Sequence) -> None:
+        """Restore the longest cached prefix into the sequence's (empty) slot and plan its snapshots."""
+        snapshot, n_restored = self.cache.lookup(sequence.tokens, sequence.n_prompt - 1)
+        if snapshot is not None:
+            if restore_sequence(self.ctx, snapshot.data, sequence.slot):
+                llama.llama_memory_seq_rm(self.memory, sequence.slot, n_restored, -1)
+                sequence.n_cached = sequence.n_restored = n_restored
+                log.debug("request %d reuses %d cached prompt tokens", sequence.index, n_restored)
+            else:  # never seen; the sequence then decodes its whole prompt, which is still exact
+                llama.llama_memory_seq_rm(self.memory, sequence.slot, -1, -1)
+                log.debug("request %d could not restore a cached prefix", sequence.index)
+        path = self._paths.get(sequence.index, [])
+        for prefix in path:
+            if prefix.owner is sequence and len(prefix.tokens) <= sequence.n_cached:
+                prefix.owner = None  # restored from a longer snapshot: nothing left to decode
+        owned = [len(p.tokens) for p in path if p.owner is sequence]
+        if not path and sequence.n_cached == 0 and sequence.n_prompt > BLOCK:
+            owned = [(sequence.n_prompt - 1) // BLOCK * BLOCK]
+        sequence.snapshot_at = owned
+
+    # -- after each decode ----------------------------------------------------------------
+
+    def after_decode(self, sequence: Sequence) -> None:
+        """Snapshot the sequence if its cells now hold exactly a prefix it was to keep."""
+        if not sequence.snapshot_at or sequence.n_cached != sequence.snapshot_at[0]:
+            return
+        sequence.snapshot_at.pop(0)
+        length = sequence.n_cached
+        if self.cache.add(sequence.tokens[:length], snapshot_sequence(self.ctx, sequence.slot)):
+            self.snapshots += 1
+            log.debug("request %d cached its first %d prompt tokens", sequence.index, length)
+        self._release(sequence, length)
+
+    def retire(self, sequence: Sequence, waiting: Iterable[Sequence]) -> None:
+        """Hand prefixes a sequence owned but never snapshotted (it failed) to a waiting holder."""
+        waiting = list(waiting)
+        for prefix in self._paths.get(sequence.index, ()):
+            if prefix.owner is sequence:
+                prefix.owner = next((s for s in waiting if prefix in self._paths[s.index]), None)
+
+    def _release(self, sequence: Sequence, length: int) -> None:
+        for prefix in self._paths.get(sequence.index, ()):
+            if prefix.owner is sequence and len(prefix.tokens) == length:
+                prefix.owner = None

@@ -1,0 +1,205 @@
+"""Shared prompt prefixes are decoded once and restored, and outputs stay identical to solo."""
+
+import random
+
+import llama_cpp
+import pytest
+
+import newrllama4 as nl
+from newrllama4 import _llama
+from newrllama4.prefix_cache import BLOCK, PrefixCache
+from conftest import WORDS, random_prompts
+
+
+def grouped_prompts(n, seed=0):
+    """Prompts made of one of three instructions (16 to 120 words) and a short text, plus a few alone."""
+    rng = random.Random(seed)
+
+    def text(words):
+        return " ".join(rng.choice(WORDS) for _ in range(words))
+
+    instructions = [f"instruction {text(words)}\n" for words in (16, 60, 120)]
+    shared = [f"{instructions[i % 3]}text {text(rng.randint(1, 12))}" for i in range(n - 4)]
+    return shared + random_prompts(4, seed=seed, max_words=80)
+
+
+PROMPTS = grouped_prompts(40, seed=2)
+
+
+def run(model, prompts, n_seq_max, n_batch=512, prefix_cache=True, **params):
+    with nl.Context(model, n_ctx=512, n_seq_max=n_seq_max, n_batch=n_batch, prefix_cache=prefix_cache) as ctx:
+        return ctx.generate_parallel(prompts, **{"max_tokens": 16, "temperature": 0, **params})
+
+
+def tokens(result):
+    assert all(c.finish_reason in ("stop", "length") for c in result)
+    return [c.tokens for c in result]
+
+
+@pytest.fixture(scope="module")
+def solo(model):
+    return tokens(run(model, PROMPTS, n_seq_max=1, prefix_cache=False))
+
+
+@pytest.mark.parametrize("n_seq_max, n_batch", [(1, 512), (3, 512), (8, 512), (8, 16), (16, 40)])
+def test_reuse_is_token_identical_to_solo_without_reuse(model, solo, n_seq_max, n_batch):
+    result = run(model, PROMPTS, n_seq_max, n_batch)
+    assert tokens(result) == solo
+    # the instructions were decoded once each, not once per prompt
+    assert result.stats.cached_prompt_tokens > 0.7 * result.stats.prompt_tokens
+
+
+def test_decoded_tokens_are_the_uncached_ones_exactly_once(model):
+    result = run(model, PROMPTS, n_seq_max=8, max_tokens=6)
+    stats = result.stats
+    assert stats.cached_prompt_tokens == sum(c.n_cached_tokens for c in result) > 0
+    assert stats.decoded_tokens == sum(
+        c.n_prompt_tokens - c.n_cached_tokens + c.n_tokens - (c.finish_reason == "length") for c in result
+    )
+    # a prompt restores at most everything but its last token, whose logits it needs
+    assert all(c.n_cached_tokens < c.n_prompt_tokens for c in result)
+
+
+def test_prompts_that_share_nothing_restore_nothing(model):
+    prompts = [f"{w} " + p for w, p in zip(WORDS, random_prompts(12, seed=9))]
+    assert run(model, prompts, n_seq_max=4).stats.cached_prompt_tokens == 0
+
+
+def test_a_second_call_restores_the_first_calls_prefixes(model, solo):
+    with nl.Context(model, n_ctx=512, n_seq_max=8) as ctx:
+        first = ctx.generate_parallel(PROMPTS[:20], max_tokens=16, temperature=0)
+        second = ctx.generate_parallel(PROMPTS[20:], max_tokens=16, temperature=0)
+        ctx.clear_cache()
+        cleared = ctx.generate_parallel(PROMPTS[20:], max_tokens=16, temperature=0)
+        assert ctx.cached_tokens() == 0  # the cache lives in host memory, every KV stream is empty
+    assert tokens(first) + tokens(second) == solo
+    assert tokens(cleared) == tokens(second)
+    assert first.stats.prefix_snapshots > 0 and first.stats.prefix_cache_bytes > 0
+    # the instructions come from the first call, so nothing new needs decoding before the texts
+    assert second.stats.cached_prompt_tokens > cleared.stats.cached_prompt_tokens
+    assert second.stats.decoded_tokens < cleared.stats.decoded_tokens
+
+
+def test_one_prompt_per_call_reuses_the_previous_calls_prompt(model):
+    prompts = [p for p in PROMPTS if p.startswith(PROMPTS[2].split("\n")[0])][:4]
+    with nl.Context(model, n_ctx=512, n_seq_max=2) as ctx:
+        results = [ctx.generate(p, max_tokens=8, temperature=0) for p in prompts]
+    with nl.Context(model, n_ctx=512, n_seq_max=2, prefix_cache=False) as ctx:
+        fresh = [ctx.generate(p, max_tokens=8, temperature=0) for p in prompts]
+    assert [c.tokens for c in results] == [c.tokens for c in fresh]
+    assert results[0].n_cached_tokens == 0
+    assert all(c.n_cached_tokens >= len(model.tokenize(prompts[0].split("\n")[0])) - BLOCK for c in results[1:])
+
+
+def test_sampled_outputs_with_a_seed_are_the_same_with_reuse_on_and_off(model):
+    params = dict(temperature=1.0, top_k=0, top_p=1.0, seed=11, max_tokens=12)
+    on = run(model, PROMPTS[:24], n_seq_max=6, **params)
+    off = run(model, PROMPTS[:24], n_seq_max=6, prefix_cache=False, **params)
+    assert on.stats.cached_prompt_tokens > 0
+    assert tokens(on) == tokens(off)
+
+
+def test_a_tiny_budget_caches_nothing_and_changes_nothing(model, solo):
+    with nl.Context(model, n_ctx=512, n_seq_max=8, prefix_cache_mb=0.001) as ctx:
+        result = ctx.generate_parallel(PROMPTS, max_tokens=16, temperature=0)
+    assert tokens(result) == solo
+    assert result.stats.prefix_snapshots == 0 and result.stats.prefix_cache_bytes == 0
+
+
+def test_the_cache_stays_within_its_budget(model):
+    with nl.Context(model, n_ctx=512, n_seq_max=4, prefix_cache_mb=0.5) as ctx:
+        for seed in range(6):
+            result = ctx.generate_parallel(grouped_prompts(12, seed=seed), max_tokens=2, temperature=0)
+            assert 0 < result.stats.prefix_cache_bytes <= 0.5 * 2**20
+
+
+def test_when_the_owner_of_a_shared_prefix_fails_the_others_still_complete(model, monkeypatch):
+    prompts = [p for p in PROMPTS if p.startswith(PROMPTS[1].split("\n")[0])][:6]
+    real_decode = _llama.TokenBatch.decode
+
+    calls = []
+
+    def decode(self, ctx):  # the first batch fails: the first prompt's, decoding the shared prefix alone
+        calls.append(self.n_tokens)
+        return -1 if len(calls) == 1 else real_decode(self, ctx)
+
+    monkeypatch.setattr(_llama.TokenBatch, "decode", decode)
+    result = run(model, prompts, n_seq_max=3)
+    monkeypatch.undo()
+    reference = run(model, prompts, n_seq_max=1, prefix_cache=False)
+    assert [c.finish_reason == "error" for c in result] == [True] + [False] * (len(prompts) - 1)
+    assert tokens(result[1:]) == tokens(reference[1:])
+    assert result.stats.cached_prompt_tokens > 0  # the next prompt took over the shared prefix
+
+
+SHAPES = [
+    ["hello how are you today"] * 3,  # duplicates
+    [" ".join(WORDS[:30]), " ".join(WORDS[:30]) + " king", " ".join(WORDS[:31])],  # prefixes of each other
+    [" ".join(WORDS[:n]) for n in (BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK, 2 * BLOCK + 1)],  # at block edges
+    ["river"] + [" ".join(WORDS[:40]) + f" {w}" for w in WORDS[:5]],  # one short prompt among a group
+]
+
+
+@pytest.mark.parametrize("prompts", SHAPES)
+def test_awkward_shapes_never_copy_kv_between_streams_and_match_solo(model, monkeypatch, prompts):
+    # with one KV stream per sequence, llama_memory_seq_cp of a partial range across streams
+    # aborts the process (a GGML_ASSERT); the engine must never call it
+    def refuse(*args):
+        raise AssertionError(f"llama_memory_seq_cp{args} called")
+
+    monkeypatch.setattr(llama_cpp, "llama_memory_seq_cp", refuse)
+    reference = tokens(run(model, prompts, n_seq_max=1, prefix_cache=False))
+    for n_seq_max in (1, 2, 5):
+        with nl.Context(model, n_ctx=512, n_seq_max=n_seq_max) as ctx:
+            for _ in range(2):  # cold, then warm
+                assert tokens(ctx.generate_parallel(prompts, max_tokens=16, temperature=0)) == reference
+
+
+def test_context_arguments_are_checked(model):
+    with pytest.raises(nl.InvalidArgumentError, match="prefix_cache"):
+        nl.Context(model, prefix_cache="yes")
+    with pytest.raises(nl.InvalidArgumentError, match="prefix_cache_mb"):
+        nl.Context(model, prefix_cache_mb=-1)
+
+
+# -- the cache on its own: lookup, budget, sliding windows ---------------------------------
+
+
+def fake(n):
+    return bytes(n)
+
+
+def test_lookup_returns_the_longest_restorable_prefix_and_extends_it_token_by_token():
+    cache = PrefixCache(max_bytes=10_000, n_swa=0)
+    base = list(range(100, 164))  # 4 blocks
+    cache.add(base[:32], fake(10))
+    cache.add(base[:64], fake(10))
+    snapshot, n = cache.lookup(base[:40] + [1, 2, 3], limit=42)
+    assert snapshot.n_tokens == 64 and n == 40  # cut inside the longer snapshot
+    snapshot, n = cache.lookup(base + [5], limit=64)
+    assert snapshot.n_tokens == 64 and n == 64
+    assert cache.lookup(base[:20], limit=15) == (None, 0)  # shorter than a block: nothing to look up by
+    assert cache.lookup([1] + base, limit=60) == (None, 0)
+
+
+def test_a_snapshot_longer_than_the_sliding_window_is_only_restored_whole():
+    cache = PrefixCache(max_bytes=10_000, n_swa=40)
+    base = list(range(100, 164))
+    cache.add(base[:32], fake(10))
+    cache.add(base[:64], fake(10))
+    assert cache.lookup(base + [1], limit=64)[1] == 64  # whole: fine
+    snapshot, n = cache.lookup(base[:50], limit=49)  # cutting the 64-token one would lose SWA cells
+    assert snapshot.n_tokens == 32 and n == 32
+
+
+def test_the_least_recently_used_snapshot_goes_first():
+    cache = PrefixCache(max_bytes=25, n_swa=0)
+    a, b, c = ([k] * BLOCK for k in (1, 2, 3))
+    assert cache.add(a, fake(10)) and cache.add(b, fake(10))
+    cache.lookup(a + [0], limit=BLOCK)  # a is used again, so b is now the oldest
+    assert cache.add(c, fake(10))
+    assert cache.covers(a) and cache.covers(c) and not cache.covers(b)
+    assert cache.nbytes == 20 and len(cache) == 2
+    assert not cache.add([4] * BLOCK, fake(26))  # larger than the whole budget
+    cache.clear()
+    assert cache.nbytes == 0 and len(cache) == 0 and not cache.covers(a)
