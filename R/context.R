@@ -11,20 +11,30 @@
 #' @param n_seq_max How many prompts run at once. More gives higher
 #'   throughput, up to what the hardware sustains, and costs `n_ctx` KV cache
 #'   cells each.
+#' @param prefix_cache Decode a prompt prefix that several prompts share (a
+#'   long instruction, few-shot examples) once, and reuse it: within one call
+#'   and in later calls on this context. Answers are exactly the same as
+#'   without it; only faster. See [context_clear_cache()].
+#' @param prefix_cache_mb Memory for cached prefixes, in MB; the least
+#'   recently used go first when it is full.
 #' @return A `newrllama_context` object.
-#' @seealso [generate_parallel()], [context_free()]
+#' @seealso [generate_parallel()], [context_free()], [context_clear_cache()]
 #' @export
 #' @examples
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 512L, n_seq_max = 4L)
 #' ctx
-context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8L) {
+context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8L,
+                           prefix_cache = TRUE, prefix_cache_mb = 512) {
   check_model(model)
   n_ctx <- check_whole(n_ctx, "n_ctx", min = 1)
   if (!is.null(n_threads)) n_threads <- check_whole(n_threads, "n_threads", min = 1)
   n_seq_max <- check_whole(n_seq_max, "n_seq_max", min = 1)
+  check_flag(prefix_cache, "prefix_cache")
+  prefix_cache_mb <- check_number(prefix_cache_mb, "prefix_cache_mb", min = 0)
   py <- with_engine(engine()$Context(
-    model$py, n_ctx = n_ctx, n_seq_max = n_seq_max, n_batch = max(512L, n_seq_max), n_threads = n_threads
+    model$py, n_ctx = n_ctx, n_seq_max = n_seq_max, n_batch = max(512L, n_seq_max), n_threads = n_threads,
+    prefix_cache = prefix_cache, prefix_cache_mb = prefix_cache_mb
   ))
   structure(list(py = py, model = model), class = "newrllama_context")
 }
@@ -44,6 +54,28 @@ context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8
 context_free <- function(context) {
   check_context(context)
   with_engine(context$py$close())
+  invisible(context)
+}
+
+#' Empty a context's prefix cache
+#'
+#' Drops every cached prompt prefix (see `prefix_cache` in
+#' [context_create()]), so that later calls decode their prompts afresh and the
+#' memory is returned. Answers do not change either way.
+#'
+#' @param context A context from [context_create()].
+#' @return `context`, invisibly.
+#' @export
+#' @examples
+#' model <- model_load()
+#' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
+#' instruction <- "Answer with one word. Which is larger, a mouse or an elephant?"
+#' first <- generate_parallel(ctx, c(instruction, instruction), max_tokens = 4L, temperature = 0)
+#' attr(first, "stats")$cached_prompt_tokens
+#' context_clear_cache(ctx)
+context_clear_cache <- function(context) {
+  check_context(context)
+  with_engine(context$py$clear_cache())
   invisible(context)
 }
 

@@ -33,33 +33,38 @@ def test_default_model_batch_matches_solo(gemma):
     # mixed prompt lengths, more prompts than slots, sequences ending at different steps
     prompts = random_prompts(40, seed=11, max_words=50)
     lengths = dict(max_tokens=24, temperature=0)
-    with nl.Context(gemma, n_ctx=256, n_seq_max=1) as solo_ctx:
+    with nl.Context(gemma, n_ctx=256, n_seq_max=1, prefix_cache=False) as solo_ctx:
         solo = [c.tokens for c in solo_ctx.generate_parallel(prompts, **lengths)]
     with nl.Context(gemma, n_ctx=256, n_seq_max=16) as ctx:
         assert [c.tokens for c in ctx.generate_parallel(prompts, **lengths)] == solo
 
 
 def long_prompts(rng_seed=21):
-    """Prompts of 100 to 600 tokens: two long instructions, each followed by short texts, and long texts alone."""
+    """33 prompts of 100 to 600 tokens: three long instructions (80, 150 and 230 words) each
+    followed by short texts, ten prompts each, and three long texts alone."""
     rng = random.Random(rng_seed)
-    words = random_prompts(1, seed=rng_seed, max_words=1)[0].split() + (
+    words = (
         "the council voted on the budget while players trained for the final and scientists "
-        "measured the river after the storm in the old city near the mountain school").split()
+        "measured the river after the storm in the old city near the mountain school"
+    ).split()
 
     def text(n):
         return " ".join(rng.choice(words) for _ in range(n))
 
-    instructions = [f"Instruction: {text(90)}\n", f"Task: {text(230)}\n"]
-    shared = [f"{instructions[i % 2]}Text: {text(rng.randint(3, 40))}\nAnswer:" for i in range(9)]
+    instructions = [f"Instruction: {text(n)}\n" for n in (80, 150, 230)]
+    shared = [f"{instructions[i % 3]}Text: {text(rng.randint(3, 40))}\nAnswer:" for i in range(30)]
     alone = [f"{text(n)}\nSummary:" for n in (140, 380, 570)]
     return shared + alone
+
+
+GREEDY = dict(max_tokens=8, temperature=0)
 
 
 @pytest.fixture(scope="module")
 def long_solo(gemma):
     prompts = long_prompts()
-    with nl.Context(gemma, n_ctx=1024, n_seq_max=1) as ctx:
-        return prompts, [c.tokens for c in ctx.generate_parallel(prompts, max_tokens=10, temperature=0)]
+    with nl.Context(gemma, n_ctx=1024, n_seq_max=1, prefix_cache=False) as ctx:
+        return prompts, [c.tokens for c in ctx.generate_parallel(prompts, **GREEDY)]
 
 
 def test_long_prompts_span_100_to_600_tokens(gemma, long_solo):
@@ -67,10 +72,42 @@ def test_long_prompts_span_100_to_600_tokens(gemma, long_solo):
     assert min(lengths) >= 100 and max(lengths) >= 550 and max(lengths) <= 700
 
 
-@pytest.mark.parametrize("n_seq_max, n_batch", [(4, 64), (16, 100)])
-def test_long_prompts_batch_matches_solo(gemma, long_solo, n_seq_max, n_batch):
-    # prompt chunks of 4 to 64 rows, cut at different places, several sequences per batch,
-    # sequences past 512 KV cells: a prompt's output is the same as alone
+def test_long_prompts_batch_matches_solo_without_reuse(gemma, long_solo):
+    # prompt chunks of up to 16 rows, cut at different places than alone, several
+    # sequences per batch, sequences past 512 KV cells
+    prompts, solo = long_solo
+    with nl.Context(gemma, n_ctx=1024, n_seq_max=4, n_batch=64, prefix_cache=False) as ctx:
+        assert [c.tokens for c in ctx.generate_parallel(prompts, **GREEDY)] == solo
+
+
+@pytest.mark.parametrize("n_seq_max, n_batch", [(16, 256), (3, 512)])
+def test_long_prompts_with_prefix_reuse_match_solo_cold_and_warm(gemma, long_solo, n_seq_max, n_batch):
     prompts, solo = long_solo
     with nl.Context(gemma, n_ctx=1024, n_seq_max=n_seq_max, n_batch=n_batch) as ctx:
-        assert [c.tokens for c in ctx.generate_parallel(prompts, max_tokens=10, temperature=0)] == solo
+        cold = ctx.generate_parallel(prompts, **GREEDY)
+        warm = ctx.generate_parallel(prompts[::-1], **GREEDY)
+    assert [c.tokens for c in cold] == solo
+    assert [c.tokens for c in warm][::-1] == solo
+    # each instruction decoded once, then restored by the other nine prompts
+    assert cold.stats.cached_prompt_tokens > 0.6 * cold.stats.prompt_tokens
+    assert warm.stats.cached_prompt_tokens > cold.stats.cached_prompt_tokens
+
+
+def test_prefixes_longer_than_the_sliding_window_are_reused_exactly(gemma):
+    # Gemma 3's sliding window is 512 tokens: a snapshot past it holds only the window's
+    # last cells for the SWA layers, so it may be restored whole but never cut shorter
+    rng = random.Random(4)
+    words = "a storm crossed the valley while the band played near the market of the town".split()
+    long_prefix = " ".join(rng.choice(words) for _ in range(560))
+    cut = long_prefix[: len(long_prefix) * 3 // 5]
+    first = [long_prefix + " First answer:", long_prefix + " Second answer:", cut + " Third answer:"]
+    later = [cut + " river. Fourth answer:", long_prefix + " Fifth answer:"]
+    with nl.Context(gemma, n_ctx=1024, n_seq_max=1, prefix_cache=False) as solo_ctx:
+        solo = [c.tokens for c in solo_ctx.generate_parallel(first + later, **GREEDY)]
+    with nl.Context(gemma, n_ctx=1024, n_seq_max=2) as ctx:
+        result = list(ctx.generate_parallel(first, **GREEDY)) + list(ctx.generate_parallel(later, **GREEDY))
+    assert [c.tokens for c in result] == solo
+    n_cut = len(gemma.tokenize(cut))
+    assert result[1].n_cached_tokens > 512  # restored whole
+    assert 0 < result[3].n_cached_tokens <= n_cut  # from the shorter snapshot, not by cutting the long one
+    assert result[4].n_cached_tokens > 512
