@@ -91,8 +91,8 @@ class TokenBatch:
     def clear(self) -> None:
         self.n_tokens = 0
 
-    def add(self, tokens: list[int], first_pos: int, seq_id: int, want_last_logits: bool) -> int:
-        """Append a run of one sequence's tokens; return the batch index of the last one."""
+    def add(self, tokens: list[int], first_pos: int, seq_id: int, want_last_logits: bool) -> None:
+        """Append a run of one sequence's tokens."""
         start, end = self.n_tokens, self.n_tokens + len(tokens)
         self._token[start:end] = tokens
         self._pos[start:end] = np.arange(first_pos, first_pos + len(tokens), dtype=np.int32)
@@ -102,7 +102,6 @@ class TokenBatch:
         for i in range(start, end):
             seq_ids[i][0] = seq_id
         self.n_tokens = end
-        return end - 1
 
     def decode(self, ctx: llama.llama_context_p) -> int:
         self.raw.n_tokens = self.n_tokens

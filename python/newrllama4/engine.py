@@ -2,7 +2,7 @@
 
 Data flows one way: prompts -> sequences -> batch -> llama_decode -> samples -> results.
 Whatever happens (a finished call, an exception, KeyboardInterrupt, an exception
-from the progress callback), the KV cache is empty and every sampler freed on exit.
+from the progress callback), every KV stream is empty on exit.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ import time
 from typing import Any, Callable, Optional
 
 import llama_cpp as llama
+import numpy as np
 
 from ._llama import TokenBatch
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
 from .model import Model
 from .prefix_cache import PrefixCache, PrefixPlan
 from .results import ParallelResult, Stats
-from .sampling import SamplingParams, build_sampler, free_sampler, sample, sequence_seed
+from .sampling import BatchSampler, SamplingParams, sequence_generator
 from .scheduler import PlanEntry, Scheduler
 from .sequence import Sequence
 
@@ -47,6 +48,7 @@ class StepLoop:
         self.scheduler = scheduler
         self.n_ctx = n_ctx
         self.params = params
+        self.sampler = BatchSampler(params, model.n_vocab)
         self.on_progress = on_progress
         self.prefix_cache = prefix_cache
         self.prefixes: Optional[PrefixPlan] = None
@@ -112,8 +114,7 @@ class StepLoop:
         return ParallelResult([s.completion() for s in sequences], self.stats)
 
     def _start(self, sequence: Sequence) -> None:
-        seed = sequence_seed(self.params.seed, sequence.index)
-        sequence.sampler = build_sampler(self.params, seed, self.model.n_vocab, sequence.tokens)
+        sequence.generator = sequence_generator(self.params.seed, sequence.index)
         if self.prefixes is not None:
             self.prefixes.start(sequence)
         log.debug("request %d started in slot %d with %d prompt tokens", sequence.index, sequence.slot, sequence.n_prompt)
@@ -121,8 +122,6 @@ class StepLoop:
     def _retire(self, sequence: Sequence) -> None:
         # free the slot's KV cells now, so the next prompt starts from an empty stream
         llama.llama_memory_seq_rm(self.memory, sequence.slot, -1, -1)
-        free_sampler(sequence.sampler)
-        sequence.sampler = None
         self.scheduler.retire(sequence)
         if self.prefixes is not None:
             self.prefixes.retire(sequence, self.scheduler.waiting)
@@ -137,9 +136,6 @@ class StepLoop:
             self.on_progress(self._n_done, self._n_total)
 
     def _release_all(self) -> None:
-        for sequence in self.scheduler.running:
-            free_sampler(sequence.sampler)
-            sequence.sampler = None
         self.scheduler.running.clear()
         self.scheduler.waiting.clear()
         llama.llama_memory_clear(self.memory, True)
@@ -148,7 +144,7 @@ class StepLoop:
 
     def _run_batch(self, plan: list[PlanEntry]) -> None:
         """Decode one planned batch and sample its outputs; on failure retry in halves."""
-        outputs = self._fill(plan)
+        wanting_logits = self._fill(plan)
         is_prefill = any(s.prefilling for s, _ in plan)
         started = time.perf_counter()
         status = self.batch.decode(self.ctx)
@@ -166,18 +162,20 @@ class StepLoop:
             self.stats.decoded_tokens += n
             if self.prefixes is not None:
                 self.prefixes.after_decode(sequence)
-        self._sample(outputs)
+        if wanting_logits:
+            self._sample(wanting_logits)
 
-    def _fill(self, plan: list[PlanEntry]) -> list[tuple[Sequence, int]]:
+    def _fill(self, plan: list[PlanEntry]) -> list[Sequence]:
+        """Put the plan into the batch; return the sequences whose last token wants logits, in batch order."""
         self.batch.clear()
-        outputs = []
+        wanting_logits = []
         for sequence, n in plan:
             start = sequence.n_cached
             wants_logits = start + n == len(sequence.tokens)
-            last = self.batch.add(sequence.tokens[start:start + n], start, sequence.slot, wants_logits)
+            self.batch.add(sequence.tokens[start:start + n], start, sequence.slot, wants_logits)
             if wants_logits:
-                outputs.append((sequence, last))
-        return outputs
+                wanting_logits.append(sequence)
+        return wanting_logits
 
     def _recover(self, plan: list[PlanEntry], status: int) -> None:
         # llama.cpp keeps the micro-batches that succeeded; roll every sequence back to
@@ -194,12 +192,13 @@ class StepLoop:
         for half in (plan[:middle], plan[middle:]):
             self._run_batch(half)
 
-    def _sample(self, outputs: list[tuple[Sequence, int]]) -> None:
+    def _sample(self, sequences: list[Sequence]) -> None:
         started = time.perf_counter()
-        n_vocab = self.model.n_vocab
-        tokens = [sample(s.sampler, self.ctx, i, n_vocab) for s, i in outputs]
+        # llama.cpp keeps the batch's output rows contiguous and in batch order
+        logits = np.ctypeslib.as_array(llama.llama_get_logits(self.ctx), shape=(len(sequences), self.model.n_vocab))
+        tokens = self.sampler.sample(logits, [s.tokens for s in sequences], [s.generator for s in sequences])
         self.stats.sample_seconds += time.perf_counter() - started
-        for (sequence, _), token in zip(outputs, tokens):
+        for sequence, token in zip(sequences, tokens.tolist()):
             if self.model.is_eog(token):
                 sequence.finish("stop")
             else:

@@ -1,21 +1,17 @@
-"""Sampling parameters and the per-sequence llama.cpp sampler chain built from them."""
+"""Sampling parameters, per-prompt random streams, and the sampler of a whole batch."""
 
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
-import llama_cpp as llama
 import numpy as np
 
 from .checks import check_int, check_real
 from .errors import InvalidArgumentError
-
-# llama.cpp reads this seed value as "pick a random seed"; drawn seeds stay below 2^31
-# so that R receives them as integers
-_LLAMA_RANDOM_SEED = 0xFFFFFFFF
 
 
 @dataclass(frozen=True)
@@ -54,7 +50,8 @@ class SamplingParams:
 
 
 def _resolve_seed(seed: Any) -> int:
-    """None or -1 draw a fresh seed, so that the call can still be replayed from stats."""
+    """None or -1 draw a fresh seed, so that the call can still be replayed from stats.
+    Drawn seeds stay below 2^31 so that R receives them as integers."""
     if seed is not None:
         seed = check_int("seed", seed, minimum=-1)
         if seed != -1:
@@ -74,52 +71,124 @@ def _check_stop(stop: Any) -> tuple[str, ...]:
 
 def sequence_seed(seed: int, index: int) -> int:
     """The seed of prompt `index`: depends on nothing but the call's seed and the index."""
-    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=4).digest()
-    value = int.from_bytes(digest, "little")
-    return value if value != _LLAMA_RANDOM_SEED else 0
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
 
 
-def build_sampler(params: SamplingParams, seed: int, n_vocab: int, history: Sequence[int]) -> Any:
-    """A new sampler chain for one sequence, freed with `free_sampler`.
+def sequence_generator(seed: int, index: int) -> np.random.Generator:
+    """Prompt `index`'s own random stream: one uniform draw per sampled token."""
+    return np.random.Generator(np.random.PCG64(sequence_seed(seed, index)))
 
-    `history` (the prompt) primes the repetition penalty, as llama.cpp's server does.
-    Plain greedy decoding needs no chain: `sample` takes the argmax itself (None).
+
+class BatchSampler:
+    """Samples the next token of every sequence of a step at once, from the step's logits.
+
+    For each sequence (one row of logits), in this order:
+
+    1. Repetition penalty: each distinct token among the sequence's last
+       `repeat_last_n` tokens (prompt included) has its logit divided by
+       `penalty_repeat` if it is positive, multiplied by it otherwise (llama.cpp's rule).
+    2. `temperature == 0`: the token with the highest logit, ties to the lowest id. Done.
+    3. Tokens are ranked by logit, ties by lower id; top-k (`top_k > 0`) keeps the
+       first `top_k`.
+    4. Probabilities: softmax of the kept logits divided by `temperature`.
+    5. top-p (`top_p < 1`): keeps the shortest run of first-ranked tokens whose
+       probabilities add up to at least `top_p`.
+    6. min-p (`min_p > 0`): drops tokens less likely than `min_p` times the first one.
+    7. Draw: with u, the next double in [0, 1) of the sequence's own generator, the
+       first token in rank order whose cumulative probability exceeds u times the kept
+       total. When nothing is cut (top_k = 0, top_p = 1, min_p = 0) the order is by id,
+       which spares ranking the whole vocabulary.
+
+    Every operation works on the whole batch: one pass over the logits for the penalty
+    and the greedy argmax; for top-k, a pass of block maxima narrows each row to the
+    few blocks that can hold its top k, so no row is ever sorted whole (top_k = 0 with
+    top_p < 1 or min_p > 0 is the exception: then the whole vocabulary is ranked).
     """
-    if params.greedy and not params.penalised:
-        return None
-    chain = llama.llama_sampler_chain_init(llama.llama_sampler_chain_default_params())
-    add = llama.llama_sampler_chain_add
-    if params.penalised:
-        add(chain, llama.llama_sampler_init_penalties(
-            n_vocab, params.repeat_last_n, params.penalty_repeat, 0.0, 0.0
-        ))
-    if params.greedy:
-        # top-k/top-p/min-p never change the argmax, so greedy skips them
-        add(chain, llama.llama_sampler_init_greedy())
-    else:
-        if params.top_k > 0:
-            add(chain, llama.llama_sampler_init_top_k(params.top_k))
-        add(chain, llama.llama_sampler_init_top_p(params.top_p, 1))
+
+    def __init__(self, params: SamplingParams, n_vocab: int):
+        self.params = params
+        self.n_vocab = n_vocab
+        # blocks of about sqrt(n_vocab) / 2 logits (256 for a 262k vocabulary): the
+        # fastest split here between the pass of maxima and the candidate blocks
+        self.block = 1 << max(4, round(math.log2(n_vocab) / 2) - 1)
+
+    def sample(self, logits: np.ndarray, histories: Sequence[Sequence[int]],
+               generators: Sequence[np.random.Generator]) -> np.ndarray:
+        """The next token of each row of `logits` (rows x n_vocab, penalised in place)."""
+        params = self.params
+        if params.penalised:
+            self._penalise(logits, histories)
+        if params.greedy:
+            return logits.argmax(axis=1)
+        ids, kept = self._ranked(logits)
+        scaled = kept / params.temperature
+        probs = np.exp(scaled - scaled.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        keep = np.ones(probs.shape, dtype=bool)
+        if params.top_p < 1.0:
+            keep &= (np.cumsum(probs, axis=1) - probs) < params.top_p
         if params.min_p > 0.0:
-            add(chain, llama.llama_sampler_init_min_p(params.min_p, 1))
-        add(chain, llama.llama_sampler_init_temp(params.temperature))
-        add(chain, llama.llama_sampler_init_dist(seed))
-    if params.penalised:
-        for token in history[-params.repeat_last_n:]:
-            llama.llama_sampler_accept(chain, token)
-    return chain
+            keep &= probs >= params.min_p * probs.max(axis=1, keepdims=True)
+        probs = np.where(keep, probs, 0.0)
+        cumulative = np.cumsum(probs, axis=1)
+        u = np.array([g.random() for g in generators])
+        chosen = (cumulative <= (u * cumulative[:, -1])[:, None]).sum(axis=1)
+        last_kept = keep.shape[1] - 1 - keep[:, ::-1].argmax(axis=1)
+        chosen = np.minimum(chosen, last_kept)
+        return ids[np.arange(len(ids)), chosen]
 
+    def _penalise(self, logits: np.ndarray, histories: Sequence[Sequence[int]]) -> None:
+        recent = [np.unique(np.asarray(h[-self.params.repeat_last_n:], dtype=np.int64)) for h in histories]
+        rows = np.repeat(np.arange(len(recent)), [len(r) for r in recent])
+        cols = np.concatenate(recent) if recent else np.empty(0, dtype=np.int64)
+        values = logits[rows, cols]
+        penalty = self.params.penalty_repeat
+        logits[rows, cols] = np.where(values > 0, values / penalty, values * penalty)
 
-def sample(chain: Any, ctx: Any, batch_index: int, n_vocab: int) -> int:
-    """The next token of the sequence whose logits sit at `batch_index` of the last batch."""
-    if chain is None:
-        # llama.cpp's greedy sampler first copies every logit into a candidate array;
-        # over a 262k vocabulary that copy costs more than the argmax (same first-max tie rule)
-        logits = np.ctypeslib.as_array(llama.llama_get_logits_ith(ctx, batch_index), shape=(n_vocab,))
-        return int(logits.argmax())
-    return llama.llama_sampler_sample(chain, ctx, batch_index)
+    def _ranked(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids and logits of each row's top-k candidates (all tokens without top-k),
+        best first, ties by lower id."""
+        k = self.params.top_k
+        n_rows, n_vocab = logits.shape
+        n_blocks = -(-n_vocab // self.block)
+        if k == 0 and self.params.top_p == 1.0 and self.params.min_p == 0.0:
+            # nothing is cut, so ranking would only decide where a draw lands: id order will do
+            return np.broadcast_to(np.arange(n_vocab), logits.shape), logits
+        if k == 0 or k >= n_vocab or 4 * k >= n_blocks:
+            ids = np.argsort(-logits, axis=1, kind="stable")[:, : k or n_vocab]
+            return ids, np.take_along_axis(logits, ids, axis=1)
+        blocks, block_max = self._blocks(logits)
+        # the k-th largest block maximum bounds each row's k-th largest logit from below,
+        # so every top-k logit sits in a block whose maximum reaches it
+        bound = -np.partition(-block_max, k - 1, axis=1)[:, k - 1]
+        rows, block_ids = np.nonzero(block_max >= bound[:, None])
+        values = blocks(rows, block_ids)
+        hit, offset = np.nonzero(values >= bound[rows][:, None])
+        row = rows[hit]
+        ids = block_ids[hit] * self.block + offset
+        vals = values[hit, offset]
+        order = np.lexsort((ids, -vals, row))
+        row, ids, vals = row[order], ids[order], vals[order]
+        take = np.searchsorted(row, np.arange(n_rows))[:, None] + np.arange(k)
+        return ids[take], vals[take]
 
+    def _blocks(self, logits: np.ndarray) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], np.ndarray]:
+        """Each row's block maxima, and a function gathering (row, block) pairs' logits.
 
-def free_sampler(chain: Any) -> None:
-    if chain is not None:
-        llama.llama_sampler_free(chain)
+        The whole blocks are a view of `logits`; only a partial last block is copied,
+        padded with -inf."""
+        n_rows, n_vocab = logits.shape
+        n_whole = n_vocab // self.block
+        whole = logits[:, : n_whole * self.block].reshape(n_rows, n_whole, self.block)
+        if n_whole * self.block == n_vocab:
+            return (lambda rows, block_ids: whole[rows, block_ids]), whole.max(axis=2)
+        tail = np.full((n_rows, self.block), -np.inf, dtype=logits.dtype)
+        tail[:, : n_vocab - n_whole * self.block] = logits[:, n_whole * self.block:]
+        block_max = np.concatenate([whole.max(axis=2), tail.max(axis=1, keepdims=True)], axis=1)
+
+        def gather(rows: np.ndarray, block_ids: np.ndarray) -> np.ndarray:
+            in_tail = block_ids == n_whole
+            return np.where(in_tail[:, None], tail[rows], whole[rows, np.minimum(block_ids, n_whole - 1)])
+
+        return gather, block_max

@@ -1,9 +1,11 @@
-"""Per-request state: one prompt's tokens, cache progress, sampler and output text."""
+"""Per-request state: one prompt's tokens, cache progress, random stream and output text."""
 
 from __future__ import annotations
 
 import codecs
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
+
+import numpy as np
 
 from .results import Completion
 
@@ -61,7 +63,7 @@ class Sequence:
         self.n_restored = 0
         self.snapshot_at: list[int] = []
         self.slot: Optional[int] = None
-        self.sampler: Any = None
+        self.generator: Optional[np.random.Generator] = None
         self.output = OutputText(stop)
         self.finish_reason: Optional[str] = None
         self.error: Optional[BaseException] = None
