@@ -1,7 +1,7 @@
 # make setup  - install R (Debian packages) and the Python engine (.venv, from PyPI); idempotent
 # make test   - setup, then every suite; prints one line "N passed, N failed"
 # make demo   - setup, then 16 prompts through generate_parallel() on the default model
-# make bench  - the Python engine benchmark (default model; takes a few minutes)
+# make bench  - the Python engine benchmarks: throughput and prefix reuse (default model; ~15 minutes)
 
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv
@@ -50,6 +50,7 @@ demo: setup
 
 bench: python-env
 	$(PYTHON) python/benchmarks/bench_parallel.py
+	$(PYTHON) python/benchmarks/bench_prefix.py
 
 clean:
 	rm -rf $(VENV) $(RLIB) build *.Rcheck newrllama4_*.tar.gz

@@ -4,6 +4,8 @@ The same 32 prompts, 64 new tokens each, greedy, on the default model:
   (a) a loop over llama_cpp.Llama.create_completion
   (b) generate_parallel with n_seq_max 1, 8, 16 and 32 (batch-invariant, the default)
   (c) generate_parallel at 32 with batch_invariant=False, to price batch invariance
+  (d) generate_parallel at 32 with the R defaults (temperature 0.8, top_k 40, top_p 0.9,
+      repetition penalty 1.1), and greedy with that penalty: the price of sampling
 Tokens/s count generated tokens over wall time; ratios are to (a) in the same run,
 since the machine is shared and absolute numbers drift.
 
@@ -48,12 +50,16 @@ def bench_llama_cpp_loop(path: str, texts: list[str], max_tokens: int, threads: 
     return generated, seconds
 
 
+GREEDY = dict(temperature=0, penalty_repeat=1.0)
+R_DEFAULTS = dict(temperature=0.8, top_k=40, top_p=0.9, penalty_repeat=1.1)
+
+
 def bench_parallel(model: nl.Model, texts: list[str], max_tokens: int, threads: int, n_seq_max: int,
-                   batch_invariant: bool = True) -> nl.Stats:
+                   batch_invariant: bool = True, sampling: dict = GREEDY) -> nl.Stats:
     with nl.Context(model, n_ctx=512, n_seq_max=n_seq_max, n_threads=threads,
                     batch_invariant=batch_invariant) as ctx:
         ctx.generate_parallel(texts[:n_seq_max], max_tokens=4, temperature=0)  # warm-up
-        return ctx.generate_parallel(texts, max_tokens=max_tokens, temperature=0, penalty_repeat=1.0).stats
+        return ctx.generate_parallel(texts, max_tokens=max_tokens, **sampling).stats
 
 
 def main() -> None:
@@ -79,6 +85,11 @@ def main() -> None:
         stats = bench_parallel(model, texts, args.max_tokens, args.threads, 32, batch_invariant=False)
         rows.append(("(c) generate_parallel n_seq_max=32, batch_invariant=False", stats.generated_tokens,
                      stats.total_seconds, stats))
+        for label, sampling in (("R defaults (sampled, penalty 1.1)", R_DEFAULTS),
+                                ("greedy, penalty 1.1", dict(temperature=0, penalty_repeat=1.1))):
+            stats = bench_parallel(model, texts, args.max_tokens, args.threads, 32, sampling=sampling)
+            rows.append((f"(d) generate_parallel n_seq_max=32, {label}", stats.generated_tokens,
+                         stats.total_seconds, stats))
 
     print(f"| {'configuration':<58} | tokens | seconds | tok/s | vs (a) |")
     print(f"|{'-' * 60}|-------:|--------:|------:|-------:|")
@@ -87,14 +98,15 @@ def main() -> None:
         print(f"| {name:<58} | {tokens:>6} | {secs:>7.2f} | {rate:>5.0f} | {rate / baseline:>5.2f}x |")
 
     print("\nwhere the time goes (generate_parallel):")
-    print(f"| {'configuration':<58} | decode calls | mean decode step | overhead/step | overhead share |")
-    print(f"|{'-' * 60}|-------------:|-----------------:|--------------:|---------------:|")
+    print(f"| {'configuration':<58} | decode calls | mean decode step | overhead/step | overhead share "
+          f"| sampling share |")
+    print(f"|{'-' * 60}|-------------:|-----------------:|--------------:|---------------:|---------------:|")
     for name, _, _, stats in rows[1:]:
         calls = stats.llama_decode_calls
         step = (stats.prefill_seconds + stats.decode_seconds) / calls
         overhead = stats.overhead_seconds / calls
         print(f"| {name:<58} | {calls:>12} | {step * 1e3:>13.1f} ms | {overhead * 1e3:>10.2f} ms | "
-              f"{overhead / step:>13.1%} |")
+              f"{overhead / step:>13.1%} | {stats.sample_seconds / stats.total_seconds:>13.1%} |")
 
 
 if __name__ == "__main__":
