@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence as SequenceType
 import llama_cpp as llama
 
 from ._llama import TokenBatch, set_fields
-from .checks import check_bool, check_callable, check_int
+from .checks import check_bool, check_callable, check_int, check_text
 from .engine import Progress, StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
 from .model import Model
@@ -183,6 +183,7 @@ def _check_prompts(prompts: Any) -> list[Any]:
         raise InvalidArgumentError("prompts", prompts, "a list of prompts (strings or lists of token ids)")
     for i, prompt in enumerate(prompts):
         if isinstance(prompt, str):
+            check_text(f"prompts[{i}]", prompt)
             continue
         is_token_list = isinstance(prompt, (list, tuple)) and all(
             isinstance(t, int) and not isinstance(t, bool) for t in prompt
