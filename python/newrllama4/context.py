@@ -12,6 +12,7 @@ from ._llama import TokenBatch, set_fields
 from .checks import check_bool, check_callable, check_int, check_text
 from .engine import Progress, StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
+from .memory import check_context_fits
 from .model import Model
 from .results import Completion, ParallelResult
 from .sampling import SamplingParams
@@ -74,6 +75,7 @@ class Context:
             flash_attn_type=_FLASH_ATTN_AUTO,
             no_perf=True,
         )
+        check_context_fits(model, self.n_ctx, params)
         handle = llama.llama_init_from_model(model.handle(), params)
         if not handle:
             raise ContextError(
