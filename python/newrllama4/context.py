@@ -163,7 +163,7 @@ class Context:
         sampling = SamplingParams(
             max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
             repeat_last_n=repeat_last_n, penalty_repeat=penalty_repeat, seed=seed, stop=stop,
-        )
+        ).for_context(self.n_ctx)
         on_progress = check_callable("on_progress", on_progress)
         with self._lock:
             handle = self._live_handle()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Sequence
 
 import llama_cpp as llama
@@ -16,6 +16,8 @@ from .errors import InvalidArgumentError
 # llama.cpp reads this seed value as "pick a random seed"; drawn seeds stay below 2^31
 # so that R receives them as integers
 _LLAMA_RANDOM_SEED = 0xFFFFFFFF
+# top_k and repeat_last_n reach llama.cpp as int32_t, and ctypes wraps larger values silently
+_INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -36,13 +38,21 @@ class SamplingParams:
         set_ = object.__setattr__  # frozen: normalise in place once
         set_(self, "max_tokens", check_int("max_tokens", self.max_tokens, minimum=1))
         set_(self, "temperature", check_real("temperature", self.temperature, 0.0))
-        set_(self, "top_k", check_int("top_k", self.top_k, minimum=0))
+        set_(self, "top_k", check_int("top_k", self.top_k, minimum=0, maximum=_INT32_MAX))
         set_(self, "top_p", check_real("top_p", self.top_p, 0.0, 1.0, open_minimum=True))
         set_(self, "min_p", check_real("min_p", self.min_p, 0.0, 1.0))
-        set_(self, "repeat_last_n", check_int("repeat_last_n", self.repeat_last_n, minimum=0))
+        set_(self, "repeat_last_n", check_int("repeat_last_n", self.repeat_last_n, minimum=0, maximum=_INT32_MAX))
         set_(self, "penalty_repeat", check_real("penalty_repeat", self.penalty_repeat, 0.0, open_minimum=True))
         set_(self, "seed", _resolve_seed(self.seed))
         set_(self, "stop", _check_stop(self.stop))
+
+    def for_context(self, n_ctx: int) -> "SamplingParams":
+        """These params for sequences of at most `n_ctx` tokens plus the one sampled last.
+
+        llama.cpp allocates the penalty window in full for every sequence; one longer
+        than any sequence sees the same tokens, so it is cut to that length.
+        """
+        return replace(self, repeat_last_n=min(self.repeat_last_n, n_ctx + 1))
 
     @property
     def greedy(self) -> bool:
