@@ -52,13 +52,13 @@ class ContextTooLargeError(ContextError):
         self.available_bytes = available_bytes
         super().__init__(
             f"A context of {n_seq_max} sequences of n_ctx={n_ctx} tokens needs about "
-            f"{_gigabytes(needed_bytes)} of KV cache, but only {_gigabytes(available_bytes)} of memory "
+            f"{_size(needed_bytes)} of KV cache, but only {_size(available_bytes)} of memory "
             f"is available; lower `n_ctx` or `n_seq_max`."
         )
 
 
-def _gigabytes(n_bytes: int) -> str:
-    return f"{n_bytes / 1e9:.2f} GB"
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.1f} MB"
 
 
 class ClosedError(NewrllamaError):

@@ -54,7 +54,7 @@ test_that("the default model loads and answers", {
                                max_tokens = 12L, temperature = 0, progress = FALSE)
   expect_match(answers[[1]], "Paris")
   expect_match(tolower(answers[[2]]), "oxygen")
-  # a KV cache of 256 x 32768 cells is about 150 GB: refused before any is allocated
+  # a KV cache of 256 x 32768 cells is tens of GB: refused before any is allocated
   err <- expect_error(context_create(model, n_ctx = 32768L, n_seq_max = 256L),
                       class = "newrllama4_error_context_too_large")
   expect_s3_class(err, "newrllama4_error_context")
