@@ -20,10 +20,9 @@
 #' }
 apply_chat_template <- function(model, messages, add_assistant = TRUE) {
   check_model(model)
-  check_messages(messages)
+  messages <- check_messages(messages)
   check_flag(add_assistant, "add_assistant")
-  py_messages <- lapply(messages, function(m) list(role = m$role, content = m$content))
-  with_engine(model$py$apply_chat_template(py_messages, add_generation_prompt = add_assistant))
+  engine_call(model$py$apply_chat_template, messages, add_generation_prompt = add_assistant)
 }
 
 check_messages <- function(messages, call = caller_env()) {
@@ -36,8 +35,12 @@ check_messages <- function(messages, call = caller_env()) {
   }
   bad <- which(!vapply(messages, is_message, NA))
   if (length(bad) > 0) {
-    abort_invalid("Each message needs {.field role} and {.field content} strings; message{?s} {bad} do{?es/} not.",
-                  "messages", call)
+    abort_invalid(
+      "Each message needs {.field role} and {.field content} strings; message{?s} {positions(bad)} do{?es/} not.",
+      "messages", call
+    )
   }
-  invisible(messages)
+  lapply(messages, function(m) {
+    list(role = as_utf8(m$role, "messages", call), content = as_utf8(m$content, "messages", call))
+  })
 }

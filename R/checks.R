@@ -18,6 +18,12 @@ check_string <- function(x, arg, call = caller_env()) {
   invisible(x)
 }
 
+# A single string, as UTF-8 for the engine.
+check_text <- function(x, arg, call = caller_env()) {
+  check_string(x, arg, call)
+  as_utf8(x, arg, call)
+}
+
 check_flag <- function(x, arg, call = caller_env()) {
   if (!is.logical(x) || length(x) != 1 || is.na(x)) {
     abort_invalid("{.arg {arg}} must be {.code TRUE} or {.code FALSE}, not {.obj_type_friendly {x}}.", arg, call)
@@ -48,24 +54,51 @@ check_number <- function(x, arg, min, max = Inf, open_min = FALSE, call = caller
   as.double(x)
 }
 
+# Indices for a cli message: cli pluralises by the length of a character vector,
+# but takes a numeric one as a single quantity and fails on several.
+positions <- function(indices) as.character(indices)
+
 show_value <- function(x) {
   if (is.atomic(x) && length(x) == 1 && !is.na(x)) paste0(" (", format(x), ")") else ""
 }
 
-check_model <- function(model, call = caller_env()) {
-  check_handle(model, "model", "newrllama_model", "model_load", call)
+# `live = FALSE` also accepts a freed one, or one from another R session.
+check_model <- function(model, live = TRUE, call = caller_env()) {
+  check_handle(model, "model", "newrllama_model", "model_load", live, call)
 }
 
-check_context <- function(context, call = caller_env()) {
-  check_handle(context, "context", "newrllama_context", "context_create", call)
+check_context <- function(context, live = TRUE, call = caller_env()) {
+  check_handle(context, "context", "newrllama_context", "context_create", live, call)
 }
 
-# A model or context object, as made by its constructor `maker`.
-check_handle <- function(x, arg, class, maker, call) {
+# A model or context object, as made by its constructor `maker`; if `live`, one
+# that still has its engine object: not freed, and not from another R session
+# (saved, then read back), where it arrives as a null pointer.
+check_handle <- function(x, arg, class, maker, live, call) {
   if (!inherits(x, class)) {
     abort_invalid("{.arg {arg}} must be a {arg} from {.fn {maker}}, not {.obj_type_friendly {x}}.", arg, call)
   }
+  state <- handle_state(x)
+  if (live && state != "live") {
+    problem <- if (state == "freed") {
+      "This {arg} has been freed."
+    } else {
+      "This {arg} comes from another R session (saved, then read back); its engine object stayed there."
+    }
+    cli::cli_abort(
+      c(problem, "i" = "Create it again with {.fn {maker}}."),
+      class = c("newrllama4_error_closed", "newrllama4_error"),
+      what = arg,
+      call = call
+    )
+  }
   invisible(x)
+}
+
+# "live", "freed", or "restored" (from another R session: a null pointer).
+handle_state <- function(x) {
+  if (reticulate::py_is_null_xptr(x$py)) return("restored")
+  if (x$py$closed) "freed" else "live"
 }
 
 check_model_path <- function(path, call = caller_env()) {
@@ -90,9 +123,26 @@ check_prompts <- function(prompts, call = caller_env()) {
   }
   missing <- which(is.na(prompts))
   if (length(missing) > 0) {
-    abort_invalid("{.arg prompts} must not contain {.code NA}; found at position{?s} {missing}.", "prompts", call)
+    abort_invalid("{.arg prompts} must not contain {.code NA}; found at position{?s} {positions(missing)}.",
+                  "prompts", call)
   }
-  invisible(prompts)
+  as_utf8(prompts, "prompts", call)
+}
+
+# Strings as UTF-8, the engine's encoding. latin1 strings, and native ones in a
+# locale that is not UTF-8, are translated; the others (marked "bytes", or native
+# in a UTF-8 locale) must already be valid UTF-8, since translating invalid
+# bytes would only turn them into "<e9>"-style escapes.
+as_utf8 <- function(x, arg, call = caller_env()) {
+  translate <- Encoding(x) == "latin1" | (Encoding(x) == "unknown" & !l10n_info()[["UTF-8"]])
+  x[translate] <- enc2utf8(x[translate])
+  invalid <- which(!validUTF8(x))
+  if (length(invalid) > 0) {
+    elements <- cli::pluralize("Element{?s} {positions(invalid)} {?is/are}")
+    abort_invalid("{elements} not valid UTF-8 text in {.arg {arg}}.", arg, call)
+  }
+  Encoding(x) <- "UTF-8"
+  x
 }
 
 check_seed <- function(seed, call = caller_env()) {
@@ -106,5 +156,5 @@ check_stop <- function(stop, call = caller_env()) {
   if (!is.character(stop) || length(stop) == 0 || anyNA(stop) || any(!nzchar(stop))) {
     abort_invalid("{.arg stop} must be {.code NULL} or a character vector of non-empty strings.", "stop", call)
   }
-  as.list(stop)
+  as.list(as_utf8(stop, "stop", call))
 }

@@ -4,9 +4,21 @@
 #' those sequences has its own slice of the KV cache, `n_ctx` tokens long
 #' (prompt plus answer), so one prompt never sees or disturbs another.
 #'
+#' The KV cache is allocated at once: `n_ctx * n_seq_max` cells. A context whose
+#' estimated cache is larger than the memory available is refused before
+#' anything is allocated, with an error of class
+#' `newrllama4_error_context_too_large` (fields `needed_bytes` and
+#' `available_bytes`). An `n_ctx` beyond the context length the model was
+#' trained for is refused too (`newrllama4_error_invalid_argument`), rather than
+#' silently lowered.
+#'
+#' A context lives in this R session only: one saved and read back (e.g. with
+#' [saveRDS()] and [readRDS()]) raises `newrllama4_error_closed` when used;
+#' create it again.
+#'
 #' @param model A model from [model_load()].
 #' @param n_ctx Context window of each sequence, in tokens (prompt plus
-#'   generated text).
+#'   generated text); at most the model's trained context length.
 #' @param n_threads CPU threads; `NULL` uses every core available to R.
 #' @param n_seq_max How many prompts run at once. More gives higher
 #'   throughput, up to what the hardware sustains, and costs `n_ctx` KV cache
@@ -52,8 +64,8 @@ context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8
 #' ctx <- context_create(model, n_ctx = 256L)
 #' context_free(ctx)
 context_free <- function(context) {
-  check_context(context)
-  with_engine(context$py$close())
+  check_context(context, live = FALSE)
+  if (handle_state(context) == "live") with_engine(context$py$close())
   invisible(context)
 }
 

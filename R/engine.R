@@ -69,3 +69,11 @@ engine <- function(call = caller_env()) {
   }
   engine_module
 }
+
+# Call an engine function on a live handle's behalf. Its value comes back with
+# every string one R can hold: NUL and lone surrogates become U+FFFD in Python
+# (newrllama4.for_r), since R cannot hold them and converting one would fail the
+# whole call.
+engine_call <- function(fn, ..., call = caller_env()) {
+  with_engine(engine_for_r$call(fn, ...), call = call)
+}

@@ -25,9 +25,12 @@
 #'   them with one warning of class `newrllama4_warning_partial_failure`;
 #'   `"stop"` raises the first failure's error, with the partial results in its
 #'   `result` field.
-#' @return A character vector, one element per prompt, with the prompts' names.
-#'   Attributes: `errors`, a data frame (`index`, `class`, `message`) of the
-#'   failed prompts, and `stats`, a named list of counters and timings.
+#' @return A character vector of class `newrllama_answers`, one answer per
+#'   prompt, with the prompts' names. It prints the answers and a summary line;
+#'   [generation_stats()] and [generation_errors()] give the call's counters and
+#'   failed prompts. A NUL the model emits, which R strings cannot hold, arrives
+#'   as U+FFFD, as do bytes that are not valid UTF-8; other control characters
+#'   arrive unchanged.
 #' @seealso [generate()] for a single prompt.
 #' @export
 #' @examples
@@ -36,21 +39,20 @@
 #' answers <- generate_parallel(ctx, c(a = "The capital of France is", b = "2 + 2 ="),
 #'                              max_tokens = 8L, temperature = 0)
 #' answers
-#' attr(answers, "stats")$generation_tokens_per_s
+#' generation_stats(answers)$generation_tokens_per_s
 generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, top_p = 0.9,
                               temperature = 0.8, repeat_last_n = 64L, penalty_repeat = 1.1,
                               seed = 1234L, stop = NULL, progress = interactive(),
                               on_error = c("warn", "stop")) {
   check_context(context)
-  check_prompts(prompts)
+  prompts <- check_prompts(prompts)
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
   check_flag(progress, "progress")
   on_error <- rlang::arg_match(on_error)
   result <- run_engine(context, as.list(unname(prompts)), params, progress)
   answers <- result$texts
   names(answers) <- names(prompts)
-  attr(answers, "errors") <- result$errors
-  attr(answers, "stats") <- result$stats
+  answers <- new_answers(answers, result$errors, result$stats)
   n_failed <- nrow(result$errors)
   if (n_failed > 0) {
     first <- result$conditions[[1]]
@@ -61,7 +63,7 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
     cli::cli_warn(
       c("{n_failed} of {length(prompts)} prompt{?s} failed; {?its/their} answer{?s are/ is/s are} {.code NA}.",
         "i" = "First failure: {conditionMessage(first)}",
-        "i" = "See {.code attr(result, \"errors\")} for all of them."),
+        "i" = "See {.code generation_errors()} of the result for all of them."),
       class = "newrllama4_warning_partial_failure"
     )
   }
@@ -88,7 +90,7 @@ generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.
     check_tokens(prompt, "prompt")
     prompt <- as.list(as.integer(prompt))
   } else {
-    check_string(prompt, "prompt")
+    prompt <- check_text(prompt, "prompt")
   }
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
   result <- run_engine(context, list(prompt), params, progress = FALSE)
@@ -118,14 +120,11 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
     bar <- cli::cli_progress_bar("Generating", total = length(prompts), .envir = environment())
     on_progress <- function(done, total) cli::cli_progress_update(id = bar, set = done)
   }
-  py_result <- with_engine(
-    rlang::exec(context$py$generate_parallel, prompts, !!!params, on_progress = on_progress),
-    call = call
-  )
-  completions <- reticulate::import_builtins()$list(py_result)
-  failed <- which(vapply(completions, function(c) c$finish_reason == "error", NA))
-  conditions <- lapply(failed, function(i) engine_condition(completions[[i]]$error, call))
-  texts <- vapply(completions, function(c) c$text, "")
+  result <- rlang::exec(engine_call, context$py$generate_parallel, prompts, !!!params, on_progress = on_progress,
+                        call = call)
+  failed <- which(!vapply(result$errors, is.null, NA))
+  conditions <- lapply(result$errors[failed], engine_condition, call = call)
+  texts <- as.character(result$texts)
   texts[failed] <- NA_character_
   list(
     texts = texts,
@@ -136,6 +135,6 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
       stringsAsFactors = FALSE
     ),
     conditions = conditions,
-    stats = py_result$stats$to_dict()
+    stats = result$stats
   )
 }

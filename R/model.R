@@ -4,6 +4,10 @@
 #' Without a path, loads the embedded default model, Gemma 3 270M (a small
 #' base model: good for trying things out, not for hard tasks).
 #'
+#' A model lives in this R session only: one saved and read back (e.g. with
+#' [saveRDS()] and [readRDS()]) raises `newrllama4_error_closed` when used;
+#' load it again.
+#'
 #' @param model_path Path of a GGUF file, or `NULL` for the default model.
 #' @param n_gpu_layers Layers to offload to a GPU (`-1` for all); `0` runs on the CPU.
 #' @param use_mmap Map the file into memory instead of reading it.
@@ -35,8 +39,8 @@ model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE) {
 #' model <- model_load()
 #' model_free(model)
 model_free <- function(model) {
-  check_model(model)
-  with_engine(model$py$close())
+  check_model(model, live = FALSE)
+  if (handle_state(model) == "live") with_engine(model$py$close())
   invisible(model)
 }
 
@@ -51,10 +55,16 @@ print.newrllama_model <- function(x, ...) {
 }
 
 # The print method of a model or context: a header, then its details or "(freed)".
-# `details` are cli bullets, interpolated in the caller's frame.
+# `header` and `details` (cli bullets) are interpolated in the caller's frame; one
+# from another R session has no engine object to read them from.
 print_handle <- function(x, header, details, envir = parent.frame()) {
+  state <- handle_state(x)
+  if (state == "restored") {
+    cli::cli_text("{.cls {class(x)[[1]]}} from another R session: create it again to use it")
+    return(invisible(x))
+  }
   cli::cli_text(header, .envir = envir)
-  if (x$py$closed) cli::cli_text("(freed)") else cli::cli_bullets(details, .envir = envir)
+  if (state == "freed") cli::cli_text("(freed)") else cli::cli_bullets(details, .envir = envir)
   invisible(x)
 }
 

@@ -18,7 +18,7 @@
 #' detokenize(model, ids)
 tokenize <- function(model, text, add_special = TRUE) {
   check_model(model)
-  check_string(text, "text")
+  text <- check_text(text, "text")
   check_flag(add_special, "add_special")
   as.integer(unlist(with_engine(model$py$tokenize(text, add_special = add_special))))
 }
@@ -28,7 +28,7 @@ tokenize <- function(model, text, add_special = TRUE) {
 detokenize <- function(model, tokens) {
   check_model(model)
   check_tokens(tokens, "tokens")
-  with_engine(model$py$detokenize(as.list(as.integer(tokens))))
+  engine_call(model$py$detokenize, as.list(as.integer(tokens)))
 }
 
 check_tokens <- function(tokens, arg, call = caller_env()) {

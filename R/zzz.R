@@ -1,5 +1,7 @@
-# The engine module, imported lazily: loading the package starts no Python.
+# The engine module, and the one through which its values reach R (see
+# engine_call()), imported lazily: loading the package starts no Python.
 engine_module <- NULL
+engine_for_r <- NULL
 
 .onLoad <- function(libname, pkgname) {
   # Prefer the package's own virtualenv unless the user chose a Python already;
@@ -8,4 +10,5 @@ engine_module <- NULL
     reticulate::use_virtualenv(engine_envname, required = FALSE)
   }
   engine_module <<- reticulate::import("newrllama4", delay_load = TRUE)
+  engine_for_r <<- reticulate::import("newrllama4.for_r", delay_load = TRUE)
 }

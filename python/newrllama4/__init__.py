@@ -11,6 +11,7 @@ from .errors import (
     ChatTemplateError,
     ClosedError,
     ContextError,
+    ContextTooLargeError,
     DecodeError,
     EmptyPromptError,
     InvalidArgumentError,
@@ -27,8 +28,8 @@ from .sampling import SamplingParams
 __version__ = "0.1.0"
 
 __all__ = [
-    "ChatTemplateError", "ClosedError", "Completion", "Context", "ContextError", "DecodeError",
-    "EmptyPromptError", "InvalidArgumentError", "InvalidTokenError", "Model", "ModelLoadError",
+    "ChatTemplateError", "ClosedError", "Completion", "Context", "ContextError", "ContextTooLargeError",
+    "DecodeError", "EmptyPromptError", "InvalidArgumentError", "InvalidTokenError", "Model", "ModelLoadError",
     "NewrllamaError", "ParallelResult", "PromptError", "PromptTooLongError", "SamplingParams",
     "Stats", "default_model_path",
 ]

@@ -61,6 +61,20 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
+def check_text(name: str, value: Any) -> str:
+    """A string that can be encoded as UTF-8, llama.cpp's encoding: no lone surrogates."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(name, value, "a string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidArgumentError(
+            name, value, f"text that UTF-8 can encode, without the lone surrogate {value[error.start]!r} "
+            f"at position {error.start}"
+        ) from None
+    return value
+
+
 def check_callable(name: str, value: Any) -> Any:
     if value is not None and not callable(value):
         raise InvalidArgumentError(name, value, "a callable or None")

@@ -9,9 +9,10 @@ from typing import Any, Optional, Sequence as SequenceType
 import llama_cpp as llama
 
 from ._llama import TokenBatch, set_fields
-from .checks import check_bool, check_callable, check_int, check_real
+from .checks import check_bool, check_callable, check_int, check_real, check_text
 from .engine import Progress, StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
+from .memory import check_context_fits
 from .model import Model
 from .prefix_cache import PrefixCache
 from .results import Completion, ParallelResult
@@ -95,6 +96,7 @@ class Context:
             type_v=KV_CACHE_TYPE,
             no_perf=True,
         )
+        check_context_fits(model, self.n_ctx, params)
         handle = llama.llama_init_from_model(model.handle(), params)
         if not handle:
             raise ContextError(
@@ -218,6 +220,7 @@ def _check_prompts(prompts: Any) -> list[Any]:
         raise InvalidArgumentError("prompts", prompts, "a list of prompts (strings or lists of token ids)")
     for i, prompt in enumerate(prompts):
         if isinstance(prompt, str):
+            check_text(f"prompts[{i}]", prompt)
             continue
         is_token_list = isinstance(prompt, (list, tuple)) and all(
             isinstance(t, int) and not isinstance(t, bool) for t in prompt

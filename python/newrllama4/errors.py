@@ -42,6 +42,25 @@ class ContextError(NewrllamaError):
     """llama.cpp could not create a context (usually: not enough memory)."""
 
 
+class ContextTooLargeError(ContextError):
+    """The KV cache a context needs is larger than the memory available; nothing was allocated."""
+
+    def __init__(self, n_ctx: int, n_seq_max: int, needed_bytes: int, available_bytes: int):
+        self.n_ctx = n_ctx
+        self.n_seq_max = n_seq_max
+        self.needed_bytes = needed_bytes
+        self.available_bytes = available_bytes
+        super().__init__(
+            f"A context of {n_seq_max} sequences of n_ctx={n_ctx} tokens needs about "
+            f"{_size(needed_bytes)} of KV cache, but only {_size(available_bytes)} of memory "
+            f"is available; lower `n_ctx` or `n_seq_max`."
+        )
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.1f} MB"
+
+
 class ClosedError(NewrllamaError):
     """A model or context was used after `close()`."""
 

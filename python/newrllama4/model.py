@@ -12,7 +12,7 @@ from typing import Any, Iterable, Optional
 import llama_cpp as llama
 
 from ._llama import ensure_backend, set_fields
-from .checks import check_bool, check_int
+from .checks import check_bool, check_int, check_text
 from .default_model import default_model_path
 from .errors import ChatTemplateError, ClosedError, InvalidArgumentError, ModelLoadError
 
@@ -39,7 +39,7 @@ class Model:
             # kernel for the rest: a token's numerics would depend on its batch position
             use_extra_bufts=False,
         )
-        handle = llama.llama_model_load_from_file(self.path.encode(), params)
+        handle = llama.llama_model_load_from_file(os.fsencode(self.path), params)
         if not handle:
             raise ModelLoadError(f"llama.cpp could not load the model file {self.path!r}.", self.path)
         self._handle = handle
@@ -109,8 +109,7 @@ class Model:
         return llama.llama_vocab_is_eog(self._vocab, token)
 
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = False) -> list[int]:
-        if not isinstance(text, str):
-            raise InvalidArgumentError("text", text, "a string")
+        text = check_text("text", text)
         add_special = check_bool("add_special", add_special)
         parse_special = check_bool("parse_special", parse_special)
         vocab = self.vocab()
@@ -163,7 +162,7 @@ class Model:
             if not (isinstance(message, dict) and isinstance(message.get("role"), str)
                     and isinstance(message.get("content"), str)):
                 raise InvalidArgumentError(f"messages[{i}]", message, "a dict with string 'role' and 'content'")
-            encoded.append((message["role"].encode(), message["content"].encode()))
+            encoded.append(tuple(_c_string(f"messages[{i}]['{key}']", message[key]) for key in ("role", "content")))
         template = llama.llama_model_chat_template(self.handle(), None)
         if not template:
             raise ChatTemplateError("This model has no chat template; format the prompt yourself.")
@@ -177,6 +176,14 @@ class Model:
             if n <= capacity:
                 return buf.raw[:n].decode("utf-8", errors="replace")
             capacity = n
+
+
+def _c_string(name: str, text: Any) -> bytes:
+    """`text` as a NUL-terminated C string: a NUL inside would silently cut it short."""
+    data = check_text(name, text).encode("utf-8")
+    if b"\0" in data:
+        raise InvalidArgumentError(name, text, f"a string without NUL, found at position {text.index(chr(0))}")
+    return data
 
 
 def _check_model_file(path: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .checks import check_int, check_real
+from .checks import check_int, check_real, check_text
 from .errors import InvalidArgumentError
 
 
@@ -66,7 +66,7 @@ def _check_stop(stop: Any) -> tuple[str, ...]:
         stop = (stop,)
     if not isinstance(stop, (list, tuple)) or not all(isinstance(s, str) and s for s in stop):
         raise InvalidArgumentError("stop", stop, "None, a non-empty string or a list of non-empty strings")
-    return tuple(stop)
+    return tuple(check_text(f"stop[{i}]", s) for i, s in enumerate(stop))
 
 
 def sequence_seed(seed: int, index: int) -> int:

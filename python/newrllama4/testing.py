@@ -8,7 +8,9 @@ SentencePiece-style vocabulary that has byte fallback, so text outside the vocab
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -106,3 +108,22 @@ def write_tiny_model(path: str | os.PathLike, seed: int = 0) -> str:
     writer.write_tensors_to_file()
     writer.close()
     return str(path)
+
+
+def call_emitting(
+    context: Any, text: str, max_tokens: int = 32, temperature: float = 1.0, n_prompts: int = 32, tries: int = 100
+) -> tuple[list[str], int]:
+    """Prompts and a seed for which the model's answers hold `text`, found by trying seeds.
+
+    `context.generate_parallel(prompts, max_tokens=max_tokens, temperature=temperature,
+    seed=seed)` then emits `text` in at least one answer. Greedy answers of the tiny model
+    rarely contain a NUL byte; sampled ones often do, since its byte tokens spell out
+    arbitrary bytes, so `text="\\x00"` finds a call whose answers hold NUL.
+    """
+    rng = random.Random(0)
+    prompts = [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 12))) for _ in range(n_prompts)]
+    for seed in range(tries):
+        result = context.generate_parallel(prompts, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        if any(text in c.text for c in result):
+            return prompts, seed
+    raise LookupError(f"no answer held {text!r} in {tries} seeds")

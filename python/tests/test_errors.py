@@ -14,7 +14,8 @@ GOOD = ["hello how are you", "once upon a time", "tell me a story"]
         ("max_tokens", -1), ("max_tokens", 0), ("max_tokens", 2.5), ("max_tokens", None), ("max_tokens", "9"),
         ("temperature", -0.1), ("temperature", float("nan")), ("temperature", None),
         ("top_p", 0.0), ("top_p", 1.5), ("top_k", -1), ("min_p", 2.0),
-        ("repeat_last_n", -3), ("penalty_repeat", 0.0), ("seed", -2), ("seed", 1.5),
+        ("repeat_last_n", -3),
+        ("penalty_repeat", 0.0), ("seed", -2), ("seed", 1.5),
         ("stop", 3), ("stop", [""]), ("stop", ["ok", None]), ("on_progress", "not callable"),
     ],
 )
@@ -23,6 +24,13 @@ def test_bad_sampling_arguments_name_the_argument_and_value(ctx, argument, value
         ctx.generate_parallel(GOOD, **{argument: value})
     assert argument in str(info.value) and info.value.argument == argument
     assert isinstance(info.value, ValueError)
+
+
+def test_a_penalty_window_longer_than_any_sequence_sees_the_whole_sequence(ctx):
+    # the window is a slice of the sequence's tokens, never allocated at its nominal size
+    long = ctx.generate_parallel(GOOD, max_tokens=8, temperature=0, repeat_last_n=10**6)
+    cut = ctx.generate_parallel(GOOD, max_tokens=8, temperature=0, repeat_last_n=ctx.n_ctx + 1)
+    assert long.texts == cut.texts
 
 
 @pytest.mark.parametrize("prompts", [None, "a single string", 42, [None], ["ok", 3], [["a"]], [[1, True]], {"a": 1}])

@@ -12,3 +12,17 @@ test_that("apply_chat_template checks messages", {
   expect_error(apply_chat_template(model, "hello"), class = "newrllama4_error_invalid_argument")
   expect_error(apply_chat_template(model, list(list(role = "user"))), class = "newrllama4_error_invalid_argument")
 })
+
+test_that("apply_chat_template reads latin1 messages and refuses invalid UTF-8", {
+  model <- tiny_model()
+  latin1 <- list(list(role = "user", content = iconv("café", "UTF-8", "latin1")))
+  expect_equal(apply_chat_template(model, latin1), apply_chat_template(model, list(list(role = "user", content = "café"))))
+  expect_error(apply_chat_template(model, list(list(role = "user", content = "caf\xe9"))),
+               class = "newrllama4_error_invalid_argument")
+})
+
+test_that("a message check names every bad message", {
+  err <- expect_error(apply_chat_template(tiny_model(), list(list(role = "user"), list(content = "x"))),
+                      class = "newrllama4_error_invalid_argument")
+  expect_match(conditionMessage(err), "messages 1 and 2 do not")
+})

@@ -28,3 +28,24 @@ test_that("model paths must exist, be files and be GGUF", {
   expect_error(check_model_path(not_gguf), "not a GGUF", class = "newrllama4_error_invalid_argument")
   expect_equal(check_model_path(tiny_model_path()), normalizePath(tiny_model_path()))
 })
+
+test_that("strings become UTF-8: latin1 translated, bytes and native strings kept if valid", {
+  latin1 <- iconv("café", "UTF-8", "latin1")
+  expect_identical(charToRaw(as_utf8(latin1, "x")), charToRaw("café"))
+  valid_bytes <- "café"
+  Encoding(valid_bytes) <- "bytes"
+  expect_equal(Encoding(as_utf8(valid_bytes, "x")), "UTF-8")
+  expect_identical(as_utf8(c(a = "x", b = "y"), "x"), c(a = "x", b = "y"))
+  invalid <- c("ok", "caf\xe9", "ok", "a\xed\xa0\x80b")  # latin1 é, then an encoded surrogate
+  for (encoding in c("unknown", "bytes")) {
+    Encoding(invalid) <- encoding
+    err <- expect_error(as_utf8(invalid, "prompts"), class = "newrllama4_error_invalid_argument")
+    expect_equal(err$argument, "prompts")
+    expect_match(conditionMessage(err), "Elements 2 and 4 are not valid UTF-8 text in `prompts`")
+  }
+})
+
+test_that("messages that list positions name every one of them", {
+  err <- expect_error(check_prompts(c("a", NA, "b", NA)), class = "newrllama4_error_invalid_argument")
+  expect_match(conditionMessage(err), "positions 2 and 4")
+})

@@ -3,7 +3,7 @@ errors <- function() reticulate::import("newrllama4.errors")
 test_that("every engine exception class has an R class, specific to general", {
   py_classes <- Filter(function(name) grepl("Error$", name), names(errors()))
   expect_setequal(py_classes, c(
-    "NewrllamaError", "InvalidArgumentError", "ModelLoadError", "ContextError", "ClosedError",
+    "NewrllamaError", "InvalidArgumentError", "ModelLoadError", "ContextError", "ContextTooLargeError", "ClosedError",
     "ChatTemplateError", "PromptError", "EmptyPromptError", "InvalidTokenError", "PromptTooLongError",
     "DecodeError"
   ))
@@ -24,6 +24,9 @@ test_that("each engine exception maps to its condition with its fields", {
                 "newrllama4_error_invalid_argument", list(argument = "max_tokens", value = "-1"))
   expect_mapped(e$ModelLoadError("bad file", "/x.gguf"), "newrllama4_error_model_load", list(path = "/x.gguf"))
   expect_mapped(e$ContextError("no memory"), "newrllama4_error_context")
+  expect_mapped(e$ContextTooLargeError(4096L, 8L, 3e9, 2e9),
+                c("newrllama4_error_context_too_large", "newrllama4_error_context"),
+                list(n_ctx = 4096L, n_seq_max = 8L, needed_bytes = 3e9, available_bytes = 2e9))
   expect_mapped(e$ClosedError("context"), "newrllama4_error_closed", list(what = "context"))
   expect_mapped(e$ChatTemplateError("none"), "newrllama4_error_chat_template")
   expect_mapped(e$NewrllamaError("base"), character())

@@ -43,6 +43,31 @@ test_that("a freed context raises a classed error and frees only once", {
   ctx <- tiny_context()
   context_free(ctx)
   expect_no_error(context_free(ctx))
-  expect_error(generate_parallel(ctx, "hello", progress = FALSE), class = "newrllama4_error_closed")
+  err <- expect_error(generate_parallel(ctx, "hello", progress = FALSE), class = "newrllama4_error_closed")
+  expect_match(conditionMessage(err), "freed.*context_create")
   expect_match(paste(cli::cli_fmt(print(ctx)), collapse = ""), "freed")
+})
+
+test_that("n_ctx beyond the model's trained length is refused, not lowered", {
+  err <- expect_error(context_create(tiny_model(), n_ctx = 1e9), class = "newrllama4_error_invalid_argument")
+  expect_equal(err$argument, "n_ctx")
+  expect_match(conditionMessage(err), "at most 4096, the context length the model was trained for")
+})
+
+test_that("a context saved and read back is one classed error that says to create it again", {
+  ctx <- tiny_context()
+  path <- tempfile(fileext = ".rds")
+  saveRDS(ctx, path)
+  restored <- readRDS(path)
+  for (use in list(function() generate_parallel(restored, "hello", progress = FALSE),
+                   function() generate(restored, "hello"))) {
+    err <- expect_error(use(), class = "newrllama4_error_closed")
+    expect_equal(err$what, "context")
+    expect_match(conditionMessage(err), "another R session")
+    expect_match(conditionMessage(err), "context_create()", fixed = TRUE)
+  }
+  expect_match(paste(cli::cli_fmt(print(restored)), collapse = ""), "another R session")
+  expect_no_error(context_free(restored))
+  expect_identical(c(generate(ctx, "hello", max_tokens = 3L, temperature = 0)),
+                   c(generate(tiny_context(), "hello", max_tokens = 3L, temperature = 0)))
 })

@@ -165,3 +165,63 @@ test_that("an interrupt returns control to R and the context works afterwards", 
   expect_length(answer, 1)
   expect_true(answer %in% out[-length(out)], info = paste(out, collapse = "\n"))
 })
+
+test_that("answers holding NUL arrive with U+FFFD in its place, and no answer is lost", {
+  ctx <- tiny_context()
+  nul <- reticulate::py_eval("chr(0)", convert = FALSE)
+  found <- reticulate::import("newrllama4.testing")$call_emitting(ctx$py, nul, max_tokens = 32L, temperature = 1)
+  prompts <- found[[1]]
+  params <- list(max_tokens = 32L, temperature = 1, seed = found[[2]])
+  out <- do.call(generate_parallel, c(list(ctx, prompts, progress = FALSE), params))
+  raw <- do.call(ctx$py$generate_parallel, c(list(prompts), params))
+  count_in_python <- reticulate::py_eval("lambda result, char: [c.text.count(chr(char)) for c in result]")
+  n_nul <- unlist(count_in_python(raw, 0L))
+  expect_gt(sum(n_nul), 0)
+  expect_false(anyNA(out))
+  expect_equal(nchar(out), unlist(reticulate::py_eval("lambda result: [len(c.text) for c in result]")(raw)))
+  n_replacement <- lengths(regmatches(out, gregexpr("\uFFFD", out, fixed = TRUE)))
+  expect_equal(n_replacement, n_nul + unlist(count_in_python(raw, 0xFFFDL)))
+})
+
+# Strings of pseudo-random bytes (1 to 255: R strings cannot hold NUL), without
+# touching the session's RNG.
+random_byte_strings <- function(n, salt) {
+  vapply(seq_len(n), function(i) {
+    bytes <- (seq_len((i * 7 + salt) %% 24 + 1) * 97 + i * 53 + salt * 31)^2 %% 255 + 1
+    rawToChar(as.raw(bytes))
+  }, "")
+}
+
+test_that("random bytes in any declared encoding give answers or a classed argument error", {
+  ctx <- tiny_context()
+  outcomes <- list()
+  for (encoding in c("unknown", "UTF-8", "latin1", "bytes")) {
+    for (salt in 1:3) {
+      prompts <- random_byte_strings(6, salt)
+      Encoding(prompts) <- encoding
+      outcome <- tryCatch(
+        generate_parallel(ctx, prompts, max_tokens = 16L, temperature = 1.5, seed = salt, progress = FALSE),
+        newrllama4_error_invalid_argument = function(e) e
+      )
+      if (inherits(outcome, "newrllama4_error")) {
+        expect_equal(outcome$argument, "prompts")
+        expect_false(all(validUTF8(prompts)))
+      } else {
+        expect_s3_class(outcome, "newrllama_answers")
+        expect_false(anyNA(outcome))
+        expect_true(all(validUTF8(outcome)))
+      }
+      outcomes[[length(outcomes) + 1]] <- class(outcome)[[1]]
+    }
+  }
+  # latin1 reads any bytes, and these bytes are rarely valid UTF-8: both outcomes occur
+  expect_setequal(unique(unlist(outcomes)), c("newrllama_answers", "newrllama4_error_invalid_argument"))
+})
+
+test_that("a latin1 prompt is the same prompt as its UTF-8 spelling", {
+  ctx <- tiny_context()
+  latin1 <- iconv("café au lait", "UTF-8", "latin1")
+  expect_equal(Encoding(latin1), "latin1")
+  expect_identical(c(generate_parallel(ctx, latin1, max_tokens = 5L, temperature = 0, progress = FALSE)),
+                   c(generate_parallel(ctx, "café au lait", max_tokens = 5L, temperature = 0, progress = FALSE)))
+})

@@ -31,6 +31,21 @@ test_that("a freed model raises a classed error, and so do its contexts", {
   expect_match(paste(cli::cli_fmt(print(model)), collapse = ""), "freed")
 })
 
+test_that("a model saved and read back is one classed error that says to load it again", {
+  path <- tempfile(fileext = ".rds")
+  saveRDS(tiny_model(), path)
+  restored <- readRDS(path)
+  for (use in list(function() tokenize(restored, "hello"), function() context_create(restored),
+                   function() apply_chat_template(restored, list(list(role = "user", content = "hi"))))) {
+    err <- expect_error(use(), class = "newrllama4_error_closed")
+    expect_equal(err$what, "model")
+    expect_match(conditionMessage(err), "another R session.*model_load")
+  }
+  expect_match(paste(cli::cli_fmt(print(restored)), collapse = ""), "another R session")
+  expect_no_error(model_free(restored))
+  expect_type(tokenize(tiny_model(), "hello"), "integer")
+})
+
 test_that("the default model loads and answers", {
   model <- model_load()
   on.exit(model_free(model))
@@ -39,4 +54,10 @@ test_that("the default model loads and answers", {
                                max_tokens = 12L, temperature = 0, progress = FALSE)
   expect_match(answers[[1]], "Paris")
   expect_match(tolower(answers[[2]]), "oxygen")
+  # a KV cache of 256 x 32768 cells is tens of GB: refused before any is allocated
+  err <- expect_error(context_create(model, n_ctx = 32768L, n_seq_max = 256L),
+                      class = "newrllama4_error_context_too_large")
+  expect_s3_class(err, "newrllama4_error_context")
+  expect_gt(err$needed_bytes, err$available_bytes)
+  expect_match(conditionMessage(err), "GB of KV cache, but only")
 })

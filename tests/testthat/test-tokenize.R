@@ -17,3 +17,17 @@ test_that("tokenize and detokenize check their arguments", {
   expect_error(detokenize(model, -1L), class = "newrllama4_error_invalid_argument")
   expect_error(detokenize(model, 10^6), class = "newrllama4_error_invalid_argument")
 })
+
+test_that("detokenizing a NUL byte token gives U+FFFD, and other text is kept", {
+  model <- tiny_model()
+  nul_tokens <- unlist(model$py$tokenize(reticulate::py_eval("chr(0)", convert = FALSE), add_special = FALSE))
+  hello <- tokenize(model, "hello", add_special = FALSE)
+  # the tokenizer spells a lone NUL as a word-start marker and the byte token <0x00>
+  expect_equal(detokenize(model, c(hello, nul_tokens, hello)), "hello \uFFFD hello")
+})
+
+test_that("text in latin1 tokenizes as its UTF-8 spelling; invalid text is an argument error", {
+  model <- tiny_model()
+  expect_identical(tokenize(model, iconv("café", "UTF-8", "latin1")), tokenize(model, "café"))
+  expect_error(tokenize(model, "caf\xe9"), class = "newrllama4_error_invalid_argument")
+})

@@ -1,0 +1,98 @@
+# The value of generate_parallel(): a character vector of answers that carries
+# its call's stats and errors as attributes, prints as answers plus one summary
+# line, and is otherwise a plain character vector. Whatever makes a new vector
+# or a data frame column from it (`[`, c(), ifelse(), paste(), data.frame(),
+# dplyr verbs through vctrs) gives plain strings, since the call's stats do not
+# describe a subset, a combination or a table.
+
+new_answers <- function(texts, errors, stats) {
+  structure(texts, errors = errors, stats = stats, class = c("newrllama_answers", "character"))
+}
+
+#' Stats and failures of a generate_parallel() call
+#'
+#' [generate_parallel()] returns a character vector of answers that also
+#' carries the call's counters and failed prompts. `generation_stats()` and
+#' `generation_errors()` read them (they are the `stats` and `errors`
+#' attributes). Subsets and combinations of the answers (`x[1:2]`, `c()`,
+#' `ifelse()`, rows of a filtered data frame) are plain character vectors
+#' without them.
+#'
+#' @param x The value of [generate_parallel()].
+#' @return `generation_stats()`: a named list of counters and timings
+#'   (`prompts`, `failures`, `prompt_tokens`, `generated_tokens`,
+#'   `generation_tokens_per_s`, `seed`, ...). `generation_errors()`: a data
+#'   frame with one row per failed prompt: its `index`, the `class` of its
+#'   error and the error's `message`.
+#' @export
+#' @examples
+#' model <- model_load()
+#' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
+#' answers <- generate_parallel(ctx, c("The capital of France is", ""), max_tokens = 8L,
+#'                              temperature = 0, progress = FALSE)
+#' answers
+#' generation_stats(answers)$generated_tokens
+#' generation_errors(answers)
+generation_stats <- function(x) {
+  check_answers(x)
+  attr(x, "stats")
+}
+
+#' @rdname generation_stats
+#' @export
+generation_errors <- function(x) {
+  check_answers(x)
+  attr(x, "errors")
+}
+
+check_answers <- function(x, call = caller_env()) {
+  if (!inherits(x, "newrllama_answers")) {
+    abort_invalid(c(
+      "{.arg x} must be the value of {.fn generate_parallel}, not {.obj_type_friendly {x}}.",
+      "i" = "Subsets and combinations of answers are plain strings, without the call's stats."
+    ), "x", call)
+  }
+  invisible(x)
+}
+
+#' @export
+print.newrllama_answers <- function(x, ...) {
+  print(answer_texts(x), ...)
+  cat(answers_summary(x), "\n", sep = "")
+  invisible(x)
+}
+
+#' @export
+format.newrllama_answers <- function(x, ...) {
+  format(answer_texts(x), ...)
+}
+
+#' @export
+as.data.frame.newrllama_answers <- function(x, ..., nm = deparse1(substitute(x))) {
+  as.data.frame(answer_texts(x), ..., nm = nm)
+}
+
+# vctrs (dplyr, tidyr, tibble) stores and slices the answers as plain strings,
+# and combines answers of different calls as it combines character vectors.
+#' @exportS3Method vctrs::vec_proxy
+vec_proxy.newrllama_answers <- function(x, ...) {
+  answer_texts(x)
+}
+
+#' @exportS3Method vctrs::vec_restore
+vec_restore.newrllama_answers <- function(x, to, ...) {
+  x
+}
+
+# The answers alone, with their names.
+answer_texts <- function(x) {
+  attributes(x) <- list(names = names(x))
+  x
+}
+
+answers_summary <- function(x) {
+  stats <- attr(x, "stats")
+  failed <- if (stats$failures > 0) sprintf("%d failed (see generation_errors())", stats$failures) else "0 failed"
+  sprintf("# %d prompt%s, %s, %.1f tokens/s",
+          stats$prompts, if (stats$prompts == 1) "" else "s", failed, stats$generation_tokens_per_s)
+}

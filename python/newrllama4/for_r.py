@@ -1,0 +1,43 @@
+"""What the R package receives: engine values in which every string is one R can hold.
+
+R strings end at NUL, and UTF-8 has no encoding for a lone surrogate, so both would
+fail the conversion of a whole call's answers; each becomes U+FFFD, the character
+the engine already puts where a model emits bytes that are not valid UTF-8. Every
+other character, control characters included, reaches R unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from .results import ParallelResult
+
+REPLACEMENT_CHARACTER = "\ufffd"
+_NOT_IN_R = re.compile("[\x00\ud800-\udfff]")
+
+
+def r_string(text: str) -> str:
+    return _NOT_IN_R.sub(REPLACEMENT_CHARACTER, text)
+
+
+def to_r(value: Any) -> Any:
+    """`value` with every string in it R-safe; a ParallelResult becomes texts, errors and stats."""
+    if isinstance(value, str):
+        return r_string(value)
+    if isinstance(value, ParallelResult):
+        return {
+            "texts": [r_string(c.text) for c in value],
+            "errors": [c.error for c in value],
+            "stats": value.stats.to_dict(),
+        }
+    if isinstance(value, (list, tuple)):
+        return [to_r(v) for v in value]
+    if isinstance(value, dict):
+        return {to_r(k): to_r(v) for k, v in value.items()}
+    return value
+
+
+def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call an engine function for R: the one way engine values reach R."""
+    return to_r(function(*args, **kwargs))
