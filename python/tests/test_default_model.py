@@ -40,7 +40,7 @@ def test_default_model_batch_matches_solo(gemma):
 
 
 def long_prompts(rng_seed=21):
-    """33 prompts of 100 to 600 tokens: three long instructions (80, 150 and 230 words) each
+    """33 prompts of 100 to 600 tokens: three long instructions (100, 150 and 230 words) each
     followed by short texts, ten prompts each, and three long texts alone."""
     rng = random.Random(rng_seed)
     words = (
@@ -51,7 +51,7 @@ def long_prompts(rng_seed=21):
     def text(n):
         return " ".join(rng.choice(words) for _ in range(n))
 
-    instructions = [f"Instruction: {text(n)}\n" for n in (80, 150, 230)]
+    instructions = [f"Instruction: {text(n)}\n" for n in (100, 150, 230)]
     shared = [f"{instructions[i % 3]}Text: {text(rng.randint(3, 40))}\nAnswer:" for i in range(30)]
     alone = [f"{text(n)}\nSummary:" for n in (140, 380, 570)]
     return shared + alone
