@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import math
+import os
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -80,6 +84,16 @@ def sequence_generator(seed: int, index: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(sequence_seed(seed, index)))
 
 
+# Sampling threads: one per core, used for batches of at least twice this many rows
+_WORKERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+_ROWS_PER_SLICE = 4
+
+
+@functools.lru_cache(maxsize=None)
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="newrllama4-sampling")
+
+
 class BatchSampler:
     """Samples the next token of every sequence of a step at once, from the step's logits.
 
@@ -101,21 +115,37 @@ class BatchSampler:
        which spares ranking the whole vocabulary.
 
     Every operation works on the whole batch: one pass over the logits for the penalty
-    and the greedy argmax; for top-k, a pass of block maxima narrows each row to the
-    few blocks that can hold its top k, so no row is ever sorted whole (top_k = 0 with
-    top_p < 1 or min_p > 0 is the exception: then the whole vocabulary is ranked).
+    and the greedy argmax; for top-k, a pass of group maxima narrows each row to the
+    few groups of tokens that can hold its top k, so no row is ever sorted whole
+    (top_k = 0 with top_p < 1 or min_p > 0 is the exception: then the whole
+    vocabulary is ranked).
     """
 
     def __init__(self, params: SamplingParams, n_vocab: int):
         self.params = params
         self.n_vocab = n_vocab
-        # blocks of about sqrt(n_vocab) / 2 logits (256 for a 262k vocabulary): the
-        # fastest split here between the pass of maxima and the candidate blocks
-        self.block = 1 << max(4, round(math.log2(n_vocab) / 2) - 1)
+        # groups of about 64 tokens (4096 groups for a 262k vocabulary): few enough
+        # tokens per group that gathering the candidate groups' strided ids stays cheap
+        self.n_groups = 1 << max(2, round(math.log2(n_vocab)) - 6)
 
     def sample(self, logits: np.ndarray, histories: Sequence[Sequence[int]],
                generators: Sequence[np.random.Generator]) -> np.ndarray:
-        """The next token of each row of `logits` (rows x n_vocab, penalised in place)."""
+        """The next token of each row of `logits` (rows x n_vocab, penalised in place).
+
+        Rows are independent, so a large batch is cut into one slice per core: numpy
+        lets go of the GIL inside its loops, and the cores are idle between decodes."""
+        n_rows = len(logits)
+        n_slices = min(_WORKERS, n_rows // _ROWS_PER_SLICE)
+        if n_slices < 2:
+            return self._sample_rows(logits, histories, generators)
+        bounds = [n_rows * i // n_slices for i in range(n_slices + 1)]
+        slices = [slice(a, b) for a, b in zip(bounds, bounds[1:])]
+        return np.concatenate(list(_pool().map(
+            lambda rows: self._sample_rows(logits[rows], histories[rows], generators[rows]), slices
+        )))
+
+    def _sample_rows(self, logits: np.ndarray, histories: Sequence[Sequence[int]],
+                     generators: Sequence[np.random.Generator]) -> np.ndarray:
         params = self.params
         if params.penalised:
             self._penalise(logits, histories)
@@ -139,9 +169,11 @@ class BatchSampler:
         return ids[np.arange(len(ids)), chosen]
 
     def _penalise(self, logits: np.ndarray, histories: Sequence[Sequence[int]]) -> None:
-        recent = [np.unique(np.asarray(h[-self.params.repeat_last_n:], dtype=np.int64)) for h in histories]
+        # a token seen twice is gathered twice from the same logit and scattered twice with
+        # the same value, so each distinct token is penalised exactly once
+        recent = [h[-self.params.repeat_last_n:] for h in histories]
         rows = np.repeat(np.arange(len(recent)), [len(r) for r in recent])
-        cols = np.concatenate(recent) if recent else np.empty(0, dtype=np.int64)
+        cols = np.fromiter(itertools.chain.from_iterable(recent), dtype=np.int64, count=len(rows))
         values = logits[rows, cols]
         penalty = self.params.penalty_repeat
         logits[rows, cols] = np.where(values > 0, values / penalty, values * penalty)
@@ -151,44 +183,48 @@ class BatchSampler:
         best first, ties by lower id."""
         k = self.params.top_k
         n_rows, n_vocab = logits.shape
-        n_blocks = -(-n_vocab // self.block)
         if k == 0 and self.params.top_p == 1.0 and self.params.min_p == 0.0:
             # nothing is cut, so ranking would only decide where a draw lands: id order will do
             return np.broadcast_to(np.arange(n_vocab), logits.shape), logits
-        if k == 0 or k >= n_vocab or 4 * k >= n_blocks:
+        if k == 0 or 4 * k >= self.n_groups:
             ids = np.argsort(-logits, axis=1, kind="stable")[:, : k or n_vocab]
             return ids, np.take_along_axis(logits, ids, axis=1)
-        blocks, block_max = self._blocks(logits)
-        # the k-th largest block maximum bounds each row's k-th largest logit from below,
-        # so every top-k logit sits in a block whose maximum reaches it
-        bound = -np.partition(-block_max, k - 1, axis=1)[:, k - 1]
-        rows, block_ids = np.nonzero(block_max >= bound[:, None])
-        values = blocks(rows, block_ids)
-        hit, offset = np.nonzero(values >= bound[rows][:, None])
-        row = rows[hit]
-        ids = block_ids[hit] * self.block + offset
-        vals = values[hit, offset]
+        group_max, gather = self._groups(logits)
+        # the k-th largest group maximum bounds each row's k-th largest logit from below,
+        # so every top-k logit sits in a group whose maximum reaches it
+        bound = -np.partition(-group_max, k - 1, axis=1)[:, k - 1]
+        rows, group_ids = np.nonzero(group_max >= bound[:, None])
+        values, value_ids = gather(rows, group_ids)
+        hit, column = np.nonzero(values >= bound[rows][:, None])
+        row, ids, vals = rows[hit], value_ids[hit, column], values[hit, column]
         order = np.lexsort((ids, -vals, row))
         row, ids, vals = row[order], ids[order], vals[order]
         take = np.searchsorted(row, np.arange(n_rows))[:, None] + np.arange(k)
         return ids[take], vals[take]
 
-    def _blocks(self, logits: np.ndarray) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], np.ndarray]:
-        """Each row's block maxima, and a function gathering (row, block) pairs' logits.
+    def _groups(self, logits: np.ndarray) -> tuple[np.ndarray, Callable[[np.ndarray, np.ndarray], tuple]]:
+        """Each row's group maxima, and a function gathering the logits and ids of (row, group) pairs.
 
-        The whole blocks are a view of `logits`; only a partial last block is copied,
-        padded with -inf."""
+        Group g holds the ids congruent to g modulo `n_groups`: seen as a (depth x
+        n_groups) matrix per row, the maxima are a reduction over contiguous rows of
+        the matrix, as fast as one pass can be, and nothing is copied but the few ids
+        past the last whole row."""
         n_rows, n_vocab = logits.shape
-        n_whole = n_vocab // self.block
-        whole = logits[:, : n_whole * self.block].reshape(n_rows, n_whole, self.block)
-        if n_whole * self.block == n_vocab:
-            return (lambda rows, block_ids: whole[rows, block_ids]), whole.max(axis=2)
-        tail = np.full((n_rows, self.block), -np.inf, dtype=logits.dtype)
-        tail[:, : n_vocab - n_whole * self.block] = logits[:, n_whole * self.block:]
-        block_max = np.concatenate([whole.max(axis=2), tail.max(axis=1, keepdims=True)], axis=1)
+        depth = n_vocab // self.n_groups
+        whole = logits[:, : depth * self.n_groups].reshape(n_rows, depth, self.n_groups)
+        group_max = whole.max(axis=1)
+        offsets = np.arange(depth) * self.n_groups
+        n_rest = n_vocab - depth * self.n_groups
+        if n_rest:
+            rest = np.full((n_rows, self.n_groups), -np.inf, dtype=logits.dtype)
+            rest[:, :n_rest] = logits[:, depth * self.n_groups:]
+            np.maximum(group_max, rest, out=group_max)
+            offsets = np.append(offsets, depth * self.n_groups)
 
-        def gather(rows: np.ndarray, block_ids: np.ndarray) -> np.ndarray:
-            in_tail = block_ids == n_whole
-            return np.where(in_tail[:, None], tail[rows], whole[rows, np.minimum(block_ids, n_whole - 1)])
+        def gather(rows: np.ndarray, group_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            values = whole[rows, :, group_ids]
+            if n_rest:
+                values = np.concatenate([values, rest[rows, group_ids][:, None]], axis=1)
+            return values, offsets + group_ids[:, None]
 
-        return gather, block_max
+        return group_max, gather

@@ -55,8 +55,8 @@ GRID = [
 @pytest.mark.parametrize("params", GRID, ids=lambda p: "-".join(f"{k}={v}" for k, v in p.items()))
 def test_batch_sampler_matches_the_row_by_row_reference(params, ties):
     rng = np.random.default_rng(len(str(params)) + ties)
-    # blocks of 32 logits: the block path serves top_k 1 and 5, a full sort top_k 40; a
-    # vocabulary of 3000 ends in a partial block, one of 2048 does not
+    # 64 or 32 groups of tokens: the group path serves top_k 1 and 5, a full sort top_k 40;
+    # a vocabulary of 3000 leaves ids past the last whole row of groups, one of 2048 does not
     n_rows, n_vocab = 6, 3000 if ties else 2048
     if ties:  # few distinct values: ranking ties everywhere
         logits = rng.integers(-4, 5, size=(n_rows, n_vocab)).astype(np.float32)
@@ -77,12 +77,13 @@ def test_batch_sampler_matches_the_row_by_row_reference(params, ties):
 
 def test_a_row_samples_the_same_alone_as_in_any_batch():
     rng = np.random.default_rng(1)
-    logits = (rng.standard_normal((8, 5000)) * 2).astype(np.float32)
-    histories = [list(rng.integers(0, 5000, size=20)) for _ in range(8)]
+    n_rows = 19  # sliced over the sampling threads
+    logits = (rng.standard_normal((n_rows, 5000)) * 2).astype(np.float32)
+    histories = [list(rng.integers(0, 5000, size=20)) for _ in range(n_rows)]
     sampler = BatchSampler(SamplingParams(), 5000)  # the defaults: temperature, top-k, top-p, penalty
-    together = sampler.sample(logits.copy(), histories, [sequence_generator(9, i) for i in range(8)])
+    together = sampler.sample(logits.copy(), histories, [sequence_generator(9, i) for i in range(n_rows)])
     alone = [sampler.sample(logits[i:i + 1].copy(), histories[i:i + 1], [sequence_generator(9, i)])[0]
-             for i in range(8)]
+             for i in range(n_rows)]
     assert together.tolist() == alone
 
 
