@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import math
-import os
 import secrets
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -84,16 +81,6 @@ def sequence_generator(seed: int, index: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(sequence_seed(seed, index)))
 
 
-# Sampling threads: one per core, used for batches of at least twice this many rows
-_WORKERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-_ROWS_PER_SLICE = 4
-
-
-@functools.lru_cache(maxsize=None)
-def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="newrllama4-sampling")
-
-
 class BatchSampler:
     """Samples the next token of every sequence of a step at once, from the step's logits.
 
@@ -130,22 +117,7 @@ class BatchSampler:
 
     def sample(self, logits: np.ndarray, histories: Sequence[Sequence[int]],
                generators: Sequence[np.random.Generator]) -> np.ndarray:
-        """The next token of each row of `logits` (rows x n_vocab, penalised in place).
-
-        Rows are independent, so a large batch is cut into one slice per core: numpy
-        lets go of the GIL inside its loops, and the cores are idle between decodes."""
-        n_rows = len(logits)
-        n_slices = min(_WORKERS, n_rows // _ROWS_PER_SLICE)
-        if n_slices < 2:
-            return self._sample_rows(logits, histories, generators)
-        bounds = [n_rows * i // n_slices for i in range(n_slices + 1)]
-        slices = [slice(a, b) for a, b in zip(bounds, bounds[1:])]
-        return np.concatenate(list(_pool().map(
-            lambda rows: self._sample_rows(logits[rows], histories[rows], generators[rows]), slices
-        )))
-
-    def _sample_rows(self, logits: np.ndarray, histories: Sequence[Sequence[int]],
-                     generators: Sequence[np.random.Generator]) -> np.ndarray:
+        """The next token of each row of `logits` (rows x n_vocab, penalised in place)."""
         params = self.params
         if params.penalised:
             self._penalise(logits, histories)

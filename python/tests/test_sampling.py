@@ -77,7 +77,7 @@ def test_batch_sampler_matches_the_row_by_row_reference(params, ties):
 
 def test_a_row_samples_the_same_alone_as_in_any_batch():
     rng = np.random.default_rng(1)
-    n_rows = 19  # sliced over the sampling threads
+    n_rows = 19
     logits = (rng.standard_normal((n_rows, 5000)) * 2).astype(np.float32)
     histories = [list(rng.integers(0, 5000, size=20)) for _ in range(n_rows)]
     sampler = BatchSampler(SamplingParams(), 5000)  # the defaults: temperature, top-k, top-p, penalty
