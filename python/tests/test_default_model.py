@@ -111,3 +111,18 @@ def test_prefixes_longer_than_the_sliding_window_are_reused_exactly(gemma):
     assert result[1].n_cached_tokens > 512  # restored whole
     assert 0 < result[3].n_cached_tokens <= n_cut  # from the shorter snapshot, not by cutting the long one
     assert result[4].n_cached_tokens > 512
+
+
+def test_seeded_sampling_with_the_r_defaults_is_the_same_alone_and_with_reuse(gemma):
+    # temperature, top-k, top-p and the repetition penalty, over the 262k vocabulary:
+    # each prompt draws from its own stream, so neither the batch nor restored prefixes
+    # change what it writes
+    prompts = long_prompts()[:12]
+    sampled = dict(max_tokens=12, temperature=0.8, top_k=40, top_p=0.9, penalty_repeat=1.1, seed=2024)
+    with nl.Context(gemma, n_ctx=1024, n_seq_max=1, prefix_cache=False) as solo_ctx:
+        solo = [c.tokens for c in solo_ctx.generate_parallel(prompts, **sampled)]
+    with nl.Context(gemma, n_ctx=1024, n_seq_max=8) as ctx:
+        batched = ctx.generate_parallel(prompts, **sampled)
+    assert [c.tokens for c in batched] == solo
+    assert batched.stats.cached_prompt_tokens > 0
+    assert len({tuple(t) for t in solo}) > len(solo) // 2  # the prompts do not all say the same
