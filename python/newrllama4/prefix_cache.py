@@ -170,28 +170,23 @@ class PrefixPlan:
         self._plan(sequences)
 
     def _plan(self, sequences: list[Sequence]) -> None:
-        ordered = sorted(sequences, key=lambda s: s.tokens)
+        # block keys of each prompt's prefixes, short of its last token
+        keys = {s.index: block_keys(s.tokens, (s.n_prompt - 1) // BLOCK) for s in sequences}
         arrays = {s.index: np.asarray(s.tokens) for s in sequences}
-        prefixes: dict[tuple[int, ...], _Prefix] = {}
+        ordered = sorted(sequences, key=lambda s: s.tokens)
+        prefixes: dict[int, _Prefix] = {}  # block key -> the shared prefix it names
         for a, b in zip(ordered, ordered[1:]):
             common = min(common_prefix(arrays[a.index], arrays[b.index]), a.n_prompt - 1, b.n_prompt - 1)
-            length = common // BLOCK * BLOCK
-            if length:
-                key = tuple(a.tokens[:length])
-                prefixes.setdefault(key, _Prefix(list(key)))
-        by_length: dict[int, dict[tuple[int, ...], _Prefix]] = {}
-        for key, prefix in prefixes.items():
-            by_length.setdefault(len(key), {})[key] = prefix
+            n_blocks = common // BLOCK
+            if n_blocks:
+                prefixes.setdefault(keys[a.index][n_blocks - 1], _Prefix(a.tokens[: n_blocks * BLOCK]))
+        cached = {key for key, prefix in prefixes.items() if self.cache.covers(prefix.tokens)}
         for sequence in sequences:  # call order, so the first holder owns a prefix
-            path = [
-                group[key]
-                for length, group in sorted(by_length.items())
-                if length < sequence.n_prompt and (key := tuple(sequence.tokens[:length])) in group
-            ]
+            path = [prefixes[key] for key in keys[sequence.index] if key in prefixes]
             self._paths[sequence.index] = path
-        for prefix in prefixes.values():
-            if not self.cache.covers(prefix.tokens):
-                prefix.owner = next(s for s in sequences if prefix in self._paths[s.index])
+            for key in keys[sequence.index]:
+                if key in prefixes and key not in cached and prefixes[key].owner is None:
+                    prefixes[key].owner = sequence
 
     # -- admission ----------------------------------------------------------------------
 
