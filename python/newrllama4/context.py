@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence as SequenceType
 import llama_cpp as llama
 
 from ._llama import TokenBatch, set_fields
+from .choices import check_choices
 from .checks import check_bool, check_callable, check_int, check_real, check_text
 from .engine import Progress, StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
@@ -185,14 +186,20 @@ class Context:
         seed: Optional[int] = 1234,
         stop: Any = None,
         on_progress: Progress = None,
+        choices: Any = None,
     ) -> ParallelResult:
         """Generate one completion per prompt, in prompt order.
 
         A prompt is a string or a list of token ids. A prompt that cannot run (empty,
         too long, bad token ids, a decode failure) gets `finish_reason="error"` and its
         exception in `error`; the others are unaffected.
+
+        `choices` restricts answers to labels: one list of labels for every prompt, or
+        one list (or None) per prompt. Such a prompt's `text` and `choice` are its
+        label and `choice_probs` the model's probability of each label (see choices.py).
         """
         prompts = _check_prompts(prompts)
+        label_sets = check_choices(choices, len(prompts))
         sampling = SamplingParams(
             max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
             repeat_last_n=repeat_last_n, penalty_repeat=penalty_repeat, seed=seed, stop=stop,
@@ -210,7 +217,7 @@ class Context:
             )
             self._running = True
             try:
-                return loop.run(prompts)
+                return loop.run(prompts, label_sets)
             finally:
                 self._running = False
 

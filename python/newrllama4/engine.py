@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from typing import Any, Callable, Optional
 
 import llama_cpp as llama
 import numpy as np
 
 from ._llama import TokenBatch
+from .choices import ChoicePrompt, Labels, score
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
 from .model import Model
 from .prefix_cache import PrefixCache, PrefixPlan
@@ -75,18 +77,34 @@ class StepLoop:
 
     # -- the loop -----------------------------------------------------------------------
 
-    def run(self, prompts: list[Prompt]) -> ParallelResult:
+    def _choice_prompt(self, sequence: Sequence, labels: Labels) -> ChoicePrompt:
+        question = ChoicePrompt(
+            sequence.index, sequence.tokens, labels, lambda text: self.model.tokenize(text, add_special=False),
+            self.params.stop,
+        )
+        for scoring in question.sequences:
+            if scoring.n_prompt > self.n_ctx:
+                scoring.finish("error", PromptTooLongError(sequence.index, scoring.n_prompt, self.n_ctx))
+        return question
+
+    def run(self, prompts: list[Prompt], choices: list[Optional[Labels]]) -> ParallelResult:
         started = time.perf_counter()
         sequences = [self._sequence(i, p) for i, p in enumerate(prompts)]
+        questions = {
+            s.index: self._choice_prompt(s, labels)
+            for s, labels in zip(sequences, choices) if labels is not None and not s.finished
+        }
+        live = [s for s in sequences if not s.finished and s.index not in questions]
+        live += [s for q in questions.values() for s in q.sequences if not s.finished]
         self._n_total = len(sequences)
+        self._n_left = Counter(s.index for s in live)
         self.stats.prompts = len(sequences)
-        self.stats.prompt_tokens = sum(s.n_prompt for s in sequences if not s.finished)
+        self.stats.prompt_tokens = sum(s.n_prompt for s in live)
         try:
-            for sequence in sequences:
-                if sequence.finished:
-                    log.debug("request %d failed before start: %s", sequence.index, sequence.error)
+            for index in range(len(sequences)):
+                if not self._n_left[index]:
+                    log.debug("request %d failed before start", index)
                     self._report_done()
-            live = [s for s in sequences if not s.finished]
             if self.prefix_cache is not None:
                 self.prefixes = PrefixPlan(self.prefix_cache, self.ctx, live)
             self.scheduler.add(live)
@@ -103,15 +121,20 @@ class StepLoop:
         finally:
             self._release_all()
         self.stats.generated_tokens = sum(len(s.generated) for s in sequences)
-        self.stats.cached_prompt_tokens = sum(s.n_restored for s in sequences)
+        self.stats.cached_prompt_tokens = sum(s.n_restored for s in live)
         if self.prefixes is not None:
             self.stats.prefix_snapshots = self.prefixes.snapshots
             self.stats.prefix_cache_bytes = self.prefix_cache.nbytes
-        self.stats.failures = sum(s.finish_reason == "error" for s in sequences)
+        completions = [
+            questions[s.index].completion(self.params.temperature, sequence_generator(self.params.seed, s.index))
+            if s.index in questions else s.completion()
+            for s in sequences
+        ]
+        self.stats.failures = sum(c.finish_reason == "error" for c in completions)
         self.stats.total_seconds = time.perf_counter() - started
         self.stats.close()
         log.debug("stats: %s", self.stats)
-        return ParallelResult([s.completion() for s in sequences], self.stats)
+        return ParallelResult(completions, self.stats)
 
     def _start(self, sequence: Sequence) -> None:
         sequence.generator = sequence_generator(self.params.seed, sequence.index)
@@ -128,7 +151,9 @@ class StepLoop:
         log.debug(
             "request %d finished (%s) after %d tokens", sequence.index, sequence.finish_reason, len(sequence.generated)
         )
-        self._report_done()
+        self._n_left[sequence.index] -= 1
+        if not self._n_left[sequence.index]:  # a prompt with choices is done with its last scoring sequence
+            self._report_done()
 
     def _report_done(self) -> None:
         self._n_done += 1
@@ -196,7 +221,15 @@ class StepLoop:
         started = time.perf_counter()
         # llama.cpp keeps the batch's output rows contiguous and in batch order
         logits = np.ctypeslib.as_array(llama.llama_get_logits(self.ctx), shape=(len(sequences), self.model.n_vocab))
-        tokens = self.sampler.sample(logits, [s.tokens for s in sequences], [s.generator for s in sequences])
+        scoring = [k for k, s in enumerate(sequences) if s.score_tokens is not None]
+        if scoring:  # read before the sampler penalises rows in place
+            score([sequences[k] for k in scoring], logits[scoring])
+            sampling = [k for k, s in enumerate(sequences) if s.score_tokens is None]
+            sequences, logits = [sequences[k] for k in sampling], logits[sampling]
+        tokens = (
+            self.sampler.sample(logits, [s.tokens for s in sequences], [s.generator for s in sequences])
+            if sequences else np.empty(0, dtype=np.int64)
+        )
         self.stats.sample_seconds += time.perf_counter() - started
         for sequence, token in zip(sequences, tokens.tolist()):
             if self.model.is_eog(token):

@@ -165,26 +165,25 @@ class PrefixPlan:
         self.ctx = ctx
         self.memory = llama.llama_get_memory(ctx)
         self.snapshots = 0
-        self._paths: dict[int, list[_Prefix]] = {}  # sequence index -> shared prefixes it contains, shortest first
+        self._paths: dict[Sequence, list[_Prefix]] = {}  # shared prefixes a sequence contains, shortest first
         sequences = list(sequences)
         self._plan(sequences)
 
     def _plan(self, sequences: list[Sequence]) -> None:
         # block keys of each prompt's prefixes, short of its last token
-        keys = {s.index: block_keys(s.tokens, (s.n_prompt - 1) // BLOCK) for s in sequences}
-        arrays = {s.index: np.asarray(s.tokens) for s in sequences}
+        keys = {s: block_keys(s.tokens, (s.n_prompt - 1) // BLOCK) for s in sequences}
+        arrays = {s: np.asarray(s.tokens) for s in sequences}
         ordered = sorted(sequences, key=lambda s: s.tokens)
         prefixes: dict[int, _Prefix] = {}  # block key -> the shared prefix it names
         for a, b in zip(ordered, ordered[1:]):
-            common = min(common_prefix(arrays[a.index], arrays[b.index]), a.n_prompt - 1, b.n_prompt - 1)
+            common = min(common_prefix(arrays[a], arrays[b]), a.n_prompt - 1, b.n_prompt - 1)
             n_blocks = common // BLOCK
             if n_blocks:
-                prefixes.setdefault(keys[a.index][n_blocks - 1], _Prefix(a.tokens[: n_blocks * BLOCK]))
+                prefixes.setdefault(keys[a][n_blocks - 1], _Prefix(a.tokens[: n_blocks * BLOCK]))
         cached = {key for key, prefix in prefixes.items() if self.cache.covers(prefix.tokens)}
         for sequence in sequences:  # call order, so the first holder owns a prefix
-            path = [prefixes[key] for key in keys[sequence.index] if key in prefixes]
-            self._paths[sequence.index] = path
-            for key in keys[sequence.index]:
+            self._paths[sequence] = [prefixes[key] for key in keys[sequence] if key in prefixes]
+            for key in keys[sequence]:
                 if key in prefixes and key not in cached and prefixes[key].owner is None:
                     prefixes[key].owner = sequence
 
@@ -192,7 +191,7 @@ class PrefixPlan:
 
     def can_start(self, sequence: Sequence) -> bool:
         """False while a prefix this sequence contains is being decoded by another one."""
-        return all(p.owner is None or p.owner is sequence for p in self._paths.get(sequence.index, ()))
+        return all(p.owner is None or p.owner is sequence for p in self._paths.get(sequence, ()))
 
     def start(self, sequence: Sequence) -> None:
         """Restore the longest cached prefix into the sequence's (empty) slot and plan its snapshots."""
@@ -205,7 +204,7 @@ class PrefixPlan:
             else:  # never seen; the sequence then decodes its whole prompt, which is still exact
                 llama.llama_memory_seq_rm(self.memory, sequence.slot, -1, -1)
                 log.debug("request %d could not restore a cached prefix", sequence.index)
-        path = self._paths.get(sequence.index, [])
+        path = self._paths.get(sequence, [])
         for prefix in path:
             if prefix.owner is sequence and len(prefix.tokens) <= sequence.n_cached:
                 prefix.owner = None  # restored from a longer snapshot: nothing left to decode
@@ -230,11 +229,11 @@ class PrefixPlan:
     def retire(self, sequence: Sequence, waiting: Iterable[Sequence]) -> None:
         """Hand prefixes a sequence owned but never snapshotted (it failed) to a waiting holder."""
         waiting = list(waiting)
-        for prefix in self._paths.get(sequence.index, ()):
+        for prefix in self._paths.get(sequence, ()):
             if prefix.owner is sequence:
-                prefix.owner = next((s for s in waiting if prefix in self._paths[s.index]), None)
+                prefix.owner = next((s for s in waiting if prefix in self._paths[s]), None)
 
     def _release(self, sequence: Sequence, length: int) -> None:
-        for prefix in self._paths.get(sequence.index, ()):
+        for prefix in self._paths.get(sequence, ()):
             if prefix.owner is sequence and len(prefix.tokens) == length:
                 prefix.owner = None

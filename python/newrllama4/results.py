@@ -16,6 +16,8 @@ class Completion:
     n_cached_tokens: int  # prompt tokens restored from the prefix cache instead of decoded
     finish_reason: str  # "stop", "length" or "error"
     error: Optional[BaseException] = None
+    choice: Optional[str] = None  # with `choices`: the label, also in `text`
+    choice_probs: Optional[dict[str, float]] = None  # with `choices`: each label's probability
 
 
 @dataclass

@@ -62,6 +62,9 @@ class Sequence:
         self.n_cached = 0
         self.n_restored = 0
         self.snapshot_at: list[int] = []
+        # a scoring sequence reads the log-probabilities of these next tokens instead of sampling
+        self.score_tokens: Optional[list[int]] = None
+        self.scores: dict[int, float] = {}
         self.slot: Optional[int] = None
         self.generator: Optional[np.random.Generator] = None
         self.output = OutputText(stop)

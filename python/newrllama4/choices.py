@@ -1,0 +1,109 @@
+"""Answers restricted to a set of labels, with the model's probability of each label.
+
+A label's probability is the model's likelihood of the label's tokens as the
+continuation of the prompt (the product over its tokens), summed over the two ways a
+model writes it -- as it is, and after a space, as most tokenizers spell a word that
+follows text -- and normalised over the labels. With temperature 0 the answer is the
+most likely label (the first one on a tie); otherwise it is drawn from the
+probabilities raised to 1 / temperature, with the prompt's own random stream.
+
+Each (prompt, leading tokens of some spellings) pair is a scoring sequence: the
+prompt followed by those tokens, which reads the log-probabilities of the possible
+next label tokens from its final logits instead of sampling. Spellings that share
+leading tokens share sequences (a trie), labels that are prefixes of others included,
+and a prompt's sequences share the prompt itself through the prefix cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+from .results import Completion
+from .sequence import Sequence
+
+Labels = tuple[str, ...]
+
+
+def check_choices(choices: Any, n_prompts: int) -> list[Optional[Labels]]:
+    """One label set (or None) per prompt: `choices` is None, one list of labels for
+    every prompt, or a list with one list of labels (or None) per prompt."""
+    if choices is None:
+        return [None] * n_prompts
+    if _is_label_list(choices):
+        return [_check_labels("choices", choices)] * n_prompts
+    if isinstance(choices, (list, tuple)) and len(choices) == n_prompts and all(
+        c is None or _is_label_list(c) for c in choices
+    ):
+        return [None if c is None else _check_labels(f"choices[{i}]", c) for i, c in enumerate(choices)]
+    raise InvalidArgumentError(
+        "choices", choices, f"None, a list of labels, or a list of {n_prompts} lists of labels (or None), one per prompt"
+    )
+
+
+def _is_label_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+def _check_labels(name: str, labels: Any) -> Labels:
+    if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
+        raise InvalidArgumentError(name, labels, "at least two distinct, non-empty labels")
+    return tuple(labels)
+
+
+class ChoicePrompt:
+    """One prompt's label question: the scoring sequences it needs, and the answer they give."""
+
+    def __init__(self, index: int, prompt: list[int], labels: Labels, tokenize: Callable[[str], list[int]],
+                 stop: tuple[str, ...]):
+        self.index = index
+        self.labels = labels
+        self.n_prompt = len(prompt)
+        # (label, tokens) for each distinct way of writing each label
+        self.spellings = list(dict.fromkeys(
+            (i, tuple(tokens)) for i, label in enumerate(labels) for text in (label, " " + label)
+            if (tokens := tokenize(text))
+        ))
+        nodes: dict[tuple[int, ...], set[int]] = {}
+        for _, tokens in self.spellings:
+            for j in range(len(tokens)):
+                nodes.setdefault(tokens[:j], set()).add(tokens[j])
+        self.sequences = []
+        for node, next_tokens in nodes.items():
+            sequence = Sequence(index, prompt + list(node), stop)
+            sequence.score_tokens = sorted(next_tokens)
+            self.sequences.append(sequence)
+        self._by_node = {tuple(s.tokens[self.n_prompt:]): s for s in self.sequences}
+
+    def completion(self, temperature: float, generator: np.random.Generator) -> Completion:
+        failed = next((s for s in self.sequences if s.finish_reason == "error"), None)
+        if failed is not None:
+            return Completion("", [], self.n_prompt, 0, 0, "error", failed.error)
+        probs = np.zeros(len(self.labels))
+        for label, tokens in self.spellings:
+            probs[label] += np.exp(sum(self._by_node[tokens[:j]].scores[t] for j, t in enumerate(tokens)))
+        probs /= probs.sum()
+        if temperature == 0:
+            chosen = int(probs.argmax())
+        else:
+            weights = probs ** (1.0 / temperature)
+            cumulative = np.cumsum(weights)
+            chosen = min(int((cumulative <= generator.random() * cumulative[-1]).sum()), len(probs) - 1)
+        label = self.labels[chosen]
+        return Completion(
+            text=label, tokens=[], n_prompt_tokens=self.n_prompt, n_tokens=0,
+            n_cached_tokens=min(s.n_restored for s in self.sequences), finish_reason="stop",
+            choice=label, choice_probs=dict(zip(self.labels, probs.tolist())),
+        )
+
+
+def score(sequences: list[Sequence], logits: np.ndarray) -> None:
+    """Record each scoring sequence's log-probabilities of its wanted next tokens (one row of logits each)."""
+    for sequence, row in zip(sequences, logits):
+        row = row.astype(np.float64)
+        peak = row.max()
+        log_total = peak + np.log(np.exp(row - peak).sum())
+        sequence.scores = {t: float(row[t] - log_total) for t in sequence.score_tokens}
+        sequence.finish("stop")
