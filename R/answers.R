@@ -5,8 +5,8 @@
 # dplyr verbs through vctrs) gives plain strings, since the call's stats do not
 # describe a subset, a combination or a table.
 
-new_answers <- function(texts, errors, stats) {
-  structure(texts, errors = errors, stats = stats, class = c("newrllama_answers", "character"))
+new_answers <- function(texts, errors, stats, probs = NULL) {
+  structure(texts, errors = errors, stats = stats, probs = probs, class = c("newrllama_answers", "character"))
 }
 
 #' Stats and failures of a generate_parallel() call
@@ -43,6 +43,25 @@ generation_stats <- function(x) {
 generation_errors <- function(x) {
   check_answers(x)
   attr(x, "errors")
+}
+
+#' Label probabilities of a generate_parallel() call with choices
+#'
+#' @param x The value of [generate_parallel()] called with `choices`.
+#' @return A numeric matrix: one row per prompt (named after the prompts),
+#'   one column per label, each row summing to 1; `NA` where a prompt failed
+#'   or had other labels. `NULL` for a call without `choices`.
+#' @export
+#' @examples
+#' model <- model_load()
+#' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
+#' answers <- generate_parallel(ctx, c(france = "The capital of France is", water = "Water is made of"),
+#'                              choices = c("Paris", "oxygen", "Rome"), temperature = 0, progress = FALSE)
+#' answers
+#' choice_probs(answers)
+choice_probs <- function(x) {
+  check_answers(x)
+  attr(x, "probs")
 }
 
 check_answers <- function(x, call = caller_env()) {

@@ -158,3 +158,27 @@ check_stop <- function(stop, call = caller_env()) {
   }
   as.list(as_utf8(stop, "stop", call))
 }
+
+# NULL, one set of labels for every prompt, or a list of label sets (or NULLs),
+# one per prompt; label sets go to the engine as lists so that reticulate never
+# turns a set into a scalar.
+check_choices <- function(choices, n_prompts, call = caller_env()) {
+  if (is.null(choices)) return(NULL)
+  if (is.character(choices)) return(as.list(check_labels(choices, "choices", call)))
+  if (is.list(choices) && length(choices) == n_prompts) {
+    return(lapply(seq_along(choices), function(i) {
+      if (is.null(choices[[i]])) NULL else as.list(check_labels(choices[[i]], sprintf("choices[[%d]]", i), call))
+    }))
+  }
+  abort_invalid(
+    "{.arg choices} must be a character vector of labels, or a list of {n_prompts} of them (or {.code NULL}), one per prompt.",
+    "choices", call
+  )
+}
+
+check_labels <- function(labels, arg, call) {
+  if (!is.character(labels) || length(labels) < 2 || anyNA(labels) || any(labels == "") || anyDuplicated(labels)) {
+    abort_invalid("{.arg {arg}} must hold at least two distinct, non-empty labels.", arg, call)
+  }
+  as_utf8(labels, arg, call)
+}

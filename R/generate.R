@@ -20,6 +20,14 @@
 #'   `repeat_last_n` ones (prompt included) by `penalty_repeat`; `1` disables.
 #' @param seed Random seed; `-1` or `NULL` draws one (reported in the stats).
 #' @param stop Strings that end an answer; the string itself is left out.
+#' @param choices Restrict every answer to one of these labels: a character
+#'   vector of at least two distinct labels for all prompts, or a list with
+#'   one such vector (or `NULL`, for free text) per prompt. The answer is the
+#'   most likely label (with `temperature = 0`), or drawn from the labels'
+#'   probabilities; a label's probability is the model's likelihood of its
+#'   tokens after the prompt, written as it is or after a space, normalised
+#'   over the labels. `max_tokens`, `top_k`, `top_p` and the penalty do not
+#'   apply to labels.
 #' @param progress Show a progress bar.
 #' @param on_error What to do when prompts fail: `"warn"` returns `NA` for
 #'   them with one warning of class `newrllama4_warning_partial_failure`;
@@ -42,17 +50,18 @@
 #' generation_stats(answers)$generation_tokens_per_s
 generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, top_p = 0.9,
                               temperature = 0.8, repeat_last_n = 64L, penalty_repeat = 1.1,
-                              seed = 1234L, stop = NULL, progress = interactive(),
+                              seed = 1234L, stop = NULL, choices = NULL, progress = interactive(),
                               on_error = c("warn", "stop")) {
   check_context(context)
   prompts <- check_prompts(prompts)
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
+  params$choices <- check_choices(choices, length(prompts))
   check_flag(progress, "progress")
   on_error <- rlang::arg_match(on_error)
   result <- run_engine(context, as.list(unname(prompts)), params, progress)
   answers <- result$texts
   names(answers) <- names(prompts)
-  answers <- new_answers(answers, result$errors, result$stats)
+  answers <- new_answers(answers, result$errors, result$stats, probs_matrix(result$choice_probs, names(prompts)))
   n_failed <- nrow(result$errors)
   if (n_failed > 0) {
     first <- result$conditions[[1]]
@@ -84,7 +93,7 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 1L)
 #' generate(ctx, "The capital of France is", max_tokens = 8L, temperature = 0)
 generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.9, temperature = 0.8,
-                     repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL) {
+                     repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL, choices = NULL) {
   check_context(context)
   if (is.numeric(prompt)) {
     check_tokens(prompt, "prompt")
@@ -93,9 +102,12 @@ generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.
     prompt <- check_text(prompt, "prompt")
   }
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
+  params$choices <- check_choices(choices, 1L)
   result <- run_engine(context, list(prompt), params, progress = FALSE)
   if (nrow(result$errors) > 0) rlang::cnd_signal(result$conditions[[1]])
-  result$texts
+  answer <- result$texts
+  if (!is.null(choices)) attr(answer, "probs") <- probs_matrix(result$choice_probs, NULL)[1, ]
+  answer
 }
 
 sampling_params <- function(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop,
@@ -135,6 +147,20 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
       stringsAsFactors = FALSE
     ),
     conditions = conditions,
-    stats = result$stats
+    stats = result$stats,
+    choice_probs = result$choice_probs
   )
+}
+
+# The labels' probabilities, one row per prompt and one column per label (of any
+# prompt: NA where a prompt had other labels, or none, or failed); NULL without labels.
+probs_matrix <- function(choice_probs, prompt_names) {
+  labels <- unique(unlist(lapply(choice_probs, names)))
+  if (is.null(labels)) return(NULL)
+  probs <- matrix(NA_real_, nrow = length(choice_probs), ncol = length(labels),
+                  dimnames = list(prompt_names, labels))
+  for (i in seq_along(choice_probs)) {
+    probs[i, names(choice_probs[[i]])] <- unlist(choice_probs[[i]])
+  }
+  probs
 }

@@ -225,3 +225,34 @@ test_that("a latin1 prompt is the same prompt as its UTF-8 spelling", {
   expect_identical(c(generate_parallel(ctx, latin1, max_tokens = 5L, temperature = 0, progress = FALSE)),
                    c(generate_parallel(ctx, "café au lait", max_tokens = 5L, temperature = 0, progress = FALSE)))
 })
+
+test_that("choices give labels and a matrix of their probabilities, identical alone and in a batch", {
+  labels <- c("king", "queen", "river mountain")
+  prompts <- c(a = "once upon a time", b = "hello how are you", c = "tell me a story")
+  out <- generate_parallel(tiny_context(n_seq_max = 3L), prompts, choices = labels, temperature = 0,
+                           progress = FALSE)
+  probs <- choice_probs(out)
+  expect_true(all(out %in% labels))
+  expect_identical(dim(probs), c(3L, 3L))
+  expect_identical(dimnames(probs), list(names(prompts), labels))
+  expect_equal(unname(rowSums(probs)), rep(1, 3))
+  expect_identical(unname(as.vector(out)), colnames(probs)[max.col(probs, ties.method = "first")])
+  alone <- generate(tiny_context(n_seq_max = 1L), prompts[["b"]], choices = labels, temperature = 0)
+  expect_identical(as.vector(alone), as.vector(out[["b"]]))
+  expect_identical(attr(alone, "probs"), probs["b", ])
+})
+
+test_that("choices per prompt leave free-text prompts alone, and bad labels are refused in R", {
+  ctx <- tiny_context()
+  out <- generate_parallel(ctx, c("once upon a time", "hello"), choices = list(c("yes", "no"), NULL),
+                           max_tokens = 4L, temperature = 0, progress = FALSE)
+  free <- generate(ctx, "hello", max_tokens = 4L, temperature = 0)
+  expect_true(out[[1]] %in% c("yes", "no"))
+  expect_identical(out[[2]], as.vector(free))
+  expect_true(is.na(choice_probs(out)[2, "yes"]))
+  expect_null(choice_probs(generate_parallel(ctx, "hello", max_tokens = 2L, progress = FALSE)))
+  for (bad in list("yes", c("a", "a"), c("a", NA), list(c("a", "b")), 3)) {
+    expect_error(generate_parallel(ctx, c("x", "y"), choices = bad, progress = FALSE),
+                 class = "newrllama4_error_invalid_argument")
+  }
+})
