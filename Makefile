@@ -51,6 +51,7 @@ demo: setup
 bench: python-env
 	$(PYTHON) python/benchmarks/bench_parallel.py
 	$(PYTHON) python/benchmarks/bench_prefix.py
+	$(PYTHON) python/benchmarks/bench_choices.py
 
 clean:
 	rm -rf $(VENV) $(RLIB) build *.Rcheck newrllama4_*.tar.gz
