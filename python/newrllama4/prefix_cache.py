@@ -166,8 +166,7 @@ class PrefixPlan:
         self.memory = llama.llama_get_memory(ctx)
         self.snapshots = 0
         self._paths: dict[Sequence, list[_Prefix]] = {}  # shared prefixes a sequence contains, shortest first
-        sequences = list(sequences)
-        self._plan(sequences)
+        self._plan(list(sequences))
 
     def _plan(self, sequences: list[Sequence]) -> None:
         # block keys of each prompt's prefixes, short of its last token
@@ -180,12 +179,12 @@ class PrefixPlan:
             n_blocks = common // BLOCK
             if n_blocks:
                 prefixes.setdefault(keys[a][n_blocks - 1], _Prefix(a.tokens[: n_blocks * BLOCK]))
-        cached = {key for key, prefix in prefixes.items() if self.cache.covers(prefix.tokens)}
+        to_decode = {prefix for prefix in prefixes.values() if not self.cache.covers(prefix.tokens)}
         for sequence in sequences:  # call order, so the first holder owns a prefix
             self._paths[sequence] = [prefixes[key] for key in keys[sequence] if key in prefixes]
-            for key in keys[sequence]:
-                if key in prefixes and key not in cached and prefixes[key].owner is None:
-                    prefixes[key].owner = sequence
+            for prefix in self._paths[sequence]:
+                if prefix in to_decode and prefix.owner is None:
+                    prefix.owner = sequence
 
     # -- admission ----------------------------------------------------------------------
 
