@@ -54,4 +54,4 @@ bench: python-env
 	$(PYTHON) python/benchmarks/bench_choices.py
 
 clean:
-	rm -rf $(VENV) $(RLIB) build *.Rcheck newrllama4_*.tar.gz
+	rm -rf $(VENV) $(RLIB) build *.Rcheck newrllama4_*.tar.gz inst/python
