@@ -21,7 +21,28 @@ engine <- function(call = caller_env()) {
       call = call
     )
   }
+  check_engine_version(engine_module$`__version__`, call = call)
   engine_module
+}
+
+# The engine and the R package are two halves of one release: the R code calls
+# the engine's API as it was when the package was built.
+check_engine_version <- function(engine_version, call = caller_env()) {
+  r_version <- format(package_version(unname(getNamespaceVersion("newrllama4"))))
+  if (!identical(engine_version, r_version)) {
+    cli::cli_abort(
+      c(
+        "The Python engine is version {engine_version}, but the newrllama4 R package is {r_version}.",
+        "i" = "Run {.code newrllama4::install_newrllama()} again to install the engine this package carries, then restart R.",
+        "i" = "Python in use: {.path {reticulate::py_config()$python}}."
+      ),
+      class = c("newrllama4_error_engine_version", "newrllama4_error"),
+      engine_version = engine_version,
+      package_version = r_version,
+      call = call
+    )
+  }
+  invisible(engine_version)
 }
 
 # Call an engine function on a live handle's behalf. Its value comes back with
