@@ -117,7 +117,8 @@ pip_install <- function(python, requirement, source, call = caller_env()) {
   cli::cli_progress_step("Installing the engine with pip")
   args <- c("-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
             shQuote(requirement))
-  status <- system2(python, args, stdout = log, stderr = log)
+  status <- system2(python, args, stdout = log, stderr = log,
+                    env = paste0("LD_LIBRARY_PATH=", shQuote(library_path_outside_r())))
   if (status != 0) {
     output <- readLines(log, warn = FALSE)
     output <- output[seq_along(output) > length(output) - pip_lines_shown]
@@ -137,6 +138,28 @@ pip_install <- function(python, requirement, source, call = caller_env()) {
 }
 
 pip_lines_shown <- 20
+
+# The library path R was started with. R's start-up script puts its own
+# directories in front (etc/ldpaths), the system's library directory among
+# them; there a Python built with --enable-shared (pyenv's,
+# reticulate::install_python()'s) finds the system's libpython of the same
+# version before its own and cannot import its extension modules (ssl: pip
+# then cannot reach PyPI).
+library_path_outside_r <- function(current = Sys.getenv("LD_LIBRARY_PATH")) {
+  ours <- r_library_path()
+  if (identical(current, ours)) return("")
+  if (nzchar(ours) && startsWith(current, paste0(ours, ":"))) substring(current, nchar(ours) + 2) else current
+}
+
+# What etc/ldpaths puts in front of LD_LIBRARY_PATH ("" where there is none).
+r_library_path <- function() {
+  ldpaths <- file.path(R.home("etc"), "ldpaths")
+  if (.Platform$OS.type != "unix" || !file.exists(ldpaths)) return("")
+  script <- 'unset LD_LIBRARY_PATH; . "$1"; printf "%s" "$LD_LIBRARY_PATH"'
+  out <- system2("sh", c("-c", shQuote(script), "sh", shQuote(ldpaths)), stdout = TRUE,
+                 env = paste0("R_HOME=", shQuote(R.home())))
+  paste(out, collapse = "")
+}
 
 # Make the engine's environment the Python reticulate starts, unless the user
 # chose one with RETICULATE_PYTHON. Only a preference: no Python starts here.

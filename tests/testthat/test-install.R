@@ -71,3 +71,13 @@ test_that("a virtual environment that cannot be created is the same classed erro
   expect_match(conditionMessage(err), "Could not create the virtual environment")
   expect_false(dir.exists(venv))
 })
+
+test_that("pip runs with the library path R started with, not R's directories in front of it", {
+  skip_on_os(c("windows", "mac"))  # R sets LD_LIBRARY_PATH on Linux and other Unixes only
+  ours <- r_library_path()
+  expect_true(startsWith(ours, R.home("lib")))
+  expect_true(startsWith(Sys.getenv("LD_LIBRARY_PATH"), ours))
+  expect_equal(library_path_outside_r(ours), "")
+  expect_equal(library_path_outside_r(paste0(ours, ":/outside/lib")), "/outside/lib")
+  expect_equal(library_path_outside_r("/outside/lib"), "/outside/lib")
+})
