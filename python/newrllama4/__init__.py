@@ -10,10 +10,12 @@ from .default_model import default_model_path
 from .errors import (
     ChatTemplateError,
     ClosedError,
+    ConstraintError,
     ContextError,
     ContextTooLargeError,
     DecodeError,
     EmptyPromptError,
+    IncompleteOutputError,
     InvalidArgumentError,
     InvalidTokenError,
     ModelLoadError,
@@ -28,8 +30,8 @@ from .sampling import SamplingParams
 __version__ = "0.1.0"
 
 __all__ = [
-    "ChatTemplateError", "ClosedError", "Completion", "Context", "ContextError", "ContextTooLargeError",
-    "DecodeError", "EmptyPromptError", "InvalidArgumentError", "InvalidTokenError", "Model", "ModelLoadError",
+    "ChatTemplateError", "ClosedError", "Completion", "ConstraintError", "Context", "ContextError", "ContextTooLargeError",
+    "DecodeError", "EmptyPromptError", "IncompleteOutputError", "InvalidArgumentError", "InvalidTokenError", "Model", "ModelLoadError",
     "NewrllamaError", "ParallelResult", "PromptError", "PromptTooLongError", "SamplingParams",
     "Stats", "default_model_path",
 ]

@@ -11,6 +11,7 @@ import llama_cpp as llama
 from ._llama import TokenBatch, set_fields
 from .choices import check_choices
 from .checks import check_bool, check_callable, check_int, check_real, check_text
+from .constraints import check_constraints
 from .engine import Progress, StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
 from .memory import check_context_fits
@@ -187,6 +188,8 @@ class Context:
         stop: Any = None,
         on_progress: Progress = None,
         choices: Any = None,
+        json_schema: Any = None,
+        grammar: Any = None,
     ) -> ParallelResult:
         """Generate one completion per prompt, in prompt order.
 
@@ -197,9 +200,21 @@ class Context:
         `choices` restricts answers to labels: one list of labels for every prompt, or
         one list (or None) per prompt. Such a prompt's `text` and `choice` are its
         label and `choice_probs` the model's probability of each label (see choices.py).
+
+        `json_schema` (a dict or a JSON string) and `grammar` (GBNF) constrain answers
+        likewise, one for every prompt or one (or None) per prompt: the text follows the
+        schema or grammar, a JSON answer's value is in `parsed`, and an answer cut off
+        before it is complete fails with IncompleteOutputError (see constraints.py). A
+        prompt has at most one of `choices`, `json_schema` and `grammar`.
         """
         prompts = _check_prompts(prompts)
         label_sets = check_choices(choices, len(prompts))
+        constraints = check_constraints(json_schema, grammar, len(prompts), self.model)
+        for i, (labels, constraint) in enumerate(zip(label_sets, constraints)):
+            if labels is not None and constraint is not None:
+                raise InvalidArgumentError(
+                    "choices", choices, f"None for prompt {i}, which has a {constraint.kind}: one constraint per prompt"
+                )
         sampling = SamplingParams(
             max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
             repeat_last_n=repeat_last_n, penalty_repeat=penalty_repeat, seed=seed, stop=stop,
@@ -217,7 +232,7 @@ class Context:
             )
             self._running = True
             try:
-                return loop.run(prompts, label_sets)
+                return loop.run(prompts, label_sets, constraints)
             finally:
                 self._running = False
 

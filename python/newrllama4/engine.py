@@ -17,6 +17,7 @@ import numpy as np
 
 from ._llama import TokenBatch
 from .choices import ChoicePrompt, Labels, score
+from .constraints import ConstrainedAnswer, Constraint, mask_logits
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
 from .model import Model
 from .prefix_cache import PrefixCache, PrefixPlan
@@ -87,9 +88,13 @@ class StepLoop:
                 scoring.finish("error", PromptTooLongError(sequence.index, scoring.n_prompt, self.n_ctx))
         return question
 
-    def run(self, prompts: list[Prompt], choices: list[Optional[Labels]]) -> ParallelResult:
+    def run(self, prompts: list[Prompt], choices: list[Optional[Labels]],
+            constraints: list[Optional[Constraint]]) -> ParallelResult:
         started = time.perf_counter()
         sequences = [self._sequence(i, p) for i, p in enumerate(prompts)]
+        for sequence, constraint in zip(sequences, constraints):
+            if constraint is not None and not sequence.finished:
+                sequence.constrained = ConstrainedAnswer(constraint, self.model)
         questions = {
             s.index: self._choice_prompt(s, labels)
             for s, labels in zip(sequences, choices) if labels is not None and not s.finished
@@ -226,6 +231,9 @@ class StepLoop:
             score([sequences[k] for k in scoring], logits[scoring])
             sampling = [k for k, s in enumerate(sequences) if s.score_tokens is None]
             sequences, logits = [sequences[k] for k in sampling], logits[sampling]
+        constrained = [k for k, s in enumerate(sequences) if s.constrained is not None]
+        if constrained:
+            mask_logits(logits, constrained, [sequences[k].constrained for k in constrained])
         tokens = (
             self.sampler.sample(logits, [s.tokens for s in sequences], [s.generator for s in sequences])
             if sequences else np.empty(0, dtype=np.int64)
@@ -233,6 +241,6 @@ class StepLoop:
         self.stats.sample_seconds += time.perf_counter() - started
         for sequence, token in zip(sequences, tokens.tolist()):
             if self.model.is_eog(token):
-                sequence.finish("stop")
+                sequence.end()
             else:
                 sequence.accept(token, self.model.token_piece, self.params.max_tokens, self.n_ctx)

@@ -121,3 +121,21 @@ class DecodeError(PromptError):
     def __init__(self, index: int, code: int):
         self.code = code
         super().__init__(index, f"failed: llama_decode returned {code} even for this prompt alone.")
+
+
+class ConstraintError(PromptError):
+    """A prompt's answer could not satisfy its json_schema or grammar."""
+
+
+class IncompleteOutputError(ConstraintError):
+    """A constrained answer was cut off (by max_tokens, n_ctx or a stop string) before it was complete."""
+
+    def __init__(self, index: int, constraint: str, n_tokens: int, finish_reason: str):
+        self.constraint = constraint
+        self.n_tokens = n_tokens
+        cut_by = "a stop string" if finish_reason == "stop" else "max_tokens or the context size (n_ctx)"
+        super().__init__(
+            index,
+            f"was cut off by {cut_by} after {n_tokens} tokens, before it completed its {constraint}; "
+            f"raise `max_tokens` (or `n_ctx`).",
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence as SequenceABC
 from dataclasses import asdict, dataclass
-from typing import Iterator, Optional, overload
+from typing import Any, Iterator, Optional, overload
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class Completion:
     error: Optional[BaseException] = None
     choice: Optional[str] = None  # with `choices`: the label, also in `text`
     choice_probs: Optional[dict[str, float]] = None  # with `choices`: each label's probability
+    parsed: Any = None  # with `json_schema`: the answer as a Python value
 
 
 @dataclass

@@ -101,6 +101,9 @@ class BatchSampler:
        total. When nothing is cut (top_k = 0, top_p = 1, min_p = 0) the order is by id,
        which spares ranking the whole vocabulary.
 
+    A logit of -inf (a token a json_schema or grammar refuses) is never drawn, nor ranked
+    among the top k: a row that allows fewer than `top_k` tokens keeps just those.
+
     Every operation works on the whole batch: one pass over the logits for the penalty
     and the greedy argmax; for top-k, a pass of group maxima narrows each row to the
     few groups of tokens that can hold its top k, so no row is ever sorted whole
@@ -127,7 +130,7 @@ class BatchSampler:
         scaled = kept / params.temperature
         probs = np.exp(scaled - scaled.max(axis=1, keepdims=True))
         probs /= probs.sum(axis=1, keepdims=True)
-        keep = np.ones(probs.shape, dtype=bool)
+        keep = probs > 0  # a constrained row's refused tokens (-inf) are never drawn
         if params.top_p < 1.0:
             keep &= (np.cumsum(probs, axis=1) - probs) < params.top_p
         if params.min_p > 0.0:
@@ -165,14 +168,19 @@ class BatchSampler:
         # the k-th largest group maximum bounds each row's k-th largest logit from below,
         # so every top-k logit sits in a group whose maximum reaches it
         bound = -np.partition(-group_max, k - 1, axis=1)[:, k - 1]
+        # a constrained row may allow fewer than k tokens (the others are -inf): its
+        # candidates are then the tokens it allows, and the rest of its k places are empty
+        bound = np.maximum(bound, np.finfo(logits.dtype).min)
         rows, group_ids = np.nonzero(group_max >= bound[:, None])
         values, value_ids = gather(rows, group_ids)
         hit, column = np.nonzero(values >= bound[rows][:, None])
         row, ids, vals = rows[hit], value_ids[hit, column], values[hit, column]
         order = np.lexsort((ids, -vals, row))
         row, ids, vals = row[order], ids[order], vals[order]
-        take = np.searchsorted(row, np.arange(n_rows))[:, None] + np.arange(k)
-        return ids[take], vals[take]
+        starts = np.searchsorted(row, np.arange(n_rows + 1))
+        empty = np.arange(k) >= np.diff(starts)[:, None]
+        take = np.where(empty, 0, starts[:-1, None] + np.arange(k))
+        return ids[take], np.where(empty, -np.inf, vals[take])
 
     def _groups(self, logits: np.ndarray) -> tuple[np.ndarray, Callable[[np.ndarray, np.ndarray], tuple]]:
         """Each row's group maxima, and a function gathering the logits and ids of (row, group) pairs.

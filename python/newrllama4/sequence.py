@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import codecs
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 
 from .results import Completion
+
+if TYPE_CHECKING:
+    from .constraints import ConstrainedAnswer
 
 
 class OutputText:
@@ -21,7 +24,7 @@ class OutputText:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._stop = stop
         self._longest_stop = max((len(s) for s in stop), default=0)
-        self._stopped = False
+        self.cut = False  # by a stop string
         self.text = ""
 
     def append(self, piece: bytes) -> bool:
@@ -32,7 +35,7 @@ class OutputText:
 
     def finish(self) -> None:
         """Flush bytes of an unfinished character (they become U+FFFD) unless cut by a stop."""
-        if not self._stopped:
+        if not self.cut:
             self.text += self._decoder.decode(b"", final=True)
 
     def _cut_at_stop(self, scan_from: int) -> bool:
@@ -40,7 +43,7 @@ class OutputText:
         if not hits:
             return False
         self.text = self.text[: min(hits)]
-        self._stopped = True
+        self.cut = True
         return True
 
 
@@ -65,6 +68,8 @@ class Sequence:
         # a scoring sequence reads the log-probabilities of these next tokens instead of sampling
         self.score_tokens: Optional[list[int]] = None
         self.scores: dict[int, float] = {}
+        # a constrained sequence samples only what its json_schema or grammar allows next
+        self.constrained: Optional[ConstrainedAnswer] = None
         self.slot: Optional[int] = None
         self.generator: Optional[np.random.Generator] = None
         self.output = OutputText(stop)
@@ -96,11 +101,18 @@ class Sequence:
     def accept(self, token: int, piece: Callable[[int], bytes], max_tokens: int, n_ctx: int) -> None:
         """Take a sampled token (not an end-of-generation one) and decide whether to stop."""
         self.tokens.append(token)
-        if self.output.append(piece(token)):
+        answer_ended = self.constrained is not None and self.constrained.advance(token)
+        if self.output.append(piece(token)) or answer_ended:
             self.finish("stop")
         elif len(self.tokens) - self.n_prompt >= max_tokens or len(self.tokens) > n_ctx:
             # the context check: the new token would need a KV cell past the sequence's window
             self.finish("length")
+
+    def end(self) -> None:
+        """The model sampled an end-of-generation token."""
+        if self.constrained is not None:
+            self.constrained.end()
+        self.finish("stop")
 
     def finish(self, reason: str, error: Optional[BaseException] = None) -> None:
         if self.finish_reason is None:
@@ -109,12 +121,20 @@ class Sequence:
             self.error = error
 
     def completion(self) -> Completion:
+        finish_reason, error, parsed = self.finish_reason or "error", self.error, None
+        if self.constrained is not None:
+            parsed, failure = self.constrained.result(
+                self.index, self.output.text, len(self.generated), finish_reason, self.output.cut
+            )
+            if failure is not None:
+                finish_reason, error = "error", failure
         return Completion(
             text=self.output.text,
             tokens=self.generated,
             n_prompt_tokens=self.n_prompt,
             n_tokens=len(self.generated),
             n_cached_tokens=self.n_restored,
-            finish_reason=self.finish_reason or "error",
-            error=self.error,
+            finish_reason=finish_reason,
+            error=error,
+            parsed=parsed,
         )

@@ -2,8 +2,6 @@
 
 import logging
 
-import pytest
-
 import newrllama4 as nl
 from conftest import random_prompts
 

@@ -34,6 +34,7 @@ def reference_sample(row, history, params, generator):
             mass += p
     if params.min_p > 0.0:
         keep = [k and p >= params.min_p * probs.max() for k, p in zip(keep, probs)]
+    keep = [k and p > 0 for k, p in zip(keep, probs)]  # refused tokens (-inf) never
     probs = np.where(keep, probs, np.float32(0))
     cumulative = np.cumsum(probs)
     threshold = generator.random() * cumulative[-1]
@@ -51,9 +52,10 @@ GRID = [
 ]
 
 
+@pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("params", GRID, ids=lambda p: "-".join(f"{k}={v}" for k, v in p.items()))
-def test_batch_sampler_matches_the_row_by_row_reference(params, ties):
+def test_batch_sampler_matches_the_row_by_row_reference(params, ties, masked):
     rng = np.random.default_rng(len(str(params)) + ties)
     # 64 or 32 groups of tokens: the group path serves top_k 1 and 5, a full sort top_k 40;
     # a vocabulary of 3000 leaves ids past the last whole row of groups, one of 2048 does not
@@ -62,6 +64,10 @@ def test_batch_sampler_matches_the_row_by_row_reference(params, ties):
         logits = rng.integers(-4, 5, size=(n_rows, n_vocab)).astype(np.float32)
     else:
         logits = (rng.standard_normal((n_rows, n_vocab)) * 3).astype(np.float32)
+    if masked:  # as a json_schema or grammar masks them: rows allowing 3 tokens (< top_k), or half
+        for i in range(n_rows):
+            refused = rng.permutation(n_vocab)[3:] if i < n_rows // 2 else rng.permutation(n_vocab)[: n_vocab // 2]
+            logits[i, refused] = -np.inf
     histories = [list(rng.integers(0, n_vocab, size=30)) for _ in range(n_rows)]
     sampling = SamplingParams(**params, seed=5)
     for step in range(3):
