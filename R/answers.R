@@ -5,8 +5,9 @@
 # dplyr verbs through vctrs) gives plain strings, since the call's stats do not
 # describe a subset, a combination or a table.
 
-new_answers <- function(texts, errors, stats, probs = NULL) {
-  structure(texts, errors = errors, stats = stats, probs = probs, class = c("newrllama_answers", "character"))
+new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL) {
+  structure(texts, errors = errors, stats = stats, probs = probs, parsed = parsed,
+            class = c("newrllama_answers", "character"))
 }
 
 #' Stats and failures of a generate_parallel() call
@@ -62,6 +63,27 @@ generation_errors <- function(x) {
 choice_probs <- function(x) {
   check_answers(x)
   attr(x, "probs")
+}
+
+#' Parsed answers of a generate_parallel() call with a JSON schema
+#'
+#' @param x The value of [generate_parallel()] called with `json_schema`.
+#' @return A list with one element per prompt (named after the prompts): the
+#'   prompt's JSON answer as an R value -- an object becomes a named list, an
+#'   array of numbers or strings a vector -- or `NULL` where the prompt failed
+#'   or had no schema. `NULL` for a call without `json_schema`.
+#' @export
+#' @examples
+#' model <- model_load()
+#' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
+#' schema <- list(type = "object", properties = list(year = list(type = "integer")), required = "year")
+#' answers <- generate_parallel(ctx, c(moon = "The first moon landing, as JSON:"),
+#'                              json_schema = schema, max_tokens = 16L, temperature = 0, progress = FALSE)
+#' answers
+#' parsed_answers(answers)$moon$year
+parsed_answers <- function(x) {
+  check_answers(x)
+  attr(x, "parsed")
 }
 
 check_answers <- function(x, call = caller_env()) {

@@ -182,3 +182,44 @@ check_labels <- function(labels, arg, call) {
   }
   as_utf8(labels, arg, call)
 }
+
+# NULL, one JSON schema for every prompt, or one schema (or NULL) per prompt; each
+# goes to the engine as a JSON string, which checks that it is a valid schema. A
+# schema is a named list, or a JSON string; `required` and `enum` are JSON arrays
+# even when they hold one value, which a plain R vector of length one would not be.
+check_json_schema <- function(json_schema, n_prompts, call = caller_env()) {
+  is_one <- function(x) rlang::is_string(x) || (is.list(x) && rlang::is_named(x))
+  schema_json <- function(x) {
+    if (is.character(x)) return(as_utf8(x, "json_schema", call))
+    as.character(jsonlite::toJSON(json_arrays(x), auto_unbox = TRUE, null = "null", digits = NA))
+  }
+  check_per_prompt(json_schema, n_prompts, is_one, schema_json,
+                   "a JSON schema (a named list or a JSON string)", "json_schema", call)
+}
+
+json_arrays <- function(schema) {
+  if (!is.list(schema)) return(schema)
+  for (key in intersect(names(schema), c("required", "enum"))) {
+    if (is.atomic(schema[[key]])) schema[[key]] <- as.list(schema[[key]])
+  }
+  lapply(schema, json_arrays)
+}
+
+# NULL, one GBNF grammar for every prompt, or one (or NULL) per prompt.
+check_grammar <- function(grammar, n_prompts, call = caller_env()) {
+  check_per_prompt(grammar, n_prompts, rlang::is_string, function(x) as_utf8(x, "grammar", call),
+                   "a GBNF grammar (a string)", "grammar", call)
+}
+
+check_per_prompt <- function(x, n_prompts, is_one, convert, one, arg, call) {
+  if (is.null(x)) return(NULL)
+  if (is_one(x)) return(convert(x))
+  if ((is.list(x) || is.character(x)) && !rlang::is_named(x) && length(x) == n_prompts) {
+    x <- as.list(x)
+    if (all(vapply(x, function(v) is.null(v) || is_one(v), NA))) {
+      return(lapply(x, function(v) if (is.null(v)) NULL else convert(v)))
+    }
+  }
+  abort_invalid("{.arg {arg}} must be {one}, or a list of {n_prompts} of them (or {.code NULL}), one per prompt.",
+                arg, call)
+}

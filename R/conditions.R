@@ -26,8 +26,16 @@ engine_condition <- function(exception, call = NULL, traceback = NULL) {
   ours <- python_classes[startsWith(python_classes, engine_error_prefix)]
   fields <- reticulate::py_to_r(reticulate::py_get_attr(exception, "__dict__"))
   if (!is.null(fields$index)) fields$index <- as.integer(fields$index) + 1L
+  per_prompt_argument <- !is.null(fields$argument) && grepl("^[a-z_]+\\[[0-9]+\\]$", fields$argument)
+  if (per_prompt_argument) {
+    # such as "json_schema[0]", the first prompt's schema: R numbers prompts from 1
+    position <- as.integer(sub(".*\\[([0-9]+)\\]$", "\\1", fields$argument)) + 1L
+    fields$argument <- sprintf("%s[[%d]]", sub("\\[.*", "", fields$argument), position)
+  }
   message <- if (!is.null(fields$detail)) {
     sprintf("Prompt %d %s", fields$index, fields$detail)
+  } else if (per_prompt_argument) {
+    sprintf("`%s` must be %s, not %s.", fields$argument, fields$expected, fields$value)
   } else {
     reticulate::py_str(exception)
   }

@@ -28,6 +28,20 @@
 #'   tokens after the prompt, written as it is or after a space, normalised
 #'   over the labels. `max_tokens`, `top_k`, `top_p` and the penalty do not
 #'   apply to labels.
+#' @param json_schema Constrain answers to JSON that follows a schema: a JSON
+#'   schema as a named list (such as `list(type = "object", properties =
+#'   list(...), required = c(...))`) or as a JSON string, for all prompts, or
+#'   a list with one schema (or `NULL`) per prompt. Answers are compact JSON
+#'   (`{"a": 1, "b": "x"}`); [parsed_answers()] gives them as R values. An
+#'   answer cut off by `max_tokens` or the context before its JSON is complete
+#'   fails (class `newrllama4_error_incomplete_output`) instead of passing as
+#'   valid. A schema the engine cannot use raises
+#'   `newrllama4_error_invalid_argument` before anything runs.
+#' @param grammar Constrain answers to a GBNF grammar (llama.cpp's grammar
+#'   format, such as `'root ::= "yes" | "no"'`): one string for all prompts, or
+#'   a list with one grammar (or `NULL`) per prompt. Incomplete answers fail as
+#'   with `json_schema`. A prompt has at most one of `choices`, `json_schema`
+#'   and `grammar`.
 #' @param progress Show a progress bar.
 #' @param on_error What to do when prompts fail: `"warn"` returns `NA` for
 #'   them with one warning of class `newrllama4_warning_partial_failure`;
@@ -38,7 +52,8 @@
 #'   [generation_stats()] and [generation_errors()] give the call's counters and
 #'   failed prompts. A NUL the model emits, which R strings cannot hold, arrives
 #'   as U+FFFD, as do bytes that are not valid UTF-8; other control characters
-#'   arrive unchanged.
+#'   arrive unchanged. With `choices`, [choice_probs()] gives the labels'
+#'   probabilities; with `json_schema`, [parsed_answers()] the parsed answers.
 #' @seealso [generate()] for a single prompt.
 #' @export
 #' @examples
@@ -48,20 +63,30 @@
 #'                              max_tokens = 8L, temperature = 0)
 #' answers
 #' generation_stats(answers)$generation_tokens_per_s
+#'
+#' # answers that follow a JSON schema
+#' schema <- list(type = "object",
+#'                properties = list(city = list(type = "string", maxLength = 20),
+#'                                  country = list(enum = c("France", "Italy", "Spain"))),
+#'                required = c("city", "country"))
+#' places <- generate_parallel(ctx, c("Paris is a city in", "Rome is a city in"),
+#'                             json_schema = schema, max_tokens = 24L, temperature = 0)
+#' str(parsed_answers(places))
 generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, top_p = 0.9,
                               temperature = 0.8, repeat_last_n = 64L, penalty_repeat = 1.1,
-                              seed = 1234L, stop = NULL, choices = NULL, progress = interactive(),
-                              on_error = c("warn", "stop")) {
+                              seed = 1234L, stop = NULL, choices = NULL, json_schema = NULL, grammar = NULL,
+                              progress = interactive(), on_error = c("warn", "stop")) {
   check_context(context)
   prompts <- check_prompts(prompts)
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
-  params$choices <- check_choices(choices, length(prompts))
+  params <- c(params, constraint_params(choices, json_schema, grammar, length(prompts)))
   check_flag(progress, "progress")
   on_error <- rlang::arg_match(on_error)
   result <- run_engine(context, as.list(unname(prompts)), params, progress)
   answers <- result$texts
   names(answers) <- names(prompts)
-  answers <- new_answers(answers, result$errors, result$stats, probs_matrix(result$choice_probs, names(prompts)))
+  answers <- new_answers(answers, result$errors, result$stats, probs_matrix(result$choice_probs, names(prompts)),
+                         parse_answers(answers, params$json_schema))
   n_failed <- nrow(result$errors)
   if (n_failed > 0) {
     first <- result$conditions[[1]]
@@ -93,7 +118,8 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 1L)
 #' generate(ctx, "The capital of France is", max_tokens = 8L, temperature = 0)
 generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.9, temperature = 0.8,
-                     repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL, choices = NULL) {
+                     repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL, choices = NULL,
+                     json_schema = NULL, grammar = NULL) {
   check_context(context)
   if (is.numeric(prompt)) {
     check_tokens(prompt, "prompt")
@@ -102,12 +128,36 @@ generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.
     prompt <- check_text(prompt, "prompt")
   }
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
-  params$choices <- check_choices(choices, 1L)
+  params <- c(params, constraint_params(choices, json_schema, grammar, 1L))
   result <- run_engine(context, list(prompt), params, progress = FALSE)
   if (nrow(result$errors) > 0) rlang::cnd_signal(result$conditions[[1]])
   answer <- result$texts
   if (!is.null(choices)) attr(answer, "probs") <- probs_matrix(result$choice_probs, NULL)[1, ]
+  if (!is.null(json_schema)) attr(answer, "parsed") <- parse_answers(answer, params$json_schema)[[1]]
   answer
+}
+
+constraint_params <- function(choices, json_schema, grammar, n_prompts, call = caller_env()) {
+  list(
+    choices = check_choices(choices, n_prompts, call = call),
+    json_schema = check_json_schema(json_schema, n_prompts, call = call),
+    grammar = check_grammar(grammar, n_prompts, call = call)
+  )
+}
+
+# Answers to prompts with a JSON schema as R values (arrays of scalars become
+# vectors, objects named lists); NULL where a prompt had none or failed, and NULL
+# for a call without schemas.
+parse_answers <- function(answers, json_schema) {
+  if (is.null(json_schema)) return(NULL)
+  has_schema <- if (is.list(json_schema)) !vapply(json_schema, is.null, NA) else rep(TRUE, length(answers))
+  parsed <- vector("list", length(answers))
+  names(parsed) <- names(answers)
+  for (i in which(has_schema & !is.na(answers))) {
+    parsed[i] <- list(jsonlite::fromJSON(answers[[i]], simplifyVector = TRUE, simplifyDataFrame = FALSE,
+                                         simplifyMatrix = FALSE))
+  }
+  parsed
 }
 
 sampling_params <- function(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop,

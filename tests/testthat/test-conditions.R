@@ -5,7 +5,7 @@ test_that("every engine exception class has an R class, specific to general", {
   expect_setequal(py_classes, c(
     "NewrllamaError", "InvalidArgumentError", "ModelLoadError", "ContextError", "ContextTooLargeError", "ClosedError",
     "ChatTemplateError", "PromptError", "EmptyPromptError", "InvalidTokenError", "PromptTooLongError",
-    "DecodeError"
+    "DecodeError", "ConstraintError", "IncompleteOutputError"
   ))
   expect_equal(r_condition_class("newrllama4.errors.PromptTooLongError"), "newrllama4_error_prompt_too_long")
   expect_equal(r_condition_class("newrllama4.errors.NewrllamaError"), "newrllama4_error")
@@ -40,6 +40,15 @@ test_that("each engine exception maps to its condition with its fields", {
                 list(index = 5L, token = 999L, n_vocab = 300L))
   expect_mapped(e$DecodeError(1L, -3L), c("newrllama4_error_decode", "newrllama4_error_prompt"),
                 list(index = 2L, code = -3L))
+  expect_mapped(e$IncompleteOutputError(0L, "json_schema", 8L, "length"),
+                c("newrllama4_error_incomplete_output", "newrllama4_error_constraint", "newrllama4_error_prompt"),
+                list(index = 1L, constraint = "json_schema", n_tokens = 8L))
+})
+
+test_that("a per-prompt argument is named as R numbers prompts, from 1", {
+  cnd <- expect_mapped(errors()$InvalidArgumentError("grammar[0]", "x", "a valid GBNF grammar"),
+                       "newrllama4_error_invalid_argument", list(argument = "grammar[[1]]"))
+  expect_identical(conditionMessage(cnd), "`grammar[[1]]` must be a valid GBNF grammar, not 'x'.")
 })
 
 test_that("a raised engine exception becomes its R condition", {

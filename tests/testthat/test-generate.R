@@ -256,3 +256,92 @@ test_that("choices per prompt leave free-text prompts alone, and bad labels are 
                  class = "newrllama4_error_invalid_argument")
   }
 })
+
+survey_schema <- list(
+  type = "object",
+  properties = list(
+    stance = list(enum = c("for", "against", "neutral")),
+    year = list(type = "integer", minimum = 1900, maximum = 2030),
+    party = list(type = "string", maxLength = 12),
+    sure = list(type = "boolean")
+  ),
+  required = c("stance", "year", "party", "sure"),
+  additionalProperties = FALSE
+)
+
+expect_survey_answer <- function(value) {
+  expect_setequal(names(value), c("stance", "year", "party", "sure"))
+  expect_true(value$stance %in% c("for", "against", "neutral"))
+  expect_true(is.integer(value$year) && value$year >= 1900 && value$year <= 2030)
+  expect_true(is.character(value$party) && nchar(value$party) <= 12)
+  expect_true(is.logical(value$sure))
+}
+
+test_that("a JSON schema given as an R list constrains every answer, parsed into R values", {
+  prompts <- stats::setNames(prompts_of_mixed_length(6), letters[1:6])
+  out <- generate_parallel(tiny_context(), prompts, json_schema = survey_schema, max_tokens = 120L,
+                           temperature = 1, progress = FALSE)
+  parsed <- parsed_answers(out)
+  expect_identical(names(parsed), letters[1:6])
+  for (i in seq_along(out)) {
+    expect_identical(parsed[[i]], jsonlite::fromJSON(out[[i]], simplifyVector = TRUE))
+    expect_survey_answer(parsed[[i]])
+  }
+  as_text <- generate_parallel(tiny_context(), prompts, max_tokens = 120L, temperature = 1, progress = FALSE,
+                               json_schema = as.character(jsonlite::toJSON(survey_schema, auto_unbox = TRUE)))
+  expect_identical(as.vector(as_text), as.vector(out))
+  greedy <- generate_parallel(tiny_context(), prompts, json_schema = survey_schema, max_tokens = 120L,
+                              temperature = 0, progress = FALSE)
+  alone <- generate(tiny_context(n_seq_max = 1L), prompts[["c"]], json_schema = survey_schema,
+                    max_tokens = 120L, temperature = 0)
+  expect_identical(as.vector(alone), greedy[["c"]])
+  expect_identical(attr(alone, "parsed"), parsed_answers(greedy)[["c"]])
+})
+
+test_that("one-element required and enum vectors stay JSON arrays", {
+  schema <- list(type = "object", properties = list(k = list(enum = "only")), required = "k",
+                 additionalProperties = FALSE)
+  out <- generate(tiny_context(), "hello", json_schema = schema, max_tokens = 20L, temperature = 0)
+  expect_identical(attr(out, "parsed"), list(k = "only"))
+})
+
+test_that("a grammar constrains answers; constraints may differ per prompt", {
+  ctx <- tiny_context()
+  out <- generate_parallel(ctx, prompts_of_mixed_length(4), max_tokens = 120L, temperature = 1, progress = FALSE,
+                           grammar = list('root ::= "yes" | "no"', NULL, NULL, NULL),
+                           json_schema = list(NULL, survey_schema, NULL, NULL),
+                           choices = list(NULL, NULL, c("left", "right"), NULL))
+  expect_true(out[[1]] %in% c("yes", "no"))
+  expect_survey_answer(parsed_answers(out)[[2]])
+  expect_true(out[[3]] %in% c("left", "right"))
+  expect_null(parsed_answers(out)[[1]])
+  expect_null(parsed_answers(generate_parallel(ctx, "hello", max_tokens = 2L, progress = FALSE)))
+})
+
+test_that("an answer cut off before its JSON is complete fails alone", {
+  expect_warning(
+    out <- generate_parallel(tiny_context(), c("one", "two"), json_schema = list(survey_schema, NULL),
+                             max_tokens = 4L, temperature = 0, progress = FALSE),
+    class = "newrllama4_warning_partial_failure"
+  )
+  expect_true(is.na(out[[1]]) && !is.na(out[[2]]))
+  expect_identical(generation_errors(out)$class, "newrllama4_error_incomplete_output")
+  expect_null(parsed_answers(out)[[1]])
+  expect_error(generate(tiny_context(), "one", json_schema = survey_schema, max_tokens = 4L),
+               class = "newrllama4_error_constraint")
+})
+
+test_that("bad schemas and grammars are classed errors naming the argument, prompts numbered from 1", {
+  ctx <- tiny_context()
+  run <- function(...) generate_parallel(ctx, c("x", "y"), max_tokens = 4L, progress = FALSE, ...)
+  expect_error(run(json_schema = list(type = "objekt")), class = "newrllama4_error_invalid_argument")
+  expect_error(run(json_schema = "{not json"), "json_schema", class = "newrllama4_error_invalid_argument")
+  expect_error(run(grammar = "root ::= missing"), "missing", class = "newrllama4_error_invalid_argument")
+  expect_error(run(json_schema = 42), "one per prompt", class = "newrllama4_error_invalid_argument")
+  expect_error(run(grammar = list("root ::= \"a\"")), "one per prompt", class = "newrllama4_error_invalid_argument")
+  expect_error(run(choices = c("a", "b"), grammar = 'root ::= "a"'), "one constraint per prompt",
+               class = "newrllama4_error_invalid_argument")
+  err <- expect_error(run(json_schema = list(NULL, list(type = "objekt"))), class = "newrllama4_error_invalid_argument")
+  expect_identical(err$argument, "json_schema[[2]]")
+  expect_match(conditionMessage(err), "`json_schema[[2]]` must be a valid JSON schema", fixed = TRUE)
+})
