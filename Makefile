@@ -51,7 +51,7 @@ demo: setup
 bench: python-env
 	$(PYTHON) python/benchmarks/bench_parallel.py
 	$(PYTHON) python/benchmarks/bench_prefix.py
-	$(PYTHON) python/benchmarks/bench_choices.py
+	$(PYTHON) python/benchmarks/bench_constraints.py
 
 clean:
 	rm -rf $(VENV) $(RLIB) build *.Rcheck newrllama4_*.tar.gz inst/python

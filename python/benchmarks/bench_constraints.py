@@ -1,0 +1,133 @@
+"""Constrained answers against free generation, in one run; and the two grammar engines.
+
+32 annotation prompts (the instruction of bench_prefix.py plus a sentence each), 32 at
+once, default model, greedy, each run on a fresh context (so each decodes the
+instruction once and restores it for the others):
+(a) 4 free tokens; (b) `choices` with three labels;
+(c) free text with max_tokens=32; (d) a small JSON schema (an enum, an integer, a short
+string) with max_tokens=32. A JSON answer stops when its object closes, free text runs
+to max_tokens, so (d) is compared with (c) by total time and by time per generated token.
+
+Then the mask of one step, for 32 sequences over Gemma's 262,144 tokens: llguidance's
+batched fill (what the engine uses) against llama.cpp's own grammar sampler applied to
+each sequence's full candidate array, at the start of the answer and inside a string.
+
+Usage: python bench_constraints.py [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import time
+
+import llama_cpp as llama
+import numpy as np
+
+import newrllama4 as nl
+from bench_prefix import INSTRUCTION, prompts, texts
+from newrllama4.constraints import ConstrainedAnswer, check_constraints, mask_logits
+
+LABELS = ["economy", "politics", "culture"]
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "label": {"enum": LABELS},
+        "year": {"type": "integer"},
+        "topic": {"type": "string", "maxLength": 24},
+    },
+    "required": ["label", "year", "topic"],
+    "additionalProperties": False,
+}
+# the same answers in llama.cpp's GBNF, for its grammar sampler
+SCHEMA_GBNF = r'''root ::= "{\"label\": \"" ("economy" | "politics" | "culture") "\", \"year\": " [0-9]{1,6} ", \"topic\": \"" [^"\\]{0,24} "\"}"'''
+N_SEQUENCES = 32
+
+
+def generation_table(model: nl.Model, threads: int) -> None:
+    batch = prompts([INSTRUCTION], texts(N_SEQUENCES))
+    runs = [
+        ("(a) 4 free tokens", dict(max_tokens=4)),
+        (f"(b) choices={LABELS}", dict(choices=LABELS)),
+        ("(c) free text, max_tokens=32", dict(max_tokens=32)),
+        ("(d) json_schema, max_tokens=32", dict(max_tokens=32, json_schema=SCHEMA)),
+    ]
+    print(f"{N_SEQUENCES} prompts, {N_SEQUENCES} at once, greedy, {threads} threads\n")
+    print(f"| {'run':<44} | generated | seconds | s / 1k tokens | vs (a) | vs (c) | vs (c) per token |")
+    print(f"|{'-' * 46}|----------:|--------:|--------------:|-------:|-------:|-----------------:|")
+    seconds = {}
+    per_token = {}
+    for name, params in runs:
+        with nl.Context(model, n_ctx=512, n_seq_max=N_SEQUENCES, n_threads=threads) as ctx:
+            ctx.generate_parallel(["warm-up"], max_tokens=2, temperature=0, **(
+                {"json_schema": SCHEMA} if "json_schema" in params else {}))  # llguidance's vocabulary bridge, once
+            result = ctx.generate_parallel(batch, temperature=0, **params)
+        stats = result.stats
+        assert stats.failures == 0, [c.error for c in result if c.error]
+        key = name[1]
+        seconds[key] = stats.total_seconds
+        per_token[key] = stats.total_seconds / max(stats.generated_tokens, 1) * 1000
+        versus_c = f"{seconds[key] / seconds['c']:>5.2f}x" if "c" in seconds else "      "
+        per_token_c = f"{per_token[key] / per_token['c']:>15.2f}x" if "c" in per_token else " " * 16
+        print(f"| {name:<44} | {stats.generated_tokens:>9} | {stats.total_seconds:>7.2f} "
+              f"| {per_token[key]:>13.1f} | {seconds[key] / seconds['a']:>5.2f}x | {versus_c} | {per_token_c} |")
+    print(f"\nsample answer of (d): {result[0].text}")
+
+
+def mask_table(model: nl.Model) -> None:
+    constraint = check_constraints(SCHEMA, None, 1, model)[0]
+    start = [ConstrainedAnswer(constraint, model) for _ in range(N_SEQUENCES)]
+    in_string = [ConstrainedAnswer(constraint, model) for _ in range(N_SEQUENCES)]
+    prefix = model.tokenize('{"label": "economy", "year": 2020, "topic": "the', add_special=False)
+    for answer in in_string:
+        assert answer.matcher.consume_tokens(prefix)
+    logits = np.random.default_rng(0).standard_normal((N_SEQUENCES, model.n_vocab)).astype(np.float32)
+
+    def llguidance_step(answers: list[ConstrainedAnswer]) -> float:
+        started = time.perf_counter()
+        mask_logits(logits.copy(), list(range(N_SEQUENCES)), answers)
+        return time.perf_counter() - started
+
+    def llama_cpp_step(prefix_tokens: list[int]) -> float:
+        samplers = []
+        for _ in range(N_SEQUENCES):
+            sampler = llama.llama_sampler_init_grammar(model.vocab(), SCHEMA_GBNF.encode(), b"root")
+            for token in prefix_tokens:
+                llama.llama_sampler_accept(sampler, token)
+            samplers.append(sampler)
+        candidates = np.zeros(model.n_vocab, dtype=[("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+        started = time.perf_counter()
+        for sampler, row in zip(samplers, logits):
+            candidates["id"] = np.arange(model.n_vocab)
+            candidates["logit"] = row
+            array = llama.llama_token_data_array(
+                data=candidates.ctypes.data_as(ctypes.POINTER(llama.llama_token_data)), size=model.n_vocab,
+                selected=-1, sorted=False,
+            )
+            llama.llama_sampler_apply(sampler, ctypes.byref(array))
+        elapsed = time.perf_counter() - started
+        for sampler in samplers:
+            llama.llama_sampler_free(sampler)
+        return elapsed
+
+    print(f"\nThe mask of one step, {N_SEQUENCES} sequences x {model.n_vocab} tokens (best of 5, ms)\n")
+    print("| state                        | llguidance, batched fill + masking | llama.cpp grammar sampler |")
+    print("|------------------------------|-----------------------------------:|--------------------------:|")
+    for name, answers, prefix_tokens in (("start of the answer", start, []), ("inside the topic string", in_string, prefix)):
+        ours = min(llguidance_step(answers) for _ in range(5)) * 1000
+        theirs = min(llama_cpp_step(prefix_tokens) for _ in range(5)) * 1000
+        print(f"| {name:<28} | {ours:>34.1f} | {theirs:>25.1f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    args = parser.parse_args()
+    with nl.Model() as model:
+        generation_table(model, args.threads)
+        mask_table(model)
+
+
+if __name__ == "__main__":
+    main()
