@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 
+from .about import model_record, versions
 from .context import Context
 from .default_model import default_model_path
 from .errors import (
@@ -33,7 +34,7 @@ __all__ = [
     "ChatTemplateError", "ClosedError", "Completion", "ConstraintError", "Context", "ContextError", "ContextTooLargeError",
     "DecodeError", "EmptyPromptError", "IncompleteOutputError", "InvalidArgumentError", "InvalidTokenError", "Model", "ModelLoadError",
     "NewrllamaError", "ParallelResult", "PromptError", "PromptTooLongError", "SamplingParams",
-    "Stats", "default_model_path",
+    "Stats", "default_model_path", "model_record", "versions",
 ]
 
 logging.getLogger("newrllama4").addHandler(logging.NullHandler())

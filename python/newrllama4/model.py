@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import threading
 import weakref
@@ -55,6 +56,7 @@ class Model:
         buf = ctypes.create_string_buffer(256)
         llama.llama_model_desc(handle, buf, len(buf))
         self.description = buf.value.decode("utf-8", errors="replace")
+        self._sha256: Optional[str] = None
 
     # -- lifetime -------------------------------------------------------------------
 
@@ -150,7 +152,20 @@ class Model:
             n = llama.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
         return buf.raw[:n]
 
+    @property
+    def sha256(self) -> str:
+        """The SHA-256 of the model file, computed on first use (a second or two for a few hundred MB)."""
+        if self._sha256 is None:
+            self._sha256 = file_sha256(self.path)
+        return self._sha256
+
     # -- chat -----------------------------------------------------------------------
+
+    @property
+    def chat_template(self) -> Optional[str]:
+        """The chat template stored in the GGUF file, or None for a model without one (a base model)."""
+        template = llama.llama_model_chat_template(self.handle(), None)
+        return template.decode("utf-8", errors="replace") if template else None
 
     def apply_chat_template(self, messages: Any, add_generation_prompt: bool = True) -> str:
         """Render chat messages ([{"role": ..., "content": ...}]) with the model's own template."""
@@ -163,9 +178,10 @@ class Model:
                     and isinstance(message.get("content"), str)):
                 raise InvalidArgumentError(f"messages[{i}]", message, "a dict with string 'role' and 'content'")
             encoded.append(tuple(_c_string(f"messages[{i}]['{key}']", message[key]) for key in ("role", "content")))
-        template = llama.llama_model_chat_template(self.handle(), None)
-        if not template:
+        template = self.chat_template
+        if template is None:
             raise ChatTemplateError("This model has no chat template; format the prompt yourself.")
+        template = template.encode("utf-8")
         chat = (llama.llama_chat_message * len(encoded))(*[llama.llama_chat_message(r, c) for r, c in encoded])
         capacity = 2 * sum(len(r) + len(c) for r, c in encoded) + 256
         while True:
@@ -176,6 +192,14 @@ class Model:
             if n <= capacity:
                 return buf.raw[:n].decode("utf-8", errors="replace")
             capacity = n
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _c_string(name: str, text: Any) -> bytes:

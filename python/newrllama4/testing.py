@@ -51,8 +51,9 @@ def _vocabulary() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
-def write_tiny_model(path: str | os.PathLike, seed: int = 0) -> str:
-    """Write a tiny llama GGUF with random weights to `path`; return the path."""
+def write_tiny_model(path: str | os.PathLike, seed: int = 0, chat_template: bool = True) -> str:
+    """Write a tiny llama GGUF with random weights to `path`; return the path. With
+    `chat_template=False` it is a base model: no template, as the default Gemma."""
     import gguf  # the `test` extra
 
     tokens, scores, types = _vocabulary()
@@ -86,7 +87,8 @@ def write_tiny_model(path: str | os.PathLike, seed: int = 0) -> str:
     writer.add_eot_token_id(4)
     writer.add_add_bos_token(True)
     writer.add_add_eos_token(False)
-    writer.add_chat_template(_CHAT_TEMPLATE)
+    if chat_template:
+        writer.add_chat_template(_CHAT_TEMPLATE)
 
     writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd, scale=8.0))
     writer.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
