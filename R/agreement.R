@@ -55,7 +55,8 @@
 #' @section Intervals:
 #' Percentile bootstrap intervals: `n_boot` times, `n` pairs are drawn with
 #' replacement from the complete pairs and the metrics recomputed; the bounds
-#' are the \eqn{(1 \pm}`conf_level`\eqn{)/2} quantiles of those replicates
+#' are the quantiles of those replicates at \eqn{(1 - c)/2} and
+#' \eqn{(1 + c)/2}, with \eqn{c} the `conf_level`: 2.5% and 97.5% for 0.95
 #' (replicates where a metric is undefined are left out for that metric). With
 #' few pairs or rare labels the intervals are wide, which is the point: they
 #' show how much a figure from a small hand-coded sample can be trusted.
