@@ -122,6 +122,7 @@ agreement <- function(predicted, gold, conf_level = 0.95, n_boot = 1000, seed = 
     }
     abort_invalid(problem, "predicted", rlang::current_env())
   }
+  warn_if_no_common_label(predicted[complete], gold[complete])
   labels <- agreement_labels(predicted[complete], gold[complete])
   gold <- factor(as.character(gold[complete]), levels = labels)
   predicted <- factor(as.character(predicted[complete]), levels = labels)
@@ -158,6 +159,21 @@ check_labels_vector <- function(x, arg, call = caller_env()) {
     ), arg, call)
   }
   invisible(x)
+}
+
+# "Positive" against "positive": agreement is then 0, which is more likely a
+# coding mismatch than a finding.
+warn_if_no_common_label <- function(predicted, gold) {
+  predicted_labels <- unique(as.character(predicted))
+  gold_labels <- unique(as.character(gold))
+  if (length(intersect(predicted_labels, gold_labels)) == 0) {
+    cli::cli_warn(
+      c("{.arg predicted} and {.arg gold} have no label in common, so no pair agrees.",
+        "i" = "Predicted labels: {.val {predicted_labels}}; gold labels: {.val {gold_labels}}.",
+        "i" = "Labels must match exactly, case and spaces included."),
+      class = "newrllama4_warning_no_common_label"
+    )
+  }
 }
 
 # The levels of the factors (gold first: it is the reference coding), then the
@@ -276,17 +292,16 @@ format.newrllama_agreement <- function(x, digits = 3, ...) {
 
 metrics_table <- function(x, digits) {
   metrics <- x$metrics
-  interval <- ifelse(
-    is.na(metrics$lower),
-    "",
-    sprintf("[%s, %s]", format_figure(metrics$lower, digits), format_figure(metrics$upper, digits))
-  )
-  table <- data.frame(
-    metric = unname(metric_names[metrics$metric]),
-    estimate = format_figure(metrics$estimate, digits),
-    interval = interval
-  )
-  names(table) <- c("", "estimate", if (x$n_boot > 0) sprintf("%s%% interval", format(100 * x$conf_level)) else "")
+  table <- data.frame(unname(metric_names[metrics$metric]), format_figure(metrics$estimate, digits))
+  names(table) <- c("", "estimate")
+  if (x$n_boot > 0) {
+    interval_name <- sprintf("%s%% interval", format(100 * x$conf_level))
+    table[[interval_name]] <- ifelse(
+      is.na(metrics$lower),
+      "",
+      sprintf("[%s, %s]", format_figure(metrics$lower, digits), format_figure(metrics$upper, digits))
+    )
+  }
   table
 }
 

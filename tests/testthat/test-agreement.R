@@ -91,6 +91,15 @@ test_that("labels: factor levels first and in order, then the others; unused lev
   expect_equal(rownames(agreement(c("b", "B", "a"), c("a", "b", "B"), n_boot = 0)$confusion), c("B", "a", "b"))
 })
 
+test_that("labels that never match, as in a case mismatch, raise a classed warning", {
+  expect_warning(
+    result <- agreement(c("Pos", "Neg", "Neg"), c("pos", "neg", "neg"), n_boot = 0),
+    "no label in common", class = "newrllama4_warning_no_common_label"
+  )
+  expect_equal(estimate_of(result, "accuracy"), 0)
+  expect_no_warning(agreement(c("a", "b"), c("b", "b"), n_boot = 0))
+})
+
 test_that("pairs with a missing label are dropped and counted", {
   predicted <- c(hand_predicted, NA, NA, "a")
   gold <- c(hand_gold, "a", NA, NA)
@@ -162,7 +171,9 @@ test_that("print() shows the metrics, the intervals, the confusion matrix and th
   expect_match(lines, "rows: gold, columns: predicted", all = FALSE)
   expect_match(lines, "^ c +2 +1 +0\\.000 +0\\.000 +0\\.000", all = FALSE)
   expect_false(any(grepl("left out", lines)))
-  expect_output(print(agreement(hand_predicted, hand_gold, n_boot = 0)), "No bootstrap intervals")
+  without_intervals <- utils::capture.output(print(agreement(hand_predicted, hand_gold, n_boot = 0)))
+  expect_match(without_intervals, "No bootstrap intervals", all = FALSE)
+  expect_false(any(grepl("interval$|\\[", without_intervals)))
 })
 
 test_that("plot() draws the confusion matrix as a heat map", {
