@@ -17,6 +17,9 @@
 #' in their level order), then any other label found in a complete pair, in
 #' alphabetical order (C locale). A level of a factor is a label even when no
 #' pair uses it: it gets a row and a column of zeros in the confusion matrix.
+#' Labels match only when they are equal strings; when the two sides share no
+#' label at all (often a difference of case or spelling), a warning of class
+#' `newrllama4_warning_no_common_label` says so.
 #'
 #' @section Missing labels:
 #' A pair with `NA` on either side is left out of every figure, and counted:
