@@ -31,11 +31,12 @@ check_flag <- function(x, arg, call = caller_env()) {
   invisible(x)
 }
 
-# A single whole number >= `min`, returned as an integer.
-check_whole <- function(x, arg, min, call = caller_env()) {
-  ok <- is.numeric(x) && length(x) == 1 && !is.na(x) && is.finite(x) && x == round(x) && x >= min
+# A single whole number in [min, max], returned as an integer where it fits.
+check_whole <- function(x, arg, min, max = Inf, call = caller_env()) {
+  ok <- is.numeric(x) && length(x) == 1 && !is.na(x) && is.finite(x) && x == round(x) && x >= min && x <= max
   if (!ok) {
-    abort_invalid("{.arg {arg}} must be a single whole number >= {min}, not {.obj_type_friendly {x}}{show_value(x)}.",
+    range <- range_text(min, max)
+    abort_invalid("{.arg {arg}} must be a single whole number {range}, not {.obj_type_friendly {x}}{show_value(x)}.",
                   arg, call)
   }
   if (abs(x) <= .Machine$integer.max) as.integer(x) else x
@@ -46,12 +47,20 @@ check_number <- function(x, arg, min, max = Inf, open_min = FALSE, call = caller
   ok <- is.numeric(x) && length(x) == 1 && !is.na(x) && is.finite(x) &&
     (if (open_min) x > min else x >= min) && x <= max
   if (!ok) {
-    range <- if (is.finite(max)) sprintf("in %s%s, %s]", if (open_min) "(" else "[", min, max) else
-      sprintf("%s %s", if (open_min) ">" else ">=", min)
+    range <- range_text(min, max, open_min)
     abort_invalid("{.arg {arg}} must be a single number {range}, not {.obj_type_friendly {x}}{show_value(x)}.",
                   arg, call)
   }
   as.double(x)
+}
+
+# "in [0, 1]", "in (0, 1]", ">= 0" or "> 0".
+range_text <- function(min, max, open_min = FALSE) {
+  if (is.finite(max)) {
+    sprintf("in %s%s, %s]", if (open_min) "(" else "[", format(min, scientific = FALSE), format(max, scientific = FALSE))
+  } else {
+    sprintf("%s %s", if (open_min) ">" else ">=", min)
+  }
 }
 
 # Indices for a cli message: cli pluralises by the length of a character vector,

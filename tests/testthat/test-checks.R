@@ -7,6 +7,8 @@ test_that("scalar checks accept good values and name the argument otherwise", {
     expect_match(conditionMessage(err), "max_tokens")
   }
   expect_error(check_number(0, "top_p", min = 0, max = 1, open_min = TRUE), class = "newrllama4_error_invalid_argument")
+  expect_identical(check_whole(10, "n", min = 0, max = 10), 10L)
+  expect_error(check_whole(11, "n", min = 0, max = 10), "in \\[0, 10\\]", class = "newrllama4_error_invalid_argument")
   expect_error(check_flag(NA, "use_mmap"), class = "newrllama4_error_invalid_argument")
   expect_error(check_string(c("a", "b"), "text"), class = "newrllama4_error_invalid_argument")
 })

@@ -1,0 +1,379 @@
+# agreement(): how well predicted labels match gold (human-coded) labels.
+#
+# Every figure is a function of the confusion matrix, so the estimates and each
+# bootstrap replicate are computed from one: a replicate resamples the pairs,
+# tabulates their cells and recomputes the four metrics.
+
+#' Agreement of predicted labels with gold labels
+#'
+#' Compares labels from a model (such as the `.label` column of an annotated
+#' data frame) with gold labels coded by people, pair by pair: accuracy,
+#' macro-F1, Cohen's kappa and Krippendorff's alpha, each with a bootstrap
+#' confidence interval, the confusion matrix, and precision, recall and F1 for
+#' each label.
+#'
+#' @section Labels:
+#' The labels are the levels of `gold` then those of `predicted` (for factors,
+#' in their level order), then any other label found in a complete pair, in
+#' alphabetical order (C locale). A level of a factor is a label even when no
+#' pair uses it: it gets a row and a column of zeros in the confusion matrix.
+#' Labels match only when they are equal strings; when the two sides share no
+#' label at all (often a difference of case or spelling), a warning of class
+#' `newrllama4_warning_no_common_label` says so.
+#'
+#' @section Missing labels:
+#' A pair with `NA` on either side is left out of every figure, and counted:
+#' the result reports how many pairs were dropped, how many of them lack a
+#' prediction and how many lack a gold label (a failed row of an annotation has
+#' a missing prediction). To count a failed prediction as an error instead,
+#' give it a label of its own first, for example
+#' `replace(as.character(predicted), is.na(predicted), "(failed)")`.
+#'
+#' @section Metrics:
+#' With \eqn{n} complete pairs, \eqn{n_{ij}} of them with gold label \eqn{i}
+#' and predicted label \eqn{j}, and row and column totals \eqn{g_i} and
+#' \eqn{p_j}:
+#' * **Accuracy**: the share of pairs that agree, \eqn{\sum_i n_{ii} / n}.
+#' * **Per label**: precision \eqn{n_{ii} / p_i} (`NA` for a label never
+#'   predicted), recall \eqn{n_{ii} / g_i} (`NA` for a label absent from the
+#'   gold labels) and F1 \eqn{2 n_{ii} / (g_i + p_i)}, the harmonic mean of the
+#'   two. F1 is therefore 0, not `NA`, for a label that is never predicted but
+#'   occurs in the gold labels, or the reverse; it is `NA` only for a label
+#'   that no pair uses on either side.
+#' * **Macro-F1**: the mean F1 over the labels that at least one pair uses,
+#'   on either side: each label counts equally, however rare.
+#' * **Cohen's kappa**: \eqn{(p_o - p_e) / (1 - p_e)}, with \eqn{p_o} the
+#'   accuracy and \eqn{p_e = \sum_i g_i p_i / n^2} the agreement expected by
+#'   chance from the two sides' label frequencies.
+#' * **Krippendorff's alpha** (nominal, two coders): \eqn{1 - D_o / D_e} over
+#'   the coincidence matrix, which counts each pair both ways: with
+#'   \eqn{N = 2n} values and \eqn{N_c = g_c + p_c} of them for label \eqn{c},
+#'   \eqn{\alpha = 1 - (N - 1) (N - 2 \sum_i n_{ii}) / (N^2 - \sum_c N_c^2)}.
+#'   It pools the two sides' frequencies where kappa keeps them apart, and
+#'   corrects for small samples.
+#'
+#' Kappa and alpha are `NA` when both sides use one and the same label
+#' throughout: agreement by chance is then certain, and the ratio undefined.
+#'
+#' @section Intervals:
+#' Percentile bootstrap intervals: `n_boot` times, `n` pairs are drawn with
+#' replacement from the complete pairs and the metrics recomputed; the bounds
+#' are the quantiles of those replicates at \eqn{(1 - c)/2} and
+#' \eqn{(1 + c)/2}, with \eqn{c} the `conf_level`: 2.5% and 97.5% for 0.95
+#' (replicates where a metric is undefined are left out for that metric). With
+#' few pairs or rare labels the intervals are wide, which is the point: they
+#' show how much a figure from a small hand-coded sample can be trusted.
+#'
+#' @param predicted,gold Labels, one per unit: factors or character vectors of
+#'   the same length. `predicted` comes from the model, `gold` from the
+#'   reference coding.
+#' @param conf_level Confidence level of the intervals, in (0, 1].
+#' @param n_boot Number of bootstrap resamples; `0` skips the intervals (their
+#'   bounds are then `NA`).
+#' @param seed `NULL` to draw the resamples from R's random number generator
+#'   as it stands (so that an earlier [set.seed()] fixes them), or a whole
+#'   number to draw them from this seed alone: the result is then
+#'   reproducible, and the session's random number generator is left exactly
+#'   as it was.
+#' @return An object of class `newrllama_agreement`, a list with
+#'   * `metrics`: a data frame with one row per metric (`accuracy`,
+#'     `macro_f1`, `cohen_kappa`, `krippendorff_alpha`) and columns `metric`,
+#'     `estimate`, `lower` and `upper`; also given by `as.data.frame()`.
+#'   * `confusion`: the confusion matrix, a [table] with gold labels in rows
+#'     and predicted labels in columns.
+#'   * `per_label`: a data frame with one row per label: `label`, `n_gold`,
+#'     `n_predicted`, `precision`, `recall` and `f1`.
+#'   * `n`: the number of complete pairs; `n_dropped`: the number of pairs left
+#'     out; `n_missing`: how many pairs lack a label, by side (`predicted`,
+#'     `gold`; a pair that lacks both counts on each side).
+#'   * `conf_level`, `n_boot` and `seed`, as given.
+#'
+#'   It prints the metrics, the confusion matrix and the per-label figures;
+#'   `plot()` draws the confusion matrix as a heat map.
+#' @seealso [plot.newrllama_agreement()] for the heat map.
+#' @export
+#' @examples
+#' gold <- c("pos", "pos", "pos", "neg", "neg", "neg", "neutral", "neutral", NA)
+#' predicted <- c("pos", "pos", "neg", "neg", "neg", "pos", "neutral", NA, "pos")
+#' result <- agreement(predicted, gold, seed = 1)
+#' result
+#' result$metrics
+#' result$confusion
+#'
+#' # a factor keeps its level order, and every level is a label
+#' agreement(factor(predicted, levels = c("neg", "neutral", "pos", "mixed")), gold, n_boot = 0)
+agreement <- function(predicted, gold, conf_level = 0.95, n_boot = 1000, seed = NULL) {
+  check_labels_vector(predicted, "predicted")
+  check_labels_vector(gold, "gold")
+  if (length(predicted) != length(gold)) {
+    abort_invalid(
+      "{.arg predicted} and {.arg gold} must have the same length, not {length(predicted)} and {length(gold)}.",
+      "gold", rlang::current_env()
+    )
+  }
+  conf_level <- check_number(conf_level, "conf_level", min = 0, max = 1, open_min = TRUE)
+  n_boot <- check_whole(n_boot, "n_boot", min = 0)
+  if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
+
+  n_missing <- c(predicted = sum(is.na(predicted)), gold = sum(is.na(gold)))
+  complete <- !is.na(predicted) & !is.na(gold)
+  if (!any(complete)) {
+    problem <- if (length(gold) == 0) {
+      "{.arg predicted} and {.arg gold} hold no labels."
+    } else {
+      "No pair has both a predicted and a gold label: each of the {length(gold)} pair{?s} has a missing value."
+    }
+    abort_invalid(problem, "predicted", rlang::current_env())
+  }
+  warn_if_no_common_label(predicted[complete], gold[complete])
+  labels <- agreement_labels(predicted[complete], gold[complete])
+  gold <- factor(as.character(gold[complete]), levels = labels)
+  predicted <- factor(as.character(predicted[complete]), levels = labels)
+  confusion <- table(gold = gold, predicted = predicted)
+
+  estimates <- agreement_metrics(unclass(confusion))
+  bounds <- bootstrap_bounds(gold, predicted, conf_level, n_boot, seed)
+  structure(
+    list(
+      metrics = data.frame(
+        metric = names(estimates),
+        estimate = unname(estimates),
+        lower = bounds[, 1],
+        upper = bounds[, 2]
+      ),
+      confusion = confusion,
+      per_label = per_label_figures(unclass(confusion)),
+      n = sum(complete),
+      n_dropped = sum(!complete),
+      n_missing = n_missing,
+      conf_level = conf_level,
+      n_boot = n_boot,
+      seed = seed
+    ),
+    class = "newrllama_agreement"
+  )
+}
+
+check_labels_vector <- function(x, arg, call = caller_env()) {
+  if (!is.factor(x) && !is.character(x)) {
+    abort_invalid(c(
+      "{.arg {arg}} must be a factor or a character vector of labels, not {.obj_type_friendly {x}}.",
+      "i" = "Labels coded as numbers can be turned into labels with {.fn factor} or {.fn as.character}."
+    ), arg, call)
+  }
+  invisible(x)
+}
+
+# "Positive" against "positive": agreement is then 0, which is more likely a
+# coding mismatch than a finding.
+warn_if_no_common_label <- function(predicted, gold) {
+  predicted_labels <- unique(as.character(predicted))
+  gold_labels <- unique(as.character(gold))
+  if (length(intersect(predicted_labels, gold_labels)) == 0) {
+    cli::cli_warn(
+      c("{.arg predicted} and {.arg gold} have no label in common, so no pair agrees.",
+        "i" = "Predicted labels: {.val {predicted_labels}}; gold labels: {.val {gold_labels}}.",
+        "i" = "Labels must match exactly, case and spaces included."),
+      class = "newrllama4_warning_no_common_label"
+    )
+  }
+}
+
+# The levels of the factors (gold first: it is the reference coding), then the
+# other labels found, in an order that does not depend on the locale.
+agreement_labels <- function(predicted, gold) {
+  found <- unique(c(as.character(gold), as.character(predicted)))
+  union(union(levels(gold), levels(predicted)), sort(found, method = "radix"))
+}
+
+# Accuracy, macro-F1, kappa and alpha of a confusion matrix (gold in rows).
+agreement_metrics <- function(confusion) {
+  n <- sum(confusion)
+  agreeing <- sum(diag(confusion))
+  gold_totals <- rowSums(confusion)
+  predicted_totals <- colSums(confusion)
+  accuracy <- agreeing / n
+  chance <- sum(gold_totals * predicted_totals) / n^2
+  # Krippendorff's coincidence matrix holds each pair twice, once each way
+  n_values <- 2 * n
+  value_totals <- gold_totals + predicted_totals
+  c(
+    accuracy = accuracy,
+    macro_f1 = mean(label_f1(confusion), na.rm = TRUE),
+    cohen_kappa = nan_to_na((accuracy - chance) / (1 - chance)),
+    krippendorff_alpha = nan_to_na(
+      1 - (n_values - 1) * (n_values - 2 * agreeing) / (n_values^2 - sum(value_totals^2))
+    )
+  )
+}
+
+# 2 TP / (2 TP + FP + FN): 0 for a label on one side only, NaN for one on neither.
+label_f1 <- function(confusion) {
+  2 * diag(confusion) / (rowSums(confusion) + colSums(confusion))
+}
+
+# An undefined ratio (0/0: chance agreement certain, a label on neither side)
+# is reported as a plain NA.
+nan_to_na <- function(x) {
+  x[is.nan(x)] <- NA_real_
+  x
+}
+
+per_label_figures <- function(confusion) {
+  correct <- diag(confusion)
+  n_gold <- rowSums(confusion)
+  n_predicted <- colSums(confusion)
+  data.frame(
+    label = rownames(confusion),
+    n_gold = as.integer(n_gold),
+    n_predicted = as.integer(n_predicted),
+    precision = nan_to_na(correct / n_predicted),
+    recall = nan_to_na(correct / n_gold),
+    f1 = nan_to_na(label_f1(confusion)),
+    row.names = NULL
+  )
+}
+
+# Percentile bootstrap bounds: a matrix with one row per metric, columns lower
+# and upper (NA without resamples).
+bootstrap_bounds <- function(gold, predicted, conf_level, n_boot, seed) {
+  n_metrics <- length(metric_names)
+  if (n_boot == 0) return(matrix(NA_real_, n_metrics, 2))
+  n_labels <- nlevels(gold)
+  # each pair as the index of its cell in the (column-major) confusion matrix
+  cells <- (as.integer(predicted) - 1L) * n_labels + as.integer(gold)
+  resample <- function() {
+    replicates <- vapply(seq_len(n_boot), function(i) {
+      drawn <- cells[sample.int(length(cells), replace = TRUE)]
+      agreement_metrics(matrix(tabulate(drawn, n_labels^2), n_labels))
+    }, numeric(n_metrics))
+    probs <- (1 + c(-1, 1) * conf_level) / 2
+    t(apply(replicates, 1, stats::quantile, probs = probs, na.rm = TRUE, names = FALSE))
+  }
+  if (is.null(seed)) resample() else withr::with_seed(seed, resample())
+}
+
+#' @export
+as.data.frame.newrllama_agreement <- function(x, ...) {
+  x$metrics
+}
+
+# Printed to standard output, as print() methods are, so that a report shows
+# it as output and capture.output() catches it.
+#' @export
+print.newrllama_agreement <- function(x, ...) {
+  writeLines(format(x, ...))
+  invisible(x)
+}
+
+#' @export
+format.newrllama_agreement <- function(x, digits = 3, ...) {
+  n_labels <- nrow(x$confusion)
+  dropped <- if (x$n_dropped > 0) {
+    paste(cli::col_yellow("!"), cli::format_inline(
+      "{x$n_dropped} pair{?s} with a missing label left out: ",
+      "{x$n_missing[['predicted']]} without a prediction, {x$n_missing[['gold']]} without a gold label."
+    ))
+  }
+  per_label <- x$per_label
+  figures <- c("precision", "recall", "f1")
+  per_label[figures] <- lapply(per_label[figures], format_figure, digits = digits, missing = "-")
+  c(
+    cli::format_inline("{.cls newrllama_agreement}: {x$n} pair{?s} of labels, {n_labels} label{?s}"),
+    dropped,
+    "",
+    utils::capture.output(print(metrics_table(x, digits), right = FALSE, row.names = FALSE)),
+    cli::col_grey(bootstrap_note(x)),
+    "",
+    "Confusion matrix (rows: gold, columns: predicted):",
+    utils::capture.output(print(x$confusion)),
+    "",
+    "Per label:",
+    utils::capture.output(print(per_label, right = FALSE, row.names = FALSE))
+  )
+}
+
+metrics_table <- function(x, digits) {
+  metrics <- x$metrics
+  table <- data.frame(unname(metric_names[metrics$metric]), format_figure(metrics$estimate, digits))
+  names(table) <- c("", "estimate")
+  if (x$n_boot > 0) {
+    interval_name <- sprintf("%s%% interval", format(100 * x$conf_level))
+    table[[interval_name]] <- ifelse(
+      is.na(metrics$lower),
+      "",
+      sprintf("[%s, %s]", format_figure(metrics$lower, digits), format_figure(metrics$upper, digits))
+    )
+  }
+  table
+}
+
+metric_names <- c(
+  accuracy = "Accuracy",
+  macro_f1 = "Macro-F1",
+  cohen_kappa = "Cohen's kappa",
+  krippendorff_alpha = "Krippendorff's alpha"
+)
+
+format_figure <- function(x, digits, missing = "undefined") {
+  ifelse(is.na(x), missing, formatC(x, digits = digits, format = "f"))
+}
+
+bootstrap_note <- function(x) {
+  if (x$n_boot == 0) return("No bootstrap intervals (n_boot = 0).")
+  seed <- if (is.null(x$seed)) "" else sprintf(", seed %d", x$seed)
+  sprintf("Percentile bootstrap, %d resamples of the pairs%s.", x$n_boot, seed)
+}
+
+#' Heat map of an agreement's confusion matrix
+#'
+#' One tile per pair of gold and predicted labels, gold labels in rows as in
+#' the confusion matrix. A tile shows its count of pairs; its colour is the
+#' share of its row, so that the diagonal reads as each label's recall
+#' whatever its frequency. The title gives accuracy and kappa.
+#'
+#' Needs the ggplot2 package: in an interactive session, `plot()` offers to
+#' install it; otherwise it fails with an error of class
+#' `rlib_error_package_not_found` naming it.
+#'
+#' @param x The value of [agreement()].
+#' @param ... Not used.
+#' @return A ggplot object: it draws when printed, and takes further layers
+#'   and themes with `+`.
+#' @export
+#' @examples
+#' gold <- c("pos", "pos", "pos", "neg", "neg", "neg", "neutral", "neutral")
+#' predicted <- c("pos", "pos", "neg", "neg", "neg", "pos", "neutral", "pos")
+#' if (requireNamespace("ggplot2", quietly = TRUE)) {
+#'   plot(agreement(predicted, gold, n_boot = 0))
+#' }
+plot.newrllama_agreement <- function(x, ...) {
+  rlang::check_installed("ggplot2", reason = "to plot a confusion matrix.")
+  tiles <- as.data.frame(x$confusion, responseName = "n")
+  gold_totals <- rowSums(x$confusion)[as.integer(tiles$gold)]
+  tiles$share <- ifelse(gold_totals > 0, tiles$n / gold_totals, NA_real_)
+  # dark tiles take white text
+  tiles$text_colour <- ifelse(!is.na(tiles$share) & tiles$share > 0.6, "white", "black")
+  estimates <- x$metrics$estimate
+  names(estimates) <- x$metrics$metric
+
+  ggplot2::ggplot(tiles, ggplot2::aes(x = .data$predicted, y = .data$gold)) +
+    ggplot2::geom_tile(ggplot2::aes(fill = .data$share), colour = "white") +
+    ggplot2::geom_text(ggplot2::aes(label = .data$n, colour = .data$text_colour)) +
+    ggplot2::scale_fill_gradient(
+      low = "#f7fbff", high = "#08519c", limits = c(0, 1), na.value = "grey90",
+      labels = function(share) paste0(round(100 * share), "%")
+    ) +
+    ggplot2::scale_colour_identity() +
+    ggplot2::scale_x_discrete(position = "top") +
+    ggplot2::scale_y_discrete(limits = rev(levels(tiles$gold))) +
+    ggplot2::coord_equal() +
+    ggplot2::labs(
+      x = "Predicted", y = "Gold", fill = "Share of\ngold label",
+      title = sprintf("Accuracy %s, Cohen's kappa %s (%d pairs)",
+                      format_figure(estimates[["accuracy"]], 2),
+                      format_figure(estimates[["cohen_kappa"]], 2), x$n)
+    ) +
+    ggplot2::theme_minimal() +
+    ggplot2::theme(panel.grid = ggplot2::element_blank())
+}
