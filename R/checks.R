@@ -101,6 +101,20 @@ handle_state <- function(x) {
   if (x$py$closed) "freed" else "live"
 }
 
+# The engine's rule (newrllama4.models): a string without a path separator that
+# does not end in ".gguf" names a model; the engine checks the name.
+is_model_name <- function(x) {
+  rlang::is_string(x) && !grepl("[/\\\\]", x) && !grepl("\\.gguf$", x, ignore.case = TRUE)
+}
+
+check_model_name <- function(name, known, call = caller_env()) {
+  if (!name %in% known) {
+    abort_invalid("{.arg model_path} {.val {name}} is neither a GGUF file nor a model name: {.or {.val {known}}}.",
+                  "model_path", call)
+  }
+  invisible(name)
+}
+
 check_model_path <- function(path, call = caller_env()) {
   check_string(path, "model_path", call)
   if (!file.exists(path)) {

@@ -6,7 +6,6 @@ import logging
 import os
 
 from .context import Context
-from .default_model import default_model_path
 from .errors import (
     ChatTemplateError,
     ClosedError,
@@ -22,6 +21,7 @@ from .errors import (
     PromptTooLongError,
 )
 from .model import Model
+from .models import MODEL_NAMES, default_model_path, model_path
 from .results import Completion, ParallelResult, Stats
 from .sampling import SamplingParams
 
@@ -29,9 +29,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ChatTemplateError", "ClosedError", "Completion", "Context", "ContextError", "ContextTooLargeError",
-    "DecodeError", "EmptyPromptError", "InvalidArgumentError", "InvalidTokenError", "Model", "ModelLoadError",
-    "NewrllamaError", "ParallelResult", "PromptError", "PromptTooLongError", "SamplingParams",
-    "Stats", "default_model_path",
+    "DecodeError", "EmptyPromptError", "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model",
+    "ModelLoadError", "NewrllamaError", "ParallelResult", "PromptError", "PromptTooLongError", "SamplingParams",
+    "Stats", "default_model_path", "model_path",
 ]
 
 logging.getLogger("newrllama4").addHandler(logging.NullHandler())
