@@ -173,6 +173,15 @@ check_stop <- function(stop, call = caller_env()) {
   as.list(as_utf8(stop, "stop", call))
 }
 
+# NULL, or the path of a result cache file, which the engine creates if missing.
+check_cache <- function(cache, call = caller_env()) {
+  if (is.null(cache)) return(NULL)
+  check_string(cache, "cache", call)
+  if (!nzchar(cache)) abort_invalid("{.arg cache} must be {.code NULL} or the path of a file, not {.val {cache}}.",
+                                    "cache", call)
+  path.expand(as_utf8(cache, "cache", call))
+}
+
 # NULL, one set of labels for every prompt, or a list of label sets (or NULLs),
 # one per prompt; label sets go to the engine as lists so that reticulate never
 # turns a set into a scalar.

@@ -28,6 +28,17 @@
 #'   tokens after the prompt, written as it is or after a space, normalised
 #'   over the labels. `max_tokens`, `top_k`, `top_p` and the penalty do not
 #'   apply to labels.
+#' @param cache The path of a result cache file (SQLite; created if missing),
+#'   or `NULL`. Prompts whose answers the file holds are not run again; every
+#'   other answer is stored as soon as its prompt finishes, so a run that dies
+#'   (killed, R crashing, a power cut) resumes where it stopped when called
+#'   again, and gives what an uninterrupted run gives. An answer is found again
+#'   only for the same model file (by its SHA-256), the same prompt tokens and
+#'   every argument that can change it (with `temperature > 0`, also the same
+#'   `seed` and position in `prompts`); failed prompts are not stored. Several R
+#'   sessions can share one file. A file that is not a result cache raises
+#'   `newrllama4_error_cache`. [generation_stats()] counts the answers read from
+#'   it (`result_cache_hits`).
 #' @param progress Show a progress bar.
 #' @param on_error What to do when prompts fail: `"warn"` returns `NA` for
 #'   them with one warning of class `newrllama4_warning_partial_failure`;
@@ -50,12 +61,13 @@
 #' generation_stats(answers)$generation_tokens_per_s
 generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, top_p = 0.9,
                               temperature = 0.8, repeat_last_n = 64L, penalty_repeat = 1.1,
-                              seed = 1234L, stop = NULL, choices = NULL, progress = interactive(),
+                              seed = 1234L, stop = NULL, choices = NULL, cache = NULL, progress = interactive(),
                               on_error = c("warn", "stop")) {
   check_context(context)
   prompts <- check_prompts(prompts)
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
   params$choices <- check_choices(choices, length(prompts))
+  params$cache <- check_cache(cache)
   check_flag(progress, "progress")
   on_error <- rlang::arg_match(on_error)
   result <- run_engine(context, as.list(unname(prompts)), params, progress)
@@ -93,7 +105,8 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 1L)
 #' generate(ctx, "The capital of France is", max_tokens = 8L, temperature = 0)
 generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.9, temperature = 0.8,
-                     repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL, choices = NULL) {
+                     repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL, choices = NULL,
+                     cache = NULL) {
   check_context(context)
   if (is.numeric(prompt)) {
     check_tokens(prompt, "prompt")
@@ -103,6 +116,7 @@ generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.
   }
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
   params$choices <- check_choices(choices, 1L)
+  params$cache <- check_cache(cache)
   result <- run_engine(context, list(prompt), params, progress = FALSE)
   if (nrow(result$errors) > 0) rlang::cnd_signal(result$conditions[[1]])
   answer <- result$texts

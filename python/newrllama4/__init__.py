@@ -7,6 +7,7 @@ import os
 
 from .context import Context
 from .errors import (
+    CacheError,
     ChatTemplateError,
     ClosedError,
     ContextError,
@@ -28,10 +29,10 @@ from .sampling import SamplingParams
 __version__ = "0.1.0"
 
 __all__ = [
-    "ChatTemplateError", "ClosedError", "Completion", "Context", "ContextError", "ContextTooLargeError",
-    "DecodeError", "EmptyPromptError", "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model",
-    "ModelLoadError", "NewrllamaError", "ParallelResult", "PromptError", "PromptTooLongError", "SamplingParams",
-    "Stats", "default_model_path", "model_path",
+    "CacheError", "ChatTemplateError", "ClosedError", "Completion", "Context", "ContextError",
+    "ContextTooLargeError", "DecodeError", "EmptyPromptError", "InvalidArgumentError", "InvalidTokenError",
+    "MODEL_NAMES", "Model", "ModelLoadError", "NewrllamaError", "ParallelResult", "PromptError",
+    "PromptTooLongError", "SamplingParams", "Stats", "default_model_path", "model_path",
 ]
 
 logging.getLogger("newrllama4").addHandler(logging.NullHandler())
