@@ -28,13 +28,14 @@ r-deps:
 
 python-env: $(VENV)/.installed
 
-$(VENV)/.installed: python/pyproject.toml
+$(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt
 	python3 -m venv $(VENV)
 	# compat mode puts python/ on sys.path: setuptools' default editable finder runs
 	# after the path scan, so a folder named newrllama4 in the working directory
 	# (the R package inside R CMD check, a checkout) would shadow the engine
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check \
 	  --config-settings editable_mode=compat -e "./python[default-model,test]"
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps -r python/no-deps-requirements.txt
 	touch $@
 
 # the R package, installed into a project-local library

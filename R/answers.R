@@ -21,8 +21,8 @@ new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL) {
 #'
 #' @param x The value of [generate_parallel()].
 #' @return `generation_stats()`: a named list of counters and timings
-#'   (`prompts`, `failures`, `prompt_tokens`, `generated_tokens`,
-#'   `generation_tokens_per_s`, `seed`, ...). `generation_errors()`: a data
+#'   (`prompts`, `failures`, `result_cache_hits`, `prompt_tokens`,
+#'   `generated_tokens`, `generation_tokens_per_s`, `seed`, ...). `generation_errors()`: a data
 #'   frame with one row per failed prompt: its `index`, the `class` of its
 #'   error and the error's `message`.
 #' @export
@@ -134,6 +134,7 @@ answer_texts <- function(x) {
 answers_summary <- function(x) {
   stats <- attr(x, "stats")
   failed <- if (stats$failures > 0) sprintf("%d failed (see generation_errors())", stats$failures) else "0 failed"
-  sprintf("# %d prompt%s, %s, %.1f tokens/s",
-          stats$prompts, if (stats$prompts == 1) "" else "s", failed, stats$generation_tokens_per_s)
+  cached <- if (stats$result_cache_hits > 0) sprintf(", %d from the result cache", stats$result_cache_hits) else ""
+  sprintf("# %d prompt%s, %s%s, %.1f tokens/s",
+          stats$prompts, if (stats$prompts == 1) "" else "s", failed, cached, stats$generation_tokens_per_s)
 }

@@ -110,6 +110,20 @@ handle_state <- function(x) {
   if (x$py$closed) "freed" else "live"
 }
 
+# The engine's rule (newrllama4.models): a string without a path separator that
+# does not end in ".gguf" names a model; the engine checks the name.
+is_model_name <- function(x) {
+  rlang::is_string(x) && !grepl("[/\\\\]", x) && !grepl("\\.gguf$", x, ignore.case = TRUE)
+}
+
+check_model_name <- function(name, known, call = caller_env()) {
+  if (!name %in% known) {
+    abort_invalid("{.arg model_path} {.val {name}} is neither a GGUF file nor a model name: {.or {.val {known}}}.",
+                  "model_path", call)
+  }
+  invisible(name)
+}
+
 check_model_path <- function(path, call = caller_env()) {
   check_string(path, "model_path", call)
   if (!file.exists(path)) {
@@ -166,6 +180,15 @@ check_stop <- function(stop, call = caller_env()) {
     abort_invalid("{.arg stop} must be {.code NULL} or a character vector of non-empty strings.", "stop", call)
   }
   as.list(as_utf8(stop, "stop", call))
+}
+
+# NULL, or the path of a result cache file, which the engine creates if missing.
+check_cache <- function(cache, call = caller_env()) {
+  if (is.null(cache)) return(NULL)
+  check_string(cache, "cache", call)
+  if (!nzchar(cache)) abort_invalid("{.arg cache} must be {.code NULL} or the path of a file, not {.val {cache}}.",
+                                    "cache", call)
+  path.expand(as_utf8(cache, "cache", call))
 }
 
 # NULL, one set of labels for every prompt, or a list of label sets (or NULLs),

@@ -42,6 +42,17 @@
 #'   a list with one grammar (or `NULL`) per prompt. Incomplete answers fail as
 #'   with `json_schema`. A prompt has at most one of `choices`, `json_schema`
 #'   and `grammar`.
+#' @param cache The path of a result cache file (SQLite; created if missing),
+#'   or `NULL`. Prompts whose answers the file holds are not run again; every
+#'   other answer is stored as soon as its prompt finishes, so a run that dies
+#'   (killed, R crashing, a power cut) resumes where it stopped when called
+#'   again, and gives what an uninterrupted run gives. An answer is found again
+#'   only for the same model file (by its SHA-256), the same prompt tokens and
+#'   every argument that can change it (with `temperature > 0`, also the same
+#'   `seed` and position in `prompts`); failed prompts are not stored. Several R
+#'   sessions can share one file. A file that is not a result cache raises
+#'   `newrllama4_error_cache`. [generation_stats()] counts the answers read from
+#'   it (`result_cache_hits`).
 #' @param progress Show a progress bar.
 #' @param on_error What to do when prompts fail: `"warn"` returns `NA` for
 #'   them with one warning of class `newrllama4_warning_partial_failure`;
@@ -75,11 +86,12 @@
 generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, top_p = 0.9,
                               temperature = 0.8, repeat_last_n = 64L, penalty_repeat = 1.1,
                               seed = 1234L, stop = NULL, choices = NULL, json_schema = NULL, grammar = NULL,
-                              progress = interactive(), on_error = c("warn", "stop")) {
+                              cache = NULL, progress = interactive(), on_error = c("warn", "stop")) {
   check_context(context)
   prompts <- check_prompts(prompts)
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
   params <- c(params, constraint_params(choices, json_schema, grammar, length(prompts)))
+  params$cache <- check_cache(cache)
   check_flag(progress, "progress")
   on_error <- rlang::arg_match(on_error)
   result <- run_engine(context, as.list(unname(prompts)), params, progress)
@@ -119,7 +131,7 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
 #' generate(ctx, "The capital of France is", max_tokens = 8L, temperature = 0)
 generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.9, temperature = 0.8,
                      repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL, choices = NULL,
-                     json_schema = NULL, grammar = NULL) {
+                     json_schema = NULL, grammar = NULL, cache = NULL) {
   check_context(context)
   if (is.numeric(prompt)) {
     check_tokens(prompt, "prompt")
@@ -129,6 +141,7 @@ generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.
   }
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
   params <- c(params, constraint_params(choices, json_schema, grammar, 1L))
+  params$cache <- check_cache(cache)
   result <- run_engine(context, list(prompt), params, progress = FALSE)
   if (nrow(result$errors) > 0) rlang::cnd_signal(result$conditions[[1]])
   answer <- result$texts

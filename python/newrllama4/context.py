@@ -17,6 +17,7 @@ from .errors import ClosedError, ContextError, InvalidArgumentError
 from .memory import check_context_fits
 from .model import Model
 from .prefix_cache import PrefixCache
+from .result_cache import CachedCall, check_cache_path
 from .results import Completion, ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
@@ -190,6 +191,7 @@ class Context:
         choices: Any = None,
         json_schema: Any = None,
         grammar: Any = None,
+        cache: Any = None,
     ) -> ParallelResult:
         """Generate one completion per prompt, in prompt order.
 
@@ -206,6 +208,10 @@ class Context:
         schema or grammar, a JSON answer's value is in `parsed`, and an answer cut off
         before it is complete fails with IncompleteOutputError (see constraints.py). A
         prompt has at most one of `choices`, `json_schema` and `grammar`.
+
+        `cache`, the path of a SQLite file (created if missing), keeps answers across
+        calls and crashes: prompts it answers are not run again, and each other answer
+        is committed as its prompt finishes (see result_cache.py for what the key covers).
         """
         prompts = _check_prompts(prompts)
         label_sets = check_choices(choices, len(prompts))
@@ -220,6 +226,7 @@ class Context:
             repeat_last_n=repeat_last_n, penalty_repeat=penalty_repeat, seed=seed, stop=stop,
         )
         on_progress = check_callable("on_progress", on_progress)
+        cache = check_cache_path(cache)
         with self._lock:
             handle = self._live_handle()
             if self._running:
@@ -227,14 +234,27 @@ class Context:
                 # but a nested call would reuse the batch and clear the cache under the outer one
                 raise ContextError("generate_parallel() was called from inside its own on_progress callback.")
             scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
+            # the arguments given per prompt, one value each: with `sampling`, what decides an answer
+            per_prompt = {
+                "choices": label_sets,
+                # a constraint by its compiled grammar, which also covers how JSON is written
+                **{kind: [c.grammar if c is not None and c.kind == kind else None for c in constraints]
+                   for kind in ("json_schema", "grammar")},
+            }
+            result_cache = None if cache is None else CachedCall(
+                cache, self.model.path, sampling, per_prompt, self.n_ctx, self.batch_invariant
+            )
             loop = StepLoop(
-                self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress, self._prefix_cache
+                self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress, self._prefix_cache,
+                result_cache,
             )
             self._running = True
             try:
                 return loop.run(prompts, label_sets, constraints)
             finally:
                 self._running = False
+                if result_cache is not None:
+                    result_cache.close()
 
 
 def _check_prompts(prompts: Any) -> list[Any]:

@@ -1,6 +1,8 @@
 """The step loop of one call: admit, fill the batch, decode, sample, retire.
 
 Data flows one way: prompts -> sequences -> batch -> llama_decode -> samples -> results.
+With a result cache, prompts whose answers it holds skip the rest, and each other
+prompt's answer is committed to it as the prompt finishes.
 Whatever happens (a finished call, an exception, KeyboardInterrupt, an exception
 from the progress callback), every KV stream is empty on exit.
 """
@@ -21,7 +23,8 @@ from .constraints import ConstrainedAnswer, Constraint, mask_logits
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
 from .model import Model
 from .prefix_cache import PrefixCache, PrefixPlan
-from .results import ParallelResult, Stats
+from .result_cache import CachedCall
+from .results import Completion, ParallelResult, Stats
 from .sampling import BatchSampler, SamplingParams, sequence_generator
 from .scheduler import PlanEntry, Scheduler
 from .sequence import Sequence
@@ -43,6 +46,7 @@ class StepLoop:
         params: SamplingParams,
         on_progress: Progress,
         prefix_cache: Optional[PrefixCache],
+        result_cache: Optional[CachedCall] = None,
     ):
         self.model = model
         self.ctx = ctx
@@ -55,6 +59,10 @@ class StepLoop:
         self.on_progress = on_progress
         self.prefix_cache = prefix_cache
         self.prefixes: Optional[PrefixPlan] = None
+        self.result_cache = result_cache
+        self.sequences: list[Sequence] = []
+        self.questions: dict[int, ChoicePrompt] = {}
+        self.completions: list[Optional[Completion]] = []
         self.stats = Stats(seed=params.seed)
         self._n_done = 0
         self._n_total = 0
@@ -91,25 +99,31 @@ class StepLoop:
     def run(self, prompts: list[Prompt], choices: list[Optional[Labels]],
             constraints: list[Optional[Constraint]]) -> ParallelResult:
         started = time.perf_counter()
-        sequences = [self._sequence(i, p) for i, p in enumerate(prompts)]
-        for sequence, constraint in zip(sequences, constraints):
-            if constraint is not None and not sequence.finished:
-                sequence.constrained = ConstrainedAnswer(constraint, self.model)
-        questions = {
-            s.index: self._choice_prompt(s, labels)
-            for s, labels in zip(sequences, choices) if labels is not None and not s.finished
+        sequences = self.sequences = [self._sequence(i, p) for i, p in enumerate(prompts)]
+        self.completions = [
+            self.result_cache.lookup(s.index, s.tokens) if self.result_cache is not None and not s.finished else None
+            for s in sequences
+        ]
+        to_compute = [s for s in sequences if self.completions[s.index] is None]
+        for sequence in to_compute:
+            if constraints[sequence.index] is not None and not sequence.finished:
+                sequence.constrained = ConstrainedAnswer(constraints[sequence.index], self.model)
+        questions = self.questions = {
+            s.index: self._choice_prompt(s, choices[s.index])
+            for s in to_compute if choices[s.index] is not None and not s.finished
         }
-        live = [s for s in sequences if not s.finished and s.index not in questions]
+        live = [s for s in to_compute if not s.finished and s.index not in questions]
         live += [s for q in questions.values() for s in q.sequences if not s.finished]
         self._n_total = len(sequences)
         self._n_left = Counter(s.index for s in live)
         self.stats.prompts = len(sequences)
+        self.stats.result_cache_hits = len(sequences) - len(to_compute)
         self.stats.prompt_tokens = sum(s.n_prompt for s in live)
         try:
             for index in range(len(sequences)):
                 if not self._n_left[index]:
-                    log.debug("request %d failed before start", index)
-                    self._report_done()
+                    log.debug("request %d answered before start (from the result cache, or failed)", index)
+                    self._finish_prompt(index)
             if self.prefix_cache is not None:
                 self.prefixes = PrefixPlan(self.prefix_cache, self.ctx, live)
             self.scheduler.add(live)
@@ -130,16 +144,11 @@ class StepLoop:
         if self.prefixes is not None:
             self.stats.prefix_snapshots = self.prefixes.snapshots
             self.stats.prefix_cache_bytes = self.prefix_cache.nbytes
-        completions = [
-            questions[s.index].completion(self.params.temperature, sequence_generator(self.params.seed, s.index))
-            if s.index in questions else s.completion()
-            for s in sequences
-        ]
-        self.stats.failures = sum(c.finish_reason == "error" for c in completions)
+        self.stats.failures = sum(c.finish_reason == "error" for c in self.completions)
         self.stats.total_seconds = time.perf_counter() - started
         self.stats.close()
         log.debug("stats: %s", self.stats)
-        return ParallelResult(completions, self.stats)
+        return ParallelResult(self.completions, self.stats)
 
     def _start(self, sequence: Sequence) -> None:
         sequence.generator = sequence_generator(self.params.seed, sequence.index)
@@ -158,9 +167,19 @@ class StepLoop:
         )
         self._n_left[sequence.index] -= 1
         if not self._n_left[sequence.index]:  # a prompt with choices is done with its last scoring sequence
-            self._report_done()
+            self._finish_prompt(sequence.index)
 
-    def _report_done(self) -> None:
+    def _finish_prompt(self, index: int) -> None:
+        """Settle a finished prompt's answer, commit it to the result cache, then report
+        progress: a process killed from the progress callback has stored this answer."""
+        if self.completions[index] is None:
+            question = self.questions.get(index)
+            self.completions[index] = (
+                question.completion(self.params.temperature, sequence_generator(self.params.seed, index))
+                if question is not None else self.sequences[index].completion()
+            )
+            if self.result_cache is not None:
+                self.result_cache.store(index, self.completions[index])
         self._n_done += 1
         if self.on_progress is not None:
             self.on_progress(self._n_done, self._n_total)

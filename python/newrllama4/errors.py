@@ -69,6 +69,15 @@ class ClosedError(NewrllamaError):
         super().__init__(f"This {what} has been closed and can no longer be used.")
 
 
+class CacheError(NewrllamaError):
+    """The result cache file cannot be used: not a SQLite database, another
+    application's database, or one that cannot be read or written."""
+
+    def __init__(self, path: str, problem: str):
+        self.path = path
+        super().__init__(f"The result cache {path!r} {problem}.")
+
+
 class ChatTemplateError(NewrllamaError):
     """The model has no chat template that llama.cpp can apply."""
 

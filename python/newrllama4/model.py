@@ -14,8 +14,8 @@ import llama_cpp as llama
 
 from ._llama import ensure_backend, set_fields
 from .checks import check_bool, check_int, check_text
-from .default_model import default_model_path
 from .errors import ChatTemplateError, ClosedError, InvalidArgumentError, ModelLoadError
+from .models import DEFAULT_MODEL, is_model_name, model_path
 
 _GGUF_MAGIC = b"GGUF"
 _LOAD_MODE_NONE, _LOAD_MODE_MMAP = 0, 1
@@ -24,13 +24,15 @@ _LOAD_MODE_NONE, _LOAD_MODE_MMAP = 0, 1
 class Model:
     """A GGUF model loaded once and shared by any number of contexts.
 
-    `path=None` loads the embedded default model (Gemma 3 270M).
+    `path` is a GGUF file, or the name of a model an installed package carries
+    (models.py: "gemma3-270m", the default for `path=None`, or "smollm2-135m-instruct").
     """
 
     def __init__(self, path: Optional[str | os.PathLike] = None, n_gpu_layers: int = 0, use_mmap: bool = True):
         n_gpu_layers = check_int("n_gpu_layers", n_gpu_layers, minimum=-1)
         use_mmap = check_bool("use_mmap", use_mmap)
-        self.path = _check_model_file(default_model_path() if path is None else path)
+        path = DEFAULT_MODEL if path is None else path
+        self.path = _check_model_file(model_path(path) if is_model_name(path) else path)
         ensure_backend()
         params = set_fields(
             llama.llama_model_default_params(),

@@ -13,12 +13,15 @@ class Completion:
     tokens: list[int]
     n_prompt_tokens: int
     n_tokens: int
-    n_cached_tokens: int  # prompt tokens restored from the prefix cache instead of decoded
+    # prompt tokens not decoded for this answer: restored from the prefix cache, or all
+    # of them when the answer comes from the result cache
+    n_cached_tokens: int
     finish_reason: str  # "stop", "length" or "error"
     error: Optional[BaseException] = None
     choice: Optional[str] = None  # with `choices`: the label, also in `text`
     choice_probs: Optional[dict[str, float]] = None  # with `choices`: each label's probability
     parsed: Any = None  # with `json_schema`: the answer as a Python value
+    from_cache: bool = False  # read from the result cache (`cache=`), as an earlier call stored it
 
 
 @dataclass
@@ -32,11 +35,14 @@ class Stats:
     once, except the `cached_prompt_tokens` restored from the prefix cache, and each
     generated token once, except a last token that ends its sequence by length, which
     is never fed back. `prefix_snapshots` prefixes were cached by this call;
-    `prefix_cache_bytes` is the cache's size after it.
+    `prefix_cache_bytes` is the cache's size after it. `result_cache_hits` prompts
+    were answered from the result cache; the token counters and rates cover the
+    others, the prompts this call computed.
     """
 
     prompts: int = 0
     failures: int = 0
+    result_cache_hits: int = 0
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
     generated_tokens: int = 0

