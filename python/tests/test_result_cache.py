@@ -110,9 +110,10 @@ def test_sampled_answers_are_keyed_by_seed_and_index(ctx, tmp_path):
 
 # a value other than the base call's for every argument of generate_parallel in the key
 BASE = dict(max_tokens=6, temperature=0.7, top_k=40, top_p=0.9, min_p=0.0, repeat_last_n=64, penalty_repeat=1.1,
-            seed=1, stop=None, choices=None)
+            seed=1, stop=None, choices=None, json_schema=None, grammar=None)
 OTHER = dict(max_tokens=7, temperature=0.9, top_k=20, top_p=0.8, min_p=0.05, repeat_last_n=8, penalty_repeat=1.3,
-             seed=2, stop=["zzz"], choices=["yes", "no"])
+             seed=2, stop=["zzz"], choices=["yes", "no"], json_schema={"type": "integer", "minimum": 0, "maximum": 99},
+             grammar='root ::= "a" | "b"')
 
 
 def test_every_argument_that_can_change_an_answer_is_in_the_key():
@@ -288,3 +289,17 @@ def test_gemma_killed_at_any_moment_then_rerun_equals_an_uninterrupted_run(gemma
         uninterrupted = ctx.generate_parallel(prompts, **params)
     assert rerun.stats.result_cache_hits == n_stored
     assert answers(rerun) == answers(uninterrupted)
+
+
+def test_a_constrained_answer_comes_back_parsed_and_another_schema_misses(ctx, tmp_path):
+    cache = tmp_path / "answers.sqlite"
+    prompts = random_prompts(3, seed=6)
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}},
+              "required": ["n"], "additionalProperties": False}
+    first = ctx.generate_parallel(prompts, max_tokens=30, temperature=0, json_schema=schema, cache=cache)
+    again = ctx.generate_parallel(prompts, max_tokens=30, temperature=0, json_schema=schema, cache=cache)
+    assert again.stats.result_cache_hits == 3
+    assert [c.parsed for c in again] == [c.parsed for c in first] and all(c.parsed is not None for c in first)
+    other = dict(schema, properties={"n": {"type": "integer", "minimum": 10, "maximum": 19}})
+    assert ctx.generate_parallel(prompts, max_tokens=30, temperature=0, json_schema=other,
+                                 cache=cache).stats.result_cache_hits == 0
