@@ -9,6 +9,6 @@
 "_PACKAGE"
 
 ## usethis namespace: start
-#' @importFrom rlang caller_env .data
+#' @importFrom rlang caller_env current_env .data %||%
 ## usethis namespace: end
 NULL

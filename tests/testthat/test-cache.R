@@ -30,32 +30,11 @@ test_that("an Rscript killed with SIGKILL mid-run loses nothing it finished; the
   prompts <- prompts_of_mixed_length(20)
   saveRDS(prompts, file.path(dir, "prompts.rds"))
   cache <- file.path(dir, "answers.sqlite")
-  # the child kills itself with SIGKILL right after the engine commits its 7th answer
-  writeLines(c(
-    "library(newrllama4)",
-    "args <- commandArgs(TRUE)",
-    "reticulate::py_run_string('",
-    "import os, signal",
-    "from newrllama4 import result_cache",
-    "store, stored = result_cache.CachedCall.store, []",
-    "def store_then_die(self, index, completion):",
-    "    store(self, index, completion)",
-    "    stored.append(index)",
-    "    if len(stored) == 7:",
-    "        os.kill(os.getpid(), signal.SIGKILL)",
-    "result_cache.CachedCall.store = store_then_die",
-    "')",
+  output <- run_child_killed_after(7, c(
     "ctx <- context_create(model_load(args[[1]]), n_ctx = 256L, n_seq_max = 4L, n_threads = 1L)",
     "generate_parallel(ctx, readRDS(args[[2]]), max_tokens = 10L, temperature = 0.8, seed = 5L,",
-    "                  cache = args[[3]], progress = FALSE)",
-    "cat('finished\\n')"
-  ), file.path(dir, "child.R"))
-  output <- suppressWarnings(system2(
-    file.path(R.home("bin"), "Rscript"),
-    shQuote(c(file.path(dir, "child.R"), tiny_model_path(), file.path(dir, "prompts.rds"), cache)),
-    stdout = TRUE, stderr = TRUE,
-    env = paste0("R_LIBS=", shQuote(paste(.libPaths(), collapse = .Platform$path.sep)))
-  ))
+    "                  cache = args[[3]], progress = FALSE)"
+  ), c(tiny_model_path(), file.path(dir, "prompts.rds"), cache))
   expect_false("finished" %in% output)
   expect_gt(attr(output, "status"), 0)  # 137 from the shell: killed by signal 9
   ctx <- tiny_context()

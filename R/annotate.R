@@ -1,0 +1,257 @@
+#' Annotate texts: labels or typed fields for every row of a data frame
+#'
+#' Sends every row's text, after one instruction and optional worked examples,
+#' to a local model, and adds the answers to `data` as columns: a factor of
+#' labels with their probabilities, typed columns from a schema, or free text.
+#' The instruction and the examples are the same for every row, so the model
+#' reads them once (see `prefix_cache` in [context_create()]).
+#'
+#' The prompt is a conversation when the model has a chat template: the
+#' instruction as the system turn, each example as a user turn (its text) and
+#' an assistant turn (its answer), then the row's text as the last user turn.
+#' A model without a template (such as the default Gemma base model) gets a
+#' plain layout: the instruction, then `Text:` and `Answer:` lines for each
+#' example and the row.
+#'
+#' With `cache`, every answer is written to a SQLite file as soon as it is
+#' finished: a run that is interrupted -- Ctrl-C, a crash, a power cut -- and
+#' started again computes only the rows not yet in the file, and gives the same
+#' result as an uninterrupted run. [manifest()] describes how a result was
+#' made.
+#'
+#' @param data A data frame, or a character vector of texts.
+#' @param text The text of each row: a column of `data` (unquoted, or any
+#'   expression over its columns), or a glue template such as
+#'   `"{title}: {body}"`. Not needed when `data` is a character vector.
+#' @param instruction The task, in words: what to read and what to answer.
+#' @param labels A character vector of labels: each row gets exactly one, in a
+#'   factor column `.label` with these levels, and each label's probability in
+#'   a column `.prob_<label>` (see `choices` in [generate_parallel()]).
+#' @param schema A named list of fields to extract, each becoming a column of
+#'   its type: `"string"`, `"integer"`, `"number"`, `"boolean"`, a character
+#'   vector of allowed values (a factor column), or a JSON schema of the field
+#'   as a list (such as `list(type = "integer", minimum = 0)`). Answers are JSON
+#'   objects with every field.
+#' @param examples A data frame of worked examples: the columns that `text`
+#'   uses, and the answer -- a `.label` column with `labels`, one column per
+#'   field with `schema`, an `.answer` column otherwise.
+#' @param context A context from [context_create()]; `NULL` uses
+#'   SmolLM2 135M Instruct (`model_load("smollm2-135m-instruct")`) with 8
+#'   sequences of 2048 tokens, created once per session.
+#' @param cache Path of a SQLite file that keeps every finished answer, or
+#'   `NULL`.
+#' @param ... Passed to [generate_parallel()]: `max_tokens`, `temperature`
+#'   (`0` unless given), `seed`, `progress`, ...
+#' @return `data` (a data frame; a character vector becomes a data frame with
+#'   a `text` column) with the new columns and `.error`: `NA`, or why that
+#'   row has no answer. Rows keep their order and their other columns.
+#' @seealso [agreement()] to compare the labels with human coding,
+#'   [manifest()] for how the result was made.
+#' @export
+#' @examples
+#' reviews <- data.frame(id = 1:3, review = c("Great value, works well.",
+#'                                            "Broke after a day.", "It is a kettle."))
+#' # the embedded base model stands in here; see the vignette for an instruction model
+#' ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 4L)
+#' annotate(reviews, review, "Is the review positive, negative or neutral?",
+#'          labels = c("positive", "negative", "neutral"), context = ctx, progress = FALSE)
+annotate <- function(data, text, instruction, labels = NULL, schema = NULL, examples = NULL,
+                     context = NULL, cache = NULL, ...) {
+  if (is.character(data)) data <- data.frame(text = data, stringsAsFactors = FALSE)
+  if (!is.data.frame(data)) {
+    abort_invalid("{.arg data} must be a data frame or a character vector, not {.obj_type_friendly {data}}.",
+                  "data", current_env())
+  }
+  text <- if (missing(text)) rlang::quo(text) else rlang::enquo(text)
+  texts <- row_texts(data, text, "text")
+  instruction <- check_text(instruction, "instruction")
+  if (!is.null(labels) && !is.null(schema)) {
+    abort_invalid("Give {.arg labels} or {.arg schema}, not both.", "schema", current_env())
+  }
+  if (!is.null(labels)) labels <- check_labels(labels, "labels", current_env())
+  answer <- answer_shape(labels, schema)
+  turns <- example_turns(examples, text, answer)
+  if (is.null(context)) context <- annotation_context() else check_context(context)
+  params <- utils::modifyList(list(temperature = 0, max_tokens = answer$max_tokens), list(...))
+  prompts <- render_prompts(context$model, instruction, turns, texts)
+  runnable <- which(!is.na(texts))
+  answers <- withCallingHandlers(
+    rlang::exec(generate_parallel, context, prompts[runnable], choices = labels,
+                json_schema = answer$json_schema, cache = cache, on_error = "warn", !!!params),
+    newrllama4_warning_partial_failure = function(w) rlang::cnd_muffle(w)
+  )
+  result <- add_answer_columns(data, answer, answers, runnable)
+  n_failed <- sum(!is.na(result$.error))
+  if (n_failed > 0) {
+    cli::cli_warn(c("{n_failed} of {nrow(data)} row{?s} {?has/have} no answer; {.field .error} says why.",
+                    "i" = "First: {result$.error[!is.na(result$.error)][[1]]}"),
+                  class = "newrllama4_warning_partial_failure")
+  }
+  attr(result, "manifest") <- new_manifest(context, answers, list(
+    instruction = instruction, labels = labels, schema = answer$json_schema, n_examples = length(turns),
+    layout = prompts_layout(context$model), parameters = params, cache = cache
+  ), n_rows = nrow(data))
+  result
+}
+
+# The text of each row: a column, an expression over columns, or a glue template
+# (a string literal); a row with a missing value in the template's columns is NA.
+row_texts <- function(data, text, arg, call = caller_env()) {
+  template <- rlang::quo_get_expr(text)
+  value <- tryCatch(
+    if (rlang::is_string(template)) {
+      as.character(glue::glue_data(data, template, .na = NULL, .envir = rlang::quo_get_env(text)))
+    } else {
+      rlang::eval_tidy(text, data)
+    },
+    error = function(e) {
+      abort_invalid(c("{.arg {arg}} must be a column of the data, or an expression or glue template over its columns.",
+                      "x" = conditionMessage(e)), arg, call)
+    }
+  )
+  if (is.factor(value)) value <- as.character(value)
+  if (!is.character(value) || length(value) != nrow(data)) {
+    abort_invalid("{.arg {arg}} must give one string per row, not {.obj_type_friendly {value}}.", arg, call)
+  }
+  as_utf8(value, arg, call)
+}
+
+# What an answer is: labels, JSON with typed fields, or free text; how to make
+# its columns and its examples' answers.
+answer_shape <- function(labels, schema, call = caller_env()) {
+  if (!is.null(labels)) {
+    return(list(kind = "labels", labels = labels, max_tokens = 1L, example_answer = function(example) example[[".label"]],
+                example_columns = ".label"))
+  }
+  if (is.null(schema)) {
+    return(list(kind = "text", max_tokens = 64L, example_answer = function(example) example[[".answer"]],
+                example_columns = ".answer"))
+  }
+  if (!is.list(schema) || !rlang::is_named(schema) || length(schema) == 0) {
+    abort_invalid("{.arg schema} must be a named list of fields.", "schema", call)
+  }
+  properties <- Map(field_schema, schema, names(schema), MoreArgs = list(call = call))
+  json_schema <- list(type = "object", properties = properties, required = as.list(names(schema)),
+                      additionalProperties = FALSE)
+  list(
+    kind = "fields", max_tokens = 256L, json_schema = json_schema, fields = properties,
+    example_columns = names(schema),
+    example_answer = function(example) {
+      values <- lapply(names(schema), function(field) {
+        value <- example[[field]]
+        if (is.factor(value)) as.character(value) else value
+      })
+      as.character(jsonlite::toJSON(stats::setNames(values, names(schema)), auto_unbox = TRUE, digits = NA))
+    }
+  )
+}
+
+field_types <- c("string", "integer", "number", "boolean")
+
+field_schema <- function(field, name, call) {
+  if (rlang::is_string(field) && field %in% field_types) return(list(type = field))
+  if (is.character(field) && length(field) >= 2 && !anyNA(field) && !anyDuplicated(field)) {
+    return(list(enum = as.list(field)))
+  }
+  if (is.list(field) && rlang::is_named(field) && (rlang::is_string(field$type, field_types) || !is.null(field$enum))) {
+    if (!is.null(field$enum)) field$enum <- as.list(field$enum)
+    return(field)
+  }
+  abort_invalid(c(
+    "Field {.field {name}} of {.arg schema} must be one of {.or {.val {field_types}}}, a character vector of allowed values, or a list with a {.field type} or an {.field enum}.",
+    "x" = "It is {.obj_type_friendly {field}}."
+  ), "schema", call)
+}
+
+# Each worked example as a (user text, assistant answer) pair.
+example_turns <- function(examples, text, answer, call = caller_env()) {
+  if (is.null(examples)) return(list())
+  if (!is.data.frame(examples) || nrow(examples) == 0) {
+    abort_invalid("{.arg examples} must be a data frame with one row per worked example.", "examples", call)
+  }
+  missing_columns <- setdiff(answer$example_columns, names(examples))
+  if (length(missing_columns) > 0) {
+    abort_invalid("{.arg examples} needs the answer column{?s} {.field {missing_columns}}.", "examples", call)
+  }
+  texts <- row_texts(examples, text, "examples", call)
+  lapply(seq_len(nrow(examples)), function(i) {
+    list(text = texts[[i]], answer = as.character(answer$example_answer(examples[i, , drop = FALSE])))
+  })
+}
+
+# One prompt per text: the model's chat template when it has one, else a plain layout.
+render_prompts <- function(model, instruction, turns, texts) {
+  if (prompts_layout(model) == "plain") {
+    shots <- vapply(turns, function(t) sprintf("Text: %s\nAnswer: %s\n\n", t$text, t$answer), "")
+    head <- paste0(instruction, "\n\n", paste(shots, collapse = ""))
+    return(ifelse(is.na(texts), NA_character_, sprintf("%sText: %s\nAnswer:", head, texts)))
+  }
+  shots <- unlist(lapply(turns, function(t) {
+    list(list(role = "user", content = t$text), list(role = "assistant", content = t$answer))
+  }), recursive = FALSE)
+  conversation <- c(list(list(role = "system", content = instruction)), shots)
+  vapply(texts, function(text) {
+    if (is.na(text)) return(NA_character_)
+    engine_call(model$py$apply_chat_template, c(conversation, list(list(role = "user", content = text))),
+                add_generation_prompt = TRUE)
+  }, "", USE.NAMES = FALSE)
+}
+
+prompts_layout <- function(model) if (is.null(model$py$chat_template)) "plain" else "chat template"
+
+# The answers as columns of `data`; rows that did not run (missing text) or
+# failed get NA and their reason in `.error`.
+add_answer_columns <- function(data, answer, answers, runnable) {
+  n <- nrow(data)
+  errors <- rep("The text is missing.", n)
+  errors[runnable] <- NA_character_
+  failed <- generation_errors(answers)
+  errors[runnable[failed$index]] <- failed$message
+  ok <- runnable[!is.na(answers)]
+  if (answer$kind == "labels") {
+    column <- rep(NA_character_, n)
+    column[runnable] <- as.vector(answers)
+    data[[".label"]] <- factor(column, levels = answer$labels)
+    probs <- choice_probs(answers)
+    for (label in answer$labels) {
+      column <- rep(NA_real_, n)
+      if (!is.null(probs)) column[runnable] <- probs[, label]
+      data[[paste0(".prob_", label)]] <- column
+    }
+  } else if (answer$kind == "fields") {
+    parsed <- parsed_answers(answers)[!is.na(answers)]
+    for (field in names(answer$fields)) {
+      column <- rep(NA_character_, n)
+      column[ok] <- vapply(parsed, function(p) as.character(p[[field]]), "")
+      data[[field]] <- typed_column(answer$fields[[field]], column)
+    }
+  } else {
+    column <- rep(NA_character_, n)
+    column[runnable] <- as.vector(answers)
+    data[[".answer"]] <- column
+  }
+  data[[".error"]] <- errors
+  data
+}
+
+# A field's column from the answers' values (as strings, NA where no answer).
+typed_column <- function(field, values) {
+  if (!is.null(field$enum)) return(factor(values, levels = unlist(field$enum)))
+  switch(field$type,
+    integer = as.integer(values),
+    number = as.double(values),
+    boolean = as.logical(values),
+    values
+  )
+}
+
+the <- new.env(parent = emptyenv())
+
+# The context annotate() uses without one: SmolLM2 135M Instruct, made once per session.
+annotation_context <- function() {
+  if (is.null(the$annotation_context) || handle_state(the$annotation_context) != "live") {
+    model <- model_load("smollm2-135m-instruct")
+    the$annotation_context <- context_create(model, n_ctx = 2048L, n_seq_max = 8L)
+  }
+  the$annotation_context
+}
