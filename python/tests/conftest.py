@@ -38,3 +38,10 @@ def ctx(model):
 def gemma():
     with nl.Model() as loaded:
         yield loaded
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The instruction model that comes with the engine: SmolLM2 135M Instruct, ChatML template."""
+    with nl.Model("smollm2-135m-instruct") as loaded:
+        yield loaded

@@ -250,3 +250,73 @@ def test_gemma_grammar_answers_are_in_the_language(gemma, statement_prompts):
         result = ctx.generate_parallel(statement_prompts[:8], max_tokens=40, temperature=0, grammar=grammar)
     pattern = re.compile(r"(for|against|neutral), because [a-z ,]{1,60}\.")
     assert all(c.finish_reason == "stop" and pattern.fullmatch(c.text) for c in result), [c.text for c in result]
+
+
+# -- on the instruction model (SmolLM2 135M Instruct), prompts in its chat template -----
+
+REVIEWS = [
+    "Absolutely love this kettle, it boils in a minute.", "Broke after two days, waste of money.",
+    "It is a toaster. It toasts.", "Best headphones I have ever owned!", "The lamp flickers and the seller ignored me.",
+    "Arrived on time, does what it says.", "Terrible smell, returned it.", "My kids adore this game.",
+    "Average quality for the price.", "The strap snapped on the first day.", "Five stars, would buy again.",
+    "Neither good nor bad, just fine.",
+]
+REVIEW_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "sentiment": {"enum": ["positive", "negative", "neutral"]},
+        "stars": {"type": "integer", "minimum": 1, "maximum": 5},
+        "product": {"type": "string", "maxLength": 24},
+    },
+    "required": ["sentiment", "stars", "product"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(scope="module")
+def review_prompts(smollm2):
+    return [smollm2.apply_chat_template([
+        {"role": "system", "content": "You read product reviews and answer questions about them."},
+        {"role": "user", "content": f"Review: {review}\nGive the sentiment, the stars (1-5) and the product."},
+    ]) for review in REVIEWS]
+
+
+@pytest.mark.slow
+def test_instruction_model_json_answers_conform_and_match_solo(smollm2, review_prompts):
+    with nl.Context(smollm2, n_ctx=512, n_seq_max=6) as ctx:
+        batched = ctx.generate_parallel(review_prompts, max_tokens=64, temperature=0, json_schema=REVIEW_SCHEMA)
+    with nl.Context(smollm2, n_ctx=512, n_seq_max=1, prefix_cache=False) as ctx:
+        solo = [ctx.generate(p, max_tokens=64, temperature=0, json_schema=REVIEW_SCHEMA) for p in review_prompts]
+    assert [c.tokens for c in batched] == [c.tokens for c in solo]
+    for completion in batched:
+        assert completion.finish_reason == "stop", completion.error
+        value = completion.parsed
+        assert set(value) == {"sentiment", "stars", "product"} and value["sentiment"] in ("positive", "negative", "neutral")
+        assert type(value["stars"]) is int and 1 <= value["stars"] <= 5 and len(value["product"]) <= 24
+
+
+@pytest.mark.slow
+def test_instruction_model_seeded_json_and_grammar_answers_are_independent_of_n_seq_max(smollm2, review_prompts):
+    grammar = 'root ::= ("good" | "bad" | "so-so") " - " [a-z ]{1,30} "."'
+    per_prompt = dict(json_schema=[REVIEW_SCHEMA, None] * 6, grammar=[None, grammar] * 6)
+    runs = []
+    for n_seq_max in (6, 2):
+        with nl.Context(smollm2, n_ctx=512, n_seq_max=n_seq_max) as ctx:
+            result = ctx.generate_parallel(review_prompts, max_tokens=64, temperature=0.8, seed=11, **per_prompt)
+        runs.append([c.text for c in result])
+        assert all(c.finish_reason == "stop" for c in result), [c.error for c in result]
+        assert all(re.fullmatch(r"(good|bad|so-so) - [a-z ]{1,30}\.", c.text) for c in result[1::2])
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.slow
+def test_instruction_model_labels_sum_to_one_and_greedy_is_the_argmax(smollm2, review_prompts):
+    labels = ["positive", "negative", "neutral"]
+    with nl.Context(smollm2, n_ctx=512, n_seq_max=6) as ctx:
+        result = ctx.generate_parallel(review_prompts, temperature=0, choices=labels)
+    for completion in result:
+        assert completion.choice in labels
+        assert sum(completion.choice_probs.values()) == pytest.approx(1.0)
+        assert completion.choice == max(labels, key=lambda label: completion.choice_probs[label])
+    # a working model: the clear reviews get their obvious label
+    assert [result[i].choice for i in (0, 1, 3, 10)] == ["positive", "negative", "positive", "positive"]

@@ -12,12 +12,6 @@ from newrllama4.models import is_model_name
 SMOLLM2 = "smollm2-135m-instruct"
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    with nl.Model(SMOLLM2) as loaded:
-        yield loaded
-
-
 @pytest.mark.parametrize("text, is_name", [
     ("smollm2-135m-instruct", True), ("gemma3-270m", True), ("no-such-model", True),
     ("model.gguf", False), ("MODEL.GGUF", False), ("./smollm2-135m-instruct", False), ("dir/model", False),
