@@ -24,7 +24,7 @@ with_engine <- function(expr, call = caller_env()) {
 engine_condition <- function(exception, call = NULL, traceback = NULL) {
   python_classes <- class(exception)
   ours <- python_classes[startsWith(python_classes, engine_error_prefix)]
-  fields <- reticulate::py_to_r(reticulate::py_get_attr(exception, "__dict__"))
+  fields <- engine_for_r$to_r(reticulate::py_get_attr(exception, "__dict__"))
   if (!is.null(fields$index)) fields$index <- as.integer(fields$index) + 1L
   per_prompt_argument <- !is.null(fields$argument) && grepl("^[a-z_]+\\[[0-9]+\\]$", fields$argument)
   if (per_prompt_argument) {

@@ -4,6 +4,9 @@ R strings end at NUL, and UTF-8 has no encoding for a lone surrogate, so both wo
 fail the conversion of a whole call's answers; each becomes U+FFFD, the character
 the engine already puts where a model emits bytes that are not valid UTF-8. Every
 other character, control characters included, reaches R unchanged.
+
+R integers are 32-bit and reticulate wraps a larger Python int around silently (82 GB
+arrived as 0.5 GB), so whole numbers outside that range reach R as doubles.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from .results import ParallelResult
 
 REPLACEMENT_CHARACTER = "\ufffd"
 _NOT_IN_R = re.compile("[\x00\ud800-\udfff]")
+_R_INTEGER_MAX = 2**31 - 1
 
 
 def r_string(text: str) -> str:
@@ -25,6 +29,8 @@ def to_r(value: Any) -> Any:
     """`value` with every string in it R-safe; a ParallelResult becomes texts, errors and stats."""
     if isinstance(value, str):
         return r_string(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _R_INTEGER_MAX:
+        return float(value)
     if isinstance(value, ParallelResult):
         return {
             "texts": [r_string(c.text) for c in value],

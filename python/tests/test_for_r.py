@@ -41,3 +41,9 @@ def test_answers_holding_nul_reach_r_with_the_others_intact(ctx):
 def test_failed_prompts_come_with_their_exceptions(ctx):
     converted = for_r.call(ctx.generate_parallel, ["hello", ""], max_tokens=2)
     assert converted["errors"][0] is None and isinstance(converted["errors"][1], nl.EmptyPromptError)
+
+
+def test_whole_numbers_beyond_r_integers_become_doubles():
+    converted = for_r.to_r({"needed_bytes": 82 * 10**9, "n_ctx": 4096, "negative": -(2**31), "flag": True})
+    assert converted == {"needed_bytes": 82e9, "n_ctx": 4096, "negative": float(-(2**31)), "flag": True}
+    assert type(converted["needed_bytes"]) is float and type(converted["n_ctx"]) is int

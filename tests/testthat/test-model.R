@@ -79,6 +79,7 @@ test_that("the default model loads and answers", {
   err <- expect_error(context_create(model, n_ctx = 32768L, n_seq_max = 256L),
                       class = "newrllama4_error_context_too_large")
   expect_s3_class(err, "newrllama4_error_context")
+  expect_gt(err$needed_bytes, 80e9)  # more than R's 32-bit integers hold: a double
   expect_gt(err$needed_bytes, err$available_bytes)
   expect_match(conditionMessage(err), "GB of KV cache, but only")
 })
