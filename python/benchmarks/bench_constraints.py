@@ -54,8 +54,8 @@ def generation_table(model: nl.Model, threads: int) -> None:
         ("(d) json_schema, max_tokens=32", dict(max_tokens=32, json_schema=SCHEMA)),
     ]
     print(f"{N_SEQUENCES} prompts, {N_SEQUENCES} at once, greedy, {threads} threads\n")
-    print(f"| {'run':<44} | generated | seconds | s / 1k tokens | vs (a) | vs (c) | vs (c) per token |")
-    print(f"|{'-' * 46}|----------:|--------:|--------------:|-------:|-------:|-----------------:|")
+    print(f"| {'run':<48} | generated | seconds | s / 1k tokens | vs (a) | vs (c) | vs (c) per token |")
+    print(f"|{'-' * 50}|----------:|--------:|--------------:|-------:|-------:|-----------------:|")
     seconds = {}
     per_token = {}
     for name, params in runs:
@@ -70,7 +70,7 @@ def generation_table(model: nl.Model, threads: int) -> None:
         per_token[key] = stats.total_seconds / max(stats.generated_tokens, 1) * 1000
         versus_c = f"{seconds[key] / seconds['c']:>5.2f}x" if "c" in seconds else "      "
         per_token_c = f"{per_token[key] / per_token['c']:>15.2f}x" if "c" in per_token else " " * 16
-        print(f"| {name:<44} | {stats.generated_tokens:>9} | {stats.total_seconds:>7.2f} "
+        print(f"| {name:<48} | {stats.generated_tokens:>9} | {stats.total_seconds:>7.2f} "
               f"| {per_token[key]:>13.1f} | {seconds[key] / seconds['a']:>5.2f}x | {versus_c} | {per_token_c} |")
     print(f"\nsample answer of (d): {result[0].text}")
 
@@ -85,8 +85,9 @@ def mask_table(model: nl.Model) -> None:
     logits = np.random.default_rng(0).standard_normal((N_SEQUENCES, model.n_vocab)).astype(np.float32)
 
     def llguidance_step(answers: list[ConstrainedAnswer]) -> float:
+        rows = logits.copy()
         started = time.perf_counter()
-        mask_logits(logits.copy(), list(range(N_SEQUENCES)), answers)
+        mask_logits(rows, list(range(N_SEQUENCES)), answers)
         return time.perf_counter() - started
 
     def llama_cpp_step(prefix_tokens: list[int]) -> float:
