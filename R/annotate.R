@@ -72,6 +72,12 @@ annotate <- function(data, text, instruction, labels = NULL, schema = NULL, exam
   answer <- answer_shape(labels, schema)
   turns <- example_turns(examples, text, answer)
   if (is.null(context)) context <- annotation_context() else check_context(context)
+  if (inherits(context, "newrllama_remote_context")) {
+    # the prompt layout and the manifest read the local model (chat template, file hash)
+    abort_invalid(c("{.fn annotate} does not take a remote context yet.",
+                    "i" = "Use {.fn generate_parallel} with {.arg choices} or {.arg json_schema}."),
+                  "context", current_env())
+  }
   params <- utils::modifyList(list(temperature = 0, max_tokens = answer$max_tokens), list(...))
   prompts <- render_prompts(context$model, instruction, turns, texts)
   runnable <- which(!is.na(texts))

@@ -87,6 +87,9 @@ context_free <- function(context) {
 #' context_clear_cache(ctx)
 context_clear_cache <- function(context) {
   check_context(context)
+  if (inherits(context, "newrllama_remote_context")) {
+    abort_invalid("{.arg context} is a remote context: its servers keep their own caches.", "context", environment())
+  }
   with_engine(context$py$clear_cache())
   invisible(context)
 }

@@ -10,7 +10,8 @@
 #' A prompt that cannot run (empty, or longer than the context's `n_ctx`) fails
 #' alone: its answer is `NA` and the others are unaffected.
 #'
-#' @param context A context from [context_create()].
+#' @param context A context from [context_create()], or from
+#'   [context_remote()] to run the prompts on servers.
 #' @param prompts A character vector of prompts; names are kept.
 #' @param max_tokens Most tokens to generate per prompt.
 #' @param top_k,top_p Keep only the `top_k` most likely tokens, and of those
@@ -145,7 +146,9 @@ generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.
   result <- run_engine(context, list(prompt), params, progress = FALSE)
   if (nrow(result$errors) > 0) rlang::cnd_signal(result$conditions[[1]])
   answer <- result$texts
-  if (!is.null(choices)) attr(answer, "probs") <- probs_matrix(result$choice_probs, NULL)[1, ]
+  # a server's answer may come without label probabilities (see context_remote())
+  probs <- probs_matrix(result$choice_probs, NULL)
+  if (!is.null(probs)) attr(answer, "probs") <- probs[1, ]
   if (!is.null(json_schema)) attr(answer, "parsed") <- parse_answers(answer, params$json_schema)[[1]]
   answer
 }

@@ -16,6 +16,7 @@ from .errors import (
     ContextTooLargeError,
     DecodeError,
     EmptyPromptError,
+    EndpointError,
     IncompleteOutputError,
     InvalidArgumentError,
     InvalidTokenError,
@@ -23,9 +24,15 @@ from .errors import (
     NewrllamaError,
     PromptError,
     PromptTooLongError,
+    RemoteConnectionError,
+    RemoteError,
+    RemoteHTTPError,
+    RemoteResponseError,
+    RemoteTimeoutError,
 )
 from .model import Model
 from .models import MODEL_NAMES, default_model_path, model_path
+from .remote import RemoteContext
 from .results import Completion, ParallelResult, Stats
 from .sampling import SamplingParams
 
@@ -33,10 +40,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CacheError", "ChatTemplateError", "ClosedError", "Completion", "ConstraintError", "Context", "ContextError",
-    "ContextTooLargeError", "DecodeError", "EmptyPromptError", "IncompleteOutputError", "InvalidArgumentError",
-    "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError", "NewrllamaError", "ParallelResult",
-    "PromptError", "PromptTooLongError", "SamplingParams", "Stats", "default_model_path", "model_path",
-    "model_record", "versions",
+    "ContextTooLargeError", "DecodeError", "EmptyPromptError", "EndpointError", "IncompleteOutputError",
+    "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError", "NewrllamaError",
+    "ParallelResult", "PromptError", "PromptTooLongError", "RemoteConnectionError", "RemoteContext", "RemoteError",
+    "RemoteHTTPError", "RemoteResponseError", "RemoteTimeoutError", "SamplingParams", "Stats", "default_model_path",
+    "model_path", "model_record", "versions",
 ]
 
 logging.getLogger("newrllama4").addHandler(logging.NullHandler())

@@ -79,3 +79,18 @@ def check_callable(name: str, value: Any) -> Any:
     if value is not None and not callable(value):
         raise InvalidArgumentError(name, value, "a callable or None")
     return value
+
+
+def check_prompts(prompts: Any) -> list[Any]:
+    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
+        raise InvalidArgumentError("prompts", prompts, "a list of prompts (strings or lists of token ids)")
+    for i, prompt in enumerate(prompts):
+        if isinstance(prompt, str):
+            check_text(f"prompts[{i}]", prompt)
+            continue
+        is_token_list = isinstance(prompt, (list, tuple)) and all(
+            isinstance(t, int) and not isinstance(t, bool) for t in prompt
+        )
+        if not is_token_list:
+            raise InvalidArgumentError(f"prompts[{i}]", prompt, "a string or a list of token ids")
+    return list(prompts)

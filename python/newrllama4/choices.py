@@ -53,6 +53,12 @@ def _check_labels(name: str, labels: Any) -> Labels:
     return tuple(labels)
 
 
+def label_spellings(label: str) -> tuple[str, str]:
+    """The two ways a model writes a label: as it is, and after a space, as most
+    tokenizers spell a word that follows text."""
+    return (label, " " + label)
+
+
 class ChoicePrompt:
     """One prompt's label question: the scoring sequences it needs, and the answer they give."""
 
@@ -63,7 +69,7 @@ class ChoicePrompt:
         self.n_prompt = len(prompt)
         # (label, tokens) for each distinct way of writing each label
         self.spellings = list(dict.fromkeys(
-            (i, tuple(tokens)) for i, label in enumerate(labels) for text in (label, " " + label)
+            (i, tuple(tokens)) for i, label in enumerate(labels) for text in label_spellings(label)
             if (tokens := tokenize(text))
         ))
         nodes: dict[tuple[int, ...], set[int]] = {}
@@ -85,18 +91,21 @@ class ChoicePrompt:
         for label, tokens in self.spellings:
             probs[label] += np.exp(sum(self._by_node[tokens[:j]].scores[t] for j, t in enumerate(tokens)))
         probs /= probs.sum()
-        if temperature == 0:
-            chosen = int(probs.argmax())
-        else:
-            weights = probs ** (1.0 / temperature)
-            cumulative = np.cumsum(weights)
-            chosen = min(int((cumulative <= generator.random() * cumulative[-1]).sum()), len(probs) - 1)
-        label = self.labels[chosen]
+        label = self.labels[pick_label(probs, temperature, generator)]
         return Completion(
             text=label, tokens=[], n_prompt_tokens=self.n_prompt, n_tokens=0,
             n_cached_tokens=min(s.n_restored for s in self.sequences), finish_reason="stop",
             choice=label, choice_probs=dict(zip(self.labels, probs.tolist())),
         )
+
+
+def pick_label(probs: np.ndarray, temperature: float, generator: np.random.Generator) -> int:
+    """The chosen label's position: the most likely (the first on a tie) with temperature 0,
+    else drawn from `probs` raised to 1 / temperature with the prompt's own random stream."""
+    if temperature == 0:
+        return int(probs.argmax())
+    cumulative = np.cumsum(probs ** (1.0 / temperature))
+    return min(int((cumulative <= generator.random() * cumulative[-1]).sum()), len(probs) - 1)
 
 
 def score(sequences: list[Sequence], logits: np.ndarray) -> None:

@@ -46,14 +46,17 @@ class Constraint:
 
     kind: str  # "json_schema" or "grammar"
     grammar: str
+    source: Any  # the schema (a dict) or the GBNF text, as a server is sent it
 
     @property
     def parses_json(self) -> bool:
         return self.kind == "json_schema"
 
 
-def check_constraints(json_schema: Any, grammar: Any, n_prompts: int, model: Model) -> list[Optional[Constraint]]:
-    """One constraint (or None) per prompt, each compiled and validated against the model's vocabulary.
+def check_constraints(json_schema: Any, grammar: Any, n_prompts: int,
+                      model: Optional[Model]) -> list[Optional[Constraint]]:
+    """One constraint (or None) per prompt, each compiled and validated against the model's
+    vocabulary; without a model (for a server, which checks it against its own), compiled only.
 
     `json_schema` is a schema (a dict or a JSON string) for every prompt, or a list with
     one schema (or None) per prompt; `grammar` likewise with GBNF strings."""
@@ -71,7 +74,7 @@ def check_constraints(json_schema: Any, grammar: Any, n_prompts: int, model: Mod
             continue
         key = (kind, value if isinstance(value, str) else json.dumps(value, sort_keys=True))
         if key not in compiled:
-            compiled[key] = _compile(kind, name, value, tokenizer(model))
+            compiled[key] = _compile(kind, name, value, None if model is None else tokenizer(model))
         constraints.append(compiled[key])
     return constraints
 
@@ -85,7 +88,7 @@ def _per_prompt(name: str, value: Any, n_prompts: int, is_one: Any, one: str) ->
     raise InvalidArgumentError(name, value, f"None, {one}, or a list of {n_prompts} of them (or None), one per prompt")
 
 
-def _compile(kind: str, name: str, value: Any, vocabulary: Any) -> Constraint:
+def _compile(kind: str, name: str, value: Any, vocabulary: Optional[Any]) -> Constraint:
     try:
         if kind == "json_schema":
             if isinstance(value, str):
@@ -97,10 +100,11 @@ def _compile(kind: str, name: str, value: Any, vocabulary: Any) -> Constraint:
             grammar = llguidance.grammar_from("gbnf", value)
     except ValueError as exc:  # json.JSONDecodeError is one
         raise InvalidArgumentError(name, value, f"a valid {_WHAT[kind]} ({exc})") from None
-    is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, vocabulary)
-    if is_error:
-        raise InvalidArgumentError(name, value, f"a valid {_WHAT[kind]} ({messages[0]})")
-    return Constraint(kind, grammar)
+    if vocabulary is not None:
+        is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, vocabulary)
+        if is_error:
+            raise InvalidArgumentError(name, value, f"a valid {_WHAT[kind]} ({messages[0]})")
+    return Constraint(kind, grammar, value)
 
 
 _WHAT = {"json_schema": "JSON schema", "grammar": "GBNF grammar"}

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Optional, Sequence as SequenceType
+from typing import Any, Optional
 
 import llama_cpp as llama
 
 from ._llama import TokenBatch, set_fields
-from .choices import check_choices
-from .checks import check_bool, check_callable, check_int, check_real, check_text
-from .constraints import check_constraints
-from .engine import Progress, StepLoop
+from .choices import Labels
+from .checks import check_bool, check_int, check_real
+from .constraints import Constraint
+from .engine import StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
+from .generation import Generator, Progress
 from .memory import check_context_fits
 from .model import Model
 from .prefix_cache import PrefixCache
-from .result_cache import CachedCall, check_cache_path
-from .results import Completion, ParallelResult
+from .result_cache import CachedCall
+from .results import ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
 
@@ -43,7 +44,7 @@ def _default_threads() -> int:
         return os.cpu_count() or 1
 
 
-class Context:
+class Context(Generator):
     """Runs prompts against a model, up to `n_seq_max` at once.
 
     `n_ctx` is the context window of each sequence (prompt plus generated tokens);
@@ -171,62 +172,12 @@ class Context:
 
     # -- generation -----------------------------------------------------------------
 
-    def generate(self, prompt: Any, **params: Any) -> Completion:
-        """Generate from one prompt: `generate_parallel` of a one-prompt list."""
-        return self.generate_parallel([prompt], **params)[0]
+    def _vocabulary(self) -> Model:
+        return self.model
 
-    def generate_parallel(
-        self,
-        prompts: SequenceType[Any],
-        max_tokens: int = 100,
-        temperature: float = 0.8,
-        top_k: int = 40,
-        top_p: float = 0.9,
-        min_p: float = 0.0,
-        repeat_last_n: int = 64,
-        penalty_repeat: float = 1.1,
-        seed: Optional[int] = 1234,
-        stop: Any = None,
-        on_progress: Progress = None,
-        choices: Any = None,
-        json_schema: Any = None,
-        grammar: Any = None,
-        cache: Any = None,
-    ) -> ParallelResult:
-        """Generate one completion per prompt, in prompt order.
-
-        A prompt is a string or a list of token ids. A prompt that cannot run (empty,
-        too long, bad token ids, a decode failure) gets `finish_reason="error"` and its
-        exception in `error`; the others are unaffected.
-
-        `choices` restricts answers to labels: one list of labels for every prompt, or
-        one list (or None) per prompt. Such a prompt's `text` and `choice` are its
-        label and `choice_probs` the model's probability of each label (see choices.py).
-
-        `json_schema` (a dict or a JSON string) and `grammar` (GBNF) constrain answers
-        likewise, one for every prompt or one (or None) per prompt: the text follows the
-        schema or grammar, a JSON answer's value is in `parsed`, and an answer cut off
-        before it is complete fails with IncompleteOutputError (see constraints.py). A
-        prompt has at most one of `choices`, `json_schema` and `grammar`.
-
-        `cache`, the path of a SQLite file (created if missing), keeps answers across
-        calls and crashes: prompts it answers are not run again, and each other answer
-        is committed as its prompt finishes (see result_cache.py for what the key covers).
-        """
-        prompts = _check_prompts(prompts)
-        label_sets = check_choices(choices, len(prompts))
-        constraints = check_constraints(json_schema, grammar, len(prompts), self.model)
-        for i, (labels, constraint) in enumerate(zip(label_sets, constraints)):
-            if labels is not None and constraint is not None:
-                raise InvalidArgumentError(
-                    "choices", choices, f"None for prompt {i}, which has a {constraint.kind}: one constraint per prompt"
-                )
-        sampling = SamplingParams(
-            max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-            repeat_last_n=repeat_last_n, penalty_repeat=penalty_repeat, seed=seed, stop=stop,
-        )
-        on_progress = check_callable("on_progress", on_progress)
-        cache = check_cache_path(cache)
+    def _generate(self, prompts: list[Any], label_sets: list[Optional[Labels]],
+                  constraints: list[Optional[Constraint]], sampling: SamplingParams,
+                  on_progress: Progress, cache: Optional[str]) -> ParallelResult:
         with self._lock:
             handle = self._live_handle()
             if self._running:
@@ -256,17 +207,3 @@ class Context:
                 if result_cache is not None:
                     result_cache.close()
 
-
-def _check_prompts(prompts: Any) -> list[Any]:
-    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
-        raise InvalidArgumentError("prompts", prompts, "a list of prompts (strings or lists of token ids)")
-    for i, prompt in enumerate(prompts):
-        if isinstance(prompt, str):
-            check_text(f"prompts[{i}]", prompt)
-            continue
-        is_token_list = isinstance(prompt, (list, tuple)) and all(
-            isinstance(t, int) and not isinstance(t, bool) for t in prompt
-        )
-        if not is_token_list:
-            raise InvalidArgumentError(f"prompts[{i}]", prompt, "a string or a list of token ids")
-    return list(prompts)

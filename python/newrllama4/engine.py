@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import llama_cpp as llama
 import numpy as np
@@ -21,6 +21,7 @@ from ._llama import TokenBatch
 from .choices import ChoicePrompt, Labels, score
 from .constraints import ConstrainedAnswer, Constraint, mask_logits
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
+from .generation import Progress
 from .model import Model
 from .prefix_cache import PrefixCache, PrefixPlan
 from .result_cache import CachedCall
@@ -32,7 +33,6 @@ from .sequence import Sequence
 log = logging.getLogger("newrllama4")
 
 Prompt = Any  # str, or a list of token ids
-Progress = Optional[Callable[[int, int], Any]]
 
 
 class StepLoop:

@@ -148,3 +148,49 @@ class IncompleteOutputError(ConstraintError):
             f"was cut off by {cut_by} after {n_tokens} tokens, before it completed its {constraint}; "
             f"raise `max_tokens` (or `n_ctx`).",
         )
+
+
+class EndpointError(NewrllamaError):
+    """A server given to RemoteContext cannot be used: it does not answer, refuses the
+    API key, or does not serve the model asked for. `endpoint` is its base URL."""
+
+    def __init__(self, endpoint: str, problem: str):
+        self.endpoint = endpoint
+        super().__init__(f"{endpoint} {problem}")
+
+
+class RemoteError(PromptError):
+    """A prompt's request to a server failed, after any retries (RemoteContext).
+
+    `endpoint` is the base URL of the server that failed last and `attempts` how many
+    requests were sent for the prompt.
+    """
+
+    def __init__(self, index: int, endpoint: str, attempts: int, problem: str):
+        self.endpoint = endpoint
+        self.attempts = attempts
+        tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+        super().__init__(index, f"failed on {endpoint} after {tries}: {problem}")
+
+
+class RemoteConnectionError(RemoteError):
+    """No server could be reached, or the connection broke before an answer came."""
+
+
+class RemoteTimeoutError(RemoteError):
+    """The server took longer than the context's `timeout` to answer."""
+
+
+class RemoteHTTPError(RemoteError):
+    """The server answered with an HTTP error status; its message is in `server_message`."""
+
+    def __init__(self, index: int, endpoint: str, attempts: int, status: int, server_message: str):
+        self.status = status
+        self.server_message = server_message
+        super().__init__(index, endpoint, attempts, f"HTTP {status}: {server_message}")
+
+
+class RemoteResponseError(RemoteError):
+    """The server answered, but not with what was asked for: no completion in the
+    response, an answer that is none of the labels, or a JSON answer that does not
+    parse (a server that ignored the structured-output request, or a stop string)."""

@@ -29,15 +29,20 @@ class Stats:
     """Counters and timings of one generate_parallel call.
 
     The seconds split the call's wall time: time inside llama_decode (prefill and
-    decode batches), inside the samplers, and everything else (the engine's own Python
-    work: scheduling, batch filling, detokenizing, bookkeeping, prefix snapshots and
-    restores). `decoded_tokens` counts what went through llama_decode: each prompt token
+    decode batches), inside the samplers, waiting on servers, and everything else (the
+    engine's own Python work: scheduling, batch filling, detokenizing, bookkeeping,
+    prefix snapshots and restores). `decoded_tokens` counts what went through llama_decode: each prompt token
     once, except the `cached_prompt_tokens` restored from the prefix cache, and each
     generated token once, except a last token that ends its sequence by length, which
     is never fed back. `prefix_snapshots` prefixes were cached by this call;
     `prefix_cache_bytes` is the cache's size after it. `result_cache_hits` prompts
     were answered from the result cache; the token counters and rates cover the
     others, the prompts this call computed.
+
+    A call on a RemoteContext decodes nothing here: `request_seconds` is the part of
+    its wall time with requests to servers in flight, `retries` counts the requests
+    sent again after a failure, `peak_active_sequences` the most requests in flight
+    at once, and the token counts are the servers' own.
     """
 
     prompts: int = 0
@@ -49,6 +54,7 @@ class Stats:
     prefill_seconds: float = 0.0
     decode_seconds: float = 0.0
     sample_seconds: float = 0.0
+    request_seconds: float = 0.0
     total_seconds: float = 0.0
     llama_decode_calls: int = 0
     decoded_tokens: int = 0
@@ -66,7 +72,9 @@ class Stats:
         self.prompt_tokens_per_s = _rate(self.prompt_tokens, self.prefill_seconds)
         self.generation_tokens_per_s = _rate(self.generated_tokens, self.total_seconds)
         self.overhead_seconds = max(
-            0.0, self.total_seconds - self.prefill_seconds - self.decode_seconds - self.sample_seconds
+            0.0,
+            self.total_seconds - self.prefill_seconds - self.decode_seconds - self.sample_seconds
+            - self.request_seconds,
         )
 
     def to_dict(self) -> dict:

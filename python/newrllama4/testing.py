@@ -1,16 +1,24 @@
-"""A tiny random-weight llama model for tests (needs the `gguf` package: the `test` extra).
+"""Test helpers: a tiny random-weight llama model, and an OpenAI-compatible server of it.
 
-The model is a real GGUF that llama.cpp loads and runs in milliseconds, with a
-SentencePiece-style vocabulary that has byte fallback, so text outside the vocabulary
-(accents, CJK, emoji) is spelt out in byte tokens that split UTF-8 characters.
+The model (needs the `gguf` package: the `test` extra) is a real GGUF that llama.cpp
+loads and runs in milliseconds, with a SentencePiece-style vocabulary that has byte
+fallback, so text outside the vocabulary (accents, CJK, emoji) is spelt out in byte
+tokens that split UTF-8 characters. The server is llama-cpp-python's (its `server`
+extra, which the `test` extra installs).
 """
 
 from __future__ import annotations
 
 import os
 import random
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -129,3 +137,74 @@ def call_emitting(
         if any(text in c.text for c in result):
             return prompts, seed
     raise LookupError(f"no answer held {text!r} in {tries} seeds")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# llama_cpp.server's command line, ending the server when its stdin closes: when the
+# test process ends, however it ends, so that no server outlives its tests
+_SERVE_UNTIL_STDIN_CLOSES = """
+import os, sys, threading
+threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
+from llama_cpp.server.__main__ import main
+main()
+"""
+
+
+def _same_libpython_env() -> dict[str, str]:
+    """This process's environment, with the directory of this Python's shared library
+    first on the library path: R puts the system's lib directory there, whose libpython
+    may be another release's, and a child Python would load it instead of its own."""
+    env = dict(os.environ)
+    if sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            filter(None, [sysconfig.get_config_var("LIBDIR"), env.get("LD_LIBRARY_PATH")])
+        )
+    return env
+
+
+class ModelServer:
+    """llama-cpp-python's OpenAI-compatible server of one model, on 127.0.0.1, in a
+    process of its own; `url` is its API root. Started on creation, ready once the
+    constructor returns; `stop()` ends it (also on leaving a `with` block)."""
+
+    def __init__(self, model_path: str | os.PathLike, port: Optional[int] = None, n_ctx: int = 512,
+                 n_threads: int = 1, startup_seconds: float = 60.0):
+        import httpx
+
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self._log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _SERVE_UNTIL_STDIN_CLOSES, "--model", str(model_path), "--host", "127.0.0.1",
+             "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads), "--verbose", "False"],
+            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=_same_libpython_env(),
+        )
+        deadline = time.monotonic() + startup_seconds
+        while self.process.poll() is None and time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/models", timeout=5).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        self._log.seek(0)
+        raise RuntimeError(f"the test server did not start:\n{self._log.read().decode(errors='replace')[-3000:]}")
+
+    def stop(self) -> None:
+        """End the server at once, as a crash would (safe to call twice)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> "ModelServer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

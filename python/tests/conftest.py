@@ -3,7 +3,7 @@ import random
 import pytest
 
 import newrllama4 as nl
-from newrllama4.testing import write_tiny_model
+from newrllama4.testing import ModelServer, write_tiny_model
 
 WORDS = (
     "the of and to in is was for on that with as by at from his her it an were are which this "
@@ -45,3 +45,16 @@ def smollm2():
     """The instruction model that comes with the engine: SmolLM2 135M Instruct, ChatML template."""
     with nl.Model("smollm2-135m-instruct") as loaded:
         yield loaded
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tiny_model_path):
+    """An OpenAI-compatible server of the tiny model, shared by the tests that leave it running."""
+    with ModelServer(tiny_model_path) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def second_tiny_server(tiny_model_path):
+    with ModelServer(tiny_model_path) as server:
+        yield server

@@ -28,3 +28,15 @@ prompts_of_mixed_length <- function(n) {
     paste(words[(i * 7 + k * 3) %% length(words) + 1], collapse = " ")
   }, "")
 }
+
+# An OpenAI-compatible server of the tiny model (llama-cpp-python's, which the
+# engine's test extra installs), started once per test run; it ends with R.
+tiny_server <- function() {
+  if (is.null(test_models$server)) test_models$server <- new_tiny_server()
+  test_models$server
+}
+
+# A server of its own, for a test that stops it.
+new_tiny_server <- function() {
+  reticulate::import("newrllama4.testing")$ModelServer(tiny_model_path())
+}

@@ -5,7 +5,8 @@ test_that("every engine exception class has an R class, specific to general", {
   expect_setequal(py_classes, c(
     "NewrllamaError", "InvalidArgumentError", "ModelLoadError", "ContextError", "ContextTooLargeError", "ClosedError",
     "ChatTemplateError", "CacheError", "PromptError", "EmptyPromptError", "InvalidTokenError", "PromptTooLongError",
-    "DecodeError", "ConstraintError", "IncompleteOutputError"
+    "DecodeError", "ConstraintError", "IncompleteOutputError", "EndpointError", "RemoteError", "RemoteConnectionError",
+    "RemoteTimeoutError", "RemoteHTTPError", "RemoteResponseError"
   ))
   expect_equal(r_condition_class("newrllama4.errors.PromptTooLongError"), "newrllama4_error_prompt_too_long")
   expect_equal(r_condition_class("newrllama4.errors.NewrllamaError"), "newrllama4_error")
@@ -44,6 +45,18 @@ test_that("each engine exception maps to its condition with its fields", {
   expect_mapped(e$IncompleteOutputError(0L, "json_schema", 8L, "length"),
                 c("newrllama4_error_incomplete_output", "newrllama4_error_constraint", "newrllama4_error_prompt"),
                 list(index = 1L, constraint = "json_schema", n_tokens = 8L))
+  expect_mapped(e$EndpointError("http://gpu-1:8000/v1", "does not answer."), "newrllama4_error_endpoint",
+                list(endpoint = "http://gpu-1:8000/v1"))
+  cnd <- expect_mapped(e$RemoteHTTPError(0L, "http://gpu-1:8000/v1", 4L, 503L, "overloaded"),
+                       c("newrllama4_error_remote_http", "newrllama4_error_remote", "newrllama4_error_prompt"),
+                       list(index = 1L, endpoint = "http://gpu-1:8000/v1", attempts = 4L, status = 503L,
+                            server_message = "overloaded"))
+  expect_match(conditionMessage(cnd), "^Prompt 1 failed on http://gpu-1:8000/v1 after 4 attempts: HTTP 503")
+  for (name in c("RemoteConnectionError", "RemoteTimeoutError", "RemoteResponseError")) {
+    class <- r_condition_class(paste0("newrllama4.errors.", name))
+    expect_mapped(e[[name]](2L, "http://h/v1", 1L, "why"), c(class, "newrllama4_error_remote", "newrllama4_error_prompt"),
+                  list(index = 3L, attempts = 1L))
+  }
 })
 
 test_that("a per-prompt argument is named as R numbers prompts, from 1", {

@@ -132,8 +132,7 @@ test_that("the progress bar is fed once per prompt", {
 })
 
 test_that("an interrupt returns control to R and the context works afterwards", {
-  script <- tempfile(fileext = ".R")
-  writeLines(c(
+  out <- interrupted_script_output(c(
     "library(newrllama4)",
     sprintf("model <- model_load(%s)", deparse(tiny_model_path())),
     "ctx <- context_create(model, n_ctx = 4096L, n_seq_max = 2L)",
@@ -145,21 +144,7 @@ test_that("an interrupt returns control to R and the context works afterwards", 
     "cat(generate(ctx, 'once upon a time', max_tokens = 5L, temperature = 0), '\\n', sep = '')",
     "cat('after', generate(context_create(model, n_ctx = 64L, n_seq_max = 1L), 'once upon a time',",
     "    max_tokens = 5L, temperature = 0), '\\n', sep = '')"
-  ), script)
-  # The background shell opens out_file on its own schedule, so it exists before we poll it.
-  out_file <- tempfile()
-  file.create(out_file)
-  pid_file <- tempfile()
-  system(sprintf("%s %s > %s 2>&1 & echo $! > %s", file.path(R.home("bin"), "Rscript"), script, out_file, pid_file))
-  pid <- as.integer(readLines(pid_file))
-  # if the interrupt is ever lost, the script would otherwise generate for hours
-  on.exit(tools::pskill(pid, tools::SIGKILL), add = TRUE)
-  deadline <- Sys.time() + 60
-  while (!any(grepl("started", readLines(out_file, warn = FALSE))) && Sys.time() < deadline) Sys.sleep(0.2)
-  Sys.sleep(2)
-  tools::pskill(pid, tools::SIGINT)
-  while (tools::pskill(pid, 0) && Sys.time() < deadline) Sys.sleep(0.2)
-  out <- readLines(out_file, warn = FALSE)
+  ))
   expect_true("interrupted " %in% out, info = paste(out, collapse = "\n"))
   answer <- sub("^after", "", grep("^after", out, value = TRUE))
   expect_length(answer, 1)

@@ -1,0 +1,92 @@
+"""What every context offers: generate_parallel() and generate(), their arguments checked once.
+
+Context runs the prompts on a local model, RemoteContext on OpenAI-compatible servers;
+both take the same arguments and return the same ParallelResult.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Optional, Sequence as SequenceType
+
+from .checks import check_callable, check_prompts
+from .choices import Labels, check_choices
+from .constraints import Constraint, check_constraints
+from .errors import InvalidArgumentError
+from .model import Model
+from .result_cache import check_cache_path
+from .results import Completion, ParallelResult
+from .sampling import SamplingParams
+
+Progress = Optional[Callable[[int, int], Any]]
+
+
+class Generator(ABC):
+    def generate(self, prompt: Any, **params: Any) -> Completion:
+        """Generate from one prompt: `generate_parallel` of a one-prompt list."""
+        return self.generate_parallel([prompt], **params)[0]
+
+    def generate_parallel(
+        self,
+        prompts: SequenceType[Any],
+        max_tokens: int = 100,
+        temperature: float = 0.8,
+        top_k: int = 40,
+        top_p: float = 0.9,
+        min_p: float = 0.0,
+        repeat_last_n: int = 64,
+        penalty_repeat: float = 1.1,
+        seed: Optional[int] = 1234,
+        stop: Any = None,
+        on_progress: Progress = None,
+        choices: Any = None,
+        json_schema: Any = None,
+        grammar: Any = None,
+        cache: Any = None,
+    ) -> ParallelResult:
+        """Generate one completion per prompt, in prompt order.
+
+        A prompt is a string or a list of token ids. A prompt that cannot run (empty,
+        too long, bad token ids, a decode failure, a failed request) gets
+        `finish_reason="error"` and its exception in `error`; the others are unaffected.
+
+        `choices` restricts answers to labels: one list of labels for every prompt, or
+        one list (or None) per prompt. Such a prompt's `text` and `choice` are its
+        label and `choice_probs` the model's probability of each label (see choices.py).
+
+        `json_schema` (a dict or a JSON string) and `grammar` (GBNF) constrain answers
+        likewise, one for every prompt or one (or None) per prompt: the text follows the
+        schema or grammar, a JSON answer's value is in `parsed`, and an answer cut off
+        before it is complete fails with IncompleteOutputError (see constraints.py). A
+        prompt has at most one of `choices`, `json_schema` and `grammar`.
+
+        `cache`, the path of a SQLite file (created if missing), keeps answers across
+        calls and crashes: prompts it answers are not run again, and each other answer
+        is committed as its prompt finishes (see result_cache.py for what the key covers).
+        """
+        prompts = check_prompts(prompts)
+        label_sets = check_choices(choices, len(prompts))
+        constraints = check_constraints(json_schema, grammar, len(prompts), self._vocabulary())
+        for i, (labels, constraint) in enumerate(zip(label_sets, constraints)):
+            if labels is not None and constraint is not None:
+                raise InvalidArgumentError(
+                    "choices", choices, f"None for prompt {i}, which has a {constraint.kind}: one constraint per prompt"
+                )
+        sampling = SamplingParams(
+            max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+            repeat_last_n=repeat_last_n, penalty_repeat=penalty_repeat, seed=seed, stop=stop,
+        )
+        on_progress = check_callable("on_progress", on_progress)
+        cache = check_cache_path(cache)
+        return self._generate(prompts, label_sets, constraints, sampling, on_progress, cache)
+
+    @abstractmethod
+    def _vocabulary(self) -> Optional[Model]:
+        """The model whose vocabulary constraints are checked against; None when a server
+        checks them against its own."""
+
+    @abstractmethod
+    def _generate(self, prompts: list[Any], label_sets: list[Optional[Labels]],
+                  constraints: list[Optional[Constraint]], sampling: SamplingParams,
+                  on_progress: Progress, cache: Optional[str]) -> ParallelResult:
+        """generate_parallel() with its arguments checked."""

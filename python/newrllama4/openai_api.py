@@ -1,0 +1,221 @@
+"""The OpenAI-compatible completions API as each server speaks it.
+
+A RemoteContext sends one `POST {base_url}/completions` per prompt. Every server
+takes the OpenAI fields (model, prompt, max_tokens, temperature, top_p, seed, stop,
+logprobs); the rest -- top-k, min-p, the repetition penalty, structured outputs --
+each server spells its own way, or not at all. Servers are told apart by the
+`owned_by` of the model in their `GET /models` list: "vllm", "llamacpp" (llama.cpp's
+llama-server) or "me" (llama-cpp-python's server).
+
+Labels (`choices`), JSON schemas and grammars need structured outputs: vLLM's
+`structured_outputs` (`choice`, `json`, `grammar`), llama-server's `grammar` (GBNF) and
+`json_schema`, llama-cpp-python's `grammar` alone (a schema is converted to GBNF). A
+label answer is restricted to a label (or the label after a space, as a model writes
+a word that follows text), and asks for the top log-probabilities of its first token,
+from which each label's probability is read: see `label_probs`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+from .choices import Labels, label_spellings
+from .constraints import Constraint
+from .sampling import SamplingParams
+
+# vLLM refuses more than its --max-logprobs, 20 by default
+TOP_LOGPROBS = 20
+
+Prompt = Any  # str, or a list of token ids
+
+
+class OpenAICompatible:
+    """A server known only to speak the OpenAI API: it gets the OpenAI fields alone."""
+
+    name = "OpenAI-compatible"
+    # the name of the server's repetition penalty field; None for a server that gets
+    # none of the sampling fields beyond OpenAI's
+    penalty_field: Optional[str] = None
+    has_structured_outputs = False  # whether choice_fields and constraint_fields work
+
+    def sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
+        """The fields of `params` beyond the OpenAI ones that this server takes."""
+        if self.penalty_field is None:
+            return {}
+        penalty = params.penalty_repeat if params.penalised else 1.0
+        return {"top_k": params.top_k, "min_p": params.min_p, self.penalty_field: penalty}
+
+    def choice_fields(self, labels: Labels) -> dict[str, Any]:
+        """The fields that restrict an answer to `labels` (or a label after a space)."""
+        raise NotImplementedError(f"{self.name} servers have no structured outputs")
+
+    def constraint_fields(self, constraint: Constraint) -> dict[str, Any]:
+        """The fields that make an answer follow a JSON schema or a GBNF grammar."""
+        raise NotImplementedError(f"{self.name} servers have no structured outputs")
+
+    def request_body(self, model: str, prompt: Prompt, params: SamplingParams, seed: int,
+                     labels: Optional[Labels] = None, constraint: Optional[Constraint] = None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": model, "prompt": prompt, "max_tokens": params.max_tokens,
+            "temperature": params.temperature, "top_p": params.top_p, "seed": seed,
+            **self.sampling_fields(params),
+        }
+        if labels is not None:
+            # a token is at least one byte, so the longest spelling's bytes bound its tokens
+            body["max_tokens"] = max(len(spelling.encode("utf-8")) for spelling in spellings(labels))
+            body["logprobs"] = TOP_LOGPROBS
+            body.update(self.choice_fields(labels))
+            return body
+        if params.stop:
+            body["stop"] = list(params.stop)
+        if constraint is not None:
+            body.update(self.constraint_fields(constraint))
+        return body
+
+
+class VLLM(OpenAICompatible):
+    """vLLM: its repetition penalty covers the whole prompt and answer (no `repeat_last_n`)."""
+
+    name = "vLLM"
+    penalty_field = "repetition_penalty"
+    has_structured_outputs = True
+
+    # vLLM 0.12 dropped the older `guided_choice`, `guided_json` and `guided_grammar`, and
+    # ignores them without a word
+    def choice_fields(self, labels: Labels) -> dict[str, Any]:
+        return {"structured_outputs": {"choice": spellings(labels)}}
+
+    def constraint_fields(self, constraint: Constraint) -> dict[str, Any]:
+        key = "json" if constraint.parses_json else "grammar"
+        return {"structured_outputs": {key: constraint.source}}
+
+
+class LlamaCppPython(OpenAICompatible):
+    """llama-cpp-python's server: its penalty window is the server's `last_n_tokens_size`."""
+
+    name = "llama-cpp-python"
+    penalty_field = "repeat_penalty"
+    has_structured_outputs = True
+
+    def choice_fields(self, labels: Labels) -> dict[str, Any]:
+        return {"grammar": label_grammar(labels)}
+
+    def constraint_fields(self, constraint: Constraint) -> dict[str, Any]:
+        if constraint.parses_json:
+            return {"grammar": json_schema_to_gbnf(json.dumps(constraint.source))}
+        return {"grammar": constraint.source}
+
+
+class LlamaServer(LlamaCppPython):
+    """llama.cpp's llama-server: takes every sampling parameter."""
+
+    name = "llama.cpp"
+
+    def sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
+        return {**super().sampling_fields(params), "repeat_last_n": params.repeat_last_n}
+
+    def constraint_fields(self, constraint: Constraint) -> dict[str, Any]:
+        if constraint.parses_json:
+            return {"json_schema": constraint.source}
+        return super().constraint_fields(constraint)
+
+
+SERVERS_BY_OWNER = {"vllm": VLLM(), "llamacpp": LlamaServer(), "me": LlamaCppPython()}
+
+
+def server_api(owned_by: Any) -> OpenAICompatible:
+    return SERVERS_BY_OWNER.get(owned_by, OpenAICompatible())
+
+
+def spellings(labels: Labels) -> list[str]:
+    """Every way of writing every label, once."""
+    return list(dict.fromkeys(spelling for label in labels for spelling in label_spellings(label)))
+
+
+_GBNF_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _gbnf_literal(text: str) -> str:
+    escaped = "".join(
+        _GBNF_ESCAPES.get(c, c if c.isprintable() else f"\\U{ord(c):08X}") for c in text
+    )
+    return f'"{escaped}"'
+
+
+def label_grammar(labels: Labels) -> str:
+    """A GBNF grammar (llama.cpp's) whose sentences are the labels, each after an optional space."""
+    return 'root ::= " "? (' + " | ".join(_gbnf_literal(label) for label in labels) + ")"
+
+
+def answer_label(labels: Labels, text: str) -> Optional[str]:
+    """The label a constrained answer spells, or None for an answer that is none of them."""
+    if text in labels:
+        return text
+    if text.startswith(" ") and text[1:] in labels:
+        return text[1:]
+    return None
+
+
+def label_probs(labels: Labels, first_top_logprobs: Sequence[tuple[str, float]]) -> Optional[np.ndarray]:
+    """Each label's probability, from the top log-probabilities of the answer's first token.
+
+    A top token whose text begins exactly one label (as it is or after a space) adds its
+    probability to that label; tokens that begin several labels, or none, or carry no
+    text (part of a UTF-8 character) are left out; the sums are normalised over the
+    labels. For labels of one token each, all among the top tokens, this is the
+    probability the local engine gives; otherwise an approximation. None when no top
+    token begins a label.
+    """
+    written = [(i, spelling) for i, label in enumerate(labels) for spelling in label_spellings(label)]
+    probs = np.zeros(len(labels))
+    for text, logprob in first_top_logprobs:
+        owners = {i for i, spelling in written if text and spelling.startswith(text)}
+        if len(owners) == 1:
+            probs[owners.pop()] += math.exp(logprob)
+    total = probs.sum()
+    return probs / total if total > 0 else None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a server answered to one request."""
+
+    text: str
+    finish_reason: str
+    n_prompt_tokens: int
+    n_tokens: int
+    n_cached_tokens: int
+    first_top_logprobs: list[tuple[str, float]]  # empty without logprobs
+
+
+def read_answer(payload: Any) -> Answer:
+    """The answer in a completions response; KeyError, IndexError, TypeError or ValueError
+    for a response that holds none."""
+    choice = payload["choices"][0]
+    usage = payload.get("usage") or {}
+    details = usage.get("prompt_tokens_details") or {}
+    finish_reason = choice.get("finish_reason")
+    return Answer(
+        text=choice["text"],
+        finish_reason="length" if finish_reason == "length" else "stop",
+        n_prompt_tokens=int(usage.get("prompt_tokens", 0)),
+        n_tokens=int(usage.get("completion_tokens", 0)),
+        n_cached_tokens=int(details.get("cached_tokens") or 0),
+        first_top_logprobs=_first_top_logprobs(choice.get("logprobs")),
+    )
+
+
+def _first_top_logprobs(logprobs: Any) -> list[tuple[str, float]]:
+    if not logprobs:
+        return []
+    if "content" in logprobs:  # llama-server writes the chat API's form
+        content = logprobs["content"]
+        return [(t["token"], float(t["logprob"])) for t in content[0]["top_logprobs"]] if content else []
+    top = logprobs.get("top_logprobs")  # the OpenAI completions form: one {text: logprob} per token
+    return [(text, float(logprob)) for text, logprob in top[0].items()] if top else []

@@ -1,0 +1,455 @@
+"""RemoteContext against real OpenAI-compatible servers of the tiny model (llama-cpp-python's),
+with a fault-injecting proxy in front of them for the error paths."""
+
+import _thread
+import asyncio
+import math
+import threading
+import time
+
+import pytest
+
+import newrllama4 as nl
+from conftest import random_prompts
+from fault_proxy import Fault, FaultProxy
+from newrllama4.constraints import check_constraints
+from newrllama4.openai_api import (
+    VLLM, LlamaCppPython, LlamaServer, OpenAICompatible, answer_label, label_grammar, label_probs, read_answer,
+)
+from newrllama4.remote import EndpointPool, request_seed
+from newrllama4.sampling import SamplingParams
+from newrllama4.testing import ModelServer, free_port
+
+PROMPTS = random_prompts(6, seed=31, max_words=12)
+
+
+@pytest.fixture
+def proxy(tiny_server):
+    fault_proxy = FaultProxy(tiny_server.url)
+    yield fault_proxy
+    fault_proxy.close()
+
+
+def remote(url, **kwargs):
+    return nl.RemoteContext(url, **{"retries": 2, "backoff": 0.01, **kwargs})
+
+
+# -- the happy path ------------------------------------------------------------------------
+
+
+def test_results_come_in_prompt_order_and_match_prompts_sent_alone(tiny_server):
+    prompts = [" ".join(["hello"] * n) for n in range(1, 9)]  # n words: n + 1 tokens with BOS
+    ctx = remote(tiny_server.url, max_concurrency=4)
+    result = ctx.generate_parallel(prompts, max_tokens=6, temperature=0)
+    assert [c.n_prompt_tokens for c in result] == [n + 1 for n in range(1, 9)]
+    assert all(c.finish_reason in ("stop", "length") and c.error is None for c in result)
+    assert result.texts == [ctx.generate(p, max_tokens=6, temperature=0).text for p in prompts]
+    stats = result.stats
+    assert stats.prompts == 8 and stats.failures == 0 and stats.retries == 0
+    assert stats.generated_tokens == sum(c.n_tokens for c in result) > 0
+    assert 1 <= stats.peak_active_sequences <= 4
+    assert 0 < stats.request_seconds <= stats.total_seconds
+
+
+def test_each_request_carries_the_prompts_own_seed_and_the_mapped_parameters(proxy):
+    ctx = remote(proxy.url)
+    ctx.generate_parallel(PROMPTS, max_tokens=5, temperature=0.7, top_k=7, top_p=0.8, min_p=0.05,
+                          penalty_repeat=1.3, seed=99, stop=["\n", "king"])
+    by_prompt = {body["prompt"]: body for body in proxy.bodies}
+    for index, prompt in enumerate(PROMPTS):
+        body = by_prompt[prompt]
+        assert body["seed"] == request_seed(99, index) < 2**31
+        assert body["model"] == ctx.model
+        assert (body["max_tokens"], body["temperature"], body["top_k"], body["top_p"], body["min_p"]) == (
+            5, 0.7, 7, 0.8, 0.05)
+        assert body["repeat_penalty"] == 1.3 and body["stop"] == ["\n", "king"]
+        assert "repeat_last_n" not in body  # llama-cpp-python's server has a fixed window
+
+
+def test_a_seed_gives_the_same_sampled_answers_again(tiny_server):
+    ctx = remote(tiny_server.url)
+    first = ctx.generate_parallel(PROMPTS, max_tokens=8, temperature=1.0, seed=5)
+    assert ctx.generate_parallel(PROMPTS, max_tokens=8, temperature=1.0, seed=5).texts == first.texts
+    assert first.stats.seed == 5
+
+
+def test_empty_prompts_fail_alone_without_a_request(proxy):
+    result = remote(proxy.url).generate_parallel(["hello", "", []], max_tokens=3)
+    assert result[0].error is None
+    assert isinstance(result[1].error, nl.EmptyPromptError) and isinstance(result[2].error, nl.EmptyPromptError)
+    assert len(proxy.bodies) == 1 and result.stats.failures == 2
+
+
+def test_no_prompts_give_an_empty_result(tiny_server):
+    assert len(remote(tiny_server.url).generate_parallel([])) == 0
+
+
+def test_progress_is_reported_once_per_prompt(tiny_server):
+    seen = []
+    remote(tiny_server.url).generate_parallel(PROMPTS + [""], max_tokens=3,
+                                              on_progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(i, 7) for i in range(1, 8)]
+
+
+def test_choices_give_a_label_for_every_prompt(tiny_server):
+    labels = ["yes", "no", 'say "hi"\n', "a\\b"]  # the grammar escapes quotes, newlines and backslashes
+    result = remote(tiny_server.url).generate_parallel(PROMPTS, choices=labels, temperature=0)
+    for completion in result:
+        assert completion.error is None and completion.choice in labels and completion.text == completion.choice
+        if completion.choice_probs is not None:
+            assert list(completion.choice_probs) == labels
+            assert sum(completion.choice_probs.values()) == pytest.approx(1.0)
+            assert completion.choice == max(labels, key=completion.choice_probs.get)
+
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+          "required": ["answer"]}
+
+
+def test_json_schema_answers_parse_and_follow_the_schema(tiny_server):
+    # llama-cpp-python's server gets the schema as a GBNF grammar
+    result = remote(tiny_server.url).generate_parallel(PROMPTS, json_schema=SCHEMA, max_tokens=40, temperature=0)
+    for completion in result:
+        assert completion.error is None and completion.parsed["answer"] in ("yes", "no")
+
+
+def test_a_constrained_answer_cut_short_fails_alone_as_locally(tiny_server):
+    result = remote(tiny_server.url).generate_parallel(PROMPTS[:2], json_schema=[SCHEMA, None], max_tokens=2)
+    assert isinstance(result[0].error, nl.IncompleteOutputError) and result[0].error.n_tokens == 2
+    assert result[0].finish_reason == "error" and result[1].error is None
+
+
+def test_grammar_answers_follow_the_grammar(tiny_server):
+    result = remote(tiny_server.url).generate_parallel(PROMPTS, grammar='root ::= "cat" | "dog" " house"?',
+                                                       max_tokens=8)
+    assert all(c.text in ("cat", "dog", "dog house") and c.parsed is None for c in result)
+
+
+def test_constraints_are_checked_before_any_request(proxy):
+    ctx = remote(proxy.url)
+    with pytest.raises(nl.InvalidArgumentError) as caught:
+        ctx.generate_parallel(PROMPTS[:1], json_schema="{not json")
+    assert caught.value.argument == "json_schema"
+    with pytest.raises(nl.InvalidArgumentError):
+        ctx.generate_parallel(PROMPTS[:1], json_schema=SCHEMA, choices=["a", "b"])
+    assert proxy.bodies == []
+
+
+def test_a_server_without_structured_outputs_refuses_labels_and_constraints(tiny_server):
+    ctx = remote(tiny_server.url)
+    ctx.endpoints = (nl.remote.Endpoint(tiny_server.url, OpenAICompatible()),)
+    for constraint in ({"choices": ["a", "b"]}, {"json_schema": SCHEMA}, {"grammar": 'root ::= "a"'}):
+        with pytest.raises(nl.InvalidArgumentError, match="no structured outputs"):
+            ctx.generate_parallel(PROMPTS[:1], **constraint)
+
+
+def test_a_context_works_inside_a_running_event_loop(tiny_server):
+    ctx = remote(tiny_server.url)
+
+    async def notebook_cell():
+        return ctx.generate_parallel(PROMPTS[:2], max_tokens=3)
+
+    assert len(asyncio.run(notebook_cell())) == 2
+
+
+# -- several endpoints ---------------------------------------------------------------------
+
+
+def test_two_endpoints_share_the_prompts(tiny_server, second_tiny_server):
+    proxies = [FaultProxy(tiny_server.url), FaultProxy(second_tiny_server.url)]
+    try:
+        ctx = remote([p.url for p in proxies], max_concurrency=2)
+        result = ctx.generate_parallel(random_prompts(12, seed=3, max_words=10), max_tokens=4)
+        assert result.stats.failures == 0
+        # the faster endpoint may take more; neither gets more than max_concurrency at once
+        assert sum(len(p.bodies) for p in proxies) == 12 and min(len(p.bodies) for p in proxies) >= 2
+        assert [p.peak_connections for p in proxies] == [2, 2]
+    finally:
+        for p in proxies:
+            p.close()
+
+
+def kill_after_first_answer(server):
+    def on_progress(done, total):
+        if done == 1:
+            server.stop()
+    return on_progress
+
+
+def test_prompts_on_a_server_that_dies_move_to_the_other(tiny_model_path, tiny_server):
+    with ModelServer(tiny_model_path) as doomed:
+        ctx = remote([doomed.url, tiny_server.url], max_concurrency=4)
+        prompts = random_prompts(12, seed=4, max_words=10)
+        result = ctx.generate_parallel(prompts, max_tokens=8, temperature=0,
+                                       on_progress=kill_after_first_answer(doomed))
+    assert result.stats.failures == 0 and result.stats.retries >= 1
+    assert result.texts == remote(tiny_server.url).generate_parallel(prompts, max_tokens=8, temperature=0).texts
+
+
+def test_when_the_only_server_dies_finished_prompts_survive_and_the_rest_fail_alone(tiny_model_path):
+    with ModelServer(tiny_model_path) as doomed:
+        ctx = remote(doomed.url, max_concurrency=2)
+        result = ctx.generate_parallel(random_prompts(8, seed=5, max_words=10), max_tokens=8,
+                                       on_progress=kill_after_first_answer(doomed))
+    finished = [c for c in result if c.error is None]
+    failed = [c for c in result if c.error is not None]
+    assert finished and failed and result.stats.failures == len(failed)
+    for completion in failed:
+        assert isinstance(completion.error, nl.RemoteConnectionError)
+        assert completion.error.endpoint == doomed.url and completion.error.attempts == 3
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fault", [Fault(status=500), Fault(status=503), Fault(status=429), Fault(drop=True)])
+def test_failures_worth_a_retry_are_retried(proxy, fault):
+    proxy.faults = [fault, fault]
+    result = remote(proxy.url, max_concurrency=1).generate_parallel(PROMPTS[:3], max_tokens=3)
+    assert result.stats.failures == 0 and result.stats.retries == 2
+    assert len(proxy.bodies) == 5
+
+
+def test_an_endpoint_rests_as_long_as_its_retry_after_asks(proxy):
+    proxy.faults = [Fault(status=429, retry_after=0.5)]
+    started = time.monotonic()
+    result = remote(proxy.url).generate_parallel(PROMPTS[:1], max_tokens=3)
+    assert result[0].error is None and time.monotonic() - started >= 0.5
+
+
+def test_a_failure_after_the_last_retry_is_the_prompts_classed_error(proxy):
+    proxy.faults = [Fault(status=500)] * 3
+    result = remote(proxy.url, max_concurrency=1).generate_parallel(PROMPTS[:2], max_tokens=3)
+    error = result[0].error
+    assert isinstance(error, nl.RemoteHTTPError) and isinstance(error, nl.PromptError)
+    assert (error.index, error.status, error.attempts, error.server_message) == (0, 500, 3, "injected fault")
+    assert "Prompt 0 failed on" in str(error)
+    assert result[1].error is None
+
+
+@pytest.mark.parametrize("status", [400, 404, 422])
+def test_client_errors_are_not_retried(proxy, status):
+    proxy.faults = [Fault(status=status)]
+    result = remote(proxy.url, max_concurrency=1).generate_parallel(PROMPTS[:2], max_tokens=3)
+    assert isinstance(result[0].error, nl.RemoteHTTPError) and result[0].error.status == status
+    assert result[0].error.attempts == 1 and result[1].error is None
+
+
+def test_token_id_prompts_need_a_server_that_takes_them(tiny_server):
+    # llama-cpp-python's server takes text only (and calls it HTTP 500); vLLM and llama-server take token ids
+    result = remote(tiny_server.url).generate_parallel([[1, 50, 60]], max_tokens=3)
+    assert isinstance(result[0].error, nl.RemoteHTTPError) and "valid string" in result[0].error.server_message
+
+
+def test_an_answer_that_is_not_json_is_a_response_error(proxy):
+    proxy.faults = [Fault(garbage=True)]
+    result = remote(proxy.url, max_concurrency=1).generate_parallel(PROMPTS[:2], max_tokens=3)
+    assert isinstance(result[0].error, nl.RemoteResponseError) and result[1].error is None
+
+
+def test_a_request_that_outlasts_the_timeout_fails_alone_without_a_retry(proxy):
+    proxy.faults = [Fault(hang=True)]
+    result = remote(proxy.url, max_concurrency=2, timeout=5).generate_parallel(PROMPTS[:3], max_tokens=3)
+    assert isinstance(result[0].error, nl.RemoteTimeoutError) and result[0].error.attempts == 1
+    assert [c.error for c in result[1:]] == [None, None]
+    assert len(proxy.bodies) == 3
+
+
+def test_ctrl_c_cancels_the_requests_in_flight(proxy):
+    proxy.fault_always = Fault(hang=True)
+    ctx = remote(proxy.url, max_concurrency=3)
+    threading.Timer(0.5, _thread.interrupt_main).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        ctx.generate_parallel(PROMPTS, max_tokens=3)
+    assert time.monotonic() - started < 5
+    deadline = time.monotonic() + 5
+    while proxy.open_connections and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proxy.open_connections == 0
+    proxy.fault_always = None
+    assert ctx.generate_parallel(PROMPTS[:2], max_tokens=3).stats.failures == 0
+
+
+def test_an_exception_from_the_progress_callback_cancels_the_rest_and_propagates(proxy):
+    class Stop(Exception):
+        pass
+
+    def stop(done, total):
+        proxy.fault_always = Fault(hang=True)
+        raise Stop
+
+    with pytest.raises(Stop):
+        remote(proxy.url, max_concurrency=2).generate_parallel(PROMPTS, max_tokens=3, on_progress=stop)
+    deadline = time.monotonic() + 5
+    while proxy.open_connections and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proxy.open_connections == 0
+
+
+# -- creating a context ----------------------------------------------------------------------
+
+
+def test_the_model_is_the_servers_and_names_the_cache_key(tiny_server, tiny_model_path):
+    ctx = remote(tiny_server.url.removesuffix("/v1"))  # a bare server address gets /v1
+    assert ctx.model == tiny_model_path == remote(tiny_server.url, model=tiny_model_path).model
+    assert ctx.endpoints[0].url == tiny_server.url and ctx.endpoints[0].api.name == "llama-cpp-python"
+    assert ctx.model_identity == f"server:{tiny_model_path}"
+
+
+def test_servers_that_cannot_be_used_are_refused_when_the_context_is_created(tiny_server):
+    with pytest.raises(nl.EndpointError, match="does not answer"):
+        remote(f"http://127.0.0.1:{free_port()}/v1")
+    with pytest.raises(nl.EndpointError, match="does not serve 'other'"):
+        remote(tiny_server.url, model="other")
+
+
+def test_the_api_key_is_sent_and_never_shown(tiny_server, monkeypatch):
+    proxy = FaultProxy(tiny_server.url, api_key="sk-secret")
+    try:
+        with pytest.raises(nl.EndpointError, match="refused the API key"):
+            remote(proxy.url, api_key="wrong")
+        monkeypatch.setenv("NEWRLLAMA4_API_KEY", "sk-secret")
+        ctx = remote(proxy.url)
+        assert ctx.generate_parallel(PROMPTS[:1], max_tokens=2).stats.failures == 0
+        assert "sk-secret" not in repr(ctx)
+    finally:
+        proxy.close()
+
+
+@pytest.mark.parametrize("argument, value", [
+    ("base_url", "localhost:8000"), ("base_url", []), ("base_url", ["http://a/v1", "http://a/v1/"]),
+    ("base_url", 3), ("model", ""), ("max_concurrency", 0), ("timeout", 0), ("retries", -1),
+])
+def test_bad_arguments_name_the_argument(argument, value):
+    kwargs = {"base_url": "http://127.0.0.1:1/v1", argument: value}
+    with pytest.raises(nl.InvalidArgumentError) as caught:
+        nl.RemoteContext(**kwargs)
+    assert caught.value.argument == argument
+
+
+def test_a_bad_api_key_is_refused_without_showing_it():
+    with pytest.raises(nl.InvalidArgumentError) as caught:
+        nl.RemoteContext("http://127.0.0.1:1/v1", api_key=12345)
+    assert "12345" not in str(caught.value)
+
+
+def test_a_result_cache_is_refused_until_remote_contexts_have_one(proxy, tmp_path):
+    with pytest.raises(nl.InvalidArgumentError) as caught:
+        remote(proxy.url).generate_parallel(PROMPTS[:1], cache=tmp_path / "answers.sqlite")
+    assert caught.value.argument == "cache" and proxy.bodies == []
+
+
+def test_a_closed_context_refuses_calls(tiny_server):
+    with remote(tiny_server.url) as ctx:
+        pass
+    assert "closed" in repr(ctx)
+    with pytest.raises(nl.ClosedError):
+        ctx.generate("hello")
+
+
+# -- what each server is sent, and how answers are read ---------------------------------------
+
+
+def test_vllm_and_llama_server_requests():
+    params = SamplingParams(top_k=5, min_p=0.1, repeat_last_n=32, penalty_repeat=1.2, stop="\n")
+    vllm = VLLM().request_body("m", "hi", params, 7, None)
+    assert (vllm["top_k"], vllm["min_p"], vllm["repetition_penalty"], vllm["stop"]) == (5, 0.1, 1.2, ["\n"])
+    server = LlamaServer().request_body("m", [1, 2], params, 7, None)
+    assert (server["repeat_penalty"], server["repeat_last_n"], server["prompt"]) == (1.2, 32, [1, 2])
+    # no window, no penalty
+    assert VLLM().request_body("m", "hi", SamplingParams(repeat_last_n=0), 7, None)["repetition_penalty"] == 1.0
+    labelled = VLLM().request_body("m", "hi", params, 7, ("yes", "no"))
+    assert labelled["structured_outputs"] == {"choice": ["yes", " yes", "no", " no"]}
+    assert "stop" not in labelled and labelled["max_tokens"] == 4 and labelled["logprobs"] == 20
+
+
+def test_json_schemas_and_grammars_go_to_each_servers_structured_outputs():
+    params = SamplingParams()
+    schema, gbnf = check_constraints(SCHEMA, None, 1, None)[0], check_constraints(None, 'root ::= "a"', 1, None)[0]
+    assert VLLM().request_body("m", "hi", params, 7, constraint=schema)["structured_outputs"] == {"json": SCHEMA}
+    assert VLLM().request_body("m", "hi", params, 7, constraint=gbnf)["structured_outputs"] == {"grammar": 'root ::= "a"'}
+    assert LlamaServer().request_body("m", "hi", params, 7, constraint=schema)["json_schema"] == SCHEMA
+    assert LlamaServer().request_body("m", "hi", params, 7, constraint=gbnf)["grammar"] == 'root ::= "a"'
+    assert "root ::=" in LlamaCppPython().request_body("m", "hi", params, 7, constraint=schema)["grammar"]
+    # a schema given as a JSON string is sent as the object it spells
+    as_text = check_constraints('{"type": "integer"}', None, 1, None)[0]
+    assert LlamaServer().request_body("m", "hi", params, 7, constraint=as_text)["json_schema"] == {"type": "integer"}
+
+
+def test_label_grammar_escapes_what_gbnf_needs():
+    assert label_grammar(("a", 'b"c', "d\\e\n")) == 'root ::= " "? ("a" | "b\\"c" | "d\\\\e\\n")'
+
+
+def test_answers_name_labels_with_or_without_a_space():
+    assert answer_label(("yes", "no"), " no") == "no"
+    assert answer_label(("yes", "no"), "yes") == "yes"
+    assert answer_label(("yes", "no"), "maybe") is None
+
+
+def test_label_probabilities_come_from_the_tokens_that_begin_one_label():
+    top = [(" yes", -0.5), ("no", -1.0), (" nop", -2.0), (" ", -3.0), ("", -3.0), ("maybe", -0.1)]
+    probs = label_probs(("yes", "no", "nope"), top)
+    # "no" begins two labels, " " and "" all of them, "maybe" none: left out
+    total = math.exp(-0.5) + math.exp(-2.0)
+    assert probs == pytest.approx([math.exp(-0.5) / total, 0.0, math.exp(-2.0) / total])
+    assert label_probs(("yes", "no"), [("maybe", -0.1)]) is None
+
+
+def test_both_forms_of_logprobs_are_read():
+    openai_form = {"choices": [{"text": " yes", "finish_reason": "stop", "logprobs": {
+        "tokens": [" yes"], "token_logprobs": [-0.1], "top_logprobs": [{" yes": -0.1, " no": -2.5}]}}],
+        "usage": {"prompt_tokens": 4, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 2}}}
+    answer = read_answer(openai_form)
+    assert answer.first_top_logprobs == [(" yes", -0.1), (" no", -2.5)]
+    assert (answer.n_prompt_tokens, answer.n_tokens, answer.n_cached_tokens) == (4, 1, 2)
+    llama_server_form = {"choices": [{"text": " yes", "finish_reason": "length", "logprobs": {"content": [
+        {"token": " yes", "logprob": -0.1, "top_logprobs": [{"token": " yes", "logprob": -0.1}]}]}}]}
+    answer = read_answer(llama_server_form)
+    assert answer.first_top_logprobs == [(" yes", -0.1)] and answer.finish_reason == "length"
+
+
+# -- spreading requests ------------------------------------------------------------------------
+
+
+def endpoints(n):
+    return [nl.remote.Endpoint(f"http://e{i}/v1", VLLM()) for i in range(n)]
+
+
+def test_the_endpoint_with_fewest_requests_in_flight_goes_first():
+    async def scenario():
+        a, b = endpoints(2)
+        pool = EndpointPool([a, b], per_endpoint=2, backoff=1.0)
+        taken = [await pool.acquire() for _ in range(3)]
+        assert taken == [a, b, a]
+        pool.release(a)
+        assert await pool.acquire(avoid=a) == b  # a retry leaves the endpoint that failed it
+    asyncio.run(scenario())
+
+
+def test_a_retry_waits_for_a_busy_endpoint_rather_than_go_back_to_the_one_that_failed():
+    async def scenario():
+        failing, busy = endpoints(2)
+        pool = EndpointPool([failing, busy], per_endpoint=1, backoff=0.0)
+        assert [await pool.acquire(), await pool.acquire()] == [failing, busy]
+        pool.release(failing, failed=True)  # rests 0 s: awake at once
+        asyncio.get_running_loop().call_later(0.2, pool.release, busy)
+        started = time.monotonic()
+        assert await pool.acquire(avoid=failing) == busy
+        assert time.monotonic() - started >= 0.15
+        assert await pool.acquire() == failing  # a first attempt may still go there
+    asyncio.run(scenario())
+
+
+def test_an_endpoint_rests_after_a_failure_and_requests_wait_for_it():
+    async def scenario():
+        (only,) = endpoints(1)
+        pool = EndpointPool([only], per_endpoint=4, backoff=0.3)
+        await pool.acquire()
+        await pool.acquire()
+        pool.release(only, failed=True)
+        pool.release(only, failed=True)  # in flight together: one failure, one rest
+        started = time.monotonic()
+        assert await pool.acquire() == only
+        assert 0.25 <= time.monotonic() - started < 2
+    asyncio.run(scenario())

@@ -1,0 +1,108 @@
+# A remote context against llama-cpp-python's OpenAI-compatible server of the tiny model.
+
+test_that("a remote context prints its model and endpoints, never its API key", {
+  Sys.setenv(NEWRLLAMA4_API_KEY = "sk-do-not-show")
+  on.exit(Sys.unsetenv("NEWRLLAMA4_API_KEY"))
+  server <- tiny_server()
+  ctx <- context_remote(server$url, max_concurrency = 2L)
+  expect_s3_class(ctx, c("newrllama_remote_context", "newrllama_context"))
+  out <- cli::cli_fmt(print(ctx))
+  expect_true(any(grepl(server$url, out, fixed = TRUE)))
+  expect_true(any(grepl("llama-cpp-python", out, fixed = TRUE)))
+  expect_true(any(grepl("2 requests at once", out, fixed = TRUE)))
+  everything <- c(out, capture.output(str(ctx)), capture.output(print(unclass(ctx))), deparse(ctx))
+  expect_false(any(grepl("sk-do-not-show", everything, fixed = TRUE)))
+  context_free(ctx)
+  expect_true(any(grepl("freed", cli::cli_fmt(print(ctx)))))
+  expect_error(generate(ctx, "hello"), class = "newrllama4_error_closed")
+})
+
+test_that("generate_parallel() and generate() take a remote context", {
+  ctx <- context_remote(tiny_server()$url)
+  prompts <- c(a = "hello how are you", b = "once upon a time", c = "the king")
+  answers <- generate_parallel(ctx, prompts, max_tokens = 5L, temperature = 0, progress = FALSE)
+  expect_s3_class(answers, "newrllama_answers")
+  expect_named(answers, names(prompts))
+  expect_false(anyNA(answers))
+  stats <- generation_stats(answers)
+  expect_equal(stats$prompts, 3)
+  expect_equal(stats$failures, 0)
+  expect_gt(stats$request_seconds, 0)
+  expect_identical(generate(ctx, prompts[["b"]], max_tokens = 5L, temperature = 0), unname(answers[["b"]]))
+})
+
+test_that("choices give labels from a server", {
+  ctx <- context_remote(tiny_server()$url)
+  labels <- c("yes", "no")
+  answers <- generate_parallel(ctx, c("hello how are you", "the king"), choices = labels, temperature = 0,
+                               progress = FALSE)
+  expect_true(all(answers %in% labels))
+  expect_true(generate(ctx, "once upon a time", choices = labels, temperature = 0) %in% labels)
+})
+
+test_that("a JSON schema and a grammar go to the server, and answers parse", {
+  ctx <- context_remote(tiny_server()$url)
+  schema <- list(type = "object", properties = list(answer = list(enum = c("yes", "no"))), required = "answer")
+  out <- generate_parallel(ctx, c(a = "hello", b = "the king"), json_schema = schema, max_tokens = 40L,
+                           temperature = 0, progress = FALSE)
+  expect_true(all(vapply(parsed_answers(out), function(value) value$answer %in% c("yes", "no"), NA)))
+  expect_true(generate(ctx, "hello", grammar = 'root ::= "cat" | "dog"', max_tokens = 4L) %in% c("cat", "dog"))
+  expect_error(generate(ctx, "hello", json_schema = schema, max_tokens = 2L),
+               class = "newrllama4_error_incomplete_output")
+})
+
+test_that("prompts on a server that went away fail alone with classed errors", {
+  server <- new_tiny_server()
+  ctx <- context_remote(server$url, retries = 0L)
+  server$stop()
+  expect_warning(
+    answers <- generate_parallel(ctx, c("hello", "the king"), max_tokens = 3L, progress = FALSE),
+    class = "newrllama4_warning_partial_failure"
+  )
+  expect_true(all(is.na(answers)))
+  expect_equal(generation_errors(answers)$class, rep("newrllama4_error_remote_connection", 2))
+  error <- expect_error(generate(ctx, "hello", max_tokens = 3L), class = "newrllama4_error_remote_connection")
+  expect_s3_class(error, c("newrllama4_error_remote", "newrllama4_error_prompt", "newrllama4_error"))
+  expect_equal(error$index, 1L)
+  expect_equal(error$endpoint, server$url)
+  expect_equal(error$attempts, 1L)
+  expect_match(conditionMessage(error), "^Prompt 1 failed on")
+})
+
+test_that("servers that cannot be used, and bad arguments, are refused at creation", {
+  unused <- sprintf("http://127.0.0.1:%d/v1", reticulate::import("newrllama4.testing")$free_port())
+  error <- expect_error(context_remote(unused), class = "newrllama4_error_endpoint")
+  expect_equal(error$endpoint, unused)
+  expect_error(context_remote(tiny_server()$url, model = "another"), class = "newrllama4_error_endpoint")
+  expect_error(context_remote(NA_character_), class = "newrllama4_error_invalid_argument")
+  expect_error(context_remote("ftp://example.org"), class = "newrllama4_error_invalid_argument")
+  expect_error(context_remote(tiny_server()$url, max_concurrency = 0L), class = "newrllama4_error_invalid_argument")
+  error <- expect_error(context_remote(tiny_server()$url, api_key = 123456789), class = "newrllama4_error_invalid_argument")
+  expect_no_match(conditionMessage(error), "123456789")
+})
+
+test_that("a remote context has no prefix cache to clear, and no result cache or annotate() yet", {
+  ctx <- context_remote(tiny_server()$url)
+  expect_error(context_clear_cache(ctx), class = "newrllama4_error_invalid_argument")
+  expect_error(generate(ctx, "hello", cache = tempfile()), class = "newrllama4_error_invalid_argument")
+  expect_error(annotate(c("good", "bad"), instruction = "Sentiment?", labels = c("positive", "negative"),
+                        context = ctx),
+               class = "newrllama4_error_invalid_argument")
+})
+
+test_that("an interrupt cancels a remote call and returns control to R", {
+  server <- new_tiny_server()
+  on.exit(server$stop(), add = TRUE)
+  out <- interrupted_script_output(c(
+    "library(newrllama4)",
+    sprintf("ctx <- context_remote(%s)", deparse(server$url)),
+    "prompts <- rep('hello how are you', 5000)",
+    "cat('started\\n'); flush(stdout())",
+    "res <- tryCatch(generate_parallel(ctx, prompts, max_tokens = 400L, progress = FALSE),",
+    "                interrupt = function(e) 'interrupted')",
+    "cat(if (identical(res, 'interrupted')) 'interrupted' else 'finished', '\\n')",
+    "cat('after', generate(ctx, 'once upon a time', max_tokens = 5L, temperature = 0), '\\n', sep = '')"
+  ))
+  expect_true("interrupted " %in% out, info = paste(out, collapse = "\n"))
+  expect_length(grep("^after", out), 1)
+})
