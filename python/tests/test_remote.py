@@ -1,9 +1,10 @@
 """RemoteContext against real OpenAI-compatible servers of the tiny model (llama-cpp-python's),
 with a fault-injecting proxy in front of them for the error paths."""
 
-import _thread
 import asyncio
 import math
+import os
+import signal
 import threading
 import time
 
@@ -257,8 +258,11 @@ def test_a_request_that_outlasts_the_timeout_fails_alone_without_a_retry(proxy):
 
 def test_ctrl_c_cancels_the_requests_in_flight(proxy):
     proxy.fault_always = Fault(hang=True)
-    ctx = remote(proxy.url, max_concurrency=3)
-    threading.Timer(0.5, _thread.interrupt_main).start()
+    # a timeout well past the test's own limit: a missed interrupt fails the test instead of hanging it
+    ctx = remote(proxy.url, max_concurrency=3, timeout=20.0)
+    # a real SIGINT, as Ctrl-C sends: _thread.interrupt_main() only sets Python's flag, which an event
+    # loop asleep in epoll may not see until a request times out
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         ctx.generate_parallel(PROMPTS, max_tokens=3)
