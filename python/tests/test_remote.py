@@ -3,9 +3,9 @@ with a fault-injecting proxy in front of them for the error paths."""
 
 import asyncio
 import math
-import os
 import signal
-import threading
+import subprocess
+import sys
 import time
 
 import pytest
@@ -256,23 +256,40 @@ def test_a_request_that_outlasts_the_timeout_fails_alone_without_a_retry(proxy):
     assert len(proxy.bodies) == 3
 
 
+CTRL_C_CHILD = """
+import sys
+import newrllama4 as nl
+ctx = nl.RemoteContext(sys.argv[1], retries=2, backoff=0.01, max_concurrency=3, timeout=20.0)
+print("calling", flush=True)
+try:
+    ctx.generate_parallel(["one", "two", "three", "four"], max_tokens=3)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(3)
+print("returned", flush=True)
+"""
+
+
 def test_ctrl_c_cancels_the_requests_in_flight(proxy):
+    # in a process of its own, as a user's session gets it: a real SIGINT from the terminal
     proxy.fault_always = Fault(hang=True)
-    # a timeout well past the test's own limit: a missed interrupt fails the test instead of hanging it
-    ctx = remote(proxy.url, max_concurrency=3, timeout=20.0)
-    # a real SIGINT, as Ctrl-C sends: _thread.interrupt_main() only sets Python's flag, which an event
-    # loop asleep in epoll may not see until a request times out
-    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    child = subprocess.Popen([sys.executable, "-c", CTRL_C_CHILD, proxy.url], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "calling"
+    deadline = time.monotonic() + 10
+    while proxy.open_connections < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proxy.open_connections == 3  # max_concurrency requests hang in the proxy
     started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        ctx.generate_parallel(PROMPTS, max_tokens=3)
+    child.send_signal(signal.SIGINT)
+    output, _ = child.communicate(timeout=15)
+    assert child.returncode == 3 and output.strip() == "interrupted"
     assert time.monotonic() - started < 5
     deadline = time.monotonic() + 5
     while proxy.open_connections and time.monotonic() < deadline:
         time.sleep(0.05)
     assert proxy.open_connections == 0
     proxy.fault_always = None
-    assert ctx.generate_parallel(PROMPTS[:2], max_tokens=3).stats.failures == 0
+    assert remote(proxy.url).generate_parallel(PROMPTS[:2], max_tokens=3).stats.failures == 0
 
 
 def test_an_exception_from_the_progress_callback_cancels_the_rest_and_propagates(proxy):
