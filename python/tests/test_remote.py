@@ -257,8 +257,10 @@ def test_a_request_that_outlasts_the_timeout_fails_alone_without_a_retry(proxy):
 
 
 CTRL_C_CHILD = """
-import sys
+import signal, sys
 import newrllama4 as nl
+# as in a terminal session: a test run started in the background inherits SIGINT ignored
+signal.signal(signal.SIGINT, signal.default_int_handler)
 ctx = nl.RemoteContext(sys.argv[1], retries=2, backoff=0.01, max_concurrency=3, timeout=20.0)
 print("calling", flush=True)
 try:
