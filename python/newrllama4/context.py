@@ -18,7 +18,7 @@ from .generation import Generator, Progress
 from .memory import check_context_fits
 from .model import Model
 from .prefix_cache import PrefixCache
-from .result_cache import CachedCall
+from .result_cache import CachedCall, ModelFile
 from .results import ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
@@ -185,15 +185,11 @@ class Context(Generator):
                 # but a nested call would reuse the batch and clear the cache under the outer one
                 raise ContextError("generate_parallel() was called from inside its own on_progress callback.")
             scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
-            # the arguments given per prompt, one value each: with `sampling`, what decides an answer
-            per_prompt = {
-                "choices": label_sets,
-                # a constraint by its compiled grammar, which also covers how JSON is written
-                **{kind: [c.grammar if c is not None and c.kind == kind else None for c in constraints]
-                   for kind in ("json_schema", "grammar")},
-            }
+            # what decides answers beside the model, the prompt and the arguments: llama.cpp's
+            # kernels, and whether prompts of different lengths share a batch
+            setup = {"llama_cpp": llama.__version__, "batch_invariant": self.batch_invariant}
             result_cache = None if cache is None else CachedCall(
-                cache, self.model.path, sampling, per_prompt, self.n_ctx, self.batch_invariant
+                cache, ModelFile(self.model.path), setup, sampling, label_sets, constraints, self.n_ctx
             )
             loop = StepLoop(
                 self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress, self._prefix_cache,

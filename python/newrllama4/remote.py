@@ -48,6 +48,7 @@ from .errors import (
 )
 from .generation import Generator, Progress
 from .openai_api import Answer, OpenAICompatible, answer_label, label_probs, read_answer, server_api
+from .result_cache import CachedCall
 from .results import Completion, ParallelResult, Stats
 from .sampling import SamplingParams, sequence_generator, sequence_seed
 
@@ -109,6 +110,10 @@ class RemoteContext(Generator):
     them and the label is picked from them as locally: the most likely with
     temperature 0, else drawn with the prompt's own random stream; otherwise
     `choice_probs` is None and the label is the server's answer.
+
+    `cache` works as locally (see result_cache.py): answers are looked up before any
+    request and committed as they arrive, keyed by `model_identity` and the prompt as
+    sent, never by the endpoints' addresses or the API key.
     """
 
     def __init__(
@@ -203,10 +208,6 @@ class RemoteContext(Generator):
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
         if self._closed:
             raise ClosedError("remote context")
-        if cache is not None:
-            # to come: result_cache.CachedCall keyed by model_identity instead of the model
-            # file's SHA-256, by the prompt as sent instead of its tokens
-            raise InvalidArgumentError("cache", cache, "None: a remote context has no result cache yet")
         used = [(name, value) for name, value in (("choices", label_sets), ("json_schema", constraints))
                 if any(v is not None for v in value)]
         unable = [str(e) for e in self.endpoints if not e.api.has_structured_outputs]
@@ -215,7 +216,7 @@ class RemoteContext(Generator):
             raise InvalidArgumentError(
                 name, value, f"None: {', '.join(unable)} has no structured outputs newrllama4 knows of"
             )
-        call = RemoteCall(self, prompts, label_sets, constraints, sampling, on_progress)
+        call = RemoteCall(self, prompts, label_sets, constraints, sampling, on_progress, cache)
         return _run_to_completion(call.run())
 
 
@@ -321,8 +322,10 @@ class RemoteCall:
     """One generate_parallel call on a RemoteContext."""
 
     def __init__(self, context: RemoteContext, prompts: list[Any], label_sets: list[Optional[Labels]],
-                 constraints: list[Optional[Constraint]], params: SamplingParams, on_progress: Progress):
+                 constraints: list[Optional[Constraint]], params: SamplingParams, on_progress: Progress,
+                 cache: Optional[str]):
         self.context = context
+        self.cache_path = cache
         self.prompts = prompts
         self.label_sets = label_sets
         self.constraints = constraints
@@ -335,14 +338,44 @@ class RemoteCall:
 
     async def run(self) -> ParallelResult:
         started = time.perf_counter()
+        # opened here, in the thread that runs the event loop: a SQLite connection stays in its thread
+        cache = None if self.cache_path is None else CachedCall(
+            self.cache_path, self.context.model_identity, self._cache_setup(), self.params, self.label_sets,
+            self.constraints,
+        )
+        try:
+            completions = await self._run(cache)
+        finally:
+            if cache is not None:
+                cache.close()
+        computed = [c for c in completions if not c.from_cache]
+        self.stats.result_cache_hits = len(completions) - len(computed)
+        self.stats.prompt_tokens = sum(c.n_prompt_tokens for c in computed)
+        self.stats.cached_prompt_tokens = sum(c.n_cached_tokens for c in computed)
+        self.stats.generated_tokens = sum(c.n_tokens for c in computed)
+        self.stats.failures = sum(c.finish_reason == "error" for c in completions)
+        self.stats.total_seconds = time.perf_counter() - started
+        self.stats.close()
+        log.debug("stats: %s", self.stats)
+        return ParallelResult(completions, self.stats)
+
+    def _cache_setup(self) -> dict[str, Any]:
+        """What decides answers beside the model, the prompt and the arguments: the kinds of
+        server, which decide what each request is sent (see openai_api.py)."""
+        return {"servers": sorted({endpoint.api.name for endpoint in self.context.endpoints})}
+
+    async def _run(self, cache: Optional[CachedCall]) -> list[Completion]:
         completions: list[Optional[Completion]] = [None] * len(self.prompts)
         waiting = []
         for index, prompt in enumerate(self.prompts):
             if len(prompt) == 0:
                 completions[index] = _failed(EmptyPromptError(index))
-                self._report_done()
-            else:
+            elif cache is not None:
+                completions[index] = cache.lookup(index, prompt)
+            if completions[index] is None:
                 waiting.append(index)
+            else:
+                self._report_done()
         context = self.context
         n_workers = min(len(waiting), context.max_concurrency * len(context.endpoints))
         pool = EndpointPool(context.endpoints, context.max_concurrency, context.backoff)
@@ -357,18 +390,13 @@ class RemoteCall:
         async def work() -> None:
             for index in queue:
                 completions[index] = await self._complete(client, pool, index)
+                if cache is not None:  # committed before the progress callback hears of it
+                    cache.store(index, completions[index])
                 self._report_done()
 
         async with client:
             await _all_or_none([work() for _ in range(n_workers)])
-        self.stats.prompt_tokens = sum(c.n_prompt_tokens for c in completions)
-        self.stats.cached_prompt_tokens = sum(c.n_cached_tokens for c in completions)
-        self.stats.generated_tokens = sum(c.n_tokens for c in completions)
-        self.stats.failures = sum(c.finish_reason == "error" for c in completions)
-        self.stats.total_seconds = time.perf_counter() - started
-        self.stats.close()
-        log.debug("stats: %s", self.stats)
-        return ParallelResult(completions, self.stats)
+        return completions
 
     def _report_done(self) -> None:
         self._n_done += 1

@@ -10,19 +10,25 @@ prompts are not stored.
 An answer's key is the SHA-256 of a canonical JSON of everything that decides it:
 
 - `CACHE_FORMAT`, bumped whenever the engine's output for the same inputs changes
-  (not the engine's version: a release that leaves outputs alone keeps its caches),
-  and llama-cpp-python's version, since llama.cpp's kernels decide the numbers;
-- the model file's SHA-256, computed once per file and remembered in the cache file
-  by the file's path, size and modification time;
-- the prompt's tokens as rendered, not its string;
+  (not the engine's version: a release that leaves outputs alone keeps its caches);
+- the model: for a local context the model file's SHA-256, computed once per file and
+  remembered in the cache file by the file's path, size and modification time; for a
+  remote one `RemoteContext.model_identity`, "server:" and the model id the servers
+  report (a SHA-256 holds no colon, so the two never meet);
+- the prompt: locally its tokens as rendered, not its string; remotely the prompt as
+  it is sent (its text, token ids or chat messages), since the server tokenizes it;
+- what else of the context decides answers: locally llama-cpp-python's version (whose
+  llama.cpp kernels decide the numbers), `batch_invariant`, and the limit on the
+  sequence where it can end an answer before `max_tokens` does; remotely the kinds of
+  server, which decide the fields each request is sent (never the URLs or the API key:
+  the same model gives the same answers from another address);
 - every argument of `generate_parallel` by name except those in `NOT_IN_KEY`, which
   cannot change an answer: all `SamplingParams` fields, and the arguments given
   per prompt (a prompt's own labels, ...) with that prompt's value;
-- the context's limit on the sequence where it can end an answer before
-  `max_tokens` does, and `batch_invariant`;
 - with temperature > 0 only, the seed and the prompt's index, which seed its random
-  stream (`sampling.sequence_generator`). A greedy answer depends on neither, so it
-  is found again whatever the seed and wherever the prompt moved in the list.
+  stream (`sampling.sequence_generator`) and, remotely, its request's seed. A greedy
+  answer depends on neither, so it is found again whatever the seed and wherever the
+  prompt moved in the list.
 
 Several processes can share one file: the WAL journal lets readers and a writer work
 at once, writers wait for each other (busy timeout), and INSERT OR IGNORE keeps the
@@ -35,12 +41,12 @@ import hashlib
 import json
 import os
 import sqlite3
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-import llama_cpp
-
+from .choices import Labels
+from .constraints import Constraint
 from .errors import CacheError, InvalidArgumentError
 from .model import file_sha256
 from .results import Completion
@@ -151,31 +157,47 @@ class ResultCache:
         self._run("INSERT OR IGNORE INTO answers VALUES (?, ?)", (key, json.dumps(stored)))
 
 
-class CachedCall:
-    """The result cache as one call's step loop sees it: a lookup per prompt before
-    decoding, a commit per prompt as it finishes.
+def per_prompt_arguments(label_sets: list[Optional[Labels]],
+                         constraints: list[Optional[Constraint]]) -> dict[str, list[Any]]:
+    """The arguments of a call given per prompt, by name, one value per prompt: with the
+    SamplingParams, every argument of generate_parallel outside NOT_IN_KEY."""
+    return {
+        "choices": label_sets,
+        # a constraint by its compiled grammar, which also covers how JSON is written
+        **{kind: [c.grammar if c is not None and c.kind == kind else None for c in constraints]
+           for kind in ("json_schema", "grammar")},
+    }
 
-    `per_prompt` holds the arguments of the call given per prompt, by name, each as
-    one value per prompt (choices: the prompt's labels or None); with the
-    SamplingParams they are every argument of generate_parallel outside NOT_IN_KEY.
+
+@dataclass(frozen=True)
+class ModelFile:
+    """A local model as a key names it: by its file's SHA-256, which the cache remembers."""
+
+    path: str
+
+
+class CachedCall:
+    """The result cache as one call sees it: a lookup per prompt before anything runs, a
+    commit per prompt as it finishes.
+
+    `model` is what the keys name the model by: a local ModelFile, or a server's model
+    (RemoteContext.model_identity). `setup` holds what else of the context decides
+    answers, and `n_ctx` its limit on a sequence (None for a server, whose limit is its
+    model's); see the module's docstring for both.
     """
 
-    def __init__(self, path: str, model_path: str, params: SamplingParams, per_prompt: dict[str, list[Any]],
-                 n_ctx: int, batch_invariant: bool):
+    def __init__(self, path: str, model: Union[ModelFile, str], setup: dict[str, Any], params: SamplingParams,
+                 label_sets: list[Optional[Labels]], constraints: list[Optional[Constraint]],
+                 n_ctx: Optional[int] = None):
         self._cache = ResultCache(path)
         try:
-            model_sha256 = self._cache.model_sha256(model_path)
+            model_id = self._cache.model_sha256(model.path) if isinstance(model, ModelFile) else model
         except BaseException:
             self._cache.close()
             raise
-        self._common = {
-            "format": CACHE_FORMAT,
-            "llama_cpp": llama_cpp.__version__,
-            "model": model_sha256,
-            "batch_invariant": batch_invariant,
-        }
+        self._common = {"format": CACHE_FORMAT, "model": model_id, **setup}
         self._arguments = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "seed"}
-        self._per_prompt = per_prompt
+        self._per_prompt = per_prompt_arguments(label_sets, constraints)
         self._seed = None if params.greedy else params.seed
         self._n_ctx = n_ctx
         self._max_tokens = params.max_tokens
@@ -184,20 +206,23 @@ class CachedCall:
     def close(self) -> None:
         self._cache.close()
 
-    def key(self, index: int, tokens: list[int]) -> str:
+    def key(self, index: int, prompt: Any) -> str:
+        """Prompt `index`'s key: `prompt` is its tokens for a local model, the prompt as
+        sent for a server."""
         material = dict(
             self._common,
-            prompt=tokens,
+            prompt=prompt,
             arguments=dict(self._arguments, **{name: values[index] for name, values in self._per_prompt.items()}),
-            # a sequence ends at n_ctx tokens; past prompt + max_tokens that limit never binds
-            sequence_limit=min(self._n_ctx, len(tokens) + self._max_tokens),
             random=None if self._seed is None else {"seed": self._seed, "index": index},
         )
+        if self._n_ctx is not None:
+            # a sequence ends at n_ctx tokens; past prompt + max_tokens that limit never binds
+            material["sequence_limit"] = min(self._n_ctx, len(prompt) + self._max_tokens)
         canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
         return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
-    def lookup(self, index: int, tokens: list[int]) -> Optional[Completion]:
-        self._keys[index] = self.key(index, tokens)
+    def lookup(self, index: int, prompt: Any) -> Optional[Completion]:
+        self._keys[index] = self.key(index, prompt)
         return self._cache.get(self._keys[index])
 
     def store(self, index: int, completion: Completion) -> None:

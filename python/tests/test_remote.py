@@ -357,12 +357,6 @@ def test_a_bad_api_key_is_refused_without_showing_it():
     assert "12345" not in str(caught.value)
 
 
-def test_a_result_cache_is_refused_until_remote_contexts_have_one(proxy, tmp_path):
-    with pytest.raises(nl.InvalidArgumentError) as caught:
-        remote(proxy.url).generate_parallel(PROMPTS[:1], cache=tmp_path / "answers.sqlite")
-    assert caught.value.argument == "cache" and proxy.bodies == []
-
-
 def test_a_closed_context_refuses_calls(tiny_server):
     with remote(tiny_server.url) as ctx:
         pass
