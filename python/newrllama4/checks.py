@@ -81,16 +81,31 @@ def check_callable(name: str, value: Any) -> Any:
     return value
 
 
+def is_conversation(prompt: Any) -> bool:
+    """Whether a prompt checked by check_prompts is chat messages (else a string or token ids)."""
+    return isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], dict)
+
+
 def check_prompts(prompts: Any) -> list[Any]:
+    """The prompts, each a string, a list of token ids, or a conversation: a non-empty
+    list of {"role": ..., "content": ...} messages, returned as such dicts."""
+    expected = "a string, a list of token ids, or a list of {'role', 'content'} messages"
     if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
-        raise InvalidArgumentError("prompts", prompts, "a list of prompts (strings or lists of token ids)")
+        raise InvalidArgumentError("prompts", prompts, f"a list of prompts, each {expected}")
+    checked = []
     for i, prompt in enumerate(prompts):
         if isinstance(prompt, str):
-            check_text(f"prompts[{i}]", prompt)
-            continue
-        is_token_list = isinstance(prompt, (list, tuple)) and all(
-            isinstance(t, int) and not isinstance(t, bool) for t in prompt
-        )
-        if not is_token_list:
-            raise InvalidArgumentError(f"prompts[{i}]", prompt, "a string or a list of token ids")
-    return list(prompts)
+            checked.append(check_text(f"prompts[{i}]", prompt))
+        elif isinstance(prompt, (list, tuple)) and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            checked.append(prompt)
+        elif isinstance(prompt, (list, tuple)) and all(isinstance(m, dict) for m in prompt):
+            checked.append([_check_message(f"prompts[{i}][{j}]", m) for j, m in enumerate(prompt)])
+        else:
+            raise InvalidArgumentError(f"prompts[{i}]", prompt, expected)
+    return checked
+
+
+def _check_message(name: str, message: dict) -> dict[str, str]:
+    if not (isinstance(message.get("role"), str) and isinstance(message.get("content"), str)):
+        raise InvalidArgumentError(name, message, "a message: a dict with string 'role' and 'content'")
+    return {key: check_text(f"{name}['{key}']", message[key]) for key in ("role", "content")}

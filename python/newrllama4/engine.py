@@ -18,6 +18,7 @@ import llama_cpp as llama
 import numpy as np
 
 from ._llama import TokenBatch
+from .checks import is_conversation
 from .choices import ChoicePrompt, Labels, score
 from .constraints import ConstrainedAnswer, Constraint, mask_logits
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
@@ -32,7 +33,7 @@ from .sequence import Sequence
 
 log = logging.getLogger("newrllama4")
 
-Prompt = Any  # str, or a list of token ids
+Prompt = Any  # str, a list of token ids, or chat messages
 
 
 class StepLoop:
@@ -70,6 +71,9 @@ class StepLoop:
     # -- prompts -> sequences ---------------------------------------------------------
 
     def _sequence(self, index: int, prompt: Prompt) -> Sequence:
+        if is_conversation(prompt):
+            # rendered as apply_chat_template() renders it; a model without a template raises
+            prompt = self.model.apply_chat_template(prompt, add_generation_prompt=True)
         if isinstance(prompt, str):
             tokens = self.model.tokenize(prompt, add_special=True, parse_special=True) if prompt else []
         else:

@@ -46,7 +46,10 @@ class Generator(ABC):
     ) -> ParallelResult:
         """Generate one completion per prompt, in prompt order.
 
-        A prompt is a string or a list of token ids. A prompt that cannot run (empty,
+        A prompt is a string, a list of token ids, or a conversation: a list of chat
+        messages ({"role": ..., "content": ...}), which a local model lays out with its
+        chat template (as Model.apply_chat_template does, ChatTemplateError for a model
+        without one) and a server with its own. A prompt that cannot run (empty,
         too long, bad token ids, a decode failure, a failed request) gets
         `finish_reason="error"` and its exception in `error`; the others are unaffected.
 

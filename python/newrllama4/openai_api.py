@@ -1,16 +1,18 @@
 """The OpenAI-compatible completions API as each server speaks it.
 
-A RemoteContext sends one `POST {base_url}/completions` per prompt. Every server
-takes the OpenAI fields (model, prompt, max_tokens, temperature, top_p, seed, stop,
-logprobs); the rest -- top-k, min-p, the repetition penalty, structured outputs --
+A RemoteContext sends one `POST {base_url}/completions` per prompt, or `POST
+{base_url}/chat/completions` for a prompt given as chat messages, which the server
+lays out with its model's own chat template. Every server takes the OpenAI fields
+(model, prompt or messages, max_tokens, temperature, top_p, seed, stop, logprobs);
+the rest -- top-k, min-p, the repetition penalty, structured outputs --
 each server spells its own way, or not at all. Servers are told apart by the
 `owned_by` of the model in their `GET /models` list: "vllm", "llamacpp" (llama.cpp's
 llama-server) or "me" (llama-cpp-python's server).
 
 Labels (`choices`), JSON schemas and grammars need structured outputs: vLLM's
 `structured_outputs` (`choice`, `json`, `grammar`), llama-server's `grammar` (GBNF) and
-`json_schema`, llama-cpp-python's `grammar` alone (a schema is converted to GBNF). A
-label answer is restricted to a label (or the label after a space, as a model writes
+`json_schema`, llama-cpp-python's `grammar` alone (a schema is converted to GBNF), on
+both endpoints. A label answer is restricted to a label (or the label after a space, as a model writes
 a word that follows text), and asks for the top log-probabilities of its first token,
 from which each label's probability is read: see `label_probs`.
 """
@@ -25,6 +27,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
+from .checks import is_conversation
 from .choices import Labels, label_spellings
 from .constraints import Constraint
 from .sampling import SamplingParams
@@ -32,7 +35,7 @@ from .sampling import SamplingParams
 # vLLM refuses more than its --max-logprobs, 20 by default
 TOP_LOGPROBS = 20
 
-Prompt = Any  # str, or a list of token ids
+Prompt = Any  # str, a list of token ids, or chat messages
 
 
 class OpenAICompatible:
@@ -61,15 +64,17 @@ class OpenAICompatible:
 
     def request_body(self, model: str, prompt: Prompt, params: SamplingParams, seed: int,
                      labels: Optional[Labels] = None, constraint: Optional[Constraint] = None) -> dict[str, Any]:
+        chat = is_conversation(prompt)
         body: dict[str, Any] = {
-            "model": model, "prompt": prompt, "max_tokens": params.max_tokens,
+            "model": model, ("messages" if chat else "prompt"): prompt, "max_tokens": params.max_tokens,
             "temperature": params.temperature, "top_p": params.top_p, "seed": seed,
             **self.sampling_fields(params),
         }
         if labels is not None:
             # a token is at least one byte, so the longest spelling's bytes bound its tokens
             body["max_tokens"] = max(len(spelling.encode("utf-8")) for spelling in spellings(labels))
-            body["logprobs"] = TOP_LOGPROBS
+            # the chat API asks for top log-probabilities in two fields, the completions API in one
+            body.update({"logprobs": True, "top_logprobs": TOP_LOGPROBS} if chat else {"logprobs": TOP_LOGPROBS})
             body.update(self.choice_fields(labels))
             return body
         if params.stop:
@@ -124,6 +129,11 @@ class LlamaServer(LlamaCppPython):
         if constraint.parses_json:
             return {"json_schema": constraint.source}
         return super().constraint_fields(constraint)
+
+
+def endpoint_path(prompt: Prompt) -> str:
+    """Where a prompt is sent, after the base URL."""
+    return "chat/completions" if is_conversation(prompt) else "completions"
 
 
 SERVERS_BY_OWNER = {"vllm": VLLM(), "llamacpp": LlamaServer(), "me": LlamaCppPython()}
@@ -195,14 +205,17 @@ class Answer:
 
 
 def read_answer(payload: Any) -> Answer:
-    """The answer in a completions response; KeyError, IndexError, TypeError or ValueError
-    for a response that holds none."""
+    """The answer in a completions or chat completions response; KeyError, IndexError,
+    TypeError or ValueError for a response that holds none."""
     choice = payload["choices"][0]
+    text = choice["message"]["content"] if "message" in choice else choice["text"]
+    if not isinstance(text, str):  # a chat answer without content (a tool call, a refusal)
+        raise TypeError(f"the answer's content is {type(text).__name__}, not text")
     usage = payload.get("usage") or {}
     details = usage.get("prompt_tokens_details") or {}
     finish_reason = choice.get("finish_reason")
     return Answer(
-        text=choice["text"],
+        text=text,
         finish_reason="length" if finish_reason == "length" else "stop",
         n_prompt_tokens=int(usage.get("prompt_tokens", 0)),
         n_tokens=int(usage.get("completion_tokens", 0)),
@@ -214,7 +227,7 @@ def read_answer(payload: Any) -> Answer:
 def _first_top_logprobs(logprobs: Any) -> list[tuple[str, float]]:
     if not logprobs:
         return []
-    if "content" in logprobs:  # llama-server writes the chat API's form
+    if "content" in logprobs:  # the chat API's form, which llama-server also writes for completions
         content = logprobs["content"]
         return [(t["token"], float(t["logprob"])) for t in content[0]["top_logprobs"]] if content else []
     top = logprobs.get("top_logprobs")  # the OpenAI completions form: one {text: logprob} per token

@@ -1,6 +1,7 @@
 """RemoteContext: generate_parallel() on OpenAI-compatible servers (vLLM, llama.cpp's llama-server).
 
-Each prompt is one request to `{base_url}/completions`; prompts run up to
+Each prompt is one request to `{base_url}/completions` (to `/chat/completions` for chat
+messages, see openai_api.py); prompts run up to
 `max_concurrency` at a time on each endpoint and go to the endpoint with the fewest
 requests in flight. A request that fails with a broken or refused connection, HTTP 429
 or a 5xx status is sent again, on another endpoint when one is available, up to
@@ -47,7 +48,9 @@ from .errors import (
     RemoteTimeoutError,
 )
 from .generation import Generator, Progress
-from .openai_api import Answer, OpenAICompatible, answer_label, label_probs, read_answer, server_api
+from .openai_api import (
+    Answer, OpenAICompatible, answer_label, endpoint_path, label_probs, read_answer, server_api,
+)
 from .result_cache import CachedCall
 from .results import Completion, ParallelResult, Stats
 from .sampling import SamplingParams, sequence_generator, sequence_seed
@@ -97,7 +100,8 @@ class RemoteContext(Generator):
     does not give one prompt the same answer whatever else it runs; `Completion.tokens`
     is empty (the token counts are the server's); the servers run their samplers in
     their own order and ignore what they lack (see openai_api.py); prompts given as
-    token ids need a server that takes them (vLLM, llama-server).
+    token ids need a server that takes them (vLLM, llama-server); a conversation goes
+    to the chat endpoint, where the server applies its model's chat template.
 
     `json_schema` and `grammar` go to the server's structured outputs (see
     openai_api.py), which check them against the server's vocabulary; a JSON answer's
@@ -415,7 +419,7 @@ class RemoteCall:
             retry_after = None
             try:
                 with self._request():
-                    response = await client.post(f"{endpoint.url}/completions", json=body)
+                    response = await client.post(f"{endpoint.url}/{endpoint_path(self.prompts[index])}", json=body)
             except httpx.TimeoutException as error:
                 if not isinstance(error, httpx.ConnectTimeout):
                     pool.release(endpoint)

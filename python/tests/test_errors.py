@@ -33,7 +33,10 @@ def test_a_penalty_window_longer_than_any_sequence_sees_the_whole_sequence(ctx):
     assert long.texts == cut.texts
 
 
-@pytest.mark.parametrize("prompts", [None, "a single string", 42, [None], ["ok", 3], [["a"]], [[1, True]], {"a": 1}])
+@pytest.mark.parametrize("prompts", [
+    None, "a single string", 42, [None], ["ok", 3], [["a"]], [[1, True]], {"a": 1},
+    [[{"role": "user"}]], [[{"role": "user", "content": 3}]], [[{"role": "user", "content": "hi"}, 3]],
+])
 def test_bad_prompts_argument(ctx, prompts):
     with pytest.raises(nl.InvalidArgumentError, match="prompts"):
         ctx.generate_parallel(prompts)

@@ -2,8 +2,11 @@
 
 import logging
 
+import pytest
+
 import newrllama4 as nl
 from conftest import random_prompts
+from newrllama4.testing import write_tiny_model
 
 
 def test_one_completion_per_prompt_in_order(ctx):
@@ -27,6 +30,28 @@ def test_token_id_prompts_match_text_prompts(ctx, model):
     text = "tell me a story"
     assert ctx.generate(model.tokenize(text), max_tokens=8, temperature=0).text == \
         ctx.generate(text, max_tokens=8, temperature=0).text
+
+
+CONVERSATION = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "tell me a story"}]
+
+
+def test_a_conversation_is_laid_out_with_the_models_chat_template(ctx, model, tmp_path):
+    rendered = model.apply_chat_template(CONVERSATION, add_generation_prompt=True)
+    as_messages = ctx.generate_parallel([CONVERSATION, "hello"], max_tokens=8, temperature=0)
+    as_text = ctx.generate(rendered, max_tokens=8, temperature=0)
+    assert as_messages[0].tokens == as_text.tokens and as_messages[0].n_prompt_tokens == as_text.n_prompt_tokens
+    assert as_messages[1].text == ctx.generate("hello", max_tokens=8, temperature=0).text
+    # the key names the tokens, so the rendered text finds the conversation's answer
+    cache = tmp_path / "answers.sqlite"
+    ctx.generate(CONVERSATION, max_tokens=8, temperature=0, cache=cache)
+    assert ctx.generate(rendered, max_tokens=8, temperature=0, cache=cache).from_cache
+
+
+def test_a_conversation_needs_a_model_with_a_chat_template(tmp_path):
+    with nl.Model(write_tiny_model(tmp_path / "base.gguf", chat_template=False)) as base, \
+            nl.Context(base, n_ctx=128, n_seq_max=1) as ctx:
+        with pytest.raises(nl.ChatTemplateError):
+            ctx.generate_parallel(["hello", CONVERSATION], max_tokens=2)
 
 
 def test_max_tokens_stops_with_length(ctx):

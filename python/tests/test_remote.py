@@ -15,7 +15,8 @@ from conftest import random_prompts
 from fault_proxy import Fault, FaultProxy
 from newrllama4.constraints import check_constraints
 from newrllama4.openai_api import (
-    VLLM, LlamaCppPython, LlamaServer, OpenAICompatible, answer_label, label_grammar, label_probs, read_answer,
+    VLLM, LlamaCppPython, LlamaServer, OpenAICompatible, answer_label, endpoint_path, label_grammar, label_probs,
+    read_answer,
 )
 from newrllama4.remote import EndpointPool, request_seed
 from newrllama4.sampling import SamplingParams
@@ -142,6 +143,33 @@ def test_a_server_without_structured_outputs_refuses_labels_and_constraints(tiny
     for constraint in ({"choices": ["a", "b"]}, {"json_schema": SCHEMA}, {"grammar": 'root ::= "a"'}):
         with pytest.raises(nl.InvalidArgumentError, match="no structured outputs"):
             ctx.generate_parallel(PROMPTS[:1], **constraint)
+
+
+CONVERSATION = [{"role": "system", "content": "Answer yes or no."}, {"role": "user", "content": "hello how are you"}]
+
+
+def test_a_conversation_goes_to_the_chat_endpoint_which_applies_the_models_template(proxy, model):
+    ctx = remote(proxy.url)
+    result = ctx.generate_parallel([CONVERSATION, "hello"], max_tokens=6, temperature=0)
+    assert [sorted(set(body) & {"messages", "prompt"}) for body in proxy.bodies] in (
+        [["messages"], ["prompt"]], [["prompt"], ["messages"]])
+    assert next(body for body in proxy.bodies if "messages" in body)["messages"] == CONVERSATION
+    # the server lays the messages out with the template in the tiny model's file
+    rendered = model.apply_chat_template(CONVERSATION, add_generation_prompt=True)
+    as_text = ctx.generate(rendered, max_tokens=6, temperature=0)
+    assert (result[0].text, result[0].n_prompt_tokens) == (as_text.text, as_text.n_prompt_tokens)
+    assert result[0].error is None and result[1].error is None
+
+
+def test_a_conversation_takes_labels_and_schemas(tiny_server):
+    ctx = remote(tiny_server.url)
+    labels = ["yes", "no"]
+    for completion in ctx.generate_parallel([CONVERSATION] * 2, choices=labels, temperature=0):
+        assert completion.error is None and completion.choice in labels
+        # the chat endpoint's log-probabilities: the tiny model's top tokens may begin no label
+        assert completion.choice_probs is None or sum(completion.choice_probs.values()) == pytest.approx(1.0)
+    answer = ctx.generate(CONVERSATION, json_schema=SCHEMA, max_tokens=40, temperature=0)
+    assert answer.error is None and answer.parsed["answer"] in ("yes", "no")
 
 
 def test_a_context_works_inside_a_running_event_loop(tiny_server):
@@ -379,6 +407,21 @@ def test_vllm_and_llama_server_requests():
     labelled = VLLM().request_body("m", "hi", params, 7, ("yes", "no"))
     assert labelled["structured_outputs"] == {"choice": ["yes", " yes", "no", " no"]}
     assert "stop" not in labelled and labelled["max_tokens"] == 4 and labelled["logprobs"] == 20
+
+
+def test_a_conversation_is_sent_as_messages_with_the_chat_apis_logprobs_fields():
+    params = SamplingParams(stop="\n")
+    body = VLLM().request_body("m", CONVERSATION, params, 7, ("yes", "no"))
+    assert body["messages"] == CONVERSATION and "prompt" not in body
+    assert (body["logprobs"], body["top_logprobs"]) == (True, 20)
+    assert endpoint_path(CONVERSATION) == "chat/completions" and endpoint_path("hi") == endpoint_path([1]) == "completions"
+    chat_form = {"choices": [{"message": {"role": "assistant", "content": "yes"}, "finish_reason": "stop",
+                              "logprobs": {"content": [{"token": "yes", "logprob": -0.2,
+                                                        "top_logprobs": [{"token": "yes", "logprob": -0.2}]}]}}]}
+    answer = read_answer(chat_form)
+    assert (answer.text, answer.first_top_logprobs) == ("yes", [("yes", -0.2)])
+    with pytest.raises(TypeError):  # a tool call: no text
+        read_answer({"choices": [{"message": {"role": "assistant", "content": None}, "finish_reason": "tool_calls"}]})
 
 
 def test_json_schemas_and_grammars_go_to_each_servers_structured_outputs():

@@ -127,3 +127,17 @@ def test_neither_the_api_key_nor_the_address_is_in_the_cache(tiny_server, tmp_pa
         with open(path, "rb") as handle:
             content = handle.read()
         assert secret.encode() not in content and guarded.url.encode() not in content
+
+
+def test_a_conversation_is_keyed_by_its_messages(tiny_server, model, tmp_path):
+    cache = tmp_path / "answers.sqlite"
+    conversation = [{"role": "system", "content": "Answer."}, {"role": "user", "content": "the king"}]
+    ctx = remote(tiny_server.url)
+    first = ctx.generate(conversation, **GREEDY, cache=cache)
+    assert ctx.generate(conversation, **GREEDY, cache=cache) == dataclasses.replace(
+        first, n_cached_tokens=first.n_prompt_tokens, from_cache=True)
+    other = [conversation[0], {"role": "user", "content": "the queen"}]
+    assert not ctx.generate(other, **GREEDY, cache=cache).from_cache
+    # the server renders the template: the same text sent as a string is another request
+    rendered = model.apply_chat_template(conversation, add_generation_prompt=True)
+    assert not ctx.generate(rendered, **GREEDY, cache=cache).from_cache
