@@ -25,22 +25,21 @@ apply_chat_template <- function(model, messages, add_assistant = TRUE) {
   engine_call(model$py$apply_chat_template, messages, add_generation_prompt = add_assistant)
 }
 
-check_messages <- function(messages, call = caller_env()) {
+check_messages <- function(messages, arg = "messages", call = caller_env()) {
   is_message <- function(m) {
     is.list(m) && rlang::is_string(m$role) && rlang::is_string(m$content)
   }
   if (!is.list(messages) || length(messages) == 0 || is.data.frame(messages)) {
-    abort_invalid("{.arg messages} must be a non-empty list of messages, not {.obj_type_friendly {messages}}.",
-                  "messages", call)
+    abort_invalid("{.arg {arg}} must be a non-empty list of messages, not {.obj_type_friendly {messages}}.",
+                  arg, call)
   }
   bad <- which(!vapply(messages, is_message, NA))
   if (length(bad) > 0) {
-    abort_invalid(
-      "Each message needs {.field role} and {.field content} strings; message{?s} {positions(bad)} do{?es/} not.",
-      "messages", call
-    )
+    problem <- cli::pluralize("message{?s} {positions(bad)} do{?es/} not")
+    abort_invalid("Each message of {.arg {arg}} needs {.field role} and {.field content} strings; {problem}.",
+                  arg, call)
   }
   lapply(messages, function(m) {
-    list(role = as_utf8(m$role, "messages", call), content = as_utf8(m$content, "messages", call))
+    list(role = as_utf8(m$role, arg, call), content = as_utf8(m$content, arg, call))
   })
 }

@@ -139,10 +139,16 @@ check_model_path <- function(path, call = caller_env()) {
   normalizePath(path)
 }
 
+# A character vector of prompts, or a list of conversations (each a list of messages).
 check_prompts <- function(prompts, call = caller_env()) {
+  if (is.list(prompts) && !is.data.frame(prompts) && length(prompts) > 0) {
+    return(Map(check_messages, prompts, sprintf("prompts[[%d]]", seq_along(prompts)), MoreArgs = list(call = call)))
+  }
   if (!is.character(prompts) || length(prompts) == 0) {
-    abort_invalid("{.arg prompts} must be a non-empty character vector, not {.obj_type_friendly {prompts}}.",
-                  "prompts", call)
+    abort_invalid(
+      "{.arg prompts} must be a non-empty character vector or a list of conversations, not {.obj_type_friendly {prompts}}.",
+      "prompts", call
+    )
   }
   missing <- which(is.na(prompts))
   if (length(missing) > 0) {

@@ -12,7 +12,11 @@
 #'
 #' @param context A context from [context_create()], or from
 #'   [context_remote()] to run the prompts on servers.
-#' @param prompts A character vector of prompts; names are kept.
+#' @param prompts A character vector of prompts, or a list of conversations,
+#'   each a list of messages as for [apply_chat_template()]: a local model lays
+#'   a conversation out with its chat template (a model without one raises
+#'   `newrllama4_error_chat_template`), a server with its own, at its chat
+#'   endpoint (see [context_remote()]). Names are kept.
 #' @param max_tokens Most tokens to generate per prompt.
 #' @param top_k,top_p Keep only the `top_k` most likely tokens, and of those
 #'   the most likely ones whose probabilities add up to `top_p`.
@@ -50,7 +54,9 @@
 #'   again, and gives what an uninterrupted run gives. An answer is found again
 #'   only for the same model file (by its SHA-256), the same prompt tokens and
 #'   every argument that can change it (with `temperature > 0`, also the same
-#'   `seed` and position in `prompts`); failed prompts are not stored. Several R
+#'   `seed` and position in `prompts`); with a remote context, for the same
+#'   model id and prompt as sent (see [context_remote()]). Failed prompts are
+#'   not stored. Several R
 #'   sessions can share one file. A file that is not a result cache raises
 #'   `newrllama4_error_cache`. [generation_stats()] counts the answers read from
 #'   it (`result_cache_hits`).
@@ -120,10 +126,11 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
 #' Generate text for one prompt
 #'
 #' [generate_parallel()] for a single prompt, which can also be given as token
-#' ids from [tokenize()]. A failing prompt raises its error.
+#' ids from [tokenize()] or as a conversation. A failing prompt raises its error.
 #'
 #' @inheritParams generate_parallel
-#' @param prompt A single string, or an integer vector of token ids.
+#' @param prompt A single string, an integer vector of token ids, or a
+#'   conversation (a list of messages).
 #' @return A single string.
 #' @export
 #' @examples
@@ -137,6 +144,8 @@ generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.
   if (is.numeric(prompt)) {
     check_tokens(prompt, "prompt")
     prompt <- as.list(as.integer(prompt))
+  } else if (is.list(prompt)) {
+    prompt <- check_messages(prompt, "prompt")
   } else {
     prompt <- check_text(prompt, "prompt")
   }

@@ -26,3 +26,17 @@ test_that("a message check names every bad message", {
                       class = "newrllama4_error_invalid_argument")
   expect_match(conditionMessage(err), "messages 1 and 2 do not")
 })
+
+test_that("generate_parallel() and generate() take conversations, laid out with the model's template", {
+  ctx <- tiny_context()
+  conversation <- list(list(role = "system", content = "Answer."), list(role = "user", content = "hello"))
+  answers <- generate_parallel(ctx, list(a = conversation, b = conversation[2]), max_tokens = 6L, temperature = 0,
+                               progress = FALSE)
+  expect_named(answers, c("a", "b"))
+  rendered <- apply_chat_template(tiny_model(), conversation)
+  expect_identical(answers[["a"]], generate(ctx, rendered, max_tokens = 6L, temperature = 0))
+  expect_identical(generate(ctx, conversation, max_tokens = 6L, temperature = 0), answers[["a"]])
+  error <- expect_error(generate_parallel(ctx, list(conversation, list(list(role = "user")))),
+                        class = "newrllama4_error_invalid_argument")
+  expect_match(conditionMessage(error), "prompts[[2]]", fixed = TRUE)
+})
