@@ -1,22 +1,30 @@
 #' Annotate texts: labels or typed fields for every row of a data frame
 #'
 #' Sends every row's text, after one instruction and optional worked examples,
-#' to a local model, and adds the answers to `data` as columns: a factor of
-#' labels with their probabilities, typed columns from a schema, or free text.
-#' The instruction and the examples are the same for every row, so the model
-#' reads them once (see `prefix_cache` in [context_create()]).
+#' to a local model or to servers, and adds the answers to `data` as columns: a
+#' factor of labels with their probabilities, typed columns from a schema, or
+#' free text. The instruction and the examples are the same for every row, so a
+#' local model reads them once (see `prefix_cache` in [context_create()]).
 #'
 #' The prompt is a conversation when the model has a chat template: the
 #' instruction as the system turn, each example as a user turn (its text) and
 #' an assistant turn (its answer), then the row's text as the last user turn.
-#' A model without a template (such as the default Gemma base model) gets a
-#' plain layout: the instruction, then `Text:` and `Answer:` lines for each
-#' example and the row.
+#' A local model without a template (such as the default Gemma base model) gets
+#' a plain layout: the instruction, then `Text:` and `Answer:` lines for each
+#' example and the row. A remote context ([context_remote()]) always sends the
+#' conversation, as chat messages to the servers' chat endpoint, where the
+#' server lays it out with its model's own template: serve an instruction
+#' model there (a base model has no template, and every row then fails with
+#' the server's error in `.error`). Labels and schemas are kept to by the
+#' servers' structured outputs, and label probabilities come from the answers'
+#' log-probabilities (see [context_remote()]).
 #'
 #' With `cache`, every answer is written to a SQLite file as soon as it is
-#' finished: a run that is interrupted -- Ctrl-C, a crash, a power cut -- and
-#' started again computes only the rows not yet in the file, and gives the same
-#' result as an uninterrupted run. [manifest()] describes how a result was
+#' finished: a run that is interrupted -- Ctrl-C, a crash, a power cut, a
+#' server that goes away -- and started again computes only the rows not yet
+#' in the file, and gives the same result as an uninterrupted run. For a remote
+#' context an answer is found again by the servers' model id and the messages
+#' sent, whichever endpoints serve it. [manifest()] describes how a result was
 #' made.
 #'
 #' @param data A data frame, or a character vector of texts.
@@ -35,7 +43,7 @@
 #' @param examples A data frame of worked examples: the columns that `text`
 #'   uses, and the answer -- a `.label` column with `labels`, one column per
 #'   field with `schema`, an `.answer` column otherwise.
-#' @param context A context from [context_create()]; `NULL` uses
+#' @param context A context from [context_create()] or [context_remote()]; `NULL` uses
 #'   SmolLM2 135M Instruct (`model_load("smollm2-135m-instruct")`) with 8
 #'   sequences of 2048 tokens, created once per session.
 #' @param cache Path of a SQLite file that keeps every finished answer, or
@@ -72,17 +80,12 @@ annotate <- function(data, text, instruction, labels = NULL, schema = NULL, exam
   answer <- answer_shape(labels, schema)
   turns <- example_turns(examples, text, answer)
   if (is.null(context)) context <- annotation_context() else check_context(context)
-  if (inherits(context, "newrllama_remote_context")) {
-    # the prompt layout and the manifest read the local model (chat template, file hash)
-    abort_invalid(c("{.fn annotate} does not take a remote context yet.",
-                    "i" = "Use {.fn generate_parallel} with {.arg choices} or {.arg json_schema}."),
-                  "context", current_env())
-  }
   params <- utils::modifyList(list(temperature = 0, max_tokens = answer$max_tokens), list(...))
-  prompts <- render_prompts(context$model, instruction, turns, texts)
+  layout <- prompts_layout(context)
   runnable <- which(!is.na(texts))
+  prompts <- render_prompts(layout, instruction, turns, texts[runnable])
   answers <- withCallingHandlers(
-    rlang::exec(generate_parallel, context, prompts[runnable], choices = labels,
+    rlang::exec(generate_parallel, context, prompts, choices = labels,
                 json_schema = answer$json_schema, cache = cache, on_error = "warn", !!!params),
     newrllama4_warning_partial_failure = function(w) rlang::cnd_muffle(w)
   )
@@ -95,7 +98,7 @@ annotate <- function(data, text, instruction, labels = NULL, schema = NULL, exam
   }
   attr(result, "manifest") <- new_manifest(context, answers, list(
     instruction = instruction, labels = labels, schema = answer$json_schema, n_examples = length(turns),
-    layout = prompts_layout(context$model), parameters = params, cache = cache
+    layout = layout, parameters = params, cache = cache
   ), n_rows = nrow(data))
   result
 }
@@ -185,25 +188,28 @@ example_turns <- function(examples, text, answer, call = caller_env()) {
   })
 }
 
-# One prompt per text: the model's chat template when it has one, else a plain layout.
-render_prompts <- function(model, instruction, turns, texts) {
-  if (prompts_layout(model) == "plain") {
+# One prompt per text: a conversation -- the instruction as the system turn, each
+# example as a user and an assistant turn, the text as the last user turn -- that
+# the engine lays out with the model's chat template, or the server with its own;
+# for a local model without a template, a plain layout.
+render_prompts <- function(layout, instruction, turns, texts) {
+  if (layout == "plain") {
     shots <- vapply(turns, function(t) sprintf("Text: %s\nAnswer: %s\n\n", t$text, t$answer), "")
-    head <- paste0(instruction, "\n\n", paste(shots, collapse = ""))
-    return(ifelse(is.na(texts), NA_character_, sprintf("%sText: %s\nAnswer:", head, texts)))
+    return(sprintf("%s\n\n%sText: %s\nAnswer:", instruction, paste(shots, collapse = ""), texts))
   }
   shots <- unlist(lapply(turns, function(t) {
     list(list(role = "user", content = t$text), list(role = "assistant", content = t$answer))
   }), recursive = FALSE)
   conversation <- c(list(list(role = "system", content = instruction)), shots)
-  vapply(texts, function(text) {
-    if (is.na(text)) return(NA_character_)
-    engine_call(model$py$apply_chat_template, c(conversation, list(list(role = "user", content = text))),
-                add_generation_prompt = TRUE)
-  }, "", USE.NAMES = FALSE)
+  lapply(texts, function(text) c(conversation, list(list(role = "user", content = text))))
 }
 
-prompts_layout <- function(model) if (is.null(model$py$chat_template)) "plain" else "chat template"
+# A server is sent chat messages: an instruction model behind vLLM or llama-server
+# has its template there, and its /models list does not say whether it has one.
+prompts_layout <- function(context) {
+  if (inherits(context, "newrllama_remote_context")) return("server chat template")
+  if (is.null(context$model$py$chat_template)) "plain" else "chat template"
+}
 
 # The answers as columns of `data`; rows that did not run (missing text) or
 # failed get NA and their reason in `.error`.

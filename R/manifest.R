@@ -2,7 +2,10 @@
 #'
 #' Everything that determines the answers of an [annotate()] call, and what
 #' the run did: the model file and its SHA-256, the chat template's SHA-256
-#' (or the plain layout), the instruction, labels or schema, the number of
+#' (or the plain layout) -- or, for answers from servers ([context_remote()]),
+#' the model id they report, the kind of server and the endpoints' base URLs,
+#' with `NA` for the file, its SHA-256 and the template, which stay on the
+#' server (never the API key) -- the instruction, labels or schema, the number of
 #' worked examples, every generation parameter with the seed actually used,
 #' the rows answered, taken from the cache, failed or skipped, the timings,
 #' and the versions of R, Python, the engine, llama-cpp-python and llama.cpp.
@@ -31,23 +34,30 @@ manifest <- function(x) {
 
 new_manifest <- function(context, answers, task, n_rows) {
   nl <- engine()
-  model <- engine_call(nl$model_record, context$model$py)
+  remote <- inherits(context, "newrllama_remote_context")
+  model <- if (remote) engine_call(nl$server_record, context$py) else engine_call(nl$model_record, context$model$py)
+  # one set of fields for both: NA for what a local file or a server does not have
+  model <- lapply(stats::setNames(nm = manifest_model_fields), function(field) model[[field]] %||% NA)
   stats <- generation_stats(answers)
   errors <- generation_errors(answers)
   parameters <- utils::modifyList(generation_defaults(), task$parameters)
   parameters$seed <- stats$seed
   structure(list(
     created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z"),
-    model = model[c("file", "path", "sha256", "file_bytes", "description", "parameters")],
+    model = model[setdiff(manifest_model_fields, "chat_template_sha256")],
     prompt = list(
       layout = task$layout,
-      chat_template_sha256 = model$chat_template_sha256 %||% NA_character_,
+      chat_template_sha256 = model$chat_template_sha256,
       instruction = task$instruction,
       labels = task$labels,
       schema = if (is.null(task$schema)) NULL else as.character(jsonlite::toJSON(task$schema, auto_unbox = TRUE)),
       examples = task$n_examples
     ),
-    parameters = c(parameters, list(n_ctx = context$py$n_ctx, n_seq_max = context$py$n_seq_max)),
+    parameters = c(parameters, if (remote) {
+      list(max_concurrency = context$py$max_concurrency)
+    } else {
+      list(n_ctx = context$py$n_ctx, n_seq_max = context$py$n_seq_max)
+    }),
     rows = list(
       total = n_rows,
       skipped_missing_text = n_rows - length(answers),
@@ -61,6 +71,11 @@ new_manifest <- function(context, answers, task, n_rows) {
     versions = c(list(R = R.version$version.string), engine_call(nl$versions))
   ), class = "newrllama_manifest")
 }
+
+# A local model is its file; a server's model its id, the kinds of server and
+# their base URLs (never the API key).
+manifest_model_fields <- c("file", "path", "sha256", "file_bytes", "description", "parameters",
+                           "id", "server", "endpoints", "chat_template_sha256")
 
 # generate_parallel()'s defaults for everything that shapes an answer.
 generation_defaults <- function() {

@@ -45,8 +45,25 @@
 #' `newrllama4_error_incomplete_output`, as locally. Label probabilities are
 #' read from the log-probabilities of the answer's first token: exact for
 #' labels of one token, an approximation otherwise, `NA` when they do not show
-#' the labels. Not yet with a remote context: the result cache (`cache`) and
-#' [annotate()], which raise `newrllama4_error_invalid_argument`.
+#' the labels. llama-cpp-python's server turns a JSON schema into a grammar of
+#' its own, which leaves out numeric bounds (`minimum`, `maximum`) and lets
+#' raw control characters into strings (such an answer fails as not valid
+#' JSON); vLLM and llama-server apply the schema themselves.
+#'
+#' A prompt given as a conversation (a list of messages) goes to the server's
+#' chat endpoint (`/chat/completions`), which lays it out with the model's own
+#' chat template; [annotate()] sends its prompts that way, so serve an
+#' instruction model for it.
+#'
+#' The result cache (`cache` in [generate_parallel()] and [annotate()]) works
+#' as with a local model: every answer is committed as it arrives, and a run
+#' started again after a crash, an interrupt or a server that went away
+#' computes only the prompts missing from the file. An answer is keyed by the
+#' model id the servers report (not a file's SHA-256), the prompt as sent (its
+#' text, token ids or messages, not its tokens), the kinds of server, and every
+#' argument that can change it; never by the servers' addresses or the API key,
+#' so the same model served elsewhere finds its answers again, and a local
+#' model's answers and a server's never meet in one file.
 #'
 #' @param base_url The API root of a server, such as `"http://gpu-1:8000/v1"`
 #'   (a bare `"http://gpu-1:8000"` gets `/v1`), or several of them serving the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 
-from .about import model_record, versions
+from .about import model_record, server_record, versions
 from .context import Context
 from .errors import (
     CacheError,
@@ -44,7 +44,7 @@ __all__ = [
     "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError", "NewrllamaError",
     "ParallelResult", "PromptError", "PromptTooLongError", "RemoteConnectionError", "RemoteContext", "RemoteError",
     "RemoteHTTPError", "RemoteResponseError", "RemoteTimeoutError", "SamplingParams", "Stats", "default_model_path",
-    "model_path", "model_record", "versions",
+    "model_path", "model_record", "server_record", "versions",
 ]
 
 logging.getLogger("newrllama4").addHandler(logging.NullHandler())

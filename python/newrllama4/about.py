@@ -1,4 +1,4 @@
-"""The versions of everything that shapes an answer, for a reproducibility record."""
+"""What shapes an answer, for a reproducibility record: the versions, and the model (a file, or a server's)."""
 
 from __future__ import annotations
 
@@ -41,4 +41,14 @@ def model_record(model: Model) -> dict[str, Any]:
         "description": model.description,
         "parameters": model.n_params,
         "chat_template_sha256": None if template is None else hashlib.sha256(template.encode("utf-8")).hexdigest(),
+    }
+
+
+def server_record(context: Any) -> dict[str, Any]:
+    """What identifies a remote context's answers: the model id its servers report, the
+    kinds of server and their base URLs (the API key is never part of a context's record)."""
+    return {
+        "id": context.model,
+        "server": sorted({endpoint.api.name for endpoint in context.endpoints}),
+        "endpoints": [endpoint.url for endpoint in context.endpoints],
     }

@@ -346,6 +346,8 @@ def test_the_model_is_the_servers_and_names_the_cache_key(tiny_server, tiny_mode
     assert ctx.model == tiny_model_path == remote(tiny_server.url, model=tiny_model_path).model
     assert ctx.endpoints[0].url == tiny_server.url and ctx.endpoints[0].api.name == "llama-cpp-python"
     assert ctx.model_identity == f"server:{tiny_model_path}"
+    assert nl.server_record(ctx) == {"id": tiny_model_path, "server": ["llama-cpp-python"],
+                                     "endpoints": [tiny_server.url]}
 
 
 def test_servers_that_cannot_be_used_are_refused_when_the_context_is_created(tiny_server):
@@ -363,7 +365,7 @@ def test_the_api_key_is_sent_and_never_shown(tiny_server, monkeypatch):
         monkeypatch.setenv("NEWRLLAMA4_API_KEY", "sk-secret")
         ctx = remote(proxy.url)
         assert ctx.generate_parallel(PROMPTS[:1], max_tokens=2).stats.failures == 0
-        assert "sk-secret" not in repr(ctx)
+        assert "sk-secret" not in repr(ctx) and "sk-secret" not in repr(nl.server_record(ctx))
     finally:
         proxy.close()
 

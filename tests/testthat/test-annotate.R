@@ -24,8 +24,9 @@ test_that("labels become a factor column and one probability column per label, r
 test_that("each row's answer is what the model gives its rendered prompt alone", {
   ctx <- tiny_context()
   out <- annotate(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE)
-  prompt <- render_prompts(ctx$model, instruction, list(), reviews$review[[4]])
-  alone <- generate(tiny_context(n_seq_max = 1L), prompt, choices = sentiment, temperature = 0)
+  prompt <- render_prompts("chat template", instruction, list(), reviews$review[[4]])[[1]]
+  alone <- generate(tiny_context(n_seq_max = 1L), apply_chat_template(ctx$model, prompt), choices = sentiment,
+                    temperature = 0)
   expect_identical(as.character(out$.label[[4]]), as.vector(alone))
   expect_equal(unlist(out[4, paste0(".prob_", sentiment)], use.names = FALSE), unname(attr(alone, "probs")))
 })
@@ -62,9 +63,9 @@ test_that("each field type has its column type, NA where a row has no answer", {
 test_that("examples are rendered as user and assistant turns, after the instruction", {
   ctx <- tiny_context()
   examples <- data.frame(review = c("Love it.", "Awful."), .label = c("positive", "negative"))
-  prompt <- render_prompts(ctx$model, instruction, example_turns(examples, rlang::quo(review),
-                                                                 answer_shape(sentiment, NULL)), "So so.")
-  expect_identical(prompt, paste0(
+  prompt <- render_prompts("chat template", instruction, example_turns(examples, rlang::quo(review),
+                                                                      answer_shape(sentiment, NULL)), "So so.")
+  expect_identical(apply_chat_template(ctx$model, prompt[[1]]), paste0(
     "<|im_start|>system\n", instruction, "<|im_end|>\n",
     "<|im_start|>user\nLove it.<|im_end|>\n<|im_start|>assistant\npositive<|im_end|>\n",
     "<|im_start|>user\nAwful.<|im_end|>\n<|im_start|>assistant\nnegative<|im_end|>\n",
@@ -85,8 +86,8 @@ test_that("a model without a chat template gets the plain layout", {
   reticulate::import("newrllama4.testing")$write_tiny_model(path, chat_template = FALSE)
   base <- model_load(path)
   examples <- data.frame(review = "Love it.", .label = "positive")
-  prompt <- render_prompts(base, instruction, example_turns(examples, rlang::quo(review),
-                                                            answer_shape(sentiment, NULL)), "So so.")
+  prompt <- render_prompts("plain", instruction, example_turns(examples, rlang::quo(review),
+                                                               answer_shape(sentiment, NULL)), "So so.")
   expect_identical(prompt, paste0(instruction, "\n\nText: Love it.\nAnswer: positive\n\nText: So so.\nAnswer:"))
   out <- annotate(reviews, review, instruction, labels = sentiment, examples = examples,
                   context = context_create(base, n_ctx = 256L, n_seq_max = 2L), progress = FALSE)

@@ -81,13 +81,89 @@ test_that("servers that cannot be used, and bad arguments, are refused at creati
   expect_no_match(conditionMessage(error), "123456789")
 })
 
-test_that("a remote context has no prefix cache to clear, and no result cache or annotate() yet", {
+test_that("a remote context has no prefix cache to clear", {
+  expect_error(context_clear_cache(context_remote(tiny_server()$url)), class = "newrllama4_error_invalid_argument")
+})
+
+test_that("a remote run is cached: the second computes nothing and gives the same answers", {
   ctx <- context_remote(tiny_server()$url)
-  expect_error(context_clear_cache(ctx), class = "newrllama4_error_invalid_argument")
-  expect_error(generate(ctx, "hello", cache = tempfile()), class = "newrllama4_error_invalid_argument")
-  expect_error(annotate(c("good", "bad"), instruction = "Sentiment?", labels = c("positive", "negative"),
-                        context = ctx),
-               class = "newrllama4_error_invalid_argument")
+  cache <- tempfile(fileext = ".sqlite")
+  prompts <- c(a = "hello how are you", b = "once upon a time", c = "the king")
+  first <- generate_parallel(ctx, prompts, max_tokens = 5L, temperature = 0, cache = cache, progress = FALSE)
+  expect_equal(generation_stats(first)$result_cache_hits, 0)
+  again <- generate_parallel(ctx, prompts, max_tokens = 5L, temperature = 0, cache = cache, progress = FALSE)
+  expect_equal(generation_stats(again)$result_cache_hits, 3)
+  expect_equal(generation_stats(again)$request_seconds, 0)
+  expect_identical(as.vector(again), as.vector(first))
+  expect_named(again, names(prompts))
+  # a local model of the very file the server serves has answers of its own in the file
+  local <- generate_parallel(tiny_context(), prompts, max_tokens = 5L, temperature = 0, cache = cache,
+                             progress = FALSE)
+  expect_equal(generation_stats(local)$result_cache_hits, 0)
+})
+
+reviews <- data.frame(review = c("Boils fast and looks nice.", "Burnt every slice.", NA, "It gives light."))
+sentiment <- c("positive", "negative", "neutral")
+
+test_that("annotate() sends chat messages to a server: a label for every row, a manifest of the server", {
+  Sys.setenv(NEWRLLAMA4_API_KEY = "sk-not-in-the-manifest")
+  on.exit(Sys.unsetenv("NEWRLLAMA4_API_KEY"))
+  server <- tiny_server()
+  ctx <- context_remote(server$url)
+  examples <- data.frame(review = "Love it.", .label = "positive")
+  out <- suppressWarnings(annotate(reviews, review, "Sentiment?", labels = sentiment, examples = examples,
+                                   context = ctx, progress = FALSE))
+  expect_s3_class(out$.label, "factor")
+  expect_identical(levels(out$.label), sentiment)
+  expect_identical(is.na(out$.label), c(FALSE, FALSE, TRUE, FALSE))
+  expect_identical(out$.error[[3]], "The text is missing.")
+  record <- manifest(out)
+  expect_identical(record$model$id, tiny_model_path())
+  expect_identical(record$model$server, "llama-cpp-python")
+  expect_identical(record$model$endpoints, server$url)
+  expect_true(is.na(record$model$sha256) && is.na(record$model$file) && is.na(record$prompt$chat_template_sha256))
+  expect_identical(record$prompt$layout, "server chat template")
+  expect_identical(record$prompt$examples, 1L)
+  expect_identical(record$parameters$max_concurrency, 16L)
+  expect_identical(record$rows[c("total", "skipped_missing_text", "computed")],
+                   list(total = 4L, skipped_missing_text = 1L, computed = 3L))
+  everything <- c(cli::cli_fmt(print(record)), unlist(as.data.frame(record)))
+  expect_false(any(grepl("sk-not-in-the-manifest", everything, fixed = TRUE)))
+  # the server lays the messages out with the tiny model's template, as the engine does locally
+  prompt_tokens <- function(context) {
+    manifest(annotate(reviews$review[[1]], instruction = "Sentiment?", context = context, max_tokens = 1L,
+                      progress = FALSE))$timings$prompt_tokens
+  }
+  expect_equal(prompt_tokens(ctx), prompt_tokens(tiny_context()))
+})
+
+test_that("annotate() with a schema on a server gives typed columns", {
+  # llama-cpp-python's server turns a schema into a grammar without numeric bounds, and
+  # with raw control characters allowed in strings, which the tiny model writes (invalid JSON)
+  schema <- list(score = "number", recommend = "boolean", mood = c("happy", "angry"))
+  out <- annotate(reviews[c(1, 2, 4), , drop = FALSE], review, "Extract.", schema = schema,
+                  context = context_remote(tiny_server()$url), progress = FALSE)
+  expect_true(all(is.na(out$.error)))
+  expect_type(out$score, "double")
+  expect_false(anyNA(out$score))
+  expect_type(out$recommend, "logical")
+  expect_false(anyNA(out$recommend))
+  expect_s3_class(out$mood, "factor")
+  expect_false(anyNA(out$mood))
+})
+
+test_that("annotate() on a server resumes from its cache", {
+  ctx <- context_remote(tiny_server()$url)
+  cache <- tempfile(fileext = ".sqlite")
+  run <- function(data) {
+    suppressWarnings(annotate(data, review, "Sentiment?", labels = sentiment, context = ctx, cache = cache,
+                              progress = FALSE))
+  }
+  first <- run(reviews[1:2, , drop = FALSE])
+  again <- run(reviews)
+  expect_identical(manifest(again)$rows[c("from_cache", "computed")], list(from_cache = 2L, computed = 1L))
+  without_manifest <- function(x) `attr<-`(x, "manifest", NULL)
+  expect_identical(without_manifest(again[1:2, ]), without_manifest(first))
 })
 
 test_that("an interrupt cancels a remote call and returns control to R", {
