@@ -41,6 +41,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -87,7 +88,7 @@ class ResultCache:
         except sqlite3.Error as exc:
             raise CacheError(path, f"cannot be opened: {exc}") from exc
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._use_wal()
             # a process that dies loses nothing committed; a power cut at worst the last
             # answers, which a re-run computes again; the file stays consistent either way
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -100,6 +101,19 @@ class ResultCache:
 
     def close(self) -> None:
         self._db.close()
+
+    def _use_wal(self) -> None:
+        # Switching a new file to WAL needs it to itself, and SQLite answers "locked" at
+        # once rather than waiting: two processes creating one cache file take turns here.
+        deadline = time.monotonic() + _BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _check_layout(self) -> None:
         self._db.execute("BEGIN IMMEDIATE")  # two processes creating the file take turns

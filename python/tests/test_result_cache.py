@@ -4,6 +4,7 @@ import contextlib
 import dataclasses
 import inspect
 import json
+import multiprocessing
 import os
 import signal
 import sqlite3
@@ -262,6 +263,28 @@ def test_two_processes_writing_one_cache_at_once(ctx, tiny_model_path, tmp_path)
     again = ctx.generate_parallel(prompts, **GREEDY, cache=cache)
     assert again.stats.result_cache_hits == 120
     assert answers(again) == answers(ctx.generate_parallel(prompts, **GREEDY))
+
+
+def _open_when_told(path, go):
+    while not os.path.exists(go):
+        pass
+    result_cache.ResultCache(path).close()
+
+
+def test_processes_creating_one_cache_file_at_the_same_moment_all_open_it(tmp_path):
+    # switching a new file to WAL answered "locked" to the second of two processes
+    # (64 of 300 opens failed before the retry), without waiting for the busy timeout
+    forked = multiprocessing.get_context("fork")
+    for attempt in range(40):
+        path, go = tmp_path / f"{attempt}.sqlite", tmp_path / f"go{attempt}"
+        children = [forked.Process(target=_open_when_told, args=(path, go)) for _ in range(2)]
+        for child in children:
+            child.start()
+        time.sleep(0.02)
+        go.touch()
+        for child in children:
+            child.join(timeout=60)
+        assert [child.exitcode for child in children] == [0, 0], f"attempt {attempt}"
 
 
 @pytest.mark.slow
