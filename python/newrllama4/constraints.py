@@ -22,6 +22,7 @@ free whitespace would let a small model pad an answer with newlines until max_to
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import warnings
@@ -108,6 +109,52 @@ def _compile(kind: str, name: str, value: Any, vocabulary: Optional[Any]) -> Con
 
 
 _WHAT = {"json_schema": "JSON schema", "grammar": "GBNF grammar"}
+
+
+def text_error(constraint: Constraint, text: str) -> Optional[str]:
+    """Why `text` is not an answer `constraint` accepts, or None if it is.
+
+    For answers written elsewhere (a server's structured outputs may enforce less than
+    the schema says): checked byte by byte against llguidance's grammar of the same
+    schema or GBNF, with JSON's whitespace left free since a server writes its own."""
+    if constraint.parses_json:
+        text = text.strip()
+    written = text.encode("utf-8")
+    matcher = llguidance.LLMatcher(_bytes_tokenizer(), _written_anywhere(constraint), log_level=0)
+    for position, byte in enumerate(written):
+        if not matcher.consume_token(byte):
+            return (f"{written[position:position + 1].decode('utf-8', 'backslashreplace')!r} after "
+                    f"{written[max(0, position - 40):position].decode('utf-8', 'backslashreplace')!r}")
+    return None if matcher.is_accepting() else "it ends before it is complete"
+
+
+class _Bytes:
+    """A vocabulary of the 256 bytes (and an end token), to match any text against a grammar."""
+
+    tokens = [bytes([b]) for b in range(256)] + [b"<end>"]
+    eos_token_id = 256
+    bos_token_id = None
+
+    def __call__(self, text: Any) -> list[int]:
+        return list(text if isinstance(text, bytes) else text.encode("utf-8"))
+
+
+@functools.lru_cache(maxsize=1)
+def _bytes_tokenizer() -> Any:
+    return llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Bytes()))
+
+
+def _written_anywhere(constraint: Constraint) -> str:
+    if not constraint.parses_json:
+        return constraint.grammar
+    source = constraint.source  # keys unsorted: a schema's properties are written in its order
+    return _json_any_whitespace(source if isinstance(source, str) else json.dumps(source))
+
+
+@functools.lru_cache(maxsize=64)
+def _json_any_whitespace(schema: str) -> str:
+    return llguidance.LLMatcher.grammar_from_json_schema(json.loads(schema), overrides={"whitespace_flexible": True})
+
 
 _tokenizers: "weakref.WeakKeyDictionary[Model, Any]" = weakref.WeakKeyDictionary()
 _tokenizers_lock = threading.Lock()

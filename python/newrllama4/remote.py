@@ -33,9 +33,10 @@ import httpx
 
 from .checks import check_int, check_real
 from .choices import Labels, pick_label
-from .constraints import Constraint
+from .constraints import Constraint, text_error
 from .errors import (
     ClosedError,
+    ConstraintError,
     EmptyPromptError,
     EndpointError,
     IncompleteOutputError,
@@ -476,16 +477,16 @@ class RemoteCall:
         if answer.finish_reason == "length":
             error: PromptError = IncompleteOutputError(index, constraint.kind, answer.n_tokens, "length")
             return dataclasses.replace(completion, finish_reason="error", error=error)
-        if not constraint.parses_json:
-            return completion
-        try:
-            return dataclasses.replace(completion, parsed=json.loads(answer.text))
-        except ValueError as exc:
-            error = RemoteResponseError(
-                index, endpoint.url, attempts,
-                f"the answer is not valid JSON ({exc}): cut by a stop string, or the server ignored the schema."
+        problem = text_error(constraint, answer.text)
+        if problem is not None:
+            error = ConstraintError(
+                index, f"has an answer from {endpoint.url} that its {constraint.kind} refuses ({problem}): "
+                       f"the server enforced less of it than it was sent."
             )
             return dataclasses.replace(completion, finish_reason="error", error=error)
+        if not constraint.parses_json:
+            return completion
+        return dataclasses.replace(completion, parsed=json.loads(answer.text))
 
     def _label_completion(self, index: int, endpoint: Endpoint, attempts: int, answer: Answer,
                           labels: Labels) -> Completion:

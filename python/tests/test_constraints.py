@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import newrllama4 as nl
-from newrllama4.constraints import ConstrainedAnswer, check_constraints, mask_logits, tokenizer
+from newrllama4.constraints import ConstrainedAnswer, check_constraints, mask_logits, text_error, tokenizer
 
 from conftest import random_prompts
 
@@ -320,3 +320,21 @@ def test_instruction_model_labels_sum_to_one_and_greedy_is_the_argmax(smollm2, r
         assert completion.choice == max(labels, key=lambda label: completion.choice_probs[label])
     # a working model: the clear reviews get their obvious label
     assert [result[i].choice for i in (0, 1, 3, 10)] == ["positive", "negative", "positive", "positive"]
+
+
+def test_text_error_checks_an_answer_written_elsewhere_against_the_schema_or_grammar():
+    # properties out of alphabetical order: they are written in the schema's order
+    schema = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5},
+                                               "mood": {"enum": ["happy", "angry"]}},
+              "required": ["score", "mood"]}
+    constraint = check_constraints(schema, None, 1, None)[0]
+    assert text_error(constraint, '{"score": 3, "mood": "happy"}') is None
+    assert text_error(constraint, '{\n  "score":3,\n  "mood":"angry"\n}\n') is None  # a server's whitespace
+    assert text_error(constraint, '{"score": 35, "mood": "happy"}') == "'5' after '{\"score\": 3'"
+    assert text_error(constraint, '{"score": 3, "mood": "sad"}') is not None
+    assert text_error(constraint, '{"score": 3}') is not None
+    assert text_error(constraint, '{"score": 3, "mood": "happy"') == "it ends before it is complete"
+    grammar = check_constraints(None, 'root ::= "cat" | "dog" " house"?', 1, None)[0]
+    assert text_error(grammar, "dog house") is None and text_error(grammar, "cat") is None
+    assert text_error(grammar, "cat house") == "' ' after 'cat'"
+    assert text_error(grammar, " cat") is not None  # a grammar's text is not stripped

@@ -115,6 +115,22 @@ def test_json_schema_answers_parse_and_follow_the_schema(tiny_server):
         assert completion.error is None and completion.parsed["answer"] in ("yes", "no")
 
 
+def test_answers_a_server_let_through_against_the_schema_fail_alone(tiny_server):
+    # llama-cpp-python's server drops numeric bounds when it turns a schema into a grammar
+    bounded = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 5}},
+               "required": ["n"]}
+    result = remote(tiny_server.url).generate_parallel(PROMPTS * 3, json_schema=bounded, max_tokens=40,
+                                                       temperature=1.0, seed=3)
+    refused = [c for c in result if c.error is not None]
+    assert refused, "the server kept to the bounds: this test needs an answer that breaks them"
+    for completion in refused:
+        assert isinstance(completion.error, nl.ConstraintError) and completion.parsed is None
+        assert "json_schema refuses" in str(completion.error) and tiny_server.url in str(completion.error)
+    for completion in result:
+        if completion.error is None:
+            assert 1 <= completion.parsed["n"] <= 5
+
+
 def test_a_constrained_answer_cut_short_fails_alone_as_locally(tiny_server):
     result = remote(tiny_server.url).generate_parallel(PROMPTS[:2], json_schema=[SCHEMA, None], max_tokens=2)
     assert isinstance(result[0].error, nl.IncompleteOutputError) and result[0].error.n_tokens == 2
@@ -279,9 +295,10 @@ def test_an_answer_that_is_not_json_is_a_response_error(proxy):
 def test_a_request_that_outlasts_the_timeout_fails_alone_without_a_retry(proxy):
     proxy.faults = [Fault(hang=True)]
     result = remote(proxy.url, max_concurrency=2, timeout=5).generate_parallel(PROMPTS[:3], max_tokens=3)
-    assert isinstance(result[0].error, nl.RemoteTimeoutError) and result[0].error.attempts == 1
-    assert [c.error for c in result[1:]] == [None, None]
-    assert len(proxy.bodies) == 3
+    # the first request to reach the proxy hangs: prompt 0's or prompt 1's, sent at once
+    failed = [c.error for c in result if c.error is not None]
+    assert len(failed) == 1 and isinstance(failed[0], nl.RemoteTimeoutError) and failed[0].attempts == 1
+    assert failed[0].index in (0, 1) and len(proxy.bodies) == 3
 
 
 CTRL_C_CHILD = """

@@ -51,6 +51,22 @@ test_that("a JSON schema and a grammar go to the server, and answers parse", {
                class = "newrllama4_error_incomplete_output")
 })
 
+test_that("an answer a server let through against the schema fails alone, classed", {
+  # llama-cpp-python's server drops the bounds; the tiny model writes numbers past them
+  bounded <- list(type = "object", properties = list(n = list(type = "integer", minimum = 1, maximum = 5)),
+                  required = "n")
+  expect_warning(
+    out <- generate_parallel(context_remote(tiny_server()$url), rep(c("hello", "the king"), 3),
+                             json_schema = bounded, max_tokens = 40L, temperature = 1, seed = 3L, progress = FALSE),
+    class = "newrllama4_warning_partial_failure"
+  )
+  errors <- generation_errors(out)
+  expect_gt(nrow(errors), 0)
+  expect_true(all(errors$class == "newrllama4_error_constraint"))
+  kept <- Filter(Negate(is.null), parsed_answers(out))
+  expect_true(all(vapply(kept, function(value) value$n >= 1 && value$n <= 5, NA)))
+})
+
 test_that("prompts on a server that went away fail alone with classed errors", {
   server <- new_tiny_server()
   ctx <- context_remote(server$url, retries = 0L)
@@ -138,8 +154,8 @@ test_that("annotate() sends chat messages to a server: a label for every row, a 
 })
 
 test_that("annotate() with a schema on a server gives typed columns", {
-  # llama-cpp-python's server turns a schema into a grammar without numeric bounds, and
-  # with raw control characters allowed in strings, which the tiny model writes (invalid JSON)
+  # no numeric bounds or free strings: llama-cpp-python's server drops bounds and lets raw
+  # control characters into strings, and such answers fail (newrllama4_error_constraint)
   schema <- list(score = "number", recommend = "boolean", mood = c("happy", "angry"))
   out <- annotate(reviews[c(1, 2, 4), , drop = FALSE], review, "Extract.", schema = schema,
                   context = context_remote(tiny_server()$url), progress = FALSE)
