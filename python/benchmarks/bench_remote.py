@@ -4,6 +4,7 @@
 the default model served by llama-cpp-python's OpenAI-compatible server (the test
 extra), on 127.0.0.1:
   (a) one server with every core
+  (a') one server with half the cores
   (b) two servers with half the cores each, the prompts spread over both
   (c) the client alone: 1000 prompts against a stub server (another process) that
       answers at once, so that the time per request is the client's own (httpx, JSON,
@@ -76,9 +77,9 @@ def run(name: str, urls: list[str], texts: list[str], max_tokens: int, baseline:
     ctx = nl.RemoteContext(urls)
     ctx.generate_parallel(texts[:2], max_tokens=2, temperature=0)  # warm-up: connections, model pages
     stats = ctx.generate_parallel(texts, max_tokens=max_tokens, temperature=0).stats
-    ratio = f"{stats.total_seconds / baseline:>5.2f}x" if baseline else "   1x"
+    ratio = f"{baseline / stats.total_seconds:>5.2f}x" if baseline else "   1x"
     print(f"| {name:<36} | {stats.generated_tokens:>9} | {stats.total_seconds:>7.2f} "
-          f"| {stats.generation_tokens_per_s:>8.1f} | {1000 * stats.total_seconds / len(texts):>10.2f} | {ratio:>6} |")
+          f"| {stats.generation_tokens_per_s:>8.1f} | {1000 * stats.total_seconds / len(texts):>10.2f} | {ratio:>12} |")
     return stats.total_seconds
 
 
@@ -93,10 +94,13 @@ def main() -> None:
     texts = prompts(args.prompts)
     half = max(1, args.threads // 2)
     print(f"{args.prompts} prompts, {args.max_tokens} new tokens, greedy, {args.threads} threads, {model}\n")
-    print(f"| {'run':<36} | generated | seconds |    tok/s | ms/request | vs (a) |")
-    print(f"|{'-' * 38}|----------:|--------:|---------:|-----------:|-------:|")
+    print(f"| {'run':<36} | generated | seconds |    tok/s | ms/request | speed vs (a) |")
+    print(f"|{'-' * 38}|----------:|--------:|---------:|-----------:|-------------:|")
     with ModelServer(model, n_ctx=512, n_threads=args.threads) as server:
         baseline = run("(a) one server", [server.url], texts, args.max_tokens, None)
+    if half < args.threads:  # what one server makes of half the cores, to read (b) by
+        with ModelServer(model, n_ctx=512, n_threads=half) as server:
+            run(f"(a') one server, {half} threads", [server.url], texts, args.max_tokens, baseline)
     with ModelServer(model, n_ctx=512, n_threads=half) as first, ModelServer(model, n_ctx=512, n_threads=half) as second:
         run(f"(b) two servers, {half} threads each", [first.url, second.url], texts, args.max_tokens, baseline)
     run("(c) client alone, 1000 prompts", [start_stub_server()], prompts(1000), args.max_tokens, None)
