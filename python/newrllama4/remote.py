@@ -105,9 +105,10 @@ class RemoteContext(Generator):
     to the chat endpoint, where the server applies its model's chat template.
 
     `json_schema` and `grammar` go to the server's structured outputs (see
-    openai_api.py), which check them against the server's vocabulary; a JSON answer's
-    value is in `parsed`, and one cut off by max_tokens fails with
-    IncompleteOutputError, as locally.
+    openai_api.py), which check them against the server's vocabulary. Each answer is
+    checked against them again on arrival (constraints.text_error): one the server let
+    through against them fails with ConstraintError, one cut off by max_tokens with
+    IncompleteOutputError, as locally; a JSON answer's value is in `parsed`.
 
     With `choices`, each answer is restricted to a label by the server's structured
     outputs (vLLM, llama.cpp servers). Where the top log-probabilities of the answer's
