@@ -90,10 +90,13 @@ def run(model: nl.Model, threads: int, first: list[str], second: list[str]
 
 @contextlib.contextmanager
 def llama_server(binary: str, model_path: str, threads: int) -> Iterator[str]:
-    """llama.cpp's server of the model with 8 slots of 512 tokens, as our contexts have; its API root."""
+    """llama.cpp's server of the model with 8 slots of 512 tokens, as our contexts have; its API root.
+    With --swa-full, as our contexts: without it a sliding-window model (Gemma 3) re-processes
+    every prompt whole, its prompt cache unused."""
     port = free_port()
     process = subprocess.Popen([binary, "-m", model_path, "--host", "127.0.0.1", "--port", str(port),
-                                "-c", str(8 * 512), "-np", "8", "-t", str(threads), "-tb", str(threads)],
+                                "-c", str(8 * 512), "-np", "8", "-t", str(threads), "-tb", str(threads),
+                                "--swa-full"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
