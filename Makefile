@@ -28,7 +28,7 @@ r-deps:
 
 python-env: $(VENV)/.installed
 
-$(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt
+$(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python/newrllama4/_top_k.c
 	python3 -m venv $(VENV)
 	# compat mode puts python/ on sys.path: setuptools' default editable finder runs
 	# after the path scan, so a folder named newrllama4 in the working directory

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import newrllama4 as nl
+from newrllama4 import _top_k
 from newrllama4.sampling import BatchSampler, SamplingParams, sequence_generator
 
 
@@ -133,3 +134,34 @@ def test_the_engine_reads_each_sequence_its_own_row_of_logits(model):
     finally:
         engine.StepLoop._sample = real
     assert seen and all(seen)
+
+
+@pytest.mark.parametrize("n_vocab, k", [(1, 1), (63, 5), (64, 64), (65, 100), (1000, 40), (262_144, 40), (5000, 900)])
+def test_the_top_k_kernel_keeps_what_a_full_stable_sort_keeps(n_vocab, k):
+    rng = np.random.default_rng(n_vocab + k)
+    rows = [
+        rng.standard_normal(n_vocab),
+        np.sort(rng.standard_normal(n_vocab)),  # rising: every block beats the last, many selections
+        np.round(rng.standard_normal(n_vocab), 1),  # ties everywhere
+        np.zeros(n_vocab),  # one tie of the whole row
+        np.where(rng.random(n_vocab) < 0.99, -np.inf, rng.standard_normal(n_vocab)),  # fewer than k allowed
+        np.full(n_vocab, -np.inf),
+    ]
+    logits = np.array(rows, dtype=np.float32)
+    logits[0, ::7] = np.nan  # never ranked, as -inf
+    ids = np.empty((len(rows), k), dtype=np.int64)
+    values = np.empty((len(rows), k), dtype=np.float32)
+    _top_k.top_k(logits, len(rows), n_vocab, k, ids, values)
+    for row, row_ids, row_values in zip(logits, ids, values):
+        ranked = [i for i in np.argsort(-row, kind="stable") if np.isfinite(row[i])][:k]
+        assert row_ids[:len(ranked)].tolist() == ranked
+        assert row_values[:len(ranked)].tolist() == row[ranked].tolist()
+        assert (row_values[len(ranked):] == -np.inf).all() and (row_ids[len(ranked):] == 0).all()
+
+
+def test_the_top_k_kernel_refuses_buffers_of_the_wrong_size():
+    logits = np.zeros((2, 10), dtype=np.float32)
+    with pytest.raises(ValueError, match="ids holds"):
+        _top_k.top_k(logits, 2, 10, 3, np.empty((2, 2), dtype=np.int64), np.empty((2, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="logits holds"):
+        _top_k.top_k(logits, 3, 10, 3, np.empty((3, 3), dtype=np.int64), np.empty((3, 3), dtype=np.float32))
