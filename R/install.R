@@ -12,7 +12,9 @@ engine_envname <- "r-newrllama4"
 #' environment by itself, unless `RETICULATE_PYTHON` points elsewhere.
 #'
 #' The first time, pip compiles llama.cpp (inside `llama-cpp-python`): that
-#' takes several minutes and needs a C and C++ compiler. pip's output goes to a
+#' takes several minutes and needs a C and C++ compiler. The engine's own C
+#' extension (its top-k pass) also needs Python's headers (Debian and Ubuntu:
+#' `python3-dev`). pip's output goes to a
 #' log file. A failed installation is one error of class
 #' `newrllama4_error_engine_install`, with pip's last lines (field `output`)
 #' and the log's path (field `log`); so is a virtual environment that cannot
