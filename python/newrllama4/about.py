@@ -49,6 +49,6 @@ def server_record(context: Any) -> dict[str, Any]:
     kinds of server and their base URLs (the API key is never part of a context's record)."""
     return {
         "id": context.model,
-        "server": sorted({endpoint.api.name for endpoint in context.endpoints}),
+        "server": context.server_kinds,
         "endpoints": [endpoint.url for endpoint in context.endpoints],
     }

@@ -201,10 +201,15 @@ class Model:
 _file_hashes: dict[tuple[str, int, int], str] = {}
 
 
+def file_identity(path: str) -> tuple[str, int, int]:
+    """What says a file is still the one hashed: its real path, size and modification time."""
+    stat = os.stat(path)
+    return os.path.realpath(path), stat.st_size, stat.st_mtime_ns
+
+
 def file_sha256(path: str) -> str:
     """The SHA-256 of a file, read once per process while its size and modification time stay."""
-    stat = os.stat(path)
-    identity = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
+    identity = file_identity(path)
     if identity not in _file_hashes:
         digest = hashlib.sha256()
         with open(path, "rb") as file:

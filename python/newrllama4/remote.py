@@ -199,6 +199,11 @@ class RemoteContext(Generator):
         return f"<newrllama4.RemoteContext {state}>"
 
     @property
+    def server_kinds(self) -> list[str]:
+        """The kinds of server behind the endpoints (see openai_api.py), sorted, each once."""
+        return sorted({endpoint.api.name for endpoint in self.endpoints})
+
+    @property
     def model_identity(self) -> str:
         """What names this context's model in a result cache's key: the model id the
         servers report, whichever endpoints serve it."""
@@ -368,7 +373,7 @@ class RemoteCall:
     def _cache_setup(self) -> dict[str, Any]:
         """What decides answers beside the model, the prompt and the arguments: the kinds of
         server, which decide what each request is sent (see openai_api.py)."""
-        return {"servers": sorted({endpoint.api.name for endpoint in self.context.endpoints})}
+        return {"servers": self.context.server_kinds}
 
     async def _run(self, cache: Optional[CachedCall]) -> list[Completion]:
         completions: list[Optional[Completion]] = [None] * len(self.prompts)

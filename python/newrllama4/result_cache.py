@@ -49,7 +49,7 @@ from typing import Any, Optional, Union
 from .choices import Labels
 from .constraints import Constraint
 from .errors import CacheError, InvalidArgumentError
-from .model import file_sha256
+from .model import file_identity, file_sha256
 from .results import Completion
 from .sampling import SamplingParams
 
@@ -148,13 +148,11 @@ class ResultCache:
     def model_sha256(self, model_path: str) -> str:
         """The SHA-256 of a model file, hashed only when the cache has not seen this
         path with this size and modification time."""
-        path = os.path.realpath(model_path)
-        stat = os.stat(path)
-        identity = (path, stat.st_size, stat.st_mtime_ns)
+        identity = file_identity(model_path)
         row = self._run("SELECT sha256 FROM model_files WHERE path = ? AND size = ? AND mtime_ns = ?", identity)
         if row is not None:
             return row[0]
-        sha256 = file_sha256(path)
+        sha256 = file_sha256(model_path)
         self._run("INSERT OR REPLACE INTO model_files VALUES (?, ?, ?, ?)", identity + (sha256,))
         return sha256
 
