@@ -9,8 +9,11 @@ PYTHON := $(VENV)/bin/python
 RLIB := $(CURDIR)/.rlib
 R_DEBS := r-base-core r-cran-reticulate r-cran-testthat r-cran-rmarkdown r-cran-knitr \
           r-cran-roxygen2 r-cran-cli r-cran-rlang r-cran-jsonlite r-cran-glue r-cran-dplyr r-cran-vctrs \
-          r-cran-withr r-cran-ggplot2 pandoc
-R_PKGS := reticulate testthat rmarkdown knitr roxygen2 cli rlang jsonlite glue dplyr vctrs withr ggplot2
+          r-cran-withr r-cran-ggplot2 pandoc \
+          r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret
+# the last four are what users attach beside us: the tests check that no name clashes
+R_PKGS := reticulate testthat rmarkdown knitr roxygen2 cli rlang jsonlite glue dplyr vctrs withr ggplot2 \
+          tm tidyverse psych caret
 
 export RETICULATE_PYTHON := $(PYTHON)
 export R_LIBS := $(RLIB)

@@ -64,9 +64,23 @@
 #' few pairs or rare labels the intervals are wide, which is the point: they
 #' show how much a figure from a small hand-coded sample can be trusted.
 #'
+#' @section Several annotators:
+#' Give `predicted` as a data frame or a named list of label vectors (models,
+#' prompts, human coders), each compared with the one `gold`: the result, of
+#' class `newrllama_agreements`, has one row per annotator in `annotators`
+#' (`n`, then each metric's estimate and its interval bounds, such as
+#' `accuracy`, `accuracy_lower`, `accuracy_upper`), the agreement between each
+#' pair of annotators in `pairwise` (the pairs where both gave a label: their
+#' `n`, the share that agree and Krippendorff's alpha), and each annotator's
+#' own `newrllama_agreement` in `each`. Every annotator's intervals are drawn
+#' from the same `seed`. `as.data.frame()` gives a tidy table (one row per
+#' annotator and metric), and `plot()` the metrics with their intervals side
+#' by side.
+#'
 #' @param predicted,gold Labels, one per unit: factors or character vectors of
 #'   the same length. `predicted` comes from the model, `gold` from the
-#'   reference coding.
+#'   reference coding. `predicted` can also be a data frame or a named list of
+#'   such vectors, one per annotator (see "Several annotators").
 #' @param conf_level Confidence level of the intervals, in (0, 1].
 #' @param n_boot Number of bootstrap resamples; `0` skips the intervals (their
 #'   bounds are then `NA`).
@@ -102,7 +116,15 @@
 #'
 #' # a factor keeps its level order, and every level is a label
 #' agreement(factor(predicted, levels = c("neg", "neutral", "pos", "mixed")), gold, n_boot = 0)
+#'
+#' # several annotators against one gold coding
+#' annotators <- list(model_a = predicted,
+#'                    model_b = c("pos", "neg", "neg", "neg", "pos", "neg", "neutral", "pos", "pos"))
+#' compared <- agreement(annotators, gold, n_boot = 200, seed = 1)
+#' compared
+#' as.data.frame(compared)
 agreement <- function(predicted, gold, conf_level = 0.95, n_boot = 1000, seed = NULL) {
+  if (is.list(predicted)) return(agreement_of_annotators(predicted, gold, conf_level, n_boot, seed))
   check_labels_vector(predicted, "predicted")
   check_labels_vector(gold, "gold")
   if (length(predicted) != length(gold)) {

@@ -5,8 +5,8 @@
 # dplyr verbs through vctrs) gives plain strings, since the call's stats do not
 # describe a subset, a combination or a table.
 
-new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL) {
-  structure(texts, errors = errors, stats = stats, probs = probs, parsed = parsed,
+new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL, manifest = NULL) {
+  structure(texts, errors = errors, stats = stats, probs = probs, parsed = parsed, manifest = manifest,
             class = c("newrllama_answers", "character"))
 }
 
@@ -26,7 +26,7 @@ new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL) {
 #'   frame with one row per failed prompt: its `index`, the `class` of its
 #'   error and the error's `message`.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
 #' answers <- generate_parallel(ctx, c("The capital of France is", ""), max_tokens = 8L,
@@ -55,7 +55,7 @@ generation_errors <- function(x) {
 #'   the labels (see [context_remote()]). `NULL` for a call without `choices`,
 #'   or without any label probabilities.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
 #' answers <- generate_parallel(ctx, c(france = "The capital of France is", water = "Water is made of"),
@@ -75,7 +75,7 @@ choice_probs <- function(x) {
 #'   array of numbers or strings a vector -- or `NULL` where the prompt failed
 #'   or had no schema. `NULL` for a call without `json_schema`.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
 #' schema <- list(type = "object", properties = list(year = list(type = "integer")), required = "year")

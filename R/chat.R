@@ -8,7 +8,7 @@
 #' @return A single string: a prompt for [generate()] or [generate_parallel()].
 #'   A model without a chat template raises `newrllama4_error_chat_template`.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' messages <- list(list(role = "user", content = "Hello!"))
 #' # the embedded default model is a base model: it has no chat template
 #' model <- model_load()

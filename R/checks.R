@@ -1,12 +1,13 @@
 # Argument checks, run in R before anything reaches the engine. Each raises
 # newrllama4_error_invalid_argument naming the argument and what was wrong.
 
-abort_invalid <- function(message, arg, call) {
+abort_invalid <- function(message, arg, call, ...) {
   cli::cli_abort(
     message,
     class = c("newrllama4_error_invalid_argument", "newrllama4_error"),
     argument = arg,
     call = call,
+    ...,
     .envir = parent.frame()
   )
 }
@@ -141,12 +142,12 @@ check_model_path <- function(path, call = caller_env()) {
 
 # A character vector of prompts, or a list of conversations (each a list of messages).
 check_prompts <- function(prompts, call = caller_env()) {
-  if (is.list(prompts) && !is.data.frame(prompts) && length(prompts) > 0) {
+  if (is.list(prompts) && !is.data.frame(prompts)) {
     return(Map(check_messages, prompts, sprintf("prompts[[%d]]", seq_along(prompts)), MoreArgs = list(call = call)))
   }
-  if (!is.character(prompts) || length(prompts) == 0) {
+  if (!is.character(prompts)) {
     abort_invalid(
-      "{.arg prompts} must be a non-empty character vector or a list of conversations, not {.obj_type_friendly {prompts}}.",
+      "{.arg prompts} must be a character vector or a list of conversations, not {.obj_type_friendly {prompts}}.",
       "prompts", call
     )
   }

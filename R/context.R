@@ -32,7 +32,7 @@
 #' @return A `newrllama_context` object.
 #' @seealso [generate_parallel()], [context_free()], [context_clear_cache()]
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 512L, n_seq_max = 4L)
 #' ctx
@@ -59,7 +59,7 @@ context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8
 #' @param context A context from [context_create()].
 #' @return `context`, invisibly.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L)
 #' context_free(ctx)
@@ -78,7 +78,7 @@ context_free <- function(context) {
 #' @param context A context from [context_create()].
 #' @return `context`, invisibly.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
 #' instruction <- "Answer with one word. Which is larger, a mouse or an elephant?"
@@ -95,11 +95,14 @@ context_clear_cache <- function(context) {
 }
 
 #' @export
-print.newrllama_context <- function(x, ...) {
+format.newrllama_context <- function(x, ...) {
   py <- x$py
-  print_handle(x, "{.cls newrllama_context} for {.path {basename(py$model$path)}}", c(
-    "*" = "n_ctx: {py$n_ctx} tokens per sequence",
-    "*" = "n_seq_max: {py$n_seq_max} sequences at once",
-    "*" = "threads: {py$n_threads}"
+  format_handle(x, "{.cls newrllama_context} for {.path {basename(py$model$path)}}", c(
+    "n_ctx: {py$n_ctx} tokens per sequence",
+    "n_seq_max: {py$n_seq_max} sequences at once",
+    "threads: {py$n_threads}"
   ))
 }
+
+#' @export
+print.newrllama_context <- function(x, ...) print_lines(x, ...)

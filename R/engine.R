@@ -1,6 +1,38 @@
+#' Is the Python engine installed?
+#'
+#' `TRUE` when the engine that [install_newrllama()] installs can be used in
+#' this session: its Python environment exists (or `RETICULATE_PYTHON` names
+#' one, or Python is already running) and holds the engine of this package's
+#' version. It never installs anything, and it starts no Python where there is
+#' no environment to find, so it is quick to call before examples, tests and
+#' vignette chunks that need the engine. Functions that need a missing engine
+#' raise an error of class `newrllama4_error_engine_missing`.
+#'
+#' @return `TRUE` or `FALSE`.
+#' @export
+#' @examples
+#' engine_available()
+engine_available <- function() {
+  python_to_find <- reticulate::py_available(initialize = FALSE) || nzchar(Sys.getenv("RETICULATE_PYTHON")) ||
+    reticulate::virtualenv_exists(engine_envname)
+  python_to_find && tryCatch({
+    engine()
+    TRUE
+  }, newrllama4_error = function(e) FALSE)
+}
+
 # The engine module, or a classed error that says how to install it.
 engine <- function(call = caller_env()) {
-  if (!reticulate::py_module_available("newrllama4")) {
+  found <- tryCatch(reticulate::py_module_available("newrllama4"), error = function(e) {
+    cli::cli_abort(
+      c("No Python could be started for the engine of newrllama4.",
+        "i" = "Run {.code newrllama4::install_newrllama()} once, then restart R."),
+      class = c("newrllama4_error_engine_missing", "newrllama4_error"),
+      parent = e,
+      call = call
+    )
+  })
+  if (!found) {
     cli::cli_abort(
       c(
         "The Python engine of newrllama4 is not installed.",

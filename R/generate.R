@@ -60,7 +60,9 @@
 #'   sessions can share one file. A file that is not a result cache raises
 #'   `newrllama4_error_cache`. [generation_stats()] counts the answers read from
 #'   it (`result_cache_hits`).
-#' @param progress Show a progress bar.
+#' @param progress Show a progress bar. By default only in an interactive
+#'   session, and not while knitr renders a document (see
+#'   [rlang::is_interactive()]): a report shows no bar unless asked.
 #' @param on_error What to do when prompts fail: `"warn"` returns `NA` for
 #'   them with one warning of class `newrllama4_warning_partial_failure`;
 #'   `"stop"` raises the first failure's error, with the partial results in its
@@ -71,10 +73,12 @@
 #'   failed prompts. A NUL the model emits, which R strings cannot hold, arrives
 #'   as U+FFFD, as do bytes that are not valid UTF-8; other control characters
 #'   arrive unchanged. With `choices`, [choice_probs()] gives the labels'
-#'   probabilities; with `json_schema`, [parsed_answers()] the parsed answers.
+#'   probabilities; with `json_schema`, [parsed_answers()] the parsed answers;
+#'   [manifest()] says how they were made (model and SHA-256, every parameter,
+#'   versions, timings). No prompts give no answers.
 #' @seealso [generate()] for a single prompt.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 4L)
 #' answers <- generate_parallel(ctx, c(a = "The capital of France is", b = "2 + 2 ="),
@@ -93,7 +97,7 @@
 generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, top_p = 0.9,
                               temperature = 0.8, repeat_last_n = 64L, penalty_repeat = 1.1,
                               seed = 1234L, stop = NULL, choices = NULL, json_schema = NULL, grammar = NULL,
-                              cache = NULL, progress = interactive(), on_error = c("warn", "stop")) {
+                              cache = NULL, progress = rlang::is_interactive(), on_error = c("warn", "stop")) {
   check_context(context)
   prompts <- check_prompts(prompts)
   params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
@@ -105,7 +109,8 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
   answers <- result$texts
   names(answers) <- names(prompts)
   answers <- new_answers(answers, result$errors, result$stats, probs_matrix(result$choice_probs, names(prompts)),
-                         parse_answers(answers, params$json_schema))
+                         parse_answers(answers, params$json_schema),
+                         new_manifest(context, params, result, constraints_record(params)))
   n_failed <- nrow(result$errors)
   if (n_failed > 0) {
     first <- result$conditions[[1]]
@@ -126,14 +131,16 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
 #' Generate text for one prompt
 #'
 #' [generate_parallel()] for a single prompt, which can also be given as token
-#' ids from [tokenize()] or as a conversation. A failing prompt raises its error.
+#' ids from [model_tokenize()] or as a conversation. A failing prompt raises its error.
 #'
 #' @inheritParams generate_parallel
 #' @param prompt A single string, an integer vector of token ids, or a
 #'   conversation (a list of messages).
-#' @return A single string.
+#' @return A single string, with how it was made in its `manifest` attribute
+#'   (see [manifest()]); compare it with `==`, or drop the attributes with
+#'   [as.vector()] first.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 1L)
 #' generate(ctx, "The capital of France is", max_tokens = 8L, temperature = 0)
@@ -159,6 +166,7 @@ generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.
   probs <- probs_matrix(result$choice_probs, NULL)
   if (!is.null(probs)) attr(answer, "probs") <- probs[1, ]
   if (!is.null(json_schema)) attr(answer, "parsed") <- parse_answers(answer, params$json_schema)[[1]]
+  attr(answer, "manifest") <- new_manifest(context, params, result, constraints_record(params))
   answer
 }
 

@@ -1,75 +1,123 @@
-#' How an annotation was made: a reproducibility manifest
+#' How answers were made: a reproducibility manifest
 #'
-#' Everything that determines the answers of an [annotate()] call, and what
-#' the run did: the model file and its SHA-256, the chat template's SHA-256
-#' (or the plain layout) -- or, for answers from servers ([context_remote()]),
-#' the model id they report, the kind of server and the endpoints' base URLs,
-#' with `NA` for the file, its SHA-256 and the template, which stay on the
-#' server (never the API key) -- the instruction, labels or schema, the number of
-#' worked examples, every generation parameter with the seed actually used,
-#' the rows answered, taken from the cache, failed or skipped, the timings,
-#' and the versions of R, Python, the engine, llama-cpp-python and llama.cpp.
-#' Print it in a report, or turn it into a table with [as.data.frame()].
+#' Everything that determines the answers of a [generate_parallel()],
+#' [generate()] or [annotate_texts()] call, and what the run did: the model
+#' file and its SHA-256, the chat template's SHA-256 -- or, for answers from
+#' servers ([context_remote()]), the model id they report, the kind of server
+#' and the endpoints' base URLs, with `NA` for the file, its SHA-256 and the
+#' template, which stay on the server (never the API key) -- the prompt's
+#' shape (for [annotate_texts()]: the layout, instruction, labels or schema and
+#' the number of worked examples; otherwise the labels, schema or grammar the
+#' answers kept to), every generation parameter with the seed actually used,
+#' the prompts or rows answered, taken from the cache, failed or skipped, the
+#' timings, and the versions of R, Python, the engine, llama-cpp-python and
+#' llama.cpp. Print it in a report, or turn it into a table with
+#' [as.data.frame()].
 #'
-#' @param x The value of [annotate()].
-#' @param ... Unused.
+#' The model file is hashed when the manifest is first asked for (once per
+#' session and file), not by every call: the SHA-256 is that of the file as it
+#' was when the answers were made. A file changed or removed since gives `NA`,
+#' with a warning of class `newrllama4_warning_model_changed`.
+#'
+#' @param x The value of [generate_parallel()], [generate()] or
+#'   [annotate_texts()].
 #' @return A `newrllama_manifest` object: a named list of sections.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 2L)
-#' labelled <- annotate(c("I love it.", "I hate it."), instruction = "Positive or negative?",
-#'                      labels = c("positive", "negative"), context = ctx, progress = FALSE)
+#' labelled <- annotate_texts(c("I love it.", "I hate it."), instruction = "Positive or negative?",
+#'                            labels = c("positive", "negative"), context = ctx, progress = FALSE)
 #' manifest(labelled)
 #' as.data.frame(manifest(labelled))
+#'
+#' answers <- generate_parallel(ctx, "The capital of France is", max_tokens = 4L, temperature = 0)
+#' manifest(answers)$parameters$temperature
 manifest <- function(x) {
   record <- attr(x, "manifest", exact = TRUE)
   if (!inherits(record, "newrllama_manifest")) {
     abort_invalid(c(
-      "{.arg x} must be the value of {.fn annotate}, not {.obj_type_friendly {x}}.",
-      "i" = "Data frame verbs that rebuild the table drop the manifest; take it from the result first."
+      "{.arg x} must be the value of {.fn generate_parallel}, {.fn generate} or {.fn annotate_texts},
+       not {.obj_type_friendly {x}}.",
+      "i" = "Subsets, combinations and data frame verbs that rebuild the table drop the manifest; take it from the result first."
     ), "x", caller_env())
   }
-  record
+  with_model_sha256(record)
 }
 
-new_manifest <- function(context, answers, task, n_rows) {
+# The manifest of one engine call; annotate_texts() fills in its own prompt and rows.
+new_manifest <- function(context, params, result, prompt) {
   nl <- engine()
   remote <- inherits(context, "newrllama_remote_context")
-  model <- if (remote) engine_call(nl$server_record, context$py) else engine_call(nl$model_record, context$model$py)
+  model <- if (remote) {
+    engine_call(nl$server_record, context$py)
+  } else {
+    engine_call(nl$model_record, context$model$py, hash_file = FALSE)
+  }
+  file_state <- model$file_state
   # one set of fields for both: NA for what a local file or a server does not have
   model <- lapply(stats::setNames(nm = manifest_model_fields), function(field) model[[field]] %||% NA)
-  stats <- generation_stats(answers)
-  errors <- generation_errors(answers)
-  parameters <- utils::modifyList(generation_defaults(), task$parameters)
+  stats <- result$stats
+  n_failed <- nrow(result$errors)
+  parameters <- params[intersect(names(generation_defaults()), names(params))]
   parameters$seed <- stats$seed
+  parameters["stop"] <- list(unlist(parameters$stop))
   structure(list(
     created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z"),
     model = model[setdiff(manifest_model_fields, "chat_template_sha256")],
-    prompt = list(
-      layout = task$layout,
-      chat_template_sha256 = model$chat_template_sha256,
-      instruction = task$instruction,
-      labels = task$labels,
-      schema = if (is.null(task$schema)) NULL else as.character(jsonlite::toJSON(task$schema, auto_unbox = TRUE)),
-      examples = task$n_examples
-    ),
+    prompt = c(prompt, list(chat_template_sha256 = model$chat_template_sha256)),
     parameters = c(parameters, if (remote) {
       list(max_concurrency = context$py$max_concurrency)
     } else {
       list(n_ctx = context$py$n_ctx, n_seq_max = context$py$n_seq_max)
     }),
     rows = list(
-      total = n_rows,
-      skipped_missing_text = n_rows - length(answers),
+      total = stats$prompts,
       from_cache = stats$result_cache_hits,
-      computed = length(answers) - stats$result_cache_hits - nrow(errors),
-      failed = nrow(errors),
-      cache = task$cache %||% NA_character_
+      computed = stats$prompts - stats$result_cache_hits - n_failed,
+      failed = n_failed,
+      cache = params$cache %||% NA_character_
     ),
     timings = stats[c("total_seconds", "prefill_seconds", "decode_seconds", "sample_seconds",
                       "prompt_tokens", "cached_prompt_tokens", "generated_tokens")],
-    versions = c(list(R = R.version$version.string), engine_call(nl$versions))
-  ), class = "newrllama_manifest")
+    versions = engine_versions()
+  ), class = "newrllama_manifest", file_state = file_state)
+}
+
+# What a call's constraints were, as sent to the engine: labels, a schema (its
+# JSON) or a grammar, shared by all prompts, or "per prompt" where each has its own.
+constraints_record <- function(params) {
+  shared <- function(value, is_one) if (is.null(value)) NULL else if (is_one(value)) unlist(value) else "per prompt"
+  compact(list(
+    labels = shared(params$choices, function(x) all(vapply(x, rlang::is_string, NA))),
+    schema = shared(params$json_schema, is.character),
+    grammar = shared(params$grammar, is.character)
+  ))
+}
+
+compact <- function(x) x[!vapply(x, is.null, NA)]
+
+# The engine's versions do not change within a session: asked once.
+engine_versions <- function() {
+  if (is.null(the$versions)) the$versions <- c(list(R = R.version$version.string), engine_call(engine()$versions))
+  the$versions
+}
+
+# The manifest with the model file's SHA-256, hashed now if the call left it
+# out: NA, with a warning, if the file is no longer the one that answered.
+with_model_sha256 <- function(record) {
+  file_state <- attr(record, "file_state", exact = TRUE)
+  if (is.null(file_state) || !is.na(record$model$sha256)) return(record)
+  sha256 <- engine_call(engine()$about$file_sha256_if_unchanged, record$model$path, file_state)
+  if (is.null(sha256)) {
+    cli::cli_warn(
+      c("The model file {.path {record$model$path}} changed or went after these answers were made.",
+        "i" = "The manifest's {.field sha256} is {.code NA}: the file that answered can no longer be identified."),
+      class = "newrllama4_warning_model_changed"
+    )
+  }
+  record$model$sha256 <- sha256 %||% NA_character_
+  attr(record, "file_state") <- NULL
+  record
 }
 
 # A local model is its file; a server's model its id, the kinds of server and
@@ -86,6 +134,7 @@ generation_defaults <- function() {
 
 #' @rdname manifest
 #' @param row.names,optional Unused; for the generic.
+#' @param ... Unused.
 #' @export
 as.data.frame.newrllama_manifest <- function(x, row.names = NULL, optional = FALSE, ...) {
   sections <- unclass(x)
@@ -108,14 +157,17 @@ manifest_value <- function(value) {
 }
 
 #' @export
-print.newrllama_manifest <- function(x, ...) {
+format.newrllama_manifest <- function(x, ...) {
   table <- as.data.frame(x)
-  cli::cli_text("{.cls newrllama_manifest} created {x$created}")
+  lines <- cli::format_inline("{.cls newrllama_manifest} created {x$created}")
   for (section in setdiff(unique(table$section), "created")) {
-    cli::cli_h3(section)
     rows <- table[table$section == section, ]
+    # a SHA-256 is 64 characters: shown whole, since it is what a report keeps
     value <- ifelse(nchar(rows$value) > 70, paste0(substr(rows$value, 1, 67), "..."), rows$value)
-    cli::cli_bullets(stats::setNames(sprintf("%s: %s", rows$item, escape_braces(value)), rep("*", nrow(rows))))
+    lines <- c(lines, "", cli::style_bold(section), bullet_lines(sprintf("%s: %s", rows$item, value)))
   }
-  invisible(x)
+  lines
 }
+
+#' @export
+print.newrllama_manifest <- function(x, ...) print_lines(x, ...)

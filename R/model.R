@@ -23,7 +23,7 @@
 #' @return A `newrllama_model` object.
 #' @seealso [context_create()], [model_free()]
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' model <- model_load()
 #' model
 #' chat_model <- model_load("smollm2-135m-instruct")
@@ -49,7 +49,7 @@ model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE) {
 #' @param model A model from [model_load()].
 #' @return `model`, invisibly.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' model <- model_load()
 #' model_free(model)
 model_free <- function(model) {
@@ -59,29 +59,14 @@ model_free <- function(model) {
 }
 
 #' @export
-print.newrllama_model <- function(x, ...) {
+format.newrllama_model <- function(x, ...) {
   py <- x$py
-  print_handle(x, "{.cls newrllama_model} {.path {py$path}}", c(
-    "*" = "{py$description}: {format_count(py$n_params)} parameters, {format_bytes(py$size)}",
-    "*" = "vocabulary: {format_count(py$n_vocab)} tokens; trained context: {py$n_ctx_train} tokens",
-    "*" = "GPU layers: {py$n_gpu_layers}; mmap: {py$use_mmap}"
+  format_handle(x, "{.cls newrllama_model} {.path {py$path}}", c(
+    "{py$description}: {format_count(py$n_params)} parameters, {format_bytes(py$size)}",
+    "vocabulary: {format_count(py$n_vocab)} tokens; trained context: {py$n_ctx_train} tokens",
+    "GPU layers: {py$n_gpu_layers}; mmap: {py$use_mmap}"
   ))
 }
 
-# The print method of a model or context: a header, then its details or "(freed)".
-# `header` and `details` (cli bullets) are interpolated in the caller's frame; one
-# from another R session has no engine object to read them from.
-print_handle <- function(x, header, details, envir = parent.frame()) {
-  state <- handle_state(x)
-  if (state == "restored") {
-    cli::cli_text("{.cls {class(x)[[1]]}} from another R session: create it again to use it")
-    return(invisible(x))
-  }
-  cli::cli_text(header, .envir = envir)
-  if (state == "freed") cli::cli_text("(freed)") else cli::cli_bullets(details, .envir = envir)
-  invisible(x)
-}
-
-format_count <- function(n) format(n, big.mark = ",", scientific = FALSE, trim = TRUE)
-
-format_bytes <- function(bytes) format(structure(bytes, class = "object_size"), units = "auto", standard = "SI")
+#' @export
+print.newrllama_model <- function(x, ...) print_lines(x, ...)

@@ -52,10 +52,10 @@
 #'
 #' A prompt given as a conversation (a list of messages) goes to the server's
 #' chat endpoint (`/chat/completions`), which lays it out with the model's own
-#' chat template; [annotate()] sends its prompts that way, so serve an
+#' chat template; [annotate_texts()] sends its prompts that way, so serve an
 #' instruction model for it.
 #'
-#' The result cache (`cache` in [generate_parallel()] and [annotate()]) works
+#' The result cache (`cache` in [generate_parallel()] and [annotate_texts()]) works
 #' as with a local model: every answer is committed as it arrives, and a run
 #' started again after a crash, an interrupt or a server that went away
 #' computes only the prompts missing from the file. An answer is keyed by the
@@ -118,12 +118,12 @@ check_base_url <- function(base_url, call = caller_env()) {
 }
 
 #' @export
-print.newrllama_remote_context <- function(x, ...) {
+format.newrllama_remote_context <- function(x, ...) {
   py <- x$py
   endpoint_names <- function() vapply(py$endpoints, function(e) reticulate::py_str(e), "")
-  print_handle(x, "{.cls newrllama_remote_context} for model {.val {py$model}}", c(
-    "*" = "endpoint{?s}: {endpoint_names()}",
-    "*" = "max_concurrency: {py$max_concurrency} request{?s} at once per endpoint",
-    "*" = "timeout: {py$timeout} s; retries: {py$retries}"
+  format_handle(x, "{.cls newrllama_remote_context} for model {.val {py$model}}", c(
+    "endpoint{?s}: {endpoint_names()}",
+    "max_concurrency: {py$max_concurrency} request{?s} at once per endpoint",
+    "timeout: {py$timeout} s; retries: {py$retries}"
   ))
 }

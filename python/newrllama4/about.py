@@ -6,11 +6,11 @@ import hashlib
 import os
 import platform
 from importlib import metadata
-from typing import Any
+from typing import Any, Optional
 
 import llama_cpp as llama
 
-from .model import Model
+from .model import Model, file_identity, file_sha256
 
 
 def versions() -> dict[str, str]:
@@ -30,18 +30,39 @@ def versions() -> dict[str, str]:
     }
 
 
-def model_record(model: Model) -> dict[str, Any]:
-    """What identifies a model's answers: its file and the SHA-256 of the file and of its chat template."""
+def model_record(model: Model, hash_file: bool = True) -> dict[str, Any]:
+    """What identifies a model's answers: its file and the SHA-256 of the file and of its chat template.
+
+    With `hash_file=False` the SHA-256 is left out (None) and `file_state` says which
+    version of the file answered, for `file_sha256_if_unchanged()` to hash later: a call's
+    record is cheap to make, and a multi-gigabyte file is read only when one is asked for.
+    """
     template = model.chat_template
     return {
         "file": os.path.basename(model.path),
         "path": model.path,
-        "sha256": model.sha256,
+        "sha256": model.sha256 if hash_file else None,
+        "file_state": file_state(model.path),
         "file_bytes": os.path.getsize(model.path),
         "description": model.description,
         "parameters": model.n_params,
         "chat_template_sha256": None if template is None else hashlib.sha256(template.encode("utf-8")).hexdigest(),
     }
+
+
+def file_state(path: str) -> str:
+    """The file's size and modification time, as one string that survives a trip through R."""
+    _, size, mtime_ns = file_identity(path)
+    return f"{size}:{mtime_ns}"
+
+
+def file_sha256_if_unchanged(path: str, state: str) -> Optional[str]:
+    """The SHA-256 of the file a record's `file_state` describes; None if it changed or went."""
+    try:
+        unchanged = file_state(path) == state
+    except OSError:
+        return None
+    return file_sha256(path) if unchanged else None
 
 
 def server_record(context: Any) -> dict[str, Any]:

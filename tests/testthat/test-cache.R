@@ -8,7 +8,7 @@ test_that("a second call reads the answers back from the result cache", {
   expect_equal(generation_stats(again)$result_cache_hits, 3L)
   expect_identical(c(again)[names(prompts)], c(first))
   expect_match(answers_summary(again), "^# 3 prompts, 0 failed, 3 from the result cache, ")
-  expect_equal(generate(ctx, "the king", max_tokens = 6L, temperature = 0, cache = path), first[["c"]])
+  expect_equal(as.vector(generate(ctx, "the king", max_tokens = 6L, temperature = 0, cache = path)), first[["c"]])
 })
 
 test_that("a bad cache argument or a file that is not a result cache is a classed error", {

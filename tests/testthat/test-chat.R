@@ -34,8 +34,8 @@ test_that("generate_parallel() and generate() take conversations, laid out with 
                                progress = FALSE)
   expect_named(answers, c("a", "b"))
   rendered <- apply_chat_template(tiny_model(), conversation)
-  expect_identical(answers[["a"]], generate(ctx, rendered, max_tokens = 6L, temperature = 0))
-  expect_identical(generate(ctx, conversation, max_tokens = 6L, temperature = 0), answers[["a"]])
+  expect_identical(answers[["a"]], as.vector(generate(ctx, rendered, max_tokens = 6L, temperature = 0)))
+  expect_identical(as.vector(generate(ctx, conversation, max_tokens = 6L, temperature = 0)), answers[["a"]])
   error <- expect_error(generate_parallel(ctx, list(conversation, list(list(role = "user")))),
                         class = "newrllama4_error_invalid_argument")
   expect_match(conditionMessage(error), "prompts[[2]]", fixed = TRUE)

@@ -1,7 +1,7 @@
 test_that("context_create makes a context that prints its settings", {
   ctx <- context_create(tiny_model(), n_ctx = 128L, n_threads = 1L, n_seq_max = 3L)
   expect_s3_class(ctx, "newrllama_context")
-  out <- paste(cli::cli_fmt(print(ctx)), collapse = "\n")
+  out <- paste(utils::capture.output(print(ctx)), collapse = "\n")
   expect_match(out, "n_ctx: 128")
   expect_match(out, "n_seq_max: 3")
   expect_match(out, "threads: 1")
@@ -45,7 +45,7 @@ test_that("a freed context raises a classed error and frees only once", {
   expect_no_error(context_free(ctx))
   err <- expect_error(generate_parallel(ctx, "hello", progress = FALSE), class = "newrllama4_error_closed")
   expect_match(conditionMessage(err), "freed.*context_create")
-  expect_match(paste(cli::cli_fmt(print(ctx)), collapse = ""), "freed")
+  expect_match(paste(utils::capture.output(print(ctx)), collapse = ""), "freed")
 })
 
 test_that("n_ctx beyond the model's trained length is refused, not lowered", {
@@ -66,7 +66,7 @@ test_that("a context saved and read back is one classed error that says to creat
     expect_match(conditionMessage(err), "another R session")
     expect_match(conditionMessage(err), "context_create()", fixed = TRUE)
   }
-  expect_match(paste(cli::cli_fmt(print(restored)), collapse = ""), "another R session")
+  expect_match(paste(utils::capture.output(print(restored)), collapse = ""), "another R session")
   expect_no_error(context_free(restored))
   expect_identical(c(generate(ctx, "hello", max_tokens = 3L, temperature = 0)),
                    c(generate(tiny_context(), "hello", max_tokens = 3L, temperature = 0)))

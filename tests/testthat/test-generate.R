@@ -53,7 +53,7 @@ test_that("a bad prompt among good ones is NA with an errors attribute and one w
   expect_equal(errors$index, c(2L, 3L))
   expect_equal(errors$class, c("newrllama4_error_empty_prompt", "newrllama4_error_prompt_too_long"))
   expect_match(errors$message[[2]], "^Prompt 3 has [0-9]+ tokens")
-  expect_equal(out[[1]], generate(ctx, prompts[[1]], max_tokens = 5L, temperature = 0))
+  expect_equal(out[[1]], as.vector(generate(ctx, prompts[[1]], max_tokens = 5L, temperature = 0)))
 })
 
 test_that("on_error = 'stop' raises the first failure with the partial results attached", {
@@ -71,9 +71,9 @@ test_that("on_error = 'stop' raises the first failure with the partial results a
 test_that("generate raises the error of a failing prompt and accepts token ids", {
   ctx <- tiny_context(n_ctx = 16L)
   expect_error(generate(ctx, paste(rep("river", 40), collapse = " ")), class = "newrllama4_error_prompt_too_long")
-  ids <- tokenize(tiny_model(), "once upon a time")
-  expect_equal(generate(ctx, ids, max_tokens = 4L, temperature = 0),
-               generate(ctx, "once upon a time", max_tokens = 4L, temperature = 0))
+  ids <- model_tokenize(tiny_model(), "once upon a time")
+  expect_equal(as.vector(generate(ctx, ids, max_tokens = 4L, temperature = 0)),
+               as.vector(generate(ctx, "once upon a time", max_tokens = 4L, temperature = 0)))
   expect_error(generate(ctx, c(ids, -1), max_tokens = 2L), class = "newrllama4_error_invalid_argument")
   expect_error(generate(ctx, c(ids, 100000L), max_tokens = 2L), class = "newrllama4_error_invalid_token")
 })
@@ -92,17 +92,17 @@ test_that("stats come back as a named list", {
 
 test_that("stop strings end an answer and are left out", {
   ctx <- tiny_context()
-  full <- generate(ctx, "hello how are you", max_tokens = 20L, temperature = 0, penalty_repeat = 1)
+  full <- as.vector(generate(ctx, "hello how are you", max_tokens = 20L, temperature = 0, penalty_repeat = 1))
   stop_at <- substr(full, 4, 5)
   cut <- generate(ctx, "hello how are you", max_tokens = 20L, temperature = 0, penalty_repeat = 1, stop = stop_at)
-  expect_equal(cut, substr(full, 1, regexpr(stop_at, full, fixed = TRUE) - 1))
+  expect_equal(as.vector(cut), substr(full, 1, regexpr(stop_at, full, fixed = TRUE) - 1))
 })
 
 test_that("bad arguments are caught in R with a classed error", {
   ctx <- tiny_context()
   bad_calls <- list(
     list(prompts = NULL), list(prompts = list("a")), list(prompts = 1:3), list(prompts = c("a", NA)),
-    list(prompts = character()), list(max_tokens = NA), list(max_tokens = -1L), list(max_tokens = 2.5),
+    list(max_tokens = NA), list(max_tokens = -1L), list(max_tokens = 2.5),
     list(max_tokens = 1:2), list(temperature = NA), list(temperature = -1), list(top_p = 0), list(top_k = -1L),
     list(seed = "x"), list(stop = NA_character_), list(progress = NA)
   )
@@ -129,6 +129,14 @@ test_that("the progress bar is fed once per prompt", {
   on.exit(options(withr_opts))
   out <- cli::cli_fmt(generate_parallel(ctx, prompts_of_mixed_length(6), max_tokens = 3L, progress = TRUE))
   expect_true(any(grepl("Generating", out)))
+})
+
+test_that("the progress bar is on by default only in an interactive session, never while knitting", {
+  # rlang::is_interactive() is FALSE while knitr renders, even from an interactive console
+  expect_identical(formals(generate_parallel)$progress, quote(rlang::is_interactive()))
+  expect_false(eval(formals(generate_parallel)$progress))  # testthat, as Rscript, is not interactive
+  rlang::local_interactive(TRUE)
+  expect_true(eval(formals(generate_parallel)$progress))
 })
 
 test_that("an interrupt returns control to R and the context works afterwards", {

@@ -1,7 +1,7 @@
 test_that("model_load loads a GGUF and prints what it is", {
   model <- tiny_model()
   expect_s3_class(model, "newrllama_model")
-  out <- cli::cli_fmt(print(model))
+  out <- utils::capture.output(print(model))
   expect_match(paste(out, collapse = "\n"), "newrllama4-tiny.gguf")
   expect_match(paste(out, collapse = "\n"), "parameters")
 })
@@ -46,25 +46,25 @@ test_that("a freed model raises a classed error, and so do its contexts", {
   ctx <- context_create(model, n_ctx = 64L, n_seq_max = 1L)
   model_free(model)
   expect_no_error(model_free(model))
-  expect_error(tokenize(model, "hello"), class = "newrllama4_error_closed")
+  expect_error(model_tokenize(model, "hello"), class = "newrllama4_error_closed")
   expect_error(generate(ctx, "hello"), class = "newrllama4_error_closed")
   expect_error(context_create(model), class = "newrllama4_error_closed")
-  expect_match(paste(cli::cli_fmt(print(model)), collapse = ""), "freed")
+  expect_match(paste(utils::capture.output(print(model)), collapse = ""), "freed")
 })
 
 test_that("a model saved and read back is one classed error that says to load it again", {
   path <- tempfile(fileext = ".rds")
   saveRDS(tiny_model(), path)
   restored <- readRDS(path)
-  for (use in list(function() tokenize(restored, "hello"), function() context_create(restored),
+  for (use in list(function() model_tokenize(restored, "hello"), function() context_create(restored),
                    function() apply_chat_template(restored, list(list(role = "user", content = "hi"))))) {
     err <- expect_error(use(), class = "newrllama4_error_closed")
     expect_equal(err$what, "model")
     expect_match(conditionMessage(err), "another R session.*model_load")
   }
-  expect_match(paste(cli::cli_fmt(print(restored)), collapse = ""), "another R session")
+  expect_match(paste(utils::capture.output(print(restored)), collapse = ""), "another R session")
   expect_no_error(model_free(restored))
-  expect_type(tokenize(tiny_model(), "hello"), "integer")
+  expect_type(model_tokenize(tiny_model(), "hello"), "integer")
 })
 
 test_that("the default model loads and answers", {

@@ -6,14 +6,14 @@ test_that("a remote context prints its model and endpoints, never its API key", 
   server <- tiny_server()
   ctx <- context_remote(server$url, max_concurrency = 2L)
   expect_s3_class(ctx, c("newrllama_remote_context", "newrllama_context"))
-  out <- cli::cli_fmt(print(ctx))
+  out <- utils::capture.output(print(ctx))
   expect_true(any(grepl(server$url, out, fixed = TRUE)))
   expect_true(any(grepl("llama-cpp-python", out, fixed = TRUE)))
   expect_true(any(grepl("2 requests at once", out, fixed = TRUE)))
   everything <- c(out, capture.output(str(ctx)), capture.output(print(unclass(ctx))), deparse(ctx))
   expect_false(any(grepl("sk-do-not-show", everything, fixed = TRUE)))
   context_free(ctx)
-  expect_true(any(grepl("freed", cli::cli_fmt(print(ctx)))))
+  expect_true(any(grepl("freed", utils::capture.output(print(ctx)))))
   expect_error(generate(ctx, "hello"), class = "newrllama4_error_closed")
 })
 
@@ -28,7 +28,7 @@ test_that("generate_parallel() and generate() take a remote context", {
   expect_equal(stats$prompts, 3)
   expect_equal(stats$failures, 0)
   expect_gt(stats$request_seconds, 0)
-  expect_identical(generate(ctx, prompts[["b"]], max_tokens = 5L, temperature = 0), unname(answers[["b"]]))
+  expect_identical(as.vector(generate(ctx, prompts[["b"]], max_tokens = 5L, temperature = 0)), unname(answers[["b"]]))
 })
 
 test_that("choices give labels from a server", {
@@ -121,13 +121,13 @@ test_that("a remote run is cached: the second computes nothing and gives the sam
 reviews <- data.frame(review = c("Boils fast and looks nice.", "Burnt every slice.", NA, "It gives light."))
 sentiment <- c("positive", "negative", "neutral")
 
-test_that("annotate() sends chat messages to a server: a label for every row, a manifest of the server", {
+test_that("annotate_texts() sends chat messages to a server: a label for every row, a manifest of the server", {
   Sys.setenv(NEWRLLAMA4_API_KEY = "sk-not-in-the-manifest")
   on.exit(Sys.unsetenv("NEWRLLAMA4_API_KEY"))
   server <- tiny_server()
   ctx <- context_remote(server$url)
   examples <- data.frame(review = "Love it.", .label = "positive")
-  out <- suppressWarnings(annotate(reviews, review, "Sentiment?", labels = sentiment, examples = examples,
+  out <- suppressWarnings(annotate_texts(reviews, review, "Sentiment?", labels = sentiment, examples = examples,
                                    context = ctx, progress = FALSE))
   expect_s3_class(out$.label, "factor")
   expect_identical(levels(out$.label), sentiment)
@@ -143,21 +143,21 @@ test_that("annotate() sends chat messages to a server: a label for every row, a 
   expect_identical(record$parameters$max_concurrency, 16L)
   expect_identical(record$rows[c("total", "skipped_missing_text", "computed")],
                    list(total = 4L, skipped_missing_text = 1L, computed = 3L))
-  everything <- c(cli::cli_fmt(print(record)), unlist(as.data.frame(record)))
+  everything <- c(utils::capture.output(print(record)), unlist(as.data.frame(record)))
   expect_false(any(grepl("sk-not-in-the-manifest", everything, fixed = TRUE)))
   # the server lays the messages out with the tiny model's template, as the engine does locally
   prompt_tokens <- function(context) {
-    manifest(annotate(reviews$review[[1]], instruction = "Sentiment?", context = context, max_tokens = 1L,
+    manifest(annotate_texts(reviews$review[[1]], instruction = "Sentiment?", context = context, max_tokens = 1L,
                       progress = FALSE))$timings$prompt_tokens
   }
   expect_equal(prompt_tokens(ctx), prompt_tokens(tiny_context()))
 })
 
-test_that("annotate() with a schema on a server gives typed columns", {
+test_that("annotate_texts() with a schema on a server gives typed columns", {
   # no numeric bounds or free strings: llama-cpp-python's server drops bounds and lets raw
   # control characters into strings, and such answers fail (newrllama4_error_constraint)
   schema <- list(score = "number", recommend = "boolean", mood = c("happy", "angry"))
-  out <- annotate(reviews[c(1, 2, 4), , drop = FALSE], review, "Extract.", schema = schema,
+  out <- annotate_texts(reviews[c(1, 2, 4), , drop = FALSE], review, "Extract.", schema = schema,
                   context = context_remote(tiny_server()$url), progress = FALSE)
   expect_true(all(is.na(out$.error)))
   expect_type(out$score, "double")
@@ -168,11 +168,11 @@ test_that("annotate() with a schema on a server gives typed columns", {
   expect_false(anyNA(out$mood))
 })
 
-test_that("annotate() on a server resumes from its cache", {
+test_that("annotate_texts() on a server resumes from its cache", {
   ctx <- context_remote(tiny_server()$url)
   cache <- tempfile(fileext = ".sqlite")
   run <- function(data) {
-    suppressWarnings(annotate(data, review, "Sentiment?", labels = sentiment, context = ctx, cache = cache,
+    suppressWarnings(annotate_texts(data, review, "Sentiment?", labels = sentiment, context = ctx, cache = cache,
                               progress = FALSE))
   }
   first <- run(reviews[1:2, , drop = FALSE])

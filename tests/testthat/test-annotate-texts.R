@@ -9,7 +9,7 @@ sentiment <- c("positive", "negative", "neutral")
 instruction <- "Is the review positive, negative or neutral?"
 
 test_that("labels become a factor column and one probability column per label, rows in order", {
-  out <- annotate(reviews, review, instruction, labels = sentiment, context = tiny_context(), progress = FALSE)
+  out <- annotate_texts(reviews, review, instruction, labels = sentiment, context = tiny_context(), progress = FALSE)
   expect_s3_class(out, "data.frame")
   expect_identical(out[names(reviews)], reviews)
   expect_s3_class(out$.label, "factor")
@@ -23,7 +23,7 @@ test_that("labels become a factor column and one probability column per label, r
 
 test_that("each row's answer is what the model gives its rendered prompt alone", {
   ctx <- tiny_context()
-  out <- annotate(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE)
+  out <- annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE)
   prompt <- render_prompts("chat template", instruction, list(), reviews$review[[4]])[[1]]
   alone <- generate(tiny_context(n_seq_max = 1L), apply_chat_template(ctx$model, prompt), choices = sentiment,
                     temperature = 0)
@@ -36,7 +36,7 @@ test_that("a schema gives one typed column per field", {
   schema <- list(stars = list(type = "integer", minimum = 1, maximum = 5),
                  product = list(type = "string", maxLength = 10), recommend = "boolean",
                  mood = c("happy", "angry", "calm"))
-  out <- annotate(reviews, review, "Extract the fields.", schema = schema, context = tiny_context(),
+  out <- annotate_texts(reviews, review, "Extract the fields.", schema = schema, context = tiny_context(),
                   progress = FALSE, temperature = 0.7)
   expect_true(all(is.na(out$.error)))
   expect_type(out$stars, "integer")
@@ -75,7 +75,7 @@ test_that("examples are rendered as user and assistant turns, after the instruct
   turns <- example_turns(schema_examples, rlang::quo(review),
                          answer_shape(NULL, list(stars = "integer", mood = c("happy", "angry"))))
   expect_identical(turns[[1]]$answer, '{"stars":2,"mood":"angry"}')
-  out <- annotate(reviews, review, instruction, labels = sentiment, examples = examples, context = ctx,
+  out <- annotate_texts(reviews, review, instruction, labels = sentiment, examples = examples, context = ctx,
                   progress = FALSE)
   expect_false(anyNA(out$.label))
   expect_gt(manifest(out)$timings$cached_prompt_tokens, 0)  # the shared instruction and examples, decoded once
@@ -89,7 +89,7 @@ test_that("a model without a chat template gets the plain layout", {
   prompt <- render_prompts("plain", instruction, example_turns(examples, rlang::quo(review),
                                                                answer_shape(sentiment, NULL)), "So so.")
   expect_identical(prompt, paste0(instruction, "\n\nText: Love it.\nAnswer: positive\n\nText: So so.\nAnswer:"))
-  out <- annotate(reviews, review, instruction, labels = sentiment, examples = examples,
+  out <- annotate_texts(reviews, review, instruction, labels = sentiment, examples = examples,
                   context = context_create(base, n_ctx = 256L, n_seq_max = 2L), progress = FALSE)
   expect_identical(manifest(out)$prompt$layout, "plain")
   expect_false(anyNA(out$.label))
@@ -97,7 +97,7 @@ test_that("a model without a chat template gets the plain layout", {
 
 test_that("texts come from a column, an expression, a glue template or a character vector; it pipes", {
   ctx <- tiny_context()
-  run <- function(data, ...) annotate(data, ..., instruction = instruction, labels = sentiment, context = ctx,
+  run <- function(data, ...) annotate_texts(data, ..., instruction = instruction, labels = sentiment, context = ctx,
                                       progress = FALSE)
   by_column <- run(reviews, review)
   by_template <- run(reviews, "{title}: {review}")
@@ -117,7 +117,7 @@ test_that("a row that cannot run gets NA and a reason in .error; the others comp
   data$review[[2]] <- NA
   data$review[[4]] <- paste(rep("very long", 200), collapse = " ")
   expect_warning(
-    out <- annotate(data, review, instruction, labels = sentiment, context = ctx, progress = FALSE),
+    out <- annotate_texts(data, review, instruction, labels = sentiment, context = ctx, progress = FALSE),
     "2 of 5 rows have no answer", class = "newrllama4_warning_partial_failure"
   )
   expect_identical(is.na(out$.label), c(FALSE, TRUE, FALSE, TRUE, FALSE))
@@ -127,9 +127,51 @@ test_that("a row that cannot run gets NA and a reason in .error; the others comp
   expect_true(is.na(out$.prob_positive[[4]]))
 })
 
+test_that("an empty text is not labelled as if it were one: NA, and .error says it is empty", {
+  data <- reviews
+  data$review[c(2, 4)] <- c("", " \n\t")
+  expect_warning(
+    out <- annotate_texts(data, review, instruction, labels = sentiment, context = tiny_context(), progress = FALSE),
+    "2 of 5 rows", class = "newrllama4_warning_partial_failure"
+  )
+  expect_identical(out$.error[c(2, 4)], rep("The text is empty.", 2))
+  expect_identical(which(is.na(out$.label)), c(2L, 4L))
+  expect_identical(manifest(out)$rows[c("total", "skipped_missing_text", "computed")],
+                   list(total = 5L, skipped_missing_text = 2L, computed = 3L))
+})
+
+test_that("a data frame without rows gives one without rows, with the answer columns", {
+  ctx <- tiny_context()
+  none <- reviews[reviews$id > 99, ]
+  labelled <- annotate_texts(none, review, instruction, labels = sentiment, context = ctx, progress = FALSE)
+  expect_identical(nrow(labelled), 0L)
+  expect_identical(names(labelled), c(names(reviews), ".label", paste0(".prob_", sentiment), ".error"))
+  expect_identical(levels(labelled$.label), sentiment)
+  fields <- annotate_texts(none, review, "x", schema = list(stars = "integer", ok = "boolean"), context = ctx,
+                           progress = FALSE)
+  expect_identical(vapply(fields[c("stars", "ok")], class, ""), c(stars = "integer", ok = "logical"))
+  expect_identical(manifest(fields)$rows$total, 0L)
+  # a column of missing texts runs nothing either
+  all_missing <- suppressWarnings(annotate_texts(data.frame(t = c(NA, "")), t, "x", labels = sentiment,
+                                                 context = ctx, progress = FALSE))
+  expect_identical(all_missing$.error, c("The text is missing.", "The text is empty."))
+})
+
+test_that("a worked example whose label is not among the labels is refused, named", {
+  examples <- data.frame(review = c("Love it.", "Meh.", "Hate it."), .label = c("positive", "so-so", NA))
+  err <- expect_error(
+    annotate_texts(reviews, review, instruction, labels = sentiment, examples = examples, context = tiny_context(),
+                   progress = FALSE),
+    class = "newrllama4_error_example_label"
+  )
+  expect_s3_class(err, "newrllama4_error_invalid_argument")
+  expect_identical(err$examples, 2:3)
+  expect_match(conditionMessage(err), "so-so")
+})
+
 test_that("bad arguments are classed errors", {
   ctx <- tiny_context()
-  bad <- function(...) expect_error(annotate(..., context = ctx, progress = FALSE),
+  bad <- function(...) expect_error(annotate_texts(..., context = ctx, progress = FALSE),
                                     class = "newrllama4_error_invalid_argument")
   bad(list(1, 2), instruction = "x")
   bad(reviews, no_such_column, instruction = "x")
@@ -140,7 +182,7 @@ test_that("bad arguments are classed errors", {
   bad(reviews, review, instruction = "x", schema = list(a = "date"))
   bad(reviews, review, instruction = "x", schema = list("string"))
   bad(reviews, review, instruction = "x", labels = sentiment, examples = data.frame(review = "a"))
-  expect_error(annotate(reviews, review, "x", context = "not a context"), class = "newrllama4_error_invalid_argument")
+  expect_error(annotate_texts(reviews, review, "x", context = "not a context"), class = "newrllama4_error_invalid_argument")
 })
 
 test_that("an annotation killed with SIGKILL resumes from its cache: only the missing rows run, same result", {
@@ -151,14 +193,14 @@ test_that("an annotation killed with SIGKILL resumes from its cache: only the mi
   cache <- tempfile(fileext = ".sqlite")
   output <- run_child_killed_after(7, c(
     "ctx <- context_create(model_load(args[[1]]), n_ctx = 256L, n_seq_max = 4L, n_threads = 1L)",
-    "annotate(readRDS(args[[2]]), note, 'Label the note.', labels = c('king', 'queen', 'river'),",
+    "annotate_texts(readRDS(args[[2]]), note, 'Label the note.', labels = c('king', 'queen', 'river'),",
     "         context = ctx, cache = args[[3]], temperature = 0.8, seed = 3L, progress = FALSE)"
   ), c(tiny_model_path(), input, cache))
   expect_false("finished" %in% output)
   expect_gt(attr(output, "status"), 0)
   ctx <- tiny_context()
   run <- function(cache) {
-    annotate(data, note, "Label the note.", labels = c("king", "queen", "river"), context = ctx, cache = cache,
+    annotate_texts(data, note, "Label the note.", labels = c("king", "queen", "river"), context = ctx, cache = cache,
              temperature = 0.8, seed = 3L, progress = FALSE)
   }
   resumed <- run(cache)

@@ -42,7 +42,9 @@
 #'   objects with every field.
 #' @param examples A data frame of worked examples: the columns that `text`
 #'   uses, and the answer -- a `.label` column with `labels`, one column per
-#'   field with `schema`, an `.answer` column otherwise.
+#'   field with `schema`, an `.answer` column otherwise. An example whose
+#'   `.label` is not one of `labels` is an error of class
+#'   `newrllama4_error_example_label` (field `examples`: which ones).
 #' @param context A context from [context_create()] or [context_remote()]; `NULL` uses
 #'   SmolLM2 135M Instruct (`model_load("smollm2-135m-instruct")`) with 8
 #'   sequences of 2048 tokens, created once per session.
@@ -52,18 +54,21 @@
 #'   (`0` unless given), `seed`, `progress`, ...
 #' @return `data` (a data frame; a character vector becomes a data frame with
 #'   a `text` column) with the new columns and `.error`: `NA`, or why that
-#'   row has no answer. Rows keep their order and their other columns.
+#'   row has no answer. Rows keep their order and their other columns. A row
+#'   whose text is missing, empty or only white space is not sent to the model:
+#'   its answer is `NA` and `.error` says why. A data frame without rows gives
+#'   one without rows, with the answer columns.
 #' @seealso [agreement()] to compare the labels with human coding,
 #'   [manifest()] for how the result was made.
 #' @export
-#' @examples
+#' @examplesIf engine_available()
 #' reviews <- data.frame(id = 1:3, review = c("Great value, works well.",
 #'                                            "Broke after a day.", "It is a kettle."))
 #' # the embedded base model stands in here; see the vignette for an instruction model
 #' ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 4L)
-#' annotate(reviews, review, "Is the review positive, negative or neutral?",
+#' annotate_texts(reviews, review, "Is the review positive, negative or neutral?",
 #'          labels = c("positive", "negative", "neutral"), context = ctx, progress = FALSE)
-annotate <- function(data, text, instruction, labels = NULL, schema = NULL, examples = NULL,
+annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL, examples = NULL,
                      context = NULL, cache = NULL, ...) {
   if (is.character(data)) data <- data.frame(text = data, stringsAsFactors = FALSE)
   if (!is.data.frame(data)) {
@@ -82,25 +87,45 @@ annotate <- function(data, text, instruction, labels = NULL, schema = NULL, exam
   if (is.null(context)) context <- annotation_context() else check_context(context)
   params <- utils::modifyList(list(temperature = 0, max_tokens = answer$max_tokens), list(...))
   layout <- prompts_layout(context)
-  runnable <- which(!is.na(texts))
+  skipped <- text_problems(texts)
+  runnable <- which(is.na(skipped))
   prompts <- render_prompts(layout, instruction, turns, texts[runnable])
   answers <- withCallingHandlers(
     rlang::exec(generate_parallel, context, prompts, choices = labels,
                 json_schema = answer$json_schema, cache = cache, on_error = "warn", !!!params),
     newrllama4_warning_partial_failure = function(w) rlang::cnd_muffle(w)
   )
-  result <- add_answer_columns(data, answer, answers, runnable)
+  result <- add_answer_columns(data, answer, answers, runnable, skipped)
   n_failed <- sum(!is.na(result$.error))
   if (n_failed > 0) {
     cli::cli_warn(c("{n_failed} of {nrow(data)} row{?s} {?has/have} no answer; {.field .error} says why.",
                     "i" = "First: {result$.error[!is.na(result$.error)][[1]]}"),
                   class = "newrllama4_warning_partial_failure")
   }
-  attr(result, "manifest") <- new_manifest(context, answers, list(
-    instruction = instruction, labels = labels, schema = answer$json_schema, n_examples = length(turns),
-    layout = layout, parameters = params, cache = cache
+  attr(result, "manifest") <- annotation_manifest(attr(answers, "manifest"), list(
+    layout = layout, instruction = instruction, labels = labels,
+    schema = if (is.null(answer$json_schema)) NULL else as.character(jsonlite::toJSON(answer$json_schema, auto_unbox = TRUE)),
+    examples = length(turns)
   ), n_rows = nrow(data))
   result
+}
+
+# Why a row's text cannot be annotated: missing, or empty (nothing but white
+# space, which a model would label as if it were a text); NA for the others.
+text_problems <- function(texts) {
+  problems <- rep(NA_character_, length(texts))
+  problems[!is.na(texts) & !nzchar(trimws(texts))] <- "The text is empty."
+  problems[is.na(texts)] <- "The text is missing."
+  problems
+}
+
+# The manifest of the engine call, with the annotation's prompt and its rows: the
+# rows skipped (no text to annotate) are the data's beyond the prompts sent.
+annotation_manifest <- function(record, prompt, n_rows) {
+  record$prompt <- c(prompt, record$prompt["chat_template_sha256"])
+  rows <- record$rows
+  record$rows <- c(list(total = n_rows, skipped_missing_text = n_rows - rows$total), rows[names(rows) != "total"])
+  record
 }
 
 # The text of each row: a column, an expression over columns, or a glue template
@@ -182,10 +207,27 @@ example_turns <- function(examples, text, answer, call = caller_env()) {
   if (length(missing_columns) > 0) {
     abort_invalid("{.arg examples} needs the answer column{?s} {.field {missing_columns}}.", "examples", call)
   }
+  if (answer$kind == "labels") check_example_labels(examples$.label, answer$labels, call)
   texts <- row_texts(examples, text, "examples", call)
   lapply(seq_len(nrow(examples)), function(i) {
     list(text = texts[[i]], answer = as.character(answer$example_answer(examples[i, , drop = FALSE])))
   })
+}
+
+# A worked example answered with a label the model may not give teaches it a
+# wrong answer, silently: refused, naming the examples.
+check_example_labels <- function(example_labels, labels, call) {
+  example_labels <- as.character(example_labels)
+  wrong <- which(is.na(example_labels) | !example_labels %in% labels)
+  if (length(wrong) > 0) {
+    cli::cli_abort(
+      c("{cli::qty(length(wrong))}Worked example{?s} {positions(wrong)} of {.arg examples} {?has a/have}
+         {.field .label} not among {.arg labels}: {.val {example_labels[wrong]}}.",
+        "i" = "{.arg labels}: {.val {labels}}."),
+      class = c("newrllama4_error_example_label", "newrllama4_error_invalid_argument", "newrllama4_error"),
+      argument = "examples", examples = wrong, call = call
+    )
+  }
 }
 
 # One prompt per text: a conversation -- the instruction as the system turn, each
@@ -213,10 +255,9 @@ prompts_layout <- function(context) {
 
 # The answers as columns of `data`; rows that did not run (missing text) or
 # failed get NA and their reason in `.error`.
-add_answer_columns <- function(data, answer, answers, runnable) {
+add_answer_columns <- function(data, answer, answers, runnable, skipped) {
   n <- nrow(data)
-  errors <- rep("The text is missing.", n)
-  errors[runnable] <- NA_character_
+  errors <- skipped
   failed <- generation_errors(answers)
   errors[runnable[failed$index]] <- failed$message
   ok <- runnable[!is.na(answers)]
@@ -259,7 +300,7 @@ typed_column <- function(field, values) {
 
 the <- new.env(parent = emptyenv())
 
-# The context annotate() uses without one: SmolLM2 135M Instruct, made once per session.
+# The context annotate_texts() uses without one: SmolLM2 135M Instruct, made once per session.
 annotation_context <- function() {
   if (is.null(the$annotation_context) || handle_state(the$annotation_context) != "live") {
     model <- model_load("smollm2-135m-instruct")

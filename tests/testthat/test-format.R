@@ -1,0 +1,55 @@
+# Printed objects go to standard output, as print methods do: a report knitted with
+# message = FALSE keeps them, and capture.output() catches them.
+
+printed <- function(x) {
+  out <- utils::capture.output(messages <- cli::cli_fmt(print(x)))
+  expect_length(messages, 0)  # nothing through the message stream
+  paste(out, collapse = "\n")
+}
+
+test_that("a model, a context, answers and a manifest print to standard output alone", {
+  ctx <- tiny_context()
+  expect_match(printed(tiny_model()), "newrllama4-tiny.gguf")
+  expect_match(printed(ctx), "n_seq_max: 4")
+  answers <- generate_parallel(ctx, c(a = "hello how are you"), max_tokens = 2L, temperature = 0, progress = FALSE)
+  expect_match(printed(answers), "# 1 prompt, 0 failed")
+  record <- manifest(answers)
+  expect_match(printed(record), record$model$sha256, fixed = TRUE)
+  freed <- tiny_context()
+  context_free(freed)
+  expect_match(printed(freed), "(freed)", fixed = TRUE)
+})
+
+test_that("agreement tables print to standard output alone", {
+  gold <- c("a", "b", "a", "b")
+  expect_match(printed(agreement(c("a", "b", "b", "b"), gold, n_boot = 0)), "Accuracy")
+  expect_match(printed(agreement(list(x = c("a", "b", "b", "b"), y = gold), gold, n_boot = 0)), "Between annotators")
+})
+
+test_that("a report knitted with message = FALSE shows the context, the answers and the manifest", {
+  skip_if_not(rmarkdown::pandoc_available(), "pandoc is not installed")
+  report <- tempfile("report-", fileext = ".Rmd")
+  writeLines(c(
+    "```{r setup, include = FALSE}",
+    "knitr::opts_chunk$set(message = FALSE, warning = FALSE)",
+    "library(newrllama4)",
+    "```",
+    "```{r}",
+    sprintf("model <- model_load(%s)", deparse(tiny_model_path())),
+    "ctx <- context_create(model, n_ctx = 128L, n_seq_max = 2L)",
+    "model",
+    "ctx",
+    "answers <- generate_parallel(ctx, c(a = 'hello how are you', b = 'once upon'), max_tokens = 2L, temperature = 0)",
+    "answers",
+    "manifest(answers)",
+    "```"
+  ), report)
+  output <- rmarkdown::render(report, output_format = rmarkdown::md_document(), output_dir = tempdir(),
+                              quiet = TRUE, envir = new.env())
+  text <- paste(readLines(output), collapse = "\n")
+  expect_match(text, "newrllama_model")
+  expect_match(text, "n_seq_max: 2")
+  expect_match(text, "# 2 prompts, 0 failed")
+  expect_match(text, reticulate::import("newrllama4.model")$file_sha256(tiny_model_path()), fixed = TRUE)
+  expect_false(grepl("Generating", text))  # no progress bar in a report
+})

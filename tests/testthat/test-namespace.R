@@ -1,0 +1,32 @@
+# Our exports beside the packages text analysts attach: no name may clash, in
+# either order (NLP, under tm, and ggplot2, under the tidyverse, both export
+# `annotate`, which we once did too).
+
+neighbours <- c("base", "stats", "utils", "graphics", "grDevices", "methods", "ggplot2", "NLP", "tm", "dplyr",
+                "tidyr", "purrr", "stringr", "tibble", "readr", "forcats", "lubridate", "quanteda", "tidytext",
+                "caret", "psych", "irr")
+
+test_that("no export of ours has the name of an export of a package users attach beside us", {
+  withr::local_timezone("UTC")  # readr and lubridate ask the system for it, which warns without systemd
+  installed <- neighbours[vapply(neighbours, requireNamespace, NA, quietly = TRUE)]
+  # the packages CI installs for this test (Makefile): a check that ran against none would prove nothing
+  expect_true(all(c("ggplot2", "NLP", "tm", "dplyr", "tidyr", "psych", "caret") %in% installed))
+  ours <- getNamespaceExports("newrllama4")
+  clashes <- lapply(stats::setNames(nm = installed), function(pkg) intersect(ours, getNamespaceExports(pkg)))
+  expect_identical(Filter(length, clashes), stats::setNames(list(), character()))
+})
+
+test_that("attaching the tidyverse and tm beside us, in either order, masks nothing of ours", {
+  skip_if_not(requireNamespace("tidyverse", quietly = TRUE) && requireNamespace("tm", quietly = TRUE))
+  ours <- getNamespaceExports("newrllama4")
+  attach_in <- function(order) {
+    code <- paste(sprintf("suppressPackageStartupMessages(library(%s))", order), collapse = "; ")
+    code <- paste0(code, "; cat(conflicts(detail = FALSE), sep = '\\n')")
+    out <- system2(file.path(R.home("bin"), "Rscript"), c("-e", shQuote(code)), stdout = TRUE, stderr = TRUE,
+                   env = paste0("R_LIBS=", shQuote(paste(.libPaths(), collapse = .Platform$path.sep))))
+    expect_null(attr(out, "status"))
+    intersect(out, ours)
+  }
+  expect_identical(attach_in(c("newrllama4", "tidyverse", "tm")), character())
+  expect_identical(attach_in(c("tm", "tidyverse", "newrllama4")), character())
+})
