@@ -9,7 +9,7 @@ PYTHON := $(VENV)/bin/python
 RLIB := $(CURDIR)/.rlib
 R_DEBS := r-base-core r-cran-reticulate r-cran-testthat r-cran-rmarkdown r-cran-knitr \
           r-cran-roxygen2 r-cran-cli r-cran-rlang r-cran-jsonlite r-cran-glue r-cran-dplyr r-cran-vctrs \
-          r-cran-withr r-cran-ggplot2 pandoc \
+          r-cran-withr r-cran-ggplot2 pandoc qpdf \
           r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret
 # the last four are what users attach beside us: the tests check that no name clashes
 R_PKGS := reticulate testthat rmarkdown knitr roxygen2 cli rlang jsonlite glue dplyr vctrs withr ggplot2 \
@@ -23,7 +23,7 @@ export R_LIBS := $(RLIB)
 setup: r-deps python-env r-package
 
 r-deps:
-	@if ! command -v Rscript >/dev/null || ! command -v pandoc >/dev/null || \
+	@if ! command -v Rscript >/dev/null || ! command -v pandoc >/dev/null || ! command -v qpdf >/dev/null || \
 	    ! Rscript -e 'quit(status = !all(vapply(commandArgs(TRUE), requireNamespace, NA, quietly = TRUE)))' $(R_PKGS) 2>/dev/null; then \
 	  echo "Installing R from Debian's packages"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(R_DEBS) >/dev/null; \

@@ -58,8 +58,9 @@ generation_errors <- function(x) {
 #' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
-#' answers <- generate_parallel(ctx, c(france = "The capital of France is", water = "Water is made of"),
-#'                              choices = c("Paris", "oxygen", "Rome"), temperature = 0, progress = FALSE)
+#' prompts <- c(france = "The capital of France is", water = "Water is made of")
+#' answers <- generate_parallel(ctx, prompts, choices = c("Paris", "oxygen", "Rome"),
+#'                              temperature = 0, progress = FALSE)
 #' answers
 #' choice_probs(answers)
 choice_probs <- function(x) {
@@ -80,7 +81,8 @@ choice_probs <- function(x) {
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
 #' schema <- list(type = "object", properties = list(year = list(type = "integer")), required = "year")
 #' answers <- generate_parallel(ctx, c(moon = "The first moon landing, as JSON:"),
-#'                              json_schema = schema, max_tokens = 16L, temperature = 0, progress = FALSE)
+#'                              json_schema = schema, max_tokens = 16L, temperature = 0,
+#'                              progress = FALSE)
 #' answers
 #' parsed_answers(answers)$moon$year
 parsed_answers <- function(x) {

@@ -28,14 +28,11 @@
 #' model
 #' chat_model <- model_load("smollm2-135m-instruct")
 model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE) {
-  nl <- engine()
-  if (is_model_name(model_path)) {
-    check_model_name(model_path, unlist(nl$MODEL_NAMES))
-  } else if (!is.null(model_path)) {
-    model_path <- check_model_path(model_path)
-  }
+  if (!is.null(model_path) && !is_model_name(model_path)) model_path <- check_model_path(model_path)
   n_gpu_layers <- check_whole(n_gpu_layers, "n_gpu_layers", min = -1)
   check_flag(use_mmap, "use_mmap")
+  nl <- engine()
+  if (is_model_name(model_path)) check_model_name(model_path, unlist(nl$MODEL_NAMES))
   py <- with_engine(nl$Model(path = model_path, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap))
   structure(list(py = py), class = "newrllama_model")
 }

@@ -1,6 +1,7 @@
 errors <- function() reticulate::import("newrllama4.errors")
 
 test_that("every engine exception class has an R class, specific to general", {
+  skip_without_engine()
   py_classes <- Filter(function(name) grepl("Error$", name), names(errors()))
   expect_setequal(py_classes, c(
     "NewrllamaError", "InvalidArgumentError", "ModelLoadError", "ContextError", "ContextTooLargeError", "ClosedError",
@@ -20,6 +21,7 @@ expect_mapped <- function(exception, classes, fields = list()) {
 }
 
 test_that("each engine exception maps to its condition with its fields", {
+  skip_without_engine()
   e <- errors()
   expect_mapped(e$InvalidArgumentError("max_tokens", -1L, "a whole number >= 1"),
                 "newrllama4_error_invalid_argument", list(argument = "max_tokens", value = "-1"))
@@ -60,18 +62,21 @@ test_that("each engine exception maps to its condition with its fields", {
 })
 
 test_that("a per-prompt argument is named as R numbers prompts, from 1", {
+  skip_without_engine()
   cnd <- expect_mapped(errors()$InvalidArgumentError("grammar[0]", "x", "a valid GBNF grammar"),
                        "newrllama4_error_invalid_argument", list(argument = "grammar[[1]]"))
   expect_identical(conditionMessage(cnd), "`grammar[[1]]` must be a valid GBNF grammar, not 'x'.")
 })
 
 test_that("a raised engine exception becomes its R condition", {
+  skip_without_engine()
   raise <- reticulate::py_run_string("def raise_it(e):\n    raise e", convert = FALSE)$raise_it
   err <- expect_error(with_engine(raise(errors()$ContextError("out of memory"))), class = "newrllama4_error_context")
   expect_match(conditionMessage(err), "out of memory")
 })
 
 test_that("an unexpected Python error keeps its traceback in a field, not in the message", {
+  skip_without_engine()
   err <- expect_error(with_engine(reticulate::py_eval("1/0")), class = "newrllama4_error_engine")
   expect_equal(err$python_class, "ZeroDivisionError")
   expect_match(err$traceback, "ZeroDivisionError")
@@ -79,6 +84,7 @@ test_that("an unexpected Python error keeps its traceback in a field, not in the
 })
 
 test_that("messages with braces survive cli formatting", {
+  skip_without_engine()
   cnd <- engine_condition(errors()$ModelLoadError("odd {name} here"))
   expect_match(conditionMessage(cnd), "odd {name} here", fixed = TRUE)
 })

@@ -20,6 +20,7 @@ test_that("a model name loads the model its package carries; an unknown name lis
   expect_false(is_model_name("dir\\model"))
   expect_false(is_model_name("model.GGUF"))
   expect_false(is_model_name(NULL))
+  skip_without_engine()
   model <- model_load("smollm2-135m-instruct")
   on.exit(model_free(model))
   expect_match(basename(model$py$path), "^SmolLM2-135M-Instruct")
@@ -68,6 +69,7 @@ test_that("a model saved and read back is one classed error that says to load it
 })
 
 test_that("the default model loads and answers", {
+  skip_without_engine()
   model <- model_load()
   on.exit(model_free(model))
   ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
