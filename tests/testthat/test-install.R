@@ -60,8 +60,12 @@ test_that("a failed pip install is one classed error with pip's last lines and t
     "    raise RuntimeError('the build failed at the end {here}')"
   ), file.path(engine_dir, "noisy_backend.py"))
   venv <- file.path(tempfile("venvs-"), "engine")  # a path: reticulate's virtualenv root stays untouched
+  # a Python named, so that reticulate does not go looking for one (its search runs programs that
+  # write into HOME, and R CMD check forbids writing outside tempdir())
+  python <- Sys.which("python3")
+  skip_if(python == "", "no python3 to create a virtual environment with")
   capture.output(err <- suppressMessages(expect_error(
-    install_newrllama(venv, python_source = engine_dir),
+    install_newrllama(venv, python_source = engine_dir, python = python),
     class = "newrllama4_error_engine_install"
   )))
   expect_length(err$output, pip_lines_shown)
