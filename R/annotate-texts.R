@@ -45,6 +45,25 @@
 #'   field with `schema`, an `.answer` column otherwise. An example whose
 #'   `.label` is not one of `labels` is an error of class
 #'   `newrllama4_error_example_label` (field `examples`: which ones).
+#' @param example_orders With `labels` and worked examples: in how many
+#'   orders of the examples to ask about every row (a whole number), or the
+#'   orders themselves (a list of permutations of the examples' rows). A small
+#'   model tends to answer with the label of the last example it saw, so one
+#'   order can swing a whole annotation; several orders, averaged, do not hinge
+#'   on any one. The orders are the given one, then its rotations (each example
+#'   last once), then permutations drawn from a fixed seed; the manifest
+#'   records them. Each order is a shared prefix, decoded once, so each order
+#'   more costs about the rows' own tokens again, not the instruction's.
+#' @param calibrate With `labels`: divide each row's label probabilities by
+#'   the model's prior -- the probabilities it gives content-free inputs
+#'   (`"N/A"`, `""`, `"[MASK]"`) under the same instruction and examples, per
+#'   order -- and normalise them again (contextual calibration, Zhao et al.
+#'   2021). It removes a bias toward a label that the prompt itself causes. The
+#'   prior is in the manifest.
+#'
+#'   With `example_orders > 1` or `calibrate`, each row gets its most likely
+#'   label under the combined probabilities, so `temperature` must be 0 (the
+#'   default here), and a server must give label probabilities.
 #' @param context A context from [context_create()] or [context_remote()]; `NULL` uses
 #'   SmolLM2 135M Instruct (`model_load("smollm2-135m-instruct")`) with 8
 #'   sequences of 2048 tokens, created once per session.
@@ -54,7 +73,14 @@
 #'   (`0` unless given), `seed`, `progress`, ...
 #' @return `data` (a data frame; a character vector becomes a data frame with
 #'   a `text` column) with the new columns and `.error`: `NA`, or why that
-#'   row has no answer. Rows keep their order and their other columns. A row
+#'   row has no answer. With `labels` also `.confidence`, the probability of
+#'   the row's label, and with several `example_orders` `.agreement_orders`,
+#'   the share of orders whose own most likely label is the row's; the
+#'   `.prob_` columns are then averaged over the orders, and calibrated with
+#'   `calibrate` (the manifest says which). When the orders disagree on more
+#'   than a tenth of the rows, a warning of class
+#'   `newrllama4_warning_order_sensitive` says so. [review_sample()] draws
+#'   rows to code by hand, most of them where the model was least sure. Rows keep their order and their other columns. A row
 #'   whose text is missing, empty or only white space is not sent to the model:
 #'   its answer is `NA` and `.error` says why. A data frame without rows gives
 #'   one without rows, with the answer columns.
@@ -69,7 +95,7 @@
 #' annotate_texts(reviews, review, "Is the review positive, negative or neutral?",
 #'          labels = c("positive", "negative", "neutral"), context = ctx, progress = FALSE)
 annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL, examples = NULL,
-                     context = NULL, cache = NULL, ...) {
+                           example_orders = 1L, calibrate = FALSE, context = NULL, cache = NULL, ...) {
   if (is.character(data)) data <- data.frame(text = data, stringsAsFactors = FALSE)
   if (!is.data.frame(data)) {
     abort_invalid("{.arg data} must be a data frame or a character vector, not {.obj_type_friendly {data}}.",
@@ -84,30 +110,54 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   if (!is.null(labels)) labels <- check_labels(labels, "labels", current_env())
   answer <- answer_shape(labels, schema)
   turns <- example_turns(examples, text, answer)
-  if (is.null(context)) context <- annotation_context() else check_context(context)
+  orders <- example_order_list(example_orders, length(turns))
+  check_flag(calibrate, "calibrate")
   params <- utils::modifyList(list(temperature = 0, max_tokens = answer$max_tokens), list(...))
+  combined_labels <- length(orders) > 1 || calibrate
+  if (combined_labels && answer$kind != "labels") {
+    abort_invalid("{.arg example_orders} and {.arg calibrate} apply to {.arg labels}.", "example_orders", current_env())
+  }
+  if (combined_labels && !identical(params$temperature, 0)) {
+    abort_invalid(c("With {.arg example_orders} or {.arg calibrate} a row gets its most likely label: {.arg temperature} must be 0.",
+                    "x" = "It is {params$temperature}."), "temperature", current_env())
+  }
+  if (is.null(context)) context <- annotation_context() else check_context(context)
   layout <- prompts_layout(context)
   skipped <- text_problems(texts)
   runnable <- which(is.na(skipped))
-  prompts <- render_prompts(layout, instruction, turns, texts[runnable])
+  prompts <- ensemble_prompts(layout, instruction, turns, texts[runnable], orders, calibrate)
   answers <- withCallingHandlers(
     rlang::exec(generate_parallel, context, prompts, choices = labels,
                 json_schema = answer$json_schema, cache = cache, on_error = "warn", !!!params),
     newrllama4_warning_partial_failure = function(w) rlang::cnd_muffle(w)
   )
-  result <- add_answer_columns(data, answer, answers, runnable, skipped)
+  labelled <- if (answer$kind == "labels") combine_orders(answers, length(runnable), orders, labels, calibrate)
+  result <- add_answer_columns(data, answer, answers, runnable, skipped, labelled, length(orders))
   n_failed <- sum(!is.na(result$.error))
   if (n_failed > 0) {
     cli::cli_warn(c("{n_failed} of {nrow(data)} row{?s} {?has/have} no answer; {.field .error} says why.",
                     "i" = "First: {result$.error[!is.na(result$.error)][[1]]}"),
                   class = "newrllama4_warning_partial_failure")
   }
-  attr(result, "manifest") <- annotation_manifest(attr(answers, "manifest"), list(
+  disagreement <- if (!is.null(labelled)) order_disagreement(labelled)
+  warn_if_order_sensitive(disagreement, length(orders))
+  attr(result, "manifest") <- annotation_manifest(attr(answers, "manifest"), compact(list(
     layout = layout, instruction = instruction, labels = labels,
     schema = if (is.null(answer$json_schema)) NULL else as.character(jsonlite::toJSON(answer$json_schema, auto_unbox = TRUE)),
-    examples = length(turns)
-  ), n_rows = nrow(data))
+    examples = length(turns),
+    example_orders = if (answer$kind == "labels") order_names(orders),
+    order_disagreement = if (length(orders) > 1) disagreement,
+    calibrated = if (answer$kind == "labels") calibrate,
+    label_prior = if (calibrate) prior_record(labelled$prior)
+  )), result)
   result
+}
+
+# The content-free prior of each order, one string per order ("2,1: a 0.91, b 0.09").
+prior_record <- function(prior) {
+  sprintf("%s: %s", rownames(prior), apply(prior, 1, function(p) {
+    paste(colnames(prior), formatC(p, digits = 3, format = "f"), collapse = ", ")
+  }))
 }
 
 # Why a row's text cannot be annotated: missing, or empty (nothing but white
@@ -119,13 +169,15 @@ text_problems <- function(texts) {
   problems
 }
 
-# The manifest of the engine call, with the annotation's prompt and its rows: the
-# rows skipped (no text to annotate) are the data's beyond the prompts sent.
-annotation_manifest <- function(record, prompt, n_rows) {
+# The manifest of the engine call, with the annotation's prompt and its rows.
+annotation_manifest <- function(record, prompt, result) {
   record$prompt <- c(prompt, record$prompt["chat_template_sha256"])
-  rows <- record$rows
-  record$rows <- c(list(total = n_rows, skipped_missing_text = n_rows - rows$total), rows[names(rows) != "total"])
-  record
+  skipped <- result$.error %in% c("The text is missing.", "The text is empty.")
+  failed <- !is.na(result$.error) & !skipped
+  record$rows <- list(total = nrow(result), skipped_missing_text = sum(skipped),
+                      answered = sum(is.na(result$.error)), failed = sum(failed))
+  structure(record[c("created", "model", "prompt", "parameters", "rows", "prompts", "timings", "versions")],
+            class = class(record), file_state = attr(record, "file_state"))
 }
 
 # The text of each row: a column, an expression over columns, or a glue template
@@ -255,33 +307,36 @@ prompts_layout <- function(context) {
 
 # The answers as columns of `data`; rows that did not run (missing text) or
 # failed get NA and their reason in `.error`.
-add_answer_columns <- function(data, answer, answers, runnable, skipped) {
-  n <- nrow(data)
+add_answer_columns <- function(data, answer, answers, runnable, skipped, labelled, n_orders) {
+  by_row <- function(values, missing) {
+    column <- rep(missing, nrow(data))
+    column[runnable] <- values
+    column
+  }
   errors <- skipped
-  failed <- generation_errors(answers)
-  errors[runnable[failed$index]] <- failed$message
-  ok <- runnable[!is.na(answers)]
   if (answer$kind == "labels") {
-    column <- rep(NA_character_, n)
-    column[runnable] <- as.vector(answers)
-    data[[".label"]] <- factor(column, levels = answer$labels)
-    probs <- choice_probs(answers)
+    errors[runnable] <- labelled$error
+    data[[".label"]] <- factor(by_row(labelled$label, NA_character_), levels = answer$labels)
     for (label in answer$labels) {
-      column <- rep(NA_real_, n)
-      if (!is.null(probs)) column[runnable] <- probs[, label]
-      data[[paste0(".prob_", label)]] <- column
+      data[[paste0(".prob_", label)]] <- by_row(labelled$probs[, label], NA_real_)
     }
-  } else if (answer$kind == "fields") {
-    parsed <- parsed_answers(answers)[!is.na(answers)]
-    for (field in names(answer$fields)) {
-      column <- rep(NA_character_, n)
-      column[ok] <- vapply(parsed, function(p) as.character(p[[field]]), "")
-      data[[field]] <- typed_column(answer$fields[[field]], column)
+    data[[".confidence"]] <- by_row(labelled$confidence, NA_real_)
+    if (n_orders > 1) {
+      data[[".agreement_orders"]] <- by_row(ifelse(is.na(labelled$label), NA_real_, labelled$agreement_orders),
+                                            NA_real_)
     }
   } else {
-    column <- rep(NA_character_, n)
-    column[runnable] <- as.vector(answers)
-    data[[".answer"]] <- column
+    failed <- generation_errors(answers)
+    errors[runnable[failed$index]] <- failed$message
+    if (answer$kind == "fields") {
+      parsed <- parsed_answers(answers)
+      for (field in names(answer$fields)) {
+        values <- vapply(parsed, function(p) if (is.null(p)) NA_character_ else as.character(p[[field]]), "")
+        data[[field]] <- typed_column(answer$fields[[field]], by_row(values, NA_character_))
+      }
+    } else {
+      data[[".answer"]] <- by_row(as.vector(answers), NA_character_)
+    }
   }
   data[[".error"]] <- errors
   data

@@ -9,7 +9,8 @@
 #' shape (for [annotate_texts()]: the layout, instruction, labels or schema and
 #' the number of worked examples; otherwise the labels, schema or grammar the
 #' answers kept to), every generation parameter with the seed actually used,
-#' the prompts or rows answered, taken from the cache, failed or skipped, the
+#' the prompts answered, taken from the cache or failed (for [annotate_texts()]
+#' also the rows answered, failed or skipped for want of a text), the
 #' timings, and the versions of R, Python, the engine, llama-cpp-python and
 #' llama.cpp. Print it in a report, or turn it into a table with
 #' [as.data.frame()].
@@ -70,7 +71,7 @@ new_manifest <- function(context, params, result, prompt) {
     } else {
       list(n_ctx = context$py$n_ctx, n_seq_max = context$py$n_seq_max)
     }),
-    rows = list(
+    prompts = list(
       total = stats$prompts,
       from_cache = stats$result_cache_hits,
       computed = stats$prompts - stats$result_cache_hits - n_failed,

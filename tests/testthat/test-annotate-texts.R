@@ -137,8 +137,7 @@ test_that("an empty text is not labelled as if it were one: NA, and .error says 
   )
   expect_identical(out$.error[c(2, 4)], rep("The text is empty.", 2))
   expect_identical(which(is.na(out$.label)), c(2L, 4L))
-  expect_identical(manifest(out)$rows[c("total", "skipped_missing_text", "computed")],
-                   list(total = 5L, skipped_missing_text = 2L, computed = 3L))
+  expect_identical(manifest(out)$rows, list(total = 5L, skipped_missing_text = 2L, answered = 3L, failed = 0L))
 })
 
 test_that("a data frame without rows gives one without rows, with the answer columns", {
@@ -146,7 +145,7 @@ test_that("a data frame without rows gives one without rows, with the answer col
   none <- reviews[reviews$id > 99, ]
   labelled <- annotate_texts(none, review, instruction, labels = sentiment, context = ctx, progress = FALSE)
   expect_identical(nrow(labelled), 0L)
-  expect_identical(names(labelled), c(names(reviews), ".label", paste0(".prob_", sentiment), ".error"))
+  expect_identical(names(labelled), c(names(reviews), ".label", paste0(".prob_", sentiment), ".confidence", ".error"))
   expect_identical(levels(labelled$.label), sentiment)
   fields <- annotate_texts(none, review, "x", schema = list(stars = "integer", ok = "boolean"), context = ctx,
                            progress = FALSE)
@@ -205,9 +204,9 @@ test_that("an annotation killed with SIGKILL resumes from its cache: only the mi
              temperature = 0.8, seed = 3L, progress = FALSE)
   }
   resumed <- run(cache)
-  expect_identical(manifest(resumed)$rows[c("from_cache", "computed", "failed")],
+  expect_identical(manifest(resumed)$prompts[c("from_cache", "computed", "failed")],
                    list(from_cache = 7L, computed = 13L, failed = 0L))
   uninterrupted <- run(NULL)
   expect_identical(resumed[names(resumed) != ".error"], uninterrupted[names(uninterrupted) != ".error"])
-  expect_identical(manifest(run(cache))$rows$from_cache, 20L)
+  expect_identical(manifest(run(cache))$prompts$from_cache, 20L)
 })

@@ -16,14 +16,14 @@ test_that("the manifest records the model, the prompt, every parameter, the rows
   expect_identical(record$parameters$temperature, 0)
   expect_identical(record$parameters$top_k, 40L)
   expect_identical(record$parameters$n_seq_max, 4L)
-  expect_identical(record$rows, list(total = 3L, skipped_missing_text = 1L, from_cache = 0L, computed = 2L,
-                                     failed = 0L, cache = NA_character_))
+  expect_identical(record$rows, list(total = 3L, skipped_missing_text = 1L, answered = 2L, failed = 0L))
+  expect_identical(record$prompts, list(total = 2L, from_cache = 0L, computed = 2L, failed = 0L, cache = NA_character_))
   expect_gt(record$timings$total_seconds, 0)
   expect_named(record$versions, c("R", "newrllama4", "llama-cpp-python", "llama.cpp", "llama.cpp system",
                                   "llguidance", "numpy", "python", "platform"))
   table <- as.data.frame(record)
   expect_named(table, c("section", "item", "value"))
-  expect_true(all(c("model", "prompt", "parameters", "rows", "timings", "versions") %in% table$section))
+  expect_true(all(c("model", "prompt", "parameters", "rows", "prompts", "timings", "versions") %in% table$section))
   expect_identical(table$value[table$item == "sha256"], record$model$sha256)
   expect_match(paste(utils::capture.output(print(record)), collapse = "\n"), record$model$sha256, fixed = TRUE)
 })
@@ -46,7 +46,7 @@ test_that("answers of generate_parallel() and generate() carry their manifest: m
   expect_identical(record$prompt$labels, c("king", "queen"))
   expect_identical(record$parameters[c("max_tokens", "temperature", "seed", "stop", "n_seq_max")],
                    list(max_tokens = 3L, temperature = 0.5, seed = 7L, stop = "\n", n_seq_max = 4L))
-  expect_identical(record$rows, list(total = 2L, from_cache = 0L, computed = 2L, failed = 0L, cache = NA_character_))
+  expect_identical(record$prompts, list(total = 2L, from_cache = 0L, computed = 2L, failed = 0L, cache = NA_character_))
   expect_gt(record$timings$total_seconds, 0)
   expect_identical(record$versions$newrllama4, format(utils::packageVersion("newrllama4")))
 

@@ -142,8 +142,8 @@ test_that("annotate_texts() sends chat messages to a server: a label for every r
   expect_identical(record$prompt$layout, "server chat template")
   expect_identical(record$prompt$examples, 1L)
   expect_identical(record$parameters$max_concurrency, 16L)
-  expect_identical(record$rows[c("total", "skipped_missing_text", "computed")],
-                   list(total = 4L, skipped_missing_text = 1L, computed = 3L))
+  expect_identical(record$rows[c("total", "skipped_missing_text", "answered")],
+                   list(total = 4L, skipped_missing_text = 1L, answered = 3L))
   everything <- c(utils::capture.output(print(record)), unlist(as.data.frame(record)))
   expect_false(any(grepl("sk-not-in-the-manifest", everything, fixed = TRUE)))
   # the server lays the messages out with the tiny model's template, as the engine does locally
@@ -178,7 +178,7 @@ test_that("annotate_texts() on a server resumes from its cache", {
   }
   first <- run(reviews[1:2, , drop = FALSE])
   again <- run(reviews)
-  expect_identical(manifest(again)$rows[c("from_cache", "computed")], list(from_cache = 2L, computed = 1L))
+  expect_identical(manifest(again)$prompts[c("from_cache", "computed")], list(from_cache = 2L, computed = 1L))
   without_manifest <- function(x) `attr<-`(x, "manifest", NULL)
   expect_identical(without_manifest(again[1:2, ]), without_manifest(first))
 })

@@ -1,0 +1,137 @@
+# Labels that do not hinge on the order of the worked examples: every row is
+# asked under several orders of the examples, optionally calibrated against the
+# labels the model gives content-free inputs under the same instruction and
+# examples (contextual calibration, Zhao et al. 2021, "Calibrate Before Use"),
+# and its label probabilities averaged over the orders.
+
+# The inputs that carry no content, whose labels show the model's prior.
+content_free_texts <- c("N/A", "", "[MASK]")
+
+# The orders the examples are shown in, each a permutation of their indices:
+# the given order first, then its rotations (each example last once: the place
+# a model favours), then permutations drawn from a fixed seed; or the
+# permutations the caller gives.
+example_order_list <- function(example_orders, n_examples, call = caller_env()) {
+  if (is.list(example_orders)) {
+    ok <- length(example_orders) > 0 && all(vapply(example_orders, function(order) {
+      is.numeric(order) && length(order) == n_examples && !anyNA(order) && setequal(order, seq_len(n_examples))
+    }, NA))
+    if (!ok || anyDuplicated(example_orders)) {
+      abort_invalid(
+        "{.arg example_orders} must be a number of orders, or a list of distinct permutations of {.code 1:{n_examples}}.",
+        "example_orders", call
+      )
+    }
+    return(lapply(example_orders, as.integer))
+  }
+  k <- check_whole(example_orders, "example_orders", min = 1, call = call)
+  if (k > 1 && n_examples < 2) {
+    abort_invalid("{.arg example_orders} needs at least two worked examples to order, not {n_examples}.",
+                  "example_orders", call)
+  }
+  n_possible <- factorial(n_examples)
+  if (k > n_possible) {
+    abort_invalid("{.arg example_orders} is {k}, but {n_examples} examples have only {n_possible} orders.",
+                  "example_orders", call)
+  }
+  given <- seq_len(n_examples)
+  orders <- lapply(seq_len(min(k, n_examples)) - 1L, function(shift) (given + shift - 1L) %% n_examples + 1L)
+  withr::with_seed(1L, {
+    while (length(orders) < k) {
+      drawn <- sample(given)
+      if (!any(vapply(orders, identical, NA, drawn))) orders[[length(orders) + 1L]] <- drawn
+    }
+  })
+  orders
+}
+
+# The prompts of one annotation: every text under every order, then (to
+# calibrate) the content-free inputs under every order.
+ensemble_prompts <- function(layout, instruction, turns, texts, orders, calibrate) {
+  prompts <- lapply(orders, function(order) render_prompts(layout, instruction, turns[order], texts))
+  if (calibrate) {
+    prompts <- c(prompts, lapply(orders, function(order) {
+      render_prompts(layout, instruction, turns[order], content_free_texts)
+    }))
+  }
+  if (layout == "plain") unlist(prompts) else unlist(prompts, recursive = FALSE)
+}
+
+# Each row's label from the answers to ensemble_prompts(): its probabilities,
+# calibrated if asked, averaged over the orders, and the most likely label; the
+# share of orders whose own most likely label agrees; `error`, why a row has no
+# label. With one order and no calibration the engine's own choice stands
+# (drawn from the probabilities when the temperature is above 0).
+combine_orders <- function(answers, n_rows, orders, labels, calibrate) {
+  n_orders <- length(orders)
+  probs <- choice_probs(answers)
+  if (is.null(probs)) probs <- matrix(NA_real_, length(answers), length(labels), dimnames = list(NULL, labels))
+  probs <- unname(probs[, labels, drop = FALSE])
+  failed <- generation_errors(answers)
+  errors <- rep(NA_character_, length(answers))
+  errors[failed$index] <- failed$message
+  row_prompts <- split(seq_len(n_rows * n_orders), factor(rep(seq_len(n_orders), each = n_rows), seq_len(n_orders)))
+
+  prior <- NULL
+  if (calibrate) {
+    prior_prompts <- n_rows * n_orders + seq_len(n_orders * length(content_free_texts))
+    if (anyNA(probs[prior_prompts, ])) {
+      cli::cli_abort(
+        c("The label probabilities of the content-free inputs could not be computed, so nothing can be calibrated.",
+          "i" = "{errors[prior_prompts][!is.na(errors[prior_prompts])][1] %||% 'The server gave no label probabilities.'}"),
+        class = c("newrllama4_error_calibration", "newrllama4_error")
+      )
+    }
+    groups <- rep(seq_len(n_orders), each = length(content_free_texts))
+    prior <- rowsum(probs[prior_prompts, , drop = FALSE], groups) / length(content_free_texts)
+    dimnames(prior) <- list(order_names(orders), labels)
+    for (o in seq_len(n_orders)) {
+      # a prior that rounded to 0 would turn a row's odds into Inf / Inf
+      calibrated <- sweep(probs[row_prompts[[o]], , drop = FALSE], 2, pmax(prior[o, ], 1e-12), "/")
+      probs[row_prompts[[o]], ] <- calibrated / rowSums(calibrated)
+    }
+  }
+
+  per_order <- lapply(row_prompts, function(rows) probs[rows, , drop = FALSE])
+  combined <- Reduce(`+`, per_order) / n_orders
+  colnames(combined) <- labels
+  row_error <- Reduce(function(a, b) ifelse(is.na(a), b, a), lapply(row_prompts, function(rows) errors[rows]))
+  no_probs <- is.na(row_error) & rowSums(is.na(combined)) > 0
+  if (n_orders == 1 && !calibrate) {
+    label <- as.vector(answers)[row_prompts[[1]]]
+  } else {
+    row_error[no_probs] <- "The server gave no label probabilities, which example_orders and calibrate need."
+    label <- labels[max.col(replace(combined, is.na(combined), 0), ties.method = "first")]
+  }
+  label[!is.na(row_error)] <- NA_character_
+  combined[!is.na(row_error), ] <- NA_real_
+  order_labels <- vapply(per_order, function(p) labels[max.col(replace(p, is.na(p), 0), ties.method = "first")],
+                         character(n_rows))
+  agreeing <- rowMeans(matrix(order_labels == label, n_rows, n_orders))
+  list(label = label, probs = combined, error = row_error, confidence = as.numeric(apply(combined, 1, max)),
+       agreement_orders = agreeing, prior = prior)
+}
+
+order_names <- function(orders) vapply(orders, paste, "", collapse = ",")
+
+# The share of rows whose orders do not all give the same label.
+order_disagreement <- function(labelled) {
+  answered <- !is.na(labelled$label)
+  if (!any(answered)) return(NA_real_)
+  mean(labelled$agreement_orders[answered] < 1)
+}
+
+# Above this share of rows that change with the order, the labels say more
+# about the order than about the texts.
+order_disagreement_warning <- 0.1
+
+warn_if_order_sensitive <- function(disagreement, n_orders) {
+  if (n_orders > 1 && !is.na(disagreement) && disagreement > order_disagreement_warning) {
+    cli::cli_warn(
+      c("The order of the worked examples changed the label of {round(100 * disagreement)}% of the rows.",
+        "i" = "The labels combine {n_orders} orders; see {.field .agreement_orders}, and consider {.code calibrate = TRUE},
+               more orders, or other examples."),
+      class = "newrllama4_warning_order_sensitive", disagreement = disagreement
+    )
+  }
+}
