@@ -149,7 +149,7 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
     order_disagreement = if (length(orders) > 1) disagreement,
     calibrated = if (answer$kind == "labels") calibrate,
     label_prior = if (calibrate) prior_record(labelled$prior)
-  )), result)
+  )), result, skipped)
   result
 }
 
@@ -170,12 +170,11 @@ text_problems <- function(texts) {
 }
 
 # The manifest of the engine call, with the annotation's prompt and its rows.
-annotation_manifest <- function(record, prompt, result) {
+annotation_manifest <- function(record, prompt, result, skipped) {
   record$prompt <- c(prompt, record$prompt["chat_template_sha256"])
-  skipped <- result$.error %in% c("The text is missing.", "The text is empty.")
-  failed <- !is.na(result$.error) & !skipped
-  record$rows <- list(total = nrow(result), skipped_missing_text = sum(skipped),
-                      answered = sum(is.na(result$.error)), failed = sum(failed))
+  answered <- is.na(result$.error)
+  record$rows <- list(total = nrow(result), skipped_missing_text = sum(!is.na(skipped)), answered = sum(answered),
+                      failed = sum(!answered & is.na(skipped)))
   structure(record[c("created", "model", "prompt", "parameters", "rows", "prompts", "timings", "versions")],
             class = class(record), file_state = attr(record, "file_state"))
 }
