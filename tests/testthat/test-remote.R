@@ -29,6 +29,11 @@ test_that("generate_parallel() and generate() take a remote context", {
   expect_equal(stats$failures, 0)
   expect_gt(stats$request_seconds, 0)
   expect_identical(as.vector(generate(ctx, prompts[["b"]], max_tokens = 5L, temperature = 0)), unname(answers[["b"]]))
+  record <- manifest(answers)  # the server's record: its model id, kind and endpoint, no file
+  expect_identical(record$model[c("id", "server", "endpoints")],
+                   list(id = tiny_model_path(), server = "llama-cpp-python", endpoints = tiny_server()$url))
+  expect_true(is.na(record$model$sha256))
+  expect_identical(record$parameters$max_concurrency, 16L)
 })
 
 test_that("choices give labels from a server", {
