@@ -31,9 +31,12 @@ def versions() -> dict[str, str]:
 
 
 def model_record(model: Model) -> dict[str, Any]:
-    """What identifies a model's answers: its file and the SHA-256 of the file and of its chat template."""
+    """What identifies a model's answers: its file and the SHA-256 of the file and of its chat
+    template, and where the file came from (`source` as given, then `hub_repo`, `hub_file` and
+    `hub_revision`, the commit, for hf://; `url` for a URL; `ollama_model` and `ollama_digest`)."""
     template = model.chat_template
     return {
+        **model.source,
         "file": os.path.basename(model.path),
         "path": model.path,
         "sha256": model.sha256,
