@@ -56,6 +56,7 @@ _GGUF_MAGIC = b"GGUF"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 # llama.cpp's names for the parts of a split model; it loads the others beside the first
 _SPLIT_PART = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
+_REPORT_EVERY = 1 << 20  # bytes between two progress reports of a URL download
 _URL_ATTEMPTS = 3  # a connection that breaks mid-file is resumed this many times before giving up
 
 
@@ -237,10 +238,12 @@ def _hub_download(spec: str, repo: str, file: str, hub: dict[str, Any],
     planned = huggingface_hub.hf_hub_download(repo, file, dry_run=True, **hub)
     if not planned.will_download:
         return planned.local_path, planned.commit_hash
-    destination = str(Path(planned.local_path).parents[2] / "blobs")
+    # the cache keeps a repository's files in blobs/, linked from snapshots/COMMIT/FILE
+    snapshot = Path(planned.local_path).parents[file.count("/")]
+    destination = str(snapshot.parents[1] / "blobs")
     _announce(file, destination, planned.file_size, 0, progress)
     path = huggingface_hub.hf_hub_download(
-        repo, file, revision=planned.commit_hash, tqdm_class=_hub_progress_bar(file, destination, progress), **hub,
+        repo, file, tqdm_class=_hub_progress_bar(file, destination, progress), **hub,
     )
     # a file stored with Git LFS is named in the cache by its SHA-256, which huggingface_hub
     # does not check for plain HTTP downloads: a corrupt download must not pass as the model
@@ -250,7 +253,7 @@ def _hub_download(spec: str, repo: str, file: str, hub: dict[str, Any],
         for copy in (Path(path).resolve(), Path(path)):  # the blob, and the snapshot's link to it
             copy.unlink(missing_ok=True)
         raise ChecksumMismatchError(spec, expected, actual)
-    return path, planned.commit_hash
+    return path, Path(path).parents[file.count("/")].name
 
 
 def _hub_progress_bar(file: str, destination: str, progress: Optional[ProgressCallback]) -> Any:
@@ -380,12 +383,15 @@ def _fetch_into(url: str, name: str, partial: Path, progress: Optional[ProgressC
             done = 0
         total = _total_size(response, done)
         _announce(name, str(partial.parent), total, done, progress)
+        reported = done
         with open(partial, "ab" if done else "wb") as file:
-            for chunk in response.iter_bytes(1 << 20):
+            # chunks as they arrive: a chunk size would hold back what came before a broken connection
+            for chunk in response.iter_bytes():
                 file.write(chunk)
                 done += len(chunk)
-                if progress is not None:
+                if progress is not None and (done - reported >= _REPORT_EVERY or done == total):
                     progress(DownloadProgress(name, str(partial.parent), done, total))
+                    reported = done
         if total is not None and done < total:
             raise httpx.RemoteProtocolError(f"the connection closed after {done} of {total} bytes")
 
