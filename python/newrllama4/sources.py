@@ -348,9 +348,10 @@ def _download(url: str, target: Path, sha256: Optional[str], progress: Optional[
         except httpx.TransportError as exc:
             done = partial.stat().st_size if partial.exists() else 0
             if attempt == _URL_ATTEMPTS:
-                raise DownloadError(url, f"The download of {url} failed ({exc or type(exc).__name__}) after "
-                                         f"{_size(done)}, {attempt} times; what arrived is kept in {partial}, and "
-                                         "loading the model again resumes from there.", str(partial), done) from exc
+                kept = (f"{_size(done)} arrived and are kept in {partial}; loading the model again resumes from there"
+                        if done else "loading the model again tries again")
+                raise DownloadError(url, f"The download of {url} failed {attempt} times ({exc or type(exc).__name__}); "
+                                         f"{kept}.", str(partial), done) from exc
             logger.info("The download of %s broke after %s (%s); resuming", url, _size(done), exc)
             time.sleep(0.5 * attempt)
     try:
