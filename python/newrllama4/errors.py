@@ -42,8 +42,11 @@ class NotGgufError(ModelLoadError):
     """The file has no GGUF magic bytes: a download of something else (an HTML page, a
     safetensors file), or a file that is not a model."""
 
-    def __init__(self, path: str, what: str = "The file"):
-        super().__init__(f"{what} {path!r} is not a GGUF file (it does not start with the bytes 'GGUF').", path)
+    def __init__(self, path: str, origin: Optional[str] = None):
+        self.origin = origin  # where the file came from (an hf://, URL or ollama: source), if fetched
+        fetched = f" (from {origin})" if origin else ""
+        super().__init__(f"The file {path!r}{fetched} is not a GGUF file: it does not start with the bytes 'GGUF'.",
+                         path)
 
 
 class ModelSourceError(ModelLoadError):

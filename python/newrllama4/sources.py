@@ -118,7 +118,7 @@ def check_gguf_file(path: Any) -> str:
         raise ModelLoadError(f"`path` {path!r} is a directory, not a GGUF file.", path)
     with open(path, "rb") as handle:
         if handle.read(4) != _GGUF_MAGIC:
-            raise NotGgufError(path, "`path`")
+            raise NotGgufError(path)
     return path
 
 
@@ -127,7 +127,7 @@ def _check_fetched_gguf(path: Any, source: str) -> str:
     try:
         return check_gguf_file(path)
     except NotGgufError:
-        raise NotGgufError(os.fspath(path), f"The file {source} gave,") from None
+        raise NotGgufError(os.fspath(path), source) from None
 
 
 # (real path, size, modification time) -> SHA-256: a result cache and a manifest in one

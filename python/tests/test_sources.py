@@ -150,7 +150,7 @@ def test_a_connection_dropped_mid_file_is_resumed_with_a_range_request(hub, tiny
 
 def test_a_hub_file_that_is_not_a_gguf_is_refused(hub):
     hub.add_to_repo(REPO, "model.safetensors", b"{}" + b"\0" * 100)
-    with pytest.raises(nl.NotGgufError, match="is not a GGUF file"):
+    with pytest.raises(nl.NotGgufError, match=f"\\(from hf://{REPO}/model.safetensors\\) is not a GGUF file"):
         nl.Model(f"hf://{REPO}/model.safetensors")
 
 
@@ -239,8 +239,9 @@ def test_a_url_that_is_missing_or_not_a_gguf_is_a_classed_error(files):
     with pytest.raises(nl.ModelNotFoundError, match="HTTP 404"):
         nl.Model(files.url_of("missing.gguf"))
     url = files.add("page.gguf", b"<html>sign in first</html>")
-    with pytest.raises(nl.NotGgufError, match="is not a GGUF file"):
+    with pytest.raises(nl.NotGgufError, match="is not a GGUF file") as not_gguf:
         nl.Model(url)
+    assert not_gguf.value.origin == url
     assert not any(url_cache_path(url).parent.iterdir())
 
 
