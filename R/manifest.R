@@ -121,9 +121,11 @@ with_model_sha256 <- function(record) {
   record
 }
 
-# A local model is its file; a server's model its id, the kinds of server and
+# A local model is its file and where it came from (the Hub repository, file and commit,
+# the URL, or the Ollama model and digest); a server's model its id, the kinds of server and
 # their base URLs (never the API key).
 manifest_model_fields <- c("file", "path", "sha256", "file_bytes", "description", "parameters",
+                           "source", "hub_repo", "hub_file", "hub_revision", "url", "ollama_model", "ollama_digest",
                            "id", "server", "endpoints", "chat_template_sha256")
 
 # generate_parallel()'s defaults for everything that shapes an answer.

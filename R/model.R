@@ -12,14 +12,56 @@
 #' model name; anything else is a path, so a file in the working directory
 #' named like a model is `"./name"`.
 #'
+#' @section Where a model comes from:
+#' `model_path` can also say where to get the file:
+#'
+#' * `"hf://OWNER/REPO/FILE.gguf"`: a file of a Hugging Face Hub repository,
+#'   fetched by the Python package `huggingface_hub` into the Hub's shared cache
+#'   (`~/.cache/huggingface/hub`, or `HF_HUB_CACHE`), where a model another tool
+#'   downloaded is found and not fetched again. `FILE` may be a pattern such as
+#'   `"*Q4_K_M.gguf"`: it must match one model of the repository, else the error
+#'   lists the candidates. A split model (`...-00001-of-00003.gguf`) brings every
+#'   part. `HF_TOKEN` is sent for gated and private repositories, `HF_ENDPOINT`
+#'   names a mirror, and `HF_HUB_OFFLINE=1` reads the cache without a request
+#'   (without it, a load with the network gone also falls back on the cache,
+#'   after huggingface_hub's retries).
+#' * `"https://..."` or `"http://..."`: a GGUF file, streamed into the engine's
+#'   cache folder (the platform's user cache folder, such as
+#'   `~/.cache/newrllama4` on Linux, or `NEWRLLAMA4_CACHE`) under a temporary
+#'   name, renamed once complete and checked against `sha256` when given. A
+#'   broken connection is resumed (an HTTP Range request), also by the next
+#'   `model_load()` when the call gave up. A second load reads the cached file
+#'   without a request.
+#' * `"ollama:NAME"` or `"ollama:NAME:TAG"`: a model pulled with Ollama, read in
+#'   place from its store (`OLLAMA_MODELS`, then `~/.ollama/models`, then the
+#'   Linux service's `/usr/share/ollama/.ollama/models`), with no copy and no
+#'   Ollama server.
+#'
+#' These environment variables are read when the model is loaded, so
+#' [Sys.setenv()] in the session works. Before a download, a message says its
+#' size and destination, and a progress bar follows it (with `progress = TRUE`,
+#' the default in interactive sessions: not when knitting, nor in `Rscript`).
+#' Failures are classed conditions, all of class
+#' `newrllama4_error_model_load`: `newrllama4_error_model_not_found` (no such
+#' repository, file, URL or Ollama model; field `candidates` lists what
+#' exists), `newrllama4_error_ambiguous_model` (a pattern matching several
+#' models), `newrllama4_error_gated_model` (no token with access),
+#' `newrllama4_error_download` (the network failed; what arrived is kept and
+#' the next load resumes), `newrllama4_error_checksum_mismatch` and
+#' `newrllama4_error_not_gguf`. [manifest()] records where the model came from:
+#' the repository, file and commit, the URL, or the Ollama name and digest.
+#'
 #' A model lives in this R session only: one saved and read back (e.g. with
 #' [saveRDS()] and [readRDS()]) raises `newrllama4_error_closed` when used;
 #' load it again.
 #'
-#' @param model_path Path of a GGUF file, a model name (see Details), or
-#'   `NULL` for the default model.
+#' @param model_path Path of a GGUF file, a model name, an `hf://`, `https://`,
+#'   `http://` or `ollama:` source (see Details), or `NULL` for the default model.
 #' @param n_gpu_layers Layers to offload to a GPU (`-1` for all); `0` runs on the CPU.
 #' @param use_mmap Map the file into memory instead of reading it.
+#' @param sha256 For a URL: the SHA-256 the file must have (64 hexadecimal
+#'   digits), or `NULL` not to check.
+#' @param progress Say when a download starts and show its progress bar.
 #' @return A `newrllama_model` object.
 #' @seealso [context_create()], [model_free()]
 #' @export
@@ -27,14 +69,81 @@
 #' model <- model_load()
 #' model
 #' chat_model <- model_load("smollm2-135m-instruct")
-model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE) {
-  if (!is.null(model_path) && !is_model_name(model_path)) model_path <- check_model_path(model_path)
+#' \dontrun{
+#' # these download (once) from the network
+#' model_load("hf://bartowski/Llama-3.2-3B-Instruct-GGUF/*Q4_K_M.gguf")
+#' model_load("https://example.org/models/model-Q4_K_M.gguf", sha256 = "<64 hex digits>")
+#' # a model pulled with `ollama pull llama3.2:3b`
+#' model_load("ollama:llama3.2:3b")
+#' }
+model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE, sha256 = NULL,
+                       progress = rlang::is_interactive()) {
+  named <- !is_model_source(model_path) && is_model_name(model_path)
+  if (is_model_source(model_path)) {
+    model_path <- check_text(model_path, "model_path")
+  } else if (!is.null(model_path) && !named) {
+    model_path <- check_model_path(model_path)
+  }
   n_gpu_layers <- check_whole(n_gpu_layers, "n_gpu_layers", min = -1)
   check_flag(use_mmap, "use_mmap")
-  nl <- engine()
-  if (is_model_name(model_path)) check_model_name(model_path, unlist(nl$MODEL_NAMES))
-  py <- with_engine(nl$Model(path = model_path, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap))
+  check_sha256(sha256, model_path)
+  check_flag(progress, "progress")
+  nl <- engine()  # after the checks, which need no engine; the names come from it
+  if (named) check_model_name(model_path, unlist(nl$MODEL_NAMES))
+  sync_source_settings()
+  reporter <- if (progress) download_reporter() else NULL
+  py <- with_engine(nl$Model(path = model_path, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap,
+                             sha256 = sha256, progress = reporter))
   structure(list(py = py), class = "newrllama_model")
+}
+
+# Where to get a model rather than a path or a name (the engine resolves it: sources.py).
+is_model_source <- function(x) {
+  rlang::is_string(x) && grepl("^(hf://|https?://|ollama:)", x)
+}
+
+check_sha256 <- function(sha256, model_path, call = caller_env()) {
+  if (is.null(sha256)) return(invisible(NULL))
+  if (!rlang::is_string(sha256) || !grepl("^[0-9a-fA-F]{64}$", sha256)) {
+    abort_invalid("{.arg sha256} must be {.code NULL} or a SHA-256 digest: 64 hexadecimal digits.", "sha256", call)
+  }
+  if (!(rlang::is_string(model_path) && grepl("^https?://", model_path))) {
+    abort_invalid("{.arg sha256} is for a model downloaded from a URL; the Hub and Ollama name their own digests.",
+                  "sha256", call)
+  }
+  invisible(sha256)
+}
+
+# The settings the engine reads when it resolves a model. Python copies the environment
+# when it starts, so a variable set later with Sys.setenv() would not reach it otherwise.
+source_settings <- c("HF_TOKEN", "HF_ENDPOINT", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "OLLAMA_MODELS",
+                     "NEWRLLAMA4_CACHE")
+
+sync_source_settings <- function() {
+  environ <- reticulate::import("os", convert = FALSE)$environ
+  for (name in source_settings) {
+    value <- Sys.getenv(name, unset = NA)
+    if (is.na(value)) environ$pop(name, NULL) else environ$`__setitem__`(name, value)
+  }
+}
+
+# The engine's download reports (newrllama4.sources.DownloadProgress) as a message
+# before each file, with its size and destination, and a cli progress bar. The bars
+# belong to the caller's frame (model_load()'s), so they end with the call.
+download_reporter <- function(envir = parent.frame()) {
+  state <- new.env(parent = emptyenv())
+  function(report) {
+    if (!identical(state$file, report$file)) {
+      state$file <- report$file
+      size <- if (is.null(report$total)) "size unknown" else format_bytes(report$total)
+      cli::cli_inform("Downloading {.file {report$file}} ({size}) into {.path {report$destination}}")
+      state$bar <- cli::cli_progress_bar(
+        format = "{cli::pb_bar} {cli::pb_current_bytes}/{cli::pb_total_bytes} {cli::pb_rate_bytes} ETA {cli::pb_eta}",
+        total = report$total %||% NA, .envir = envir
+      )
+    }
+    cli::cli_progress_update(id = state$bar, set = report$done, .envir = envir)
+  }
 }
 
 #' Free a model

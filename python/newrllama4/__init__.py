@@ -8,20 +8,27 @@ import os
 from .about import model_record, server_record, versions
 from .context import Context
 from .errors import (
+    AmbiguousModelError,
     CacheError,
     ChatTemplateError,
+    ChecksumMismatchError,
     ClosedError,
     ConstraintError,
     ContextError,
     ContextTooLargeError,
     DecodeError,
+    DownloadError,
     EmptyPromptError,
     EndpointError,
+    GatedModelError,
     IncompleteOutputError,
     InvalidArgumentError,
     InvalidTokenError,
     ModelLoadError,
+    ModelNotFoundError,
+    ModelSourceError,
     NewrllamaError,
+    NotGgufError,
     PromptError,
     PromptTooLongError,
     RemoteConnectionError,
@@ -35,16 +42,19 @@ from .models import MODEL_NAMES, default_model_path, model_path
 from .remote import RemoteContext
 from .results import Completion, ParallelResult, Stats
 from .sampling import SamplingParams
+from .sources import DownloadProgress, resolve_model
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "CacheError", "ChatTemplateError", "ClosedError", "Completion", "ConstraintError", "Context", "ContextError",
-    "ContextTooLargeError", "DecodeError", "EmptyPromptError", "EndpointError", "IncompleteOutputError",
-    "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError", "NewrllamaError",
-    "ParallelResult", "PromptError", "PromptTooLongError", "RemoteConnectionError", "RemoteContext", "RemoteError",
-    "RemoteHTTPError", "RemoteResponseError", "RemoteTimeoutError", "SamplingParams", "Stats", "default_model_path",
-    "model_path", "model_record", "server_record", "versions",
+    "AmbiguousModelError", "CacheError", "ChatTemplateError", "ChecksumMismatchError", "ClosedError", "Completion",
+    "ConstraintError", "Context", "ContextError", "ContextTooLargeError", "DecodeError", "DownloadError",
+    "DownloadProgress", "EmptyPromptError", "EndpointError", "GatedModelError", "IncompleteOutputError",
+    "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError", "ModelNotFoundError",
+    "ModelSourceError", "NewrllamaError", "NotGgufError", "ParallelResult", "PromptError", "PromptTooLongError",
+    "RemoteConnectionError", "RemoteContext", "RemoteError", "RemoteHTTPError", "RemoteResponseError",
+    "RemoteTimeoutError", "SamplingParams", "Stats", "default_model_path", "model_path", "model_record",
+    "resolve_model", "server_record", "versions",
 ]
 
 logging.getLogger("newrllama4").addHandler(logging.NullHandler())

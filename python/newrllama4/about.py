@@ -10,7 +10,8 @@ from typing import Any, Optional
 
 import llama_cpp as llama
 
-from .model import Model, file_identity, file_sha256
+from .model import Model
+from .sources import file_identity, file_sha256
 
 
 def versions() -> dict[str, str]:
@@ -31,7 +32,9 @@ def versions() -> dict[str, str]:
 
 
 def model_record(model: Model, hash_file: bool = True) -> dict[str, Any]:
-    """What identifies a model's answers: its file and the SHA-256 of the file and of its chat template.
+    """What identifies a model's answers: its file and the SHA-256 of the file and of its chat
+    template, and where the file came from (`source` as given, then `hub_repo`, `hub_file` and
+    `hub_revision`, the commit, for hf://; `url` for a URL; `ollama_model` and `ollama_digest`).
 
     With `hash_file=False` the SHA-256 is left out (None) and `file_state` says which
     version of the file answered, for `file_sha256_if_unchanged()` to hash later: a call's
@@ -39,6 +42,7 @@ def model_record(model: Model, hash_file: bool = True) -> dict[str, Any]:
     """
     template = model.chat_template
     return {
+        **model.source,
         "file": os.path.basename(model.path),
         "path": model.path,
         "sha256": model.sha256 if hash_file else None,

@@ -38,6 +38,78 @@ class ModelLoadError(NewrllamaError):
         super().__init__(message)
 
 
+class NotGgufError(ModelLoadError):
+    """The file has no GGUF magic bytes: a download of something else (an HTML page, a
+    safetensors file), or a file that is not a model."""
+
+    def __init__(self, path: str, origin: Optional[str] = None):
+        self.origin = origin  # where the file came from (an hf://, URL or ollama: source), if fetched
+        fetched = f" (from {origin})" if origin else ""
+        super().__init__(f"The file {path!r}{fetched} is not a GGUF file: it does not start with the bytes 'GGUF'.",
+                         path)
+
+
+class ModelSourceError(ModelLoadError):
+    """A model named by where it comes from (hf://, an http(s) URL, ollama:) could not be had.
+    `source` is the string as given."""
+
+    def __init__(self, source: str, message: str, path: Optional[str] = None):
+        self.source = source
+        super().__init__(message, path)
+
+
+class ModelNotFoundError(ModelSourceError):
+    """No such Hub repository, file in it, URL, or Ollama model. `candidates` lists what
+    does exist where that can be known (the repository's GGUF files, the Ollama models
+    pulled on this machine), else is empty."""
+
+    def __init__(self, source: str, problem: str, candidates: Optional[list[str]] = None):
+        self.candidates = list(candidates or [])
+        listed = f" Found: {', '.join(self.candidates)}." if self.candidates else ""
+        super().__init__(source, f"{problem}{listed}")
+
+
+class AmbiguousModelError(ModelSourceError):
+    """A file pattern (hf://OWNER/REPO/*Q4_K_M.gguf) matches more than one model file;
+    `candidates` lists them."""
+
+    def __init__(self, source: str, candidates: list[str]):
+        self.candidates = list(candidates)
+        super().__init__(
+            source, f"{source!r} matches {len(candidates)} model files, not one: {', '.join(candidates)}. "
+            "Name one of them, or narrow the pattern."
+        )
+
+
+class GatedModelError(ModelSourceError):
+    """The Hub repository is gated or private, and no token with access to it was sent."""
+
+
+class DownloadError(ModelSourceError):
+    """The network failed: the server could not be reached, or the connection broke
+    mid-file. What arrived is kept (`path`, `bytes_done` of `bytes_total`), and loading
+    the model again resumes from there."""
+
+    def __init__(self, source: str, problem: str, path: Optional[str] = None, bytes_done: Optional[int] = None,
+                 bytes_total: Optional[int] = None):
+        self.bytes_done = bytes_done
+        self.bytes_total = bytes_total
+        super().__init__(source, problem, path)
+
+
+class ChecksumMismatchError(ModelSourceError):
+    """A downloaded file's SHA-256 is not the one expected (`sha256 =`, or the Hub's); the
+    file was not kept."""
+
+    def __init__(self, source: str, expected: str, actual: str):
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            source, f"The file downloaded from {source} has SHA-256 {actual}, not the expected {expected}; "
+            "it was not kept."
+        )
+
+
 class ContextError(NewrllamaError):
     """llama.cpp could not create a context (usually: not enough memory)."""
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import threading
 import weakref
-from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import llama_cpp as llama
@@ -15,24 +13,31 @@ import llama_cpp as llama
 from ._llama import ensure_backend, set_fields
 from .checks import check_bool, check_int, check_text
 from .errors import ChatTemplateError, ClosedError, InvalidArgumentError, ModelLoadError
-from .models import DEFAULT_MODEL, is_model_name, model_path
+from .sources import ProgressCallback, file_sha256, resolve_model
 
-_GGUF_MAGIC = b"GGUF"
 _LOAD_MODE_NONE, _LOAD_MODE_MMAP = 0, 1
 
 
 class Model:
     """A GGUF model loaded once and shared by any number of contexts.
 
-    `path` is a GGUF file, or the name of a model an installed package carries
-    (models.py: "gemma3-270m", the default for `path=None`, or "smollm2-135m-instruct").
+    `path` is a GGUF file, the name of a model an installed package carries (models.py:
+    "gemma3-270m", the default for `path=None`, or "smollm2-135m-instruct"), or where to
+    get one (sources.py): "hf://OWNER/REPO/FILE.gguf" (FILE may be a glob such as
+    "*Q4_K_M.gguf"), an https:// or http:// URL of a GGUF file (checked against `sha256`
+    when given), or "ollama:NAME[:TAG]". A download reports to `progress` (a callable given
+    a `sources.DownloadProgress`) and to the `newrllama4.sources` logger; a second load
+    reads the cached file. `source` says where the file came from (for the manifest).
     """
 
-    def __init__(self, path: Optional[str | os.PathLike] = None, n_gpu_layers: int = 0, use_mmap: bool = True):
+    def __init__(self, path: Optional[str | os.PathLike] = None, n_gpu_layers: int = 0, use_mmap: bool = True,
+                 sha256: Optional[str] = None, progress: Optional[ProgressCallback] = None):
         n_gpu_layers = check_int("n_gpu_layers", n_gpu_layers, minimum=-1)
         use_mmap = check_bool("use_mmap", use_mmap)
-        path = DEFAULT_MODEL if path is None else path
-        self.path = _check_model_file(model_path(path) if is_model_name(path) else path)
+        if progress is not None and not callable(progress):
+            raise InvalidArgumentError("progress", progress, "None or a callable")
+        resolved = resolve_model(path, sha256=sha256, progress=progress)
+        self.path, self.source = resolved.path, resolved.source
         ensure_backend()
         params = set_fields(
             llama.llama_model_default_params(),
@@ -196,46 +201,9 @@ class Model:
             capacity = n
 
 
-# (real path, size, modification time) -> SHA-256: a result cache and a manifest in one
-# session both name the model by its hash, and a 2 GB file takes seconds to read
-_file_hashes: dict[tuple[str, int, int], str] = {}
-
-
-def file_identity(path: str) -> tuple[str, int, int]:
-    """What says a file is still the one hashed: its real path, size and modification time."""
-    stat = os.stat(path)
-    return os.path.realpath(path), stat.st_size, stat.st_mtime_ns
-
-
-def file_sha256(path: str) -> str:
-    """The SHA-256 of a file, read once per process while its size and modification time stay."""
-    identity = file_identity(path)
-    if identity not in _file_hashes:
-        digest = hashlib.sha256()
-        with open(path, "rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
-        _file_hashes[identity] = digest.hexdigest()
-    return _file_hashes[identity]
-
-
 def _c_string(name: str, text: Any) -> bytes:
     """`text` as a NUL-terminated C string: a NUL inside would silently cut it short."""
     data = check_text(name, text).encode("utf-8")
     if b"\0" in data:
         raise InvalidArgumentError(name, text, f"a string without NUL, found at position {text.index(chr(0))}")
     return data
-
-
-def _check_model_file(path: Any) -> str:
-    if not isinstance(path, (str, os.PathLike)):
-        raise InvalidArgumentError("path", path, "a path to a GGUF file")
-    path = os.fspath(Path(path).expanduser())
-    if not os.path.exists(path):
-        raise ModelLoadError(f"`path` {path!r} does not exist.", path)
-    if os.path.isdir(path):
-        raise ModelLoadError(f"`path` {path!r} is a directory, not a GGUF file.", path)
-    with open(path, "rb") as handle:
-        if handle.read(4) != _GGUF_MAGIC:
-            raise ModelLoadError(f"`path` {path!r} is not a GGUF file.", path)
-    return path

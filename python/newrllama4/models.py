@@ -16,6 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+import platformdirs
+
 from .errors import InvalidArgumentError, ModelLoadError
 
 DEFAULT_MODEL = "gemma3-270m"
@@ -24,9 +26,12 @@ _assemble_lock = threading.Lock()
 
 
 def cache_dir() -> Path:
-    """Where the default model is assembled: $NEWRLLAMA4_CACHE, else ~/.cache/newrllama4."""
+    """The engine's cache folder (the assembled default model, models downloaded from URLs):
+    $NEWRLLAMA4_CACHE, else the user's cache folder of the platform (~/.cache/newrllama4 on
+    Linux, or under $XDG_CACHE_HOME; ~/Library/Caches/newrllama4 on macOS;
+    %LOCALAPPDATA%\\newrllama4\\Cache on Windows)."""
     configured = os.environ.get("NEWRLLAMA4_CACHE")
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "newrllama4"
+    return Path(configured).expanduser() if configured else Path(platformdirs.user_cache_dir("newrllama4", False))
 
 
 def _gemma3_270m() -> str:

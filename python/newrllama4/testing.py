@@ -1,4 +1,5 @@
-"""Test helpers: a tiny random-weight llama model, and an OpenAI-compatible server of it.
+"""Test helpers: a tiny random-weight llama model, an OpenAI-compatible server of it, and
+stand-ins for where models come from (a file server, the Hugging Face Hub, an Ollama store).
 
 The model (needs the `gguf` package: the `test` extra) is a real GGUF that llama.cpp
 loads and runs in milliseconds, with a SentencePiece-style vocabulary that has byte
@@ -59,9 +60,12 @@ def _vocabulary() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
-def write_tiny_model(path: str | os.PathLike, seed: int = 0, chat_template: bool = True) -> str:
+def write_tiny_model(path: str | os.PathLike, seed: int = 0, chat_template: bool = True,
+                     split_max_tensors: int = 0) -> str:
     """Write a tiny llama GGUF with random weights to `path`; return the path. With
-    `chat_template=False` it is a base model: no template, as the default Gemma."""
+    `chat_template=False` it is a base model: no template, as the default Gemma. With
+    `split_max_tensors`, a split model of parts named as llama.cpp names them
+    (path's stem + "-00001-of-0000N.gguf"); the path of the first is returned."""
     import gguf  # the `test` extra
 
     tokens, scores, types = _vocabulary()
@@ -73,7 +77,7 @@ def write_tiny_model(path: str | os.PathLike, seed: int = 0, chat_template: bool
         return (rng.standard_normal(shape) * scale / np.sqrt(shape[-1])).astype(np.float16)
 
     path = Path(path)
-    writer = gguf.GGUFWriter(str(path), "llama")
+    writer = gguf.GGUFWriter(str(path), "llama", split_max_tensors=split_max_tensors)
     writer.add_name("newrllama4-tiny")
     writer.add_context_length(4096)
     writer.add_embedding_length(n_embd)
@@ -117,7 +121,7 @@ def write_tiny_model(path: str | os.PathLike, seed: int = 0, chat_template: bool
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return str(path)
+    return str(writer.format_shard_names(path)[0])
 
 
 def call_emitting(
@@ -208,3 +212,171 @@ class ModelServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+class FileServer:
+    """Files over HTTP on 127.0.0.1, in a thread, for the download paths: `url_of(name)` is
+    the URL of a file added with `add(name, data)`. GETs honour `Range` (206 and
+    Content-Range); `drop_after[name] = [n, ...]` makes each of the next GETs of `name` send
+    its headers and the next n bytes, then close the connection (a network failing
+    mid-file). `requests` records (method, path, Range header) of every request. `stop()`
+    ends it (safe to call twice; also on leaving a `with` block)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import ThreadingHTTPServer
+
+        self.files: dict[str, bytes] = {}
+        self.drop_after: dict[str, list[int]] = {}
+        self.requests: list[tuple[str, str, Optional[str]]] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def add(self, name: str, data: bytes) -> str:
+        self.files[name] = data
+        return self.url_of(name)
+
+    def url_of(self, name: str) -> str:
+        return f"{self.url}/files/{name}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "FileServer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def answer(self, handler: Any, path: str) -> None:
+        """Answer one request for `path` (without its query string)."""
+        name = path[len("/files/"):] if path.startswith("/files/") else None
+        if name not in self.files:
+            return self.send(handler, 404, b"not found")
+        self.send_file(handler, name, self.files[name])
+
+    def send_file(self, handler: Any, name: str, data: bytes, headers: Optional[dict[str, str]] = None) -> None:
+        start = 0
+        range_header = handler.headers.get("Range")
+        if range_header and range_header.startswith("bytes=") and range_header.endswith("-"):
+            start = int(range_header[len("bytes="):-1])
+            if start >= len(data):
+                return self.send(handler, 416, b"", {"Content-Range": f"bytes */{len(data)}"})
+        body = data[start:]
+        headers = dict(headers or {}, **{"Accept-Ranges": "bytes"})
+        if start:
+            headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+        drops = self.drop_after.get(name) if handler.command == "GET" else None
+        drop = drops.pop(0) if drops else None
+        self.send(handler, 206 if start else 200, body, headers, sent_bytes=drop)
+
+    @staticmethod
+    def send(handler: Any, status: int, body: bytes, headers: Optional[dict[str, str]] = None,
+             sent_bytes: Optional[int] = None) -> None:
+        handler.send_response(status)
+        for key, value in (headers or {}).items():
+            handler.send_header(key, value)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        if handler.command != "HEAD":
+            handler.wfile.write(body if sent_bytes is None else body[:sent_bytes])
+        handler.close_connection = True
+
+    def _handler_class(self) -> type:
+        from http.server import BaseHTTPRequestHandler
+
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                server.requests.append((self.command, self.path, self.headers.get("Range")))
+                server.answer(self, self.path.split("?", 1)[0])
+
+            do_HEAD = do_GET
+
+            def log_message(self, *args: Any) -> None:  # quiet: tests read `requests` instead
+                pass
+
+        return Handler
+
+
+class StandInHub(FileServer):
+    """A stand-in for the Hugging Face Hub, on 127.0.0.1, for huggingface_hub pointed at it
+    with HF_ENDPOINT=`url`: model repositories of files added with `add_to_repo`, each at one
+    commit, answering as the Hub does where huggingface_hub reads it: file metadata on HEAD
+    /{repo}/resolve/{revision}/{file} (ETag, X-Linked-Etag, X-Linked-Size, X-Repo-Commit), the
+    file on GET (with Range), the file list at /api/models/{repo}/tree/{revision}, and 404s and
+    401s with the X-Error-Code that names the error (RepoNotFound, EntryNotFound, GatedRepo).
+    A repository in `gated` answers only requests with an Authorization header."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.repos: dict[str, dict[str, bytes]] = {}
+        self.commits: dict[str, str] = {}
+        self.gated: set[str] = set()
+
+    def add_to_repo(self, repo: str, name: str, data: bytes) -> None:
+        import hashlib
+
+        self.repos.setdefault(repo, {})[name] = data
+        self.commits[repo] = hashlib.sha1(repo.encode()).hexdigest()
+
+    def answer(self, handler: Any, path: str) -> None:
+        import hashlib
+        import json
+        from urllib.parse import unquote
+
+        path = unquote(path)
+        api = path.startswith("/api/models/")
+        parts = path[len("/api/models/"):].split("/", 4) if api else path.lstrip("/").split("/", 4)
+        repo = "/".join(parts[:2])
+        if repo not in self.repos:
+            return self.send(handler, 404, b"", {"X-Error-Code": "RepoNotFound"})
+        if repo in self.gated and "Authorization" not in handler.headers:
+            return self.send(handler, 401, b"", {"X-Error-Code": "GatedRepo"})
+        commit, files = self.commits[repo], self.repos[repo]
+        if api:  # /api/models/{repo}/tree/{revision}
+            listing = [{"type": "file", "path": name, "size": len(data), "oid": hashlib.sha1(data).hexdigest(),
+                        "lfs": {"size": len(data), "oid": hashlib.sha256(data).hexdigest(), "pointerSize": 134}}
+                       for name, data in files.items()]
+            return self.send(handler, 200, json.dumps(listing).encode(), {"Content-Type": "application/json"})
+        name = parts[4] if len(parts) == 5 and parts[2] == "resolve" else None
+        if name not in files:
+            return self.send(handler, 404, b"", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": commit})
+        data, sha256 = files[name], hashlib.sha256(files[name]).hexdigest()
+        self.send_file(handler, f"{repo}/{name}", data, {
+            "ETag": f'"{sha256}"', "X-Linked-Etag": f'"{sha256}"', "X-Linked-Size": str(len(data)),
+            "X-Repo-Commit": commit,
+        })
+
+
+def write_ollama_model(store: str | os.PathLike, name: str, tag: str, gguf_path: str | os.PathLike) -> str:
+    """Lay out a model in an Ollama store as `ollama pull` does: the GGUF as a blob named by
+    its digest, beside a config blob, and a manifest (registry.ollama.ai, namespace library)
+    whose layer of media type application/vnd.ollama.image.model names it. Returns the digest."""
+    import hashlib
+    import json
+    import shutil
+
+    store = Path(store)
+    (store / "blobs").mkdir(parents=True, exist_ok=True)
+    data = Path(gguf_path).read_bytes()
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    shutil.copyfile(gguf_path, store / "blobs" / digest.replace(":", "-"))
+    config = b'{"model_format": "gguf"}'
+    config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
+    (store / "blobs" / config_digest.replace(":", "-")).write_bytes(config)
+    manifest = {
+        "schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "digest": config_digest,
+                   "size": len(config)},
+        "layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": digest, "size": len(data)}],
+    }
+    folder = store / "manifests" / "registry.ollama.ai" / "library" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / tag).write_text(json.dumps(manifest))
+    return digest

@@ -6,7 +6,7 @@ import os
 import pytest
 
 import newrllama4 as nl
-from newrllama4.model import file_sha256
+from newrllama4.sources import file_sha256
 
 
 def test_tokenize_round_trip(model):

@@ -7,7 +7,8 @@ test_that("every engine exception class has an R class, specific to general", {
     "NewrllamaError", "InvalidArgumentError", "ModelLoadError", "ContextError", "ContextTooLargeError", "ClosedError",
     "ChatTemplateError", "CacheError", "PromptError", "EmptyPromptError", "InvalidTokenError", "PromptTooLongError",
     "DecodeError", "ConstraintError", "IncompleteOutputError", "EndpointError", "RemoteError", "RemoteConnectionError",
-    "RemoteTimeoutError", "RemoteHTTPError", "RemoteResponseError"
+    "RemoteTimeoutError", "RemoteHTTPError", "RemoteResponseError", "NotGgufError", "ModelSourceError",
+    "ModelNotFoundError", "AmbiguousModelError", "GatedModelError", "DownloadError", "ChecksumMismatchError"
   ))
   expect_equal(r_condition_class("newrllama4.errors.PromptTooLongError"), "newrllama4_error_prompt_too_long")
   expect_equal(r_condition_class("newrllama4.errors.NewrllamaError"), "newrllama4_error")
@@ -26,6 +27,11 @@ test_that("each engine exception maps to its condition with its fields", {
   expect_mapped(e$InvalidArgumentError("max_tokens", -1L, "a whole number >= 1"),
                 "newrllama4_error_invalid_argument", list(argument = "max_tokens", value = "-1"))
   expect_mapped(e$ModelLoadError("bad file", "/x.gguf"), "newrllama4_error_model_load", list(path = "/x.gguf"))
+  expect_mapped(e$ModelNotFoundError("ollama:llama3.2", "No such model.", list("tiny:latest", "tiny:chat")),
+                c("newrllama4_error_model_not_found", "newrllama4_error_model_source", "newrllama4_error_model_load"),
+                list(source = "ollama:llama3.2", candidates = c("tiny:latest", "tiny:chat")))
+  expect_mapped(e$NotGgufError("/x.gguf", "https://h/x.gguf"), c("newrllama4_error_not_gguf", "newrllama4_error_model_load"),
+                list(path = "/x.gguf", origin = "https://h/x.gguf"))
   expect_mapped(e$ContextError("no memory"), "newrllama4_error_context")
   expect_mapped(e$ContextTooLargeError(4096L, 8L, 3e9, 2e9),
                 c("newrllama4_error_context_too_large", "newrllama4_error_context"),

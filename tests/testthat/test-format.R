@@ -50,6 +50,6 @@ test_that("a report knitted with message = FALSE shows the context, the answers 
   expect_match(text, "newrllama_model")
   expect_match(text, "n_seq_max: 2")
   expect_match(text, "# 2 prompts, 0 failed")
-  expect_match(text, reticulate::import("newrllama4.model")$file_sha256(tiny_model_path()), fixed = TRUE)
+  expect_match(text, reticulate::import("newrllama4.sources")$file_sha256(tiny_model_path()), fixed = TRUE)
   expect_false(grepl("Generating", text))  # no progress bar in a report
 })

@@ -6,7 +6,7 @@ test_that("the manifest records the model, the prompt, every parameter, the rows
   record <- manifest(out)
   expect_s3_class(record, "newrllama_manifest")
   expect_identical(record$model$file, basename(tiny_model_path()))
-  expect_identical(record$model$sha256, reticulate::import("newrllama4.model")$file_sha256(tiny_model_path()))
+  expect_identical(record$model$sha256, reticulate::import("newrllama4.sources")$file_sha256(tiny_model_path()))
   expect_match(record$prompt$chat_template_sha256, "^[0-9a-f]{64}$")
   expect_identical(record$prompt$layout, "chat template")
   expect_identical(record$prompt$instruction, "Label it.")
@@ -42,7 +42,7 @@ test_that("answers of generate_parallel() and generate() carry their manifest: m
   answers <- generate_parallel(ctx, c("hello how are you", "once upon a time"), max_tokens = 3L, temperature = 0.5,
                                seed = 7L, stop = "\n", choices = c("king", "queen"), progress = FALSE)
   record <- manifest(answers)
-  expect_identical(record$model$sha256, reticulate::import("newrllama4.model")$file_sha256(tiny_model_path()))
+  expect_identical(record$model$sha256, reticulate::import("newrllama4.sources")$file_sha256(tiny_model_path()))
   expect_identical(record$prompt$labels, c("king", "queen"))
   expect_identical(record$parameters[c("max_tokens", "temperature", "seed", "stop", "n_seq_max")],
                    list(max_tokens = 3L, temperature = 0.5, seed = 7L, stop = "\n", n_seq_max = 4L))
@@ -63,7 +63,7 @@ test_that("the model file is hashed when the manifest is asked for, as it was wh
   answers <- generate_parallel(context_create(model, n_ctx = 64L, n_seq_max = 1L), "hello", max_tokens = 1L,
                                progress = FALSE)
   expect_true(is.na(attr(answers, "manifest")$model$sha256))  # not read by the call
-  expect_identical(manifest(answers)$model$sha256, reticulate::import("newrllama4.model")$file_sha256(path))
+  expect_identical(manifest(answers)$model$sha256, reticulate::import("newrllama4.sources")$file_sha256(path))
   model_free(model)
   cat("changed", file = path, append = TRUE)
   expect_warning(record <- manifest(answers), class = "newrllama4_warning_model_changed")

@@ -85,3 +85,94 @@ test_that("the default model loads and answers", {
   expect_gt(err$needed_bytes, err$available_bytes)
   expect_match(conditionMessage(err), "GB of KV cache, but only")
 })
+
+# -- where a model comes from: servers and stores on 127.0.0.1 and in temporary folders --
+
+# A Python bytes object of a file, for the test servers.
+file_bytes <- function(path) reticulate::import_builtins()$open(path, "rb")$read()
+
+tiny_generates <- function(model) {
+  ctx <- context_create(model, n_ctx = 128L, n_seq_max = 1L)
+  nchar(generate(ctx, "hello how", max_tokens = 4L, temperature = 0)) > 0
+}
+
+test_that("a model from a URL loads, says so, and a second load makes no request", {
+  withr::local_envvar(NEWRLLAMA4_CACHE = withr::local_tempdir())
+  server <- reticulate::import("newrllama4.testing")$FileServer()
+  on.exit(server$stop(), add = TRUE)
+  url <- server$add("tiny.gguf", file_bytes(tiny_model_path()))
+  expect_message(model <- model_load(url, progress = TRUE), "Downloading .*tiny.gguf.* \\(312.9 kB\\) into")
+  on.exit(model_free(model), add = TRUE)
+  expect_true(tiny_generates(model))
+  expect_equal(model$py$source, list(source = url, url = url))
+  err <- expect_error(model_load(sub("tiny", "missing", url)), class = "newrllama4_error_model_not_found")
+  expect_s3_class(err, "newrllama4_error_model_load")
+  server$stop()
+  expect_no_message(again <- model_load(url, progress = TRUE))
+  expect_true(tiny_generates(again))
+  expect_length(server$requests, 2L)  # the file, and the missing one
+})
+
+test_that("a URL download that breaks is resumed, and one that does not match sha256 is refused", {
+  withr::local_envvar(NEWRLLAMA4_CACHE = withr::local_tempdir())
+  server <- reticulate::import("newrllama4.testing")$FileServer()
+  on.exit(server$stop(), add = TRUE)
+  url <- server$add("tiny.gguf", file_bytes(tiny_model_path()))
+  err <- expect_error(model_load(url, sha256 = strrep("0", 64)), class = "newrllama4_error_checksum_mismatch")
+  expect_equal(err$expected, strrep("0", 64))
+  server$drop_after[["tiny.gguf"]] <- list(50000L, 50000L, 50000L)
+  err <- expect_error(model_load(url), class = "newrllama4_error_download")
+  expect_equal(err$bytes_done, 150000)
+  digest <- reticulate::import("newrllama4.sources")$file_sha256(tiny_model_path())
+  model <- model_load(url, sha256 = toupper(digest))
+  on.exit(model_free(model), add = TRUE)
+  expect_equal(server$requests[[length(server$requests)]][[3]], "bytes=150000-")
+  expect_true(tiny_generates(model))
+})
+
+test_that("an hf:// model comes through the Hub's API and loads offline the second time", {
+  testing <- reticulate::import("newrllama4.testing")
+  hub <- testing$StandInHub()
+  on.exit(hub$stop(), add = TRUE)
+  hub$add_to_repo("someone/tiny-GGUF", "tiny-Q4_K_M.gguf", file_bytes(tiny_model_path()))
+  hub$add_to_repo("someone/tiny-GGUF", "tiny-Q8_0.gguf", file_bytes(tiny_model_path()))
+  withr::local_envvar(HF_ENDPOINT = hub$url, HF_HUB_CACHE = withr::local_tempdir(), HF_HUB_OFFLINE = NA,
+                      HF_TOKEN = NA)
+  model <- model_load("hf://someone/tiny-GGUF/*Q4_K_M.gguf", progress = FALSE)
+  on.exit(model_free(model), add = TRUE)
+  expect_true(tiny_generates(model))
+  expect_equal(model$py$source$hub_revision, hub$commits[["someone/tiny-GGUF"]])
+
+  err <- expect_error(model_load("hf://someone/tiny-GGUF/*.gguf"), class = "newrllama4_error_ambiguous_model")
+  expect_equal(unlist(err$candidates), c("tiny-Q4_K_M.gguf", "tiny-Q8_0.gguf"))
+  err <- expect_error(model_load("hf://someone/tiny-GGUF/tiny-Q5_K_M.gguf"), class = "newrllama4_error_model_not_found")
+  expect_equal(unlist(err$candidates), c("tiny-Q4_K_M.gguf", "tiny-Q8_0.gguf"))
+  expect_error(model_load("hf://someone/missing/tiny.gguf"), class = "newrllama4_error_model_not_found")
+
+  hub$stop()
+  withr::local_envvar(HF_HUB_OFFLINE = "1")
+  offline <- model_load("hf://someone/tiny-GGUF/*Q4_K_M.gguf")
+  expect_true(tiny_generates(offline))
+  expect_error(model_load("hf://someone/tiny-GGUF/other.gguf"), class = "newrllama4_error_download")
+})
+
+test_that("an ollama: model is read in place from the store", {
+  store <- withr::local_tempdir()
+  digest <- reticulate::import("newrllama4.testing")$write_ollama_model(store, "tiny", "latest", tiny_model_path())
+  withr::local_envvar(OLLAMA_MODELS = store)
+  model <- model_load("ollama:tiny")
+  on.exit(model_free(model), add = TRUE)
+  expect_true(tiny_generates(model))
+  expect_equal(normalizePath(model$py$path), normalizePath(file.path(store, "blobs", sub(":", "-", digest))))
+  expect_equal(model$py$source$ollama_digest, digest)
+  err <- expect_error(model_load("ollama:llama3.2:3b"), class = "newrllama4_error_model_not_found")
+  expect_true("tiny:latest" %in% unlist(err$candidates))
+})
+
+test_that("model_load checks sha256 and progress in R", {
+  expect_error(model_load("https://127.0.0.1:9/x.gguf", sha256 = "abc"), class = "newrllama4_error_invalid_argument")
+  expect_error(model_load(tiny_model_path(), sha256 = strrep("a", 64)), class = "newrllama4_error_invalid_argument")
+  expect_error(model_load(tiny_model_path(), progress = NA), class = "newrllama4_error_invalid_argument")
+  expect_true(all(vapply(c("hf://a/b/c.gguf", "https://a/b.gguf", "http://a/b.gguf", "ollama:tiny"), is_model_source, NA)))
+  expect_false(is_model_source("models/hf.gguf"))
+})
