@@ -12,9 +12,11 @@ llama-server) or "me" (llama-cpp-python's server).
 Labels (`choices`), JSON schemas and grammars need structured outputs: vLLM's
 `structured_outputs` (`choice`, `json`, `grammar`), llama-server's `grammar` (GBNF) and
 `json_schema`, llama-cpp-python's `grammar` alone (a schema is converted to GBNF), on
-both endpoints. A label answer is restricted to a label (or the label after a space, as a model writes
-a word that follows text), and asks for the top log-probabilities of its first token,
-from which each label's probability is read: see `label_probs`.
+both endpoints. llama-server's labels are scored on its own endpoints instead (see
+remote_scoring.py). Elsewhere a label answer is restricted to a label (or the label after
+a space, as a model writes a word that follows text), and asks for the top
+log-probabilities of its first token, from which each label's probability is read: see
+`label_probs`.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ class OpenAICompatible:
     # none of the sampling fields beyond OpenAI's
     penalty_field: Optional[str] = None
     has_structured_outputs = False  # whether choice_fields and constraint_fields work
+    # whether remote_scoring scores labels on this server's own endpoints, exactly as locally,
+    # instead of reading their probabilities from a constrained answer's top log-probabilities
+    scores_labels = False
 
     def sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
         """The fields of `params` beyond the OpenAI ones that this server takes."""
@@ -121,6 +126,7 @@ class LlamaServer(LlamaCppPython):
     """llama.cpp's llama-server: takes every sampling parameter."""
 
     name = "llama.cpp"
+    scores_labels = True
 
     def sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
         return {**super().sampling_fields(params), "repeat_last_n": params.repeat_last_n}
