@@ -12,8 +12,8 @@ llama-server) or "me" (llama-cpp-python's server).
 Labels (`choices`), JSON schemas and grammars need structured outputs: vLLM's
 `structured_outputs` (`choice`, `json`, `grammar`), llama-server's `grammar` (GBNF) and
 `json_schema`, llama-cpp-python's `grammar` alone (a schema is converted to GBNF), on
-both endpoints. llama-server's labels are scored on its own endpoints instead (see
-remote_scoring.py). Elsewhere a label answer is restricted to a label (or the label after
+both endpoints. vLLM's and llama-server's labels are scored on their own endpoints instead
+(see remote_scoring.py). Elsewhere a label answer is restricted to a label (or the label after
 a space, as a model writes a word that follows text), and asks for the top
 log-probabilities of its first token, from which each label's probability is read: see
 `label_probs`.
@@ -32,6 +32,7 @@ from llama_cpp.llama_grammar import json_schema_to_gbnf
 from .checks import is_conversation
 from .choices import Labels, label_spellings
 from .constraints import Constraint
+from .remote_scoring import LabelScoring, LlamaServerScoring, VLLMScoring
 from .sampling import SamplingParams
 
 # vLLM refuses more than its --max-logprobs, 20 by default
@@ -48,9 +49,9 @@ class OpenAICompatible:
     # none of the sampling fields beyond OpenAI's
     penalty_field: Optional[str] = None
     has_structured_outputs = False  # whether choice_fields and constraint_fields work
-    # whether remote_scoring scores labels on this server's own endpoints, exactly as locally,
-    # instead of reading their probabilities from a constrained answer's top log-probabilities
-    scores_labels = False
+    # how remote_scoring scores labels on this server, exactly as locally; None: their
+    # probabilities are read from a constrained answer's top log-probabilities instead
+    label_scoring: Optional[type[LabelScoring]] = None
 
     def sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
         """The fields of `params` beyond the OpenAI ones that this server takes."""
@@ -95,6 +96,7 @@ class VLLM(OpenAICompatible):
     name = "vLLM"
     penalty_field = "repetition_penalty"
     has_structured_outputs = True
+    label_scoring = VLLMScoring
 
     # vLLM 0.12 dropped the older `guided_choice`, `guided_json` and `guided_grammar`, and
     # ignores them without a word
@@ -126,7 +128,7 @@ class LlamaServer(LlamaCppPython):
     """llama.cpp's llama-server: takes every sampling parameter."""
 
     name = "llama.cpp"
-    scores_labels = True
+    label_scoring = LlamaServerScoring
 
     def sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
         return {**super().sampling_fields(params), "repeat_last_n": params.repeat_last_n}

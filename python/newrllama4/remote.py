@@ -53,7 +53,7 @@ from .generation import Generator, Progress
 from .openai_api import (
     Answer, OpenAICompatible, answer_label, endpoint_path, label_probs, read_answer, server_api,
 )
-from .remote_scoring import StatusError, llama_server_label_scores
+from .remote_scoring import StatusError
 from .result_cache import CachedCall
 from .results import Completion, ParallelResult, Stats
 from .sampling import SamplingParams, sequence_generator, sequence_seed
@@ -69,6 +69,10 @@ CONNECT_SECONDS = 10.0
 # the event loop sleeps in select() until a server answers; waking it this often lets
 # an interrupt (Ctrl-C, or R's, which arrives as a pending call) run promptly
 WAKE_SECONDS = 0.1
+
+# bumped when the labels' probabilities from a kind of server change for the same inputs;
+# 2: vLLM's and llama-server's labels scored exactly (remote_scoring.py)
+REMOTE_LABEL_SCORING = 2
 
 T = TypeVar("T")
 
@@ -112,12 +116,13 @@ class RemoteContext(Generator):
     through against them fails with ConstraintError, one cut off by max_tokens with
     IncompleteOutputError, as locally; a JSON answer's value is in `parsed`.
 
-    With `choices`, each answer is restricted to a label by the server's structured
-    outputs (vLLM, llama.cpp servers). Where the top log-probabilities of the answer's
-    first token show the labels (see openai_api.label_probs), `choice_probs` holds
-    them and the label is picked from them as locally: the most likely with
-    temperature 0, else drawn with the prompt's own random stream; otherwise
-    `choice_probs` is None and the label is the server's answer.
+    With `choices`, vLLM's and llama-server's labels are scored exactly as locally, on
+    their own endpoints (see remote_scoring.py). On other servers each answer is restricted to a
+    label by the server's structured outputs, and where the top log-probabilities of
+    the answer's first token show the labels (see openai_api.label_probs), they give
+    `choice_probs`. Either way the label is picked from `choice_probs` as locally: the
+    most likely with temperature 0, else drawn with the prompt's own random stream;
+    where they are unknown, `choice_probs` is None and the label is the server's answer.
 
     `cache` works as locally (see result_cache.py): answers are looked up before any
     request and committed as they arrive, keyed by `model_identity` and the prompt as
@@ -374,8 +379,9 @@ class RemoteCall:
 
     def _cache_setup(self) -> dict[str, Any]:
         """What decides answers beside the model, the prompt and the arguments: the kinds of
-        server, which decide what each request is sent (see openai_api.py)."""
-        return {"servers": self.context.server_kinds}
+        server, which decide what each request is sent (see openai_api.py), and how labels
+        are scored on them (answers stored before REMOTE_LABEL_SCORING are not found again)."""
+        return {"servers": self.context.server_kinds, "label_scoring": REMOTE_LABEL_SCORING}
 
     async def _run(self, cache: Optional[CachedCall]) -> list[Completion]:
         completions: list[Optional[Completion]] = [None] * len(self.prompts)
@@ -458,9 +464,10 @@ class RemoteCall:
         """One attempt at prompt `index` on `endpoint`: its request, or its labels' scoring
         requests; StatusError or httpx's errors for a failure that may be worth a retry."""
         prompt, labels = self.prompts[index], self.label_sets[index]
-        if labels is not None and endpoint.api.scores_labels:
+        if labels is not None and endpoint.api.label_scoring is not None:
+            scoring = endpoint.api.label_scoring(client, endpoint.url, self.context.model)
             try:
-                scores = await llama_server_label_scores(client, endpoint.url, self.context.model, prompt, labels)
+                scores = await scoring.label_scores(prompt, labels)
             except (KeyError, IndexError, TypeError, ValueError) as error:
                 return _failed(RemoteResponseError(
                     index, endpoint.url, attempt, f"the labels could not be scored ({type(error).__name__}: {error})."
