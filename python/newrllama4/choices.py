@@ -59,6 +59,11 @@ def label_spellings(label: str) -> tuple[str, str]:
     return (label, " " + label)
 
 
+def every_spelling(labels: Labels) -> list[str]:
+    """Every way of writing every label, once."""
+    return list(dict.fromkeys(spelling for label in labels for spelling in label_spellings(label)))
+
+
 Spelling = tuple[int, tuple[int, ...]]  # a label's position and the tokens of one way of writing it
 
 

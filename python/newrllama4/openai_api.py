@@ -10,7 +10,7 @@ each server spells its own way, or not at all. Servers are told apart by the
 llama-server) or "me" (llama-cpp-python's server).
 
 Labels (`choices`), JSON schemas and grammars need structured outputs: vLLM's
-`structured_outputs` (`choice`, `json`, `grammar`), llama-server's `grammar` (GBNF) and
+`structured_outputs` (`json`, `grammar`), llama-server's `grammar` (GBNF) and
 `json_schema`, llama-cpp-python's `grammar` alone (a schema is converted to GBNF), on
 both endpoints. vLLM's and llama-server's labels are scored on their own endpoints instead
 (see remote_scoring.py). Elsewhere a label answer is restricted to a label (or the label after
@@ -30,7 +30,7 @@ import numpy as np
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from .checks import is_conversation
-from .choices import Labels, label_spellings
+from .choices import Labels, every_spelling, label_spellings
 from .constraints import Constraint
 from .remote_scoring import LabelScoring, LlamaServerScoring, VLLMScoring
 from .sampling import SamplingParams
@@ -78,7 +78,7 @@ class OpenAICompatible:
         }
         if labels is not None:
             # a token is at least one byte, so the longest spelling's bytes bound its tokens
-            body["max_tokens"] = max(len(spelling.encode("utf-8")) for spelling in spellings(labels))
+            body["max_tokens"] = max(len(spelling.encode("utf-8")) for spelling in every_spelling(labels))
             # the chat API asks for top log-probabilities in two fields, the completions API in one
             body.update({"logprobs": True, "top_logprobs": TOP_LOGPROBS} if chat else {"logprobs": TOP_LOGPROBS})
             body.update(self.choice_fields(labels))
@@ -98,11 +98,8 @@ class VLLM(OpenAICompatible):
     has_structured_outputs = True
     label_scoring = VLLMScoring
 
-    # vLLM 0.12 dropped the older `guided_choice`, `guided_json` and `guided_grammar`, and
-    # ignores them without a word
-    def choice_fields(self, labels: Labels) -> dict[str, Any]:
-        return {"structured_outputs": {"choice": spellings(labels)}}
-
+    # vLLM 0.12 dropped the older `guided_json` and `guided_grammar`, and ignores them
+    # without a word; labels are scored, not answered (remote_scoring.py)
     def constraint_fields(self, constraint: Constraint) -> dict[str, Any]:
         key = "json" if constraint.parses_json else "grammar"
         return {"structured_outputs": {key: constraint.source}}
@@ -149,11 +146,6 @@ SERVERS_BY_OWNER = {"vllm": VLLM(), "llamacpp": LlamaServer(), "me": LlamaCppPyt
 
 def server_api(owned_by: Any) -> OpenAICompatible:
     return SERVERS_BY_OWNER.get(owned_by, OpenAICompatible())
-
-
-def spellings(labels: Labels) -> list[str]:
-    """Every way of writing every label, once."""
-    return list(dict.fromkeys(spelling for label in labels for spelling in label_spellings(label)))
 
 
 _GBNF_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}

@@ -34,7 +34,7 @@ import httpx
 import numpy as np
 
 from .checks import is_conversation
-from .choices import Labels, label_probabilities, label_spellings, spelled_labels
+from .choices import Labels, every_spelling, label_probabilities, spelled_labels
 
 
 class StatusError(Exception):
@@ -89,7 +89,7 @@ class LabelScoring:
 
     async def label_scores(self, prompt: Any, labels: Labels) -> LabelScores:
         """The probability of each label as the continuation of `prompt`, as choices.py computes it."""
-        texts = list(dict.fromkeys(text for label in labels for text in label_spellings(label)))
+        texts = every_spelling(labels)
         prompt_tokens, *spelt = await asyncio.gather(self.prompt_tokens(prompt), *map(self.label_tokens, texts))
         spellings = spelled_labels(labels, dict(zip(texts, spelt)).__getitem__)
         scored = await asyncio.gather(*(

@@ -425,14 +425,14 @@ def test_vllm_and_llama_server_requests():
     assert (server["repeat_penalty"], server["repeat_last_n"], server["prompt"]) == (1.2, 32, [1, 2])
     # no window, no penalty
     assert VLLM().request_body("m", "hi", SamplingParams(repeat_last_n=0), 7, None)["repetition_penalty"] == 1.0
-    labelled = VLLM().request_body("m", "hi", params, 7, ("yes", "no"))
-    assert labelled["structured_outputs"] == {"choice": ["yes", " yes", "no", " no"]}
+    labelled = LlamaCppPython().request_body("m", "hi", params, 7, ("yes", "no"))
+    assert labelled["grammar"] == label_grammar(("yes", "no"))
     assert "stop" not in labelled and labelled["max_tokens"] == 4 and labelled["logprobs"] == 20
 
 
 def test_a_conversation_is_sent_as_messages_with_the_chat_apis_logprobs_fields():
     params = SamplingParams(stop="\n")
-    body = VLLM().request_body("m", CONVERSATION, params, 7, ("yes", "no"))
+    body = LlamaCppPython().request_body("m", CONVERSATION, params, 7, ("yes", "no"))
     assert body["messages"] == CONVERSATION and "prompt" not in body
     assert (body["logprobs"], body["top_logprobs"]) == (True, 20)
     assert endpoint_path(CONVERSATION) == "chat/completions" and endpoint_path("hi") == endpoint_path([1]) == "completions"
