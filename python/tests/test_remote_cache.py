@@ -17,10 +17,8 @@ GREEDY = dict(max_tokens=6, temperature=0)
 
 
 @pytest.fixture
-def proxy(tiny_server):
-    fault_proxy = FaultProxy(tiny_server.url)
-    yield fault_proxy
-    fault_proxy.close()
+def proxy(tiny_server, proxy_for):
+    return proxy_for(tiny_server)
 
 
 def test_a_second_run_is_read_back_whole_without_a_request(proxy, tmp_path):
