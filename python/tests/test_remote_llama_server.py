@@ -117,7 +117,8 @@ def test_json_schemas_and_grammars_on_llama_server(tiny_llama_server):
 
 
 def test_seeds_stop_strings_and_token_id_prompts_on_llama_server(tiny_llama_server, model):
-    ctx = remote(tiny_llama_server.url)
+    # one request at a time: llama-server's numbers depend on what shares its batch
+    ctx = remote(tiny_llama_server.url, max_concurrency=1)
     sampled = ctx.generate_parallel(PROMPTS, max_tokens=12, temperature=1.0, seed=5)
     assert ctx.generate_parallel(PROMPTS, max_tokens=12, temperature=1.0, seed=5).texts == sampled.texts
     assert ctx.generate_parallel(PROMPTS, max_tokens=12, temperature=1.0, seed=6).texts != sampled.texts
