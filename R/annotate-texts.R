@@ -15,9 +15,9 @@
 #' conversation, as chat messages to the servers' chat endpoint, where the
 #' server lays it out with its model's own template: serve an instruction
 #' model there (a base model has no template, and every row then fails with
-#' the server's error in `.error`). Labels and schemas are kept to by the
-#' servers' structured outputs, and label probabilities come from the answers'
-#' log-probabilities (see [context_remote()]).
+#' the server's error in `.error`). Labels are scored on the server as
+#' locally (vLLM, llama-server) and schemas kept to by its structured outputs
+#' (see [context_remote()]).
 #'
 #' With `cache`, every answer is written to a SQLite file as soon as it is
 #' finished: a run that is interrupted -- Ctrl-C, a crash, a power cut, a

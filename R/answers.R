@@ -51,8 +51,8 @@ generation_errors <- function(x) {
 #' @param x The value of [generate_parallel()] called with `choices`.
 #' @return A numeric matrix: one row per prompt (named after the prompts),
 #'   one column per label, each row summing to 1; `NA` where a prompt failed
-#'   or had other labels, or where a server's log-probabilities did not show
-#'   the labels (see [context_remote()]). `NULL` for a call without `choices`,
+#'   or had other labels, or where llama-cpp-python's server's
+#'   log-probabilities did not show the labels (see [context_remote()]). `NULL` for a call without `choices`,
 #'   or without any label probabilities.
 #' @export
 #' @examplesIf engine_available()

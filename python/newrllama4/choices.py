@@ -59,6 +59,31 @@ def label_spellings(label: str) -> tuple[str, str]:
     return (label, " " + label)
 
 
+def every_spelling(labels: Labels) -> list[str]:
+    """Every way of writing every label, once."""
+    return list(dict.fromkeys(spelling for label in labels for spelling in label_spellings(label)))
+
+
+Spelling = tuple[int, tuple[int, ...]]  # a label's position and the tokens of one way of writing it
+
+
+def spelled_labels(labels: Labels, tokenize: Callable[[str], list[int]]) -> list[Spelling]:
+    """Each distinct way of writing each label, as (label position, tokens)."""
+    return list(dict.fromkeys(
+        (i, tuple(tokens)) for i, label in enumerate(labels) for text in label_spellings(label)
+        if (tokens := tokenize(text))
+    ))
+
+
+def label_probabilities(n_labels: int, spelling_logprobs: list[tuple[int, float]]) -> np.ndarray:
+    """The labels' probabilities from (label position, log-likelihood of one of its
+    spellings): each label's spellings summed, normalised over the labels."""
+    probs = np.zeros(n_labels)
+    for label, logprob in spelling_logprobs:
+        probs[label] += np.exp(logprob)
+    return probs / probs.sum()
+
+
 class ChoicePrompt:
     """One prompt's label question: the scoring sequences it needs, and the answer they give."""
 
@@ -67,11 +92,7 @@ class ChoicePrompt:
         self.index = index
         self.labels = labels
         self.n_prompt = len(prompt)
-        # (label, tokens) for each distinct way of writing each label
-        self.spellings = list(dict.fromkeys(
-            (i, tuple(tokens)) for i, label in enumerate(labels) for text in label_spellings(label)
-            if (tokens := tokenize(text))
-        ))
+        self.spellings = spelled_labels(labels, tokenize)
         nodes: dict[tuple[int, ...], set[int]] = {}
         for _, tokens in self.spellings:
             for j in range(len(tokens)):
@@ -87,10 +108,10 @@ class ChoicePrompt:
         failed = next((s for s in self.sequences if s.finish_reason == "error"), None)
         if failed is not None:
             return Completion("", [], self.n_prompt, 0, 0, "error", failed.error)
-        probs = np.zeros(len(self.labels))
-        for label, tokens in self.spellings:
-            probs[label] += np.exp(sum(self._by_node[tokens[:j]].scores[t] for j, t in enumerate(tokens)))
-        probs /= probs.sum()
+        probs = label_probabilities(len(self.labels), [
+            (label, sum(self._by_node[tokens[:j]].scores[t] for j, t in enumerate(tokens)))
+            for label, tokens in self.spellings
+        ])
         label = self.labels[pick_label(probs, temperature, generator)]
         return Completion(
             text=label, tokens=[], n_prompt_tokens=self.n_prompt, n_tokens=0,

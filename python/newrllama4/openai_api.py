@@ -10,11 +10,13 @@ each server spells its own way, or not at all. Servers are told apart by the
 llama-server) or "me" (llama-cpp-python's server).
 
 Labels (`choices`), JSON schemas and grammars need structured outputs: vLLM's
-`structured_outputs` (`choice`, `json`, `grammar`), llama-server's `grammar` (GBNF) and
+`structured_outputs` (`json`, `grammar`), llama-server's `grammar` (GBNF) and
 `json_schema`, llama-cpp-python's `grammar` alone (a schema is converted to GBNF), on
-both endpoints. A label answer is restricted to a label (or the label after a space, as a model writes
-a word that follows text), and asks for the top log-probabilities of its first token,
-from which each label's probability is read: see `label_probs`.
+both endpoints. vLLM's and llama-server's labels are scored on their own endpoints instead
+(see remote_scoring.py). Elsewhere a label answer is restricted to a label (or the label after
+a space, as a model writes a word that follows text), and asks for the top
+log-probabilities of its first token, from which each label's probability is read: see
+`label_probs`.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ import numpy as np
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from .checks import is_conversation
-from .choices import Labels, label_spellings
+from .choices import Labels, every_spelling, label_spellings
 from .constraints import Constraint
+from .remote_scoring import LabelScoring, LlamaServerScoring, VLLMScoring
 from .sampling import SamplingParams
 
 # vLLM refuses more than its --max-logprobs, 20 by default
@@ -46,6 +49,9 @@ class OpenAICompatible:
     # none of the sampling fields beyond OpenAI's
     penalty_field: Optional[str] = None
     has_structured_outputs = False  # whether choice_fields and constraint_fields work
+    # how remote_scoring scores labels on this server, exactly as locally; None: their
+    # probabilities are read from a constrained answer's top log-probabilities instead
+    label_scoring: Optional[type[LabelScoring]] = None
 
     def sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
         """The fields of `params` beyond the OpenAI ones that this server takes."""
@@ -72,7 +78,7 @@ class OpenAICompatible:
         }
         if labels is not None:
             # a token is at least one byte, so the longest spelling's bytes bound its tokens
-            body["max_tokens"] = max(len(spelling.encode("utf-8")) for spelling in spellings(labels))
+            body["max_tokens"] = max(len(spelling.encode("utf-8")) for spelling in every_spelling(labels))
             # the chat API asks for top log-probabilities in two fields, the completions API in one
             body.update({"logprobs": True, "top_logprobs": TOP_LOGPROBS} if chat else {"logprobs": TOP_LOGPROBS})
             body.update(self.choice_fields(labels))
@@ -90,12 +96,10 @@ class VLLM(OpenAICompatible):
     name = "vLLM"
     penalty_field = "repetition_penalty"
     has_structured_outputs = True
+    label_scoring = VLLMScoring
 
-    # vLLM 0.12 dropped the older `guided_choice`, `guided_json` and `guided_grammar`, and
-    # ignores them without a word
-    def choice_fields(self, labels: Labels) -> dict[str, Any]:
-        return {"structured_outputs": {"choice": spellings(labels)}}
-
+    # vLLM 0.12 dropped the older `guided_json` and `guided_grammar`, and ignores them
+    # without a word; labels are scored, not answered (remote_scoring.py)
     def constraint_fields(self, constraint: Constraint) -> dict[str, Any]:
         key = "json" if constraint.parses_json else "grammar"
         return {"structured_outputs": {key: constraint.source}}
@@ -121,6 +125,7 @@ class LlamaServer(LlamaCppPython):
     """llama.cpp's llama-server: takes every sampling parameter."""
 
     name = "llama.cpp"
+    label_scoring = LlamaServerScoring
 
     def sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
         return {**super().sampling_fields(params), "repeat_last_n": params.repeat_last_n}
@@ -141,11 +146,6 @@ SERVERS_BY_OWNER = {"vllm": VLLM(), "llamacpp": LlamaServer(), "me": LlamaCppPyt
 
 def server_api(owned_by: Any) -> OpenAICompatible:
     return SERVERS_BY_OWNER.get(owned_by, OpenAICompatible())
-
-
-def spellings(labels: Labels) -> list[str]:
-    """Every way of writing every label, once."""
-    return list(dict.fromkeys(spelling for label in labels for spelling in label_spellings(label)))
 
 
 _GBNF_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}

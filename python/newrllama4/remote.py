@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Awaitable, Iterator, Optional, Sequence as SequenceType, TypeVar
 
 import httpx
+import numpy as np
 
 from .checks import check_int, check_real
 from .choices import Labels, pick_label
@@ -52,6 +53,7 @@ from .generation import Generator, Progress
 from .openai_api import (
     Answer, OpenAICompatible, answer_label, endpoint_path, label_probs, read_answer, server_api,
 )
+from .remote_scoring import StatusError
 from .result_cache import CachedCall
 from .results import Completion, ParallelResult, Stats
 from .sampling import SamplingParams, sequence_generator, sequence_seed
@@ -67,6 +69,10 @@ CONNECT_SECONDS = 10.0
 # the event loop sleeps in select() until a server answers; waking it this often lets
 # an interrupt (Ctrl-C, or R's, which arrives as a pending call) run promptly
 WAKE_SECONDS = 0.1
+
+# bumped when the labels' probabilities from a kind of server change for the same inputs;
+# 2: vLLM's and llama-server's labels scored exactly (remote_scoring.py)
+REMOTE_LABEL_SCORING = 2
 
 T = TypeVar("T")
 
@@ -110,12 +116,13 @@ class RemoteContext(Generator):
     through against them fails with ConstraintError, one cut off by max_tokens with
     IncompleteOutputError, as locally; a JSON answer's value is in `parsed`.
 
-    With `choices`, each answer is restricted to a label by the server's structured
-    outputs (vLLM, llama.cpp servers). Where the top log-probabilities of the answer's
-    first token show the labels (see openai_api.label_probs), `choice_probs` holds
-    them and the label is picked from them as locally: the most likely with
-    temperature 0, else drawn with the prompt's own random stream; otherwise
-    `choice_probs` is None and the label is the server's answer.
+    With `choices`, vLLM's and llama-server's labels are scored exactly as locally, on
+    their own endpoints (see remote_scoring.py). On other servers each answer is restricted to a
+    label by the server's structured outputs, and where the top log-probabilities of
+    the answer's first token show the labels (see openai_api.label_probs), they give
+    `choice_probs`. Either way the label is picked from `choice_probs` as locally: the
+    most likely with temperature 0, else drawn with the prompt's own random stream;
+    where they are unknown, `choice_probs` is None and the label is the server's answer.
 
     `cache` works as locally (see result_cache.py): answers are looked up before any
     request and committed as they arrive, keyed by `model_identity` and the prompt as
@@ -372,8 +379,9 @@ class RemoteCall:
 
     def _cache_setup(self) -> dict[str, Any]:
         """What decides answers beside the model, the prompt and the arguments: the kinds of
-        server, which decide what each request is sent (see openai_api.py)."""
-        return {"servers": self.context.server_kinds}
+        server, which decide what each request is sent (see openai_api.py), and how labels
+        are scored on them (answers stored before REMOTE_LABEL_SCORING are not found again)."""
+        return {"servers": self.context.server_kinds, "label_scoring": REMOTE_LABEL_SCORING}
 
     async def _run(self, cache: Optional[CachedCall]) -> list[Completion]:
         completions: list[Optional[Completion]] = [None] * len(self.prompts)
@@ -420,13 +428,11 @@ class RemoteCall:
         failed_on: Optional[Endpoint] = None
         for attempt in range(1, self.context.retries + 2):
             endpoint = await pool.acquire(avoid=failed_on)
-            body = endpoint.api.request_body(self.context.model, self.prompts[index], self.params, seed,
-                                             self.label_sets[index], self.constraints[index])
             log.debug("request %d sent to %s (attempt %d)", index, endpoint.url, attempt)
             retry_after = None
             try:
                 with self._request():
-                    response = await client.post(f"{endpoint.url}/{endpoint_path(self.prompts[index])}", json=body)
+                    completion = await self._attempt(client, endpoint, index, attempt, seed)
             except httpx.TimeoutException as error:
                 if not isinstance(error, httpx.ConnectTimeout):
                     pool.release(endpoint)
@@ -436,21 +442,44 @@ class RemoteCall:
                 failure: RemoteError = RemoteConnectionError(index, endpoint.url, attempt, _describe(error))
             except httpx.TransportError as error:
                 failure = RemoteConnectionError(index, endpoint.url, attempt, _describe(error))
-            else:
-                if response.status_code == 200:
-                    pool.release(endpoint)
-                    return self._completion(index, endpoint, attempt, response)
+            except StatusError as error:
+                response = error.response
                 failure = RemoteHTTPError(index, endpoint.url, attempt, response.status_code, _server_message(response))
                 if response.status_code != 429 and response.status_code < 500:
                     pool.release(endpoint)
                     return _failed(failure)
                 retry_after = _retry_after(response)
+            else:
+                pool.release(endpoint)
+                return completion
             pool.release(endpoint, failed=True, retry_after=retry_after)
             log.debug("request %d failed: %s", index, failure)
             failed_on = endpoint
             if attempt <= self.context.retries:
                 self.stats.retries += 1
         return _failed(failure)
+
+    async def _attempt(self, client: httpx.AsyncClient, endpoint: Endpoint, index: int, attempt: int,
+                       seed: int) -> Completion:
+        """One attempt at prompt `index` on `endpoint`: its request, or its labels' scoring
+        requests; StatusError or httpx's errors for a failure that may be worth a retry."""
+        prompt, labels = self.prompts[index], self.label_sets[index]
+        if labels is not None and endpoint.api.label_scoring is not None:
+            scoring = endpoint.api.label_scoring(client, endpoint.url, self.context.model)
+            try:
+                scores = await scoring.label_scores(prompt, labels)
+            except (KeyError, IndexError, TypeError, ValueError) as error:
+                return _failed(RemoteResponseError(
+                    index, endpoint.url, attempt, f"the labels could not be scored ({type(error).__name__}: {error})."
+                ))
+            return self._labelled(index, labels, scores.probs, n_prompt_tokens=scores.n_prompt_tokens,
+                                  n_tokens=0, n_cached_tokens=scores.n_cached_tokens)
+        body = endpoint.api.request_body(self.context.model, prompt, self.params, seed, labels,
+                                         self.constraints[index])
+        response = await client.post(f"{endpoint.url}/{endpoint_path(prompt)}", json=body)
+        if response.status_code != 200:
+            raise StatusError(response)
+        return self._completion(index, endpoint, attempt, response)
 
     @contextlib.contextmanager
     def _request(self) -> Iterator[None]:
@@ -497,19 +526,27 @@ class RemoteCall:
     def _label_completion(self, index: int, endpoint: Endpoint, attempts: int, answer: Answer,
                           labels: Labels) -> Completion:
         probs = label_probs(labels, answer.first_top_logprobs)
+        server_label = answer_label(labels, answer.text)
+        if probs is None and server_label is None:
+            return _failed(RemoteResponseError(
+                index, endpoint.url, attempts,
+                f"the server answered {answer.text!r}, which is none of the labels; does it apply structured outputs?"
+            ))
+        return self._labelled(index, labels, probs, n_prompt_tokens=answer.n_prompt_tokens, n_tokens=answer.n_tokens,
+                              n_cached_tokens=answer.n_cached_tokens, server_label=server_label)
+
+    def _labelled(self, index: int, labels: Labels, probs: Optional[np.ndarray], server_label: Optional[str] = None,
+                  **counts: int) -> Completion:
+        """Prompt `index`'s label: picked from `probs` as locally (the most likely at
+        temperature 0, else drawn with the prompt's own random stream), or the server's
+        answer where the probabilities are unknown."""
         if probs is not None:
             label = labels[pick_label(probs, self.params.temperature, sequence_generator(self.params.seed, index))]
         else:
-            label = answer_label(labels, answer.text)
-            if label is None:
-                return _failed(RemoteResponseError(
-                    index, endpoint.url, attempts,
-                    f"the server answered {answer.text!r}, which is none of the labels; does it apply structured outputs?"
-                ))
+            label = server_label
         return Completion(
-            text=label, tokens=[], n_prompt_tokens=answer.n_prompt_tokens, n_tokens=answer.n_tokens,
-            n_cached_tokens=answer.n_cached_tokens, finish_reason="stop", choice=label,
-            choice_probs=None if probs is None else dict(zip(labels, probs.tolist())),
+            text=label, tokens=[], finish_reason="stop", choice=label,
+            choice_probs=None if probs is None else dict(zip(labels, probs.tolist())), **counts,
         )
 
 

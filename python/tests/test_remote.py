@@ -2,12 +2,14 @@
 with a fault-injecting proxy in front of them for the error paths."""
 
 import asyncio
+import json
 import math
 import signal
 import subprocess
 import sys
 import time
 
+import httpx
 import pytest
 
 import newrllama4 as nl
@@ -26,10 +28,8 @@ PROMPTS = random_prompts(6, seed=31, max_words=12)
 
 
 @pytest.fixture
-def proxy(tiny_server):
-    fault_proxy = FaultProxy(tiny_server.url)
-    yield fault_proxy
-    fault_proxy.close()
+def proxy(tiny_server, proxy_for):
+    return proxy_for(tiny_server)
 
 
 def remote(url, **kwargs):
@@ -423,14 +423,14 @@ def test_vllm_and_llama_server_requests():
     assert (server["repeat_penalty"], server["repeat_last_n"], server["prompt"]) == (1.2, 32, [1, 2])
     # no window, no penalty
     assert VLLM().request_body("m", "hi", SamplingParams(repeat_last_n=0), 7, None)["repetition_penalty"] == 1.0
-    labelled = VLLM().request_body("m", "hi", params, 7, ("yes", "no"))
-    assert labelled["structured_outputs"] == {"choice": ["yes", " yes", "no", " no"]}
+    labelled = LlamaCppPython().request_body("m", "hi", params, 7, ("yes", "no"))
+    assert labelled["grammar"] == label_grammar(("yes", "no"))
     assert "stop" not in labelled and labelled["max_tokens"] == 4 and labelled["logprobs"] == 20
 
 
 def test_a_conversation_is_sent_as_messages_with_the_chat_apis_logprobs_fields():
     params = SamplingParams(stop="\n")
-    body = VLLM().request_body("m", CONVERSATION, params, 7, ("yes", "no"))
+    body = LlamaCppPython().request_body("m", CONVERSATION, params, 7, ("yes", "no"))
     assert body["messages"] == CONVERSATION and "prompt" not in body
     assert (body["logprobs"], body["top_logprobs"]) == (True, 20)
     assert endpoint_path(CONVERSATION) == "chat/completions" and endpoint_path("hi") == endpoint_path([1]) == "completions"
@@ -532,3 +532,57 @@ def test_an_endpoint_rests_after_a_failure_and_requests_wait_for_it():
         assert await pool.acquire() == only
         assert 0.25 <= time.monotonic() - started < 2
     asyncio.run(scenario())
+
+
+# vLLM's shapes (its docs and OpenAPI): /tokenize answers {"count", "max_model_len", "tokens"};
+# a completion's choice has "prompt_logprobs", None for the first token, then for each prompt
+# token a dict from token ids (as strings) to {"logprob", "rank", "decoded_token"}
+# the fake's tokenizer; it spells "nope" alike with and without the space
+VLLM_TOKENS = {"Is it?": [11, 12, 13], "yes": [21], " yes": [22], "nope": [25, 26], " nope": [25, 26]}
+
+
+def vllm_logprob(position, token):
+    return -0.05 * token - 0.01 * position
+
+
+def fake_vllm(request, seen):
+    body = json.loads(request.content)
+    seen.append((request.url.path, body))
+    if request.url.path == "/tokenize":
+        assert body["model"] == "m"
+        if "messages" in body:
+            assert body["add_generation_prompt"] and not body["add_special_tokens"]
+            return httpx.Response(200, json={"count": 3, "max_model_len": 99, "tokens": [1, 11, 13]})
+        tokens = VLLM_TOKENS[body["prompt"]]
+        return httpx.Response(200, json={"count": len(tokens), "max_model_len": 99,
+                                         "tokens": ([1] if body["add_special_tokens"] else []) + tokens})
+    assert request.url.path == "/v1/completions" and body["prompt_logprobs"] == 1 and body["max_tokens"] == 1
+    prompt = body["prompt"]
+    logprobs = [None] + [{str(t): {"logprob": vllm_logprob(i, t), "rank": 1, "decoded_token": "x"}}
+                         for i, t in enumerate(prompt[1:], start=1)]
+    return httpx.Response(200, json={"choices": [{"index": 0, "text": "!", "finish_reason": "length",
+                                                  "prompt_logprobs": logprobs}],
+                                     "usage": {"prompt_tokens": len(prompt), "completion_tokens": 1}})
+
+
+def test_vllm_labels_are_scored_from_prompt_logprobs_of_each_spelling():
+    from newrllama4.remote_scoring import VLLMScoring
+
+    seen = []
+
+    async def scores(prompt):
+        transport = httpx.MockTransport(lambda request: fake_vllm(request, seen))
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await VLLMScoring(client, "http://vllm:8000/v1", "m").label_scores(prompt, ("yes", "nope"))
+
+    for prompt, tokens in (("Is it?", [1, 11, 12, 13]), ([1, 11, 12, 13], [1, 11, 12, 13]), (CONVERSATION, [1, 11, 13])):
+        seen.clear()
+        result = asyncio.run(scores(prompt))
+        n = len(tokens)
+        # "yes", " yes", and "nope" and " nope", spelt alike: one spelling, one request
+        yes = math.exp(vllm_logprob(n, 21)) + math.exp(vllm_logprob(n, 22))
+        nope = math.exp(vllm_logprob(n, 25) + vllm_logprob(n + 1, 26))
+        assert result.probs == pytest.approx([yes / (yes + nope), nope / (yes + nope)])
+        assert result.n_prompt_tokens == n
+        sent = sorted(body["prompt"] for path, body in seen if path == "/v1/completions")
+        assert sent == sorted([tokens + [21], tokens + [22], tokens + [25, 26]])

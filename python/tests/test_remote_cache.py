@@ -17,10 +17,8 @@ GREEDY = dict(max_tokens=6, temperature=0)
 
 
 @pytest.fixture
-def proxy(tiny_server):
-    fault_proxy = FaultProxy(tiny_server.url)
-    yield fault_proxy
-    fault_proxy.close()
+def proxy(tiny_server, proxy_for):
+    return proxy_for(tiny_server)
 
 
 def test_a_second_run_is_read_back_whole_without_a_request(proxy, tmp_path):
@@ -109,6 +107,18 @@ def test_local_and_remote_answers_never_meet_in_one_file(model, tiny_server, tmp
     # another kind of server is sent other fields for the same arguments
     ctx.endpoints = (nl.remote.Endpoint(tiny_server.url, LlamaServer()),)
     assert ctx.generate_parallel(prompts, **GREEDY, cache=cache).stats.result_cache_hits == 0
+
+
+def test_labels_stored_before_the_servers_scored_them_exactly_are_not_found_again(tiny_server, tmp_path,
+                                                                                   monkeypatch):
+    cache = tmp_path / "answers.sqlite"
+    prompts = random_prompts(3, seed=47, max_words=8)
+    ctx = remote(tiny_server.url)
+    monkeypatch.setattr(nl.remote, "REMOTE_LABEL_SCORING", nl.remote.REMOTE_LABEL_SCORING - 1)
+    ctx.generate_parallel(prompts, **GREEDY, choices=["yes", "no"], cache=cache)
+    monkeypatch.undo()
+    again = ctx.generate_parallel(prompts, **GREEDY, choices=["yes", "no"], cache=cache)
+    assert again.stats.result_cache_hits == 0 and stored_rows(cache) == 6
 
 
 def test_neither_the_api_key_nor_the_address_is_in_the_cache(tiny_server, tmp_path):
