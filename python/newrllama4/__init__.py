@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 
+# first: ggml's settings go into the environment before anything here loads llama.cpp
+from . import _llama  # noqa: F401  isort: skip
 from .about import model_record, server_record, versions
 from .context import Context
 from .errors import (
@@ -17,6 +19,7 @@ from .errors import (
     DecodeError,
     EmptyPromptError,
     EndpointError,
+    IdentityWarning,
     IncompleteOutputError,
     InvalidArgumentError,
     InvalidTokenError,
@@ -40,7 +43,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CacheError", "ChatTemplateError", "ClosedError", "Completion", "ConstraintError", "Context", "ContextError",
-    "ContextTooLargeError", "DecodeError", "EmptyPromptError", "EndpointError", "IncompleteOutputError",
+    "ContextTooLargeError", "DecodeError", "EmptyPromptError", "EndpointError", "IdentityWarning", "IncompleteOutputError",
     "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError", "NewrllamaError",
     "ParallelResult", "PromptError", "PromptTooLongError", "RemoteConnectionError", "RemoteContext", "RemoteError",
     "RemoteHTTPError", "RemoteResponseError", "RemoteTimeoutError", "SamplingParams", "Stats", "default_model_path",
