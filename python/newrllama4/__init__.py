@@ -43,11 +43,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CacheError", "ChatTemplateError", "ClosedError", "Completion", "ConstraintError", "Context", "ContextError",
-    "ContextTooLargeError", "DecodeError", "EmptyPromptError", "EndpointError", "IdentityWarning", "IncompleteOutputError",
-    "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError", "NewrllamaError",
-    "ParallelResult", "PromptError", "PromptTooLongError", "RemoteConnectionError", "RemoteContext", "RemoteError",
-    "RemoteHTTPError", "RemoteResponseError", "RemoteTimeoutError", "SamplingParams", "Stats", "default_model_path",
-    "model_path", "model_record", "server_record", "versions",
+    "ContextTooLargeError", "DecodeError", "EmptyPromptError", "EndpointError", "IdentityWarning",
+    "IncompleteOutputError", "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError",
+    "NewrllamaError", "ParallelResult", "PromptError", "PromptTooLongError", "RemoteConnectionError", "RemoteContext",
+    "RemoteError", "RemoteHTTPError", "RemoteResponseError", "RemoteTimeoutError", "SamplingParams", "Stats",
+    "default_model_path", "model_path", "model_record", "server_record", "versions",
 ]
 
 logging.getLogger("newrllama4").addHandler(logging.NullHandler())

@@ -76,7 +76,8 @@ def _route_log(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
 
 @contextmanager
 def llama_errors() -> Iterator[list[str]]:
-    """Collect the error lines llama.cpp logs inside the block (callers hold a model's lock)."""
+    """Collect the error lines llama.cpp logs inside the block (lines of another thread's
+    llama.cpp calls at the same time would join them: it is for messages, not decisions)."""
     global _errors_wanted
     _error_lines.clear()
     _errors_wanted = True
