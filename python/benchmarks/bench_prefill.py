@@ -4,12 +4,13 @@
   (a) llama-cpp-python's Llama with its defaults (llama.cpp's kernels: F16 cache, weight
       repacking, ggml's tiled matmul), one prompt after another, in a process of its own
   (b) generate_parallel, batch-invariant (the default), n_seq_max 8, 1 new token
+  (b0) the same with ggml's tiled matmul off, as the engine ran before it forced it on
   (c) generate_parallel, batch_invariant=False (the fast lane), the same
 Then decode: 4 of the prompts, 64 tokens each, one sequence at a time (Llama.eval of one
 token at a time; generate_parallel at n_seq_max 1, greedy, both lanes). Prefill and
 decode rates count the time of Llama.eval calls (one llama_decode each, and no copy of
-logits) and, for ours, the time inside llama_decode (the call's stats). ggml reads its settings once per process, so every run is a fresh child process;
-the runs take turns for `--rounds` rounds and each shows its fastest; ratios are to (a)
+logits) and, for ours, the time inside llama_decode (the call's stats). ggml reads its
+settings once per process, so every run is a fresh child process; the runs take turns for `--rounds` rounds and each shows its fastest; ratios are to (a)
 in the same run, since the machine is shared and absolute numbers drift.
 
 Usage: python bench_prefill.py [--threads 2] [--rounds 3]
@@ -108,8 +109,11 @@ def run_ours(path: str, threads: int, batch_invariant: bool) -> dict:
 RUNS = {
     "(a) llama-cpp-python Llama, llama.cpp's defaults": "llama",
     "(b) generate_parallel, batch-invariant": "invariant",
+    "(b0) the same, tiled matmul off (the engine before)": "invariant-untiled",
     "(c) generate_parallel, batch_invariant=False": "fast",
 }
+# settings a child runs with beside the engine's own (which a setting in the environment overrides)
+CHILD_SETTINGS = {"invariant-untiled": {"GGML_CPU_TILED_MM": "0"}}
 
 
 def main() -> None:
@@ -121,7 +125,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:  # the Llama child never imports newrllama4, which would set ggml up its own way
         result = (run_llama(args.path, args.threads) if args.child == "llama"
-                  else run_ours(args.path, args.threads, batch_invariant=args.child == "invariant"))
+                  else run_ours(args.path, args.threads, batch_invariant=args.child != "fast"))
         print(json.dumps(result))
         return
     import newrllama4
@@ -132,6 +136,7 @@ def main() -> None:
         for name, child in RUNS.items():
             # Llama gets a process without ggml settings of ours: llama.cpp's defaults
             env = {k: v for k, v in os.environ.items() if not k.startswith("GGML_")}
+            env.update(CHILD_SETTINGS.get(child, {}))
             out = subprocess.run([sys.executable, __file__, "--child", child, "--threads", str(args.threads),
                                   "--path", path], env=env, capture_output=True, text=True, check=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])

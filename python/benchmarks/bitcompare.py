@@ -2,15 +2,16 @@
 
 For each setup (KV cache types, weight repacking, ggml's tiled matmul: off, on for 8+
 rows as llama.cpp ships it, or forced for every row count) a child process decodes one
-long prompt (default model) in one piece, in chunks of 128, 64, 63, 16 and 7 tokens and
-cut irregularly, and next to three other prompts that bring the same chunk lengths; then
-decodes 8 greedy tokens alone and next to three other sequences. "same" means the logits
-of the prompt's tokens at every 16th position and of its last (each depends on all the KV
-cells before it) are bit-identical to the one-piece decode (the decode columns: every step's logits against
-decoding alone); "differs" otherwise. ggml reads its switches once per process, hence a
-child per setup.
+long prompt (default model) in one piece, in chunks of 128, 64, 63, 16 and 7 tokens, cut
+irregularly, in chunks of 64 or more rows each (128, 128, 144), and next to three other
+prompts that bring the same chunk lengths; then decodes 8 greedy tokens alone and next
+to three other sequences. "same" means the logits of the prompt's tokens at every 16th
+position and of its last (each depends on all the KV cells before it) are bit-identical
+to the one-piece decode (the decode column: every step's logits against decoding
+alone); "differs" otherwise. ggml reads its switches once per process, hence a child
+per setup.
 
-Usage: python bitcompare.py [--threads N] [--prompt-tokens N]
+Usage: python bitcompare.py [--threads N] [--prompt-tokens N] [--setups NAME ...]
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ SETUPS = {
     "F16, no repack, tiled forced": ("f16", "f16", False, "1", "1"),
     "F16, repack, tiled 8+ (llama.cpp's defaults)": ("f16", "f16", True, "1", "0"),
 }
-CHUNKINGS = {"128": [128], "64": [64], "63": [63], "16": [16], "7": [7], "irregular": [5, 100, 1, 37, 50, 9, 70]}
+CHUNKINGS = {"128": [128], "64": [64], "63": [63], "16": [16], "7": [7], "irregular": [5, 100, 1, 37, 50, 9, 70],
+             "128, 128, 144 (all 64+)": [128, 128, 144]}
 
 TEXT = (
     "The history of the river valley begins with the farmers who settled its banks thousands of years "
@@ -127,7 +129,11 @@ def child(setup: str, threads: int, n_prompt: int) -> dict:
     got = prefill(four_ctx, four_batch, [tokens] + others, chunks(len(tokens), [64]))
     result["64, beside 3 others"] = same(got)
     steps = decode(four_ctx, four_batch, [tokens] + others, 8)
-    result["decode beside 3 others"] = "same" if all(np.array_equal(a, b) for a, b in zip(steps, solo_steps)) else "differs"
+    all_same = all(np.array_equal(a, b) for a, b in zip(steps, solo_steps))
+    result["decode beside 3 others"] = "same" if all_same else "differs"
+    memory_clear(four_ctx)
+    all_64 = chunks(len(tokens), CHUNKINGS["128, 128, 144 (all 64+)"])
+    result["all 64+, beside 3 others"] = same(prefill(four_ctx, four_batch, [tokens] + others, all_64))
     return result
 
 
@@ -135,17 +141,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--prompt-tokens", type=int, default=400)
+    parser.add_argument("--setups", nargs="*", default=list(SETUPS), help="which setups (default: all)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.threads, args.prompt_tokens)))
         return
-    columns = ["128", "64", "63", "16", "7", "irregular", "64, beside 3 others", "decode beside 3 others"]
+    columns = [*CHUNKINGS, "64, beside 3 others", "all 64+, beside 3 others", "decode beside 3 others"]
     print(f"{args.prompt_tokens}-token prompt, default model, {args.threads} threads; "
           "against one piece (decode: against decoding alone)\n")
     print("| setup | " + " | ".join(columns) + " |")
     print("|---|" + "---|" * len(columns))
-    for setup, (_, _, _, tiled, forced) in SETUPS.items():
+    for setup in args.setups:
+        tiled, forced = SETUPS[setup][3:]
         env = dict(os.environ, GGML_CPU_TILED_MM=tiled, GGML_CPU_TILED_MM_FORCE=forced)
         out = subprocess.run(
             [sys.executable, __file__, "--child", setup, "--threads", str(args.threads),
