@@ -1,7 +1,7 @@
 # make setup  - install R (Debian packages) and the Python engine (.venv, from PyPI); idempotent
 # make test   - setup, then every suite; prints one line "N passed, N failed"
 # make demo   - setup, then 16 prompts through generate_parallel() on the default model
-# make bench  - the benchmarks: throughput, prefix reuse, labels, servers, example order (default models; ~30 minutes)
+# make bench  - the benchmarks: throughput, prefill, prefix reuse, labels, servers, example order (default models; ~35 minutes)
 
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv
@@ -60,6 +60,7 @@ demo: setup
 
 bench: python-env r-package
 	$(PYTHON) python/benchmarks/bench_parallel.py
+	$(PYTHON) python/benchmarks/bench_prefill.py
 	$(PYTHON) python/benchmarks/bench_prefix.py
 	$(PYTHON) python/benchmarks/bench_constraints.py
 	$(PYTHON) python/benchmarks/bench_remote.py

@@ -9,6 +9,9 @@
 #' shape (for [annotate_texts()]: the layout, instruction, labels or schema and
 #' the number of worked examples; otherwise the labels, schema or grammar the
 #' answers kept to), every generation parameter with the seed actually used,
+#' the engine's mode (`batch_invariant`, the KV cache's types, and
+#' `identity_guaranteed`: whether every answer is the one its prompt gets
+#' alone, which servers never guarantee),
 #' the prompts answered, taken from the cache or failed (for [annotate_texts()]
 #' also the rows answered, failed or skipped for want of a text), the
 #' timings, and the versions of R, Python, the engine, llama-cpp-python and
@@ -69,8 +72,9 @@ new_manifest <- function(context, params, result, prompt) {
     parameters = c(parameters, if (remote) {
       list(max_concurrency = context$py$max_concurrency)
     } else {
-      list(n_ctx = context$py$n_ctx, n_seq_max = context$py$n_seq_max)
-    }),
+      list(n_ctx = context$py$n_ctx, n_seq_max = context$py$n_seq_max, batch_invariant = stats$batch_invariant,
+           kv_cache = stats$kv_cache)
+    }, list(identity_guaranteed = stats$identity_guaranteed)),
     prompts = list(
       total = stats$prompts,
       from_cache = stats$result_cache_hits,

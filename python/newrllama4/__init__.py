@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 
+# first: ggml's settings go into the environment before anything here loads llama.cpp
+from . import _llama  # noqa: F401  isort: skip
 from .about import model_record, server_record, versions
 from .context import Context
 from .errors import (
@@ -21,6 +23,7 @@ from .errors import (
     EmptyPromptError,
     EndpointError,
     GatedModelError,
+    IdentityWarning,
     IncompleteOutputError,
     InvalidArgumentError,
     InvalidTokenError,
@@ -49,12 +52,12 @@ __version__ = "0.1.0"
 __all__ = [
     "AmbiguousModelError", "CacheError", "ChatTemplateError", "ChecksumMismatchError", "ClosedError", "Completion",
     "ConstraintError", "Context", "ContextError", "ContextTooLargeError", "DecodeError", "DownloadError",
-    "DownloadProgress", "EmptyPromptError", "EndpointError", "GatedModelError", "IncompleteOutputError",
-    "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError", "ModelNotFoundError",
-    "ModelSourceError", "NewrllamaError", "NotGgufError", "ParallelResult", "PromptError", "PromptTooLongError",
-    "RemoteConnectionError", "RemoteContext", "RemoteError", "RemoteHTTPError", "RemoteResponseError",
-    "RemoteTimeoutError", "SamplingParams", "Stats", "default_model_path", "model_path", "model_record",
-    "resolve_model", "server_record", "versions",
+    "DownloadProgress", "EmptyPromptError", "EndpointError", "GatedModelError", "IdentityWarning",
+    "IncompleteOutputError", "InvalidArgumentError", "InvalidTokenError", "MODEL_NAMES", "Model", "ModelLoadError",
+    "ModelNotFoundError", "ModelSourceError", "NewrllamaError", "NotGgufError", "ParallelResult", "PromptError",
+    "PromptTooLongError", "RemoteConnectionError", "RemoteContext", "RemoteError", "RemoteHTTPError",
+    "RemoteResponseError", "RemoteTimeoutError", "SamplingParams", "Stats", "default_model_path", "model_path",
+    "model_record", "resolve_model", "server_record", "versions",
 ]
 
 logging.getLogger("newrllama4").addHandler(logging.NullHandler())

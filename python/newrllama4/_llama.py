@@ -1,7 +1,7 @@
 """The narrow layer between the engine and llama-cpp-python's ctypes API.
 
-Owns process-wide llama.cpp state (backend initialisation, log routing) and the
-token batch that a context allocates once and refills every step.
+Owns process-wide llama.cpp state (ggml's switches, backend initialisation, log
+routing) and the token batch that a context allocates once and refills every step.
 """
 
 from __future__ import annotations
@@ -9,32 +9,94 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import sys
 import threading
+import warnings
+from contextlib import contextmanager
+from typing import Iterator
 
-import llama_cpp as llama
-import numpy as np
+# ggml's CPU switches that decide a token's numerics. ggml reads each one once per
+# process, when its first matrix product runs, so they are set here, when the engine
+# is imported, before llama_cpp is: after that, llama_cpp's own Llama (or anything
+# else on the same ggml) may run first and fix other values for the whole process.
+# ggml's tiled K-quant matmul serves batches of 8+ rows and the reference kernel
+# smaller ones, and the two round differently, so a token's numerics would depend on
+# its batch size. Forced, the tiled kernel serves every batch: each output is one row's
+# dot product in a fixed order whatever the rows beside it (bit-compared:
+# benchmarks/bitcompare.py), and prefill gets llama.cpp's fast kernel.
+GGML_SETTINGS = {"GGML_CPU_TILED_MM": "1", "GGML_CPU_TILED_MM_FORCE": "1"}
+
+
+def _apply_ggml_settings() -> list[str]:
+    """Set GGML_SETTINGS unless the user set them; return why they may not be in force."""
+    problems = []
+    llama_module = sys.modules.get("llama_cpp.llama")
+    # llama_cpp's Llama initialises the backend once, on its first instance; one that
+    # existed before us may have run a matmul with ggml's defaults
+    if llama_module is not None and getattr(llama_module.Llama, "_Llama__backend_initialized", False):
+        problems.append("llama_cpp's Llama ran in this process before newrllama4 was imported")
+    for name, value in GGML_SETTINGS.items():
+        current = os.environ.setdefault(name, value)
+        if current != value:
+            problems.append(f"{name}={current} is set in the environment (identity needs {value})")
+    return problems
+
+
+_ggml_problems = _apply_ggml_settings()
+
+import llama_cpp as llama  # noqa: E402  (after ggml's settings, on purpose)
+import numpy as np  # noqa: E402
+
+from .errors import IdentityWarning  # noqa: E402
+
+GGML_TYPE_BF16 = 30  # ggml.h; llama_cpp does not export it
 
 _log = logging.getLogger("newrllama4.llama_cpp")
 _backend_lock = threading.Lock()
 _backend_ready = False
+_GGML_LOG_ERROR, _GGML_LOG_CONT = 4, 5
+_error_lines: list[str] = []  # llama.cpp's error lines while a `llama_errors()` block runs
+_errors_wanted = False
+
+
+def identity_guaranteed() -> bool:
+    """Whether ggml runs in this process with the settings batch invariance needs."""
+    return not _ggml_problems
 
 
 @llama.llama_log_callback
 def _route_log(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
     # llama.cpp talks a lot on stderr; keep it, but only for whoever asks the logger
+    line = text.decode("utf-8", errors="replace").rstrip("\n")
+    if _errors_wanted and level in (_GGML_LOG_ERROR, _GGML_LOG_CONT):
+        _error_lines.append(line.strip())
     if _log.isEnabledFor(logging.DEBUG):
-        _log.debug(text.decode("utf-8", errors="replace").rstrip("\n"))
+        _log.debug(line)
+
+
+@contextmanager
+def llama_errors() -> Iterator[list[str]]:
+    """Collect the error lines llama.cpp logs inside the block (lines of another thread's
+    llama.cpp calls at the same time would join them: it is for messages, not decisions)."""
+    global _errors_wanted
+    _error_lines.clear()
+    _errors_wanted = True
+    try:
+        yield _error_lines
+    finally:
+        _errors_wanted = False
 
 
 def ensure_backend() -> None:
-    """Initialise llama.cpp once per process and route its log lines to our logger."""
+    """Initialise llama.cpp once per process and route its log lines to our logger.
+
+    Warns (IdentityWarning) when ggml may run with other settings than GGML_SETTINGS.
+    """
     global _backend_ready
     with _backend_lock:
         if not _backend_ready:
-            # ggml's tiled K-quant matmul serves batches of 8+ rows and the reference
-            # kernel smaller ones, so a token's numerics would depend on its batch size;
-            # read once by ggml at the first matmul, hence set before any model runs
-            os.environ.setdefault("GGML_CPU_TILED_MM", "0")
+            if _ggml_problems:
+                warnings.warn(IdentityWarning(_ggml_problems), stacklevel=3)
             llama.llama_log_set(_route_log, ctypes.c_void_p(0))
             llama.llama_backend_init()
             _backend_ready = True

@@ -20,6 +20,24 @@ class NewrllamaError(Exception):
     """Base class of every error raised by newrllama4."""
 
 
+class IdentityWarning(UserWarning):
+    """ggml may run with other settings than batch invariance needs, for the rest of the process.
+
+    ggml reads its switches once per process; when something else set ggml up first
+    (llama_cpp's Llama before newrllama4 was imported, or the switches set in the
+    environment), batched answers may differ from the same prompt alone. Every call's
+    stats then say `identity_guaranteed=False`.
+    """
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__(
+            "Batch invariance is not guaranteed in this process: " + "; ".join(self.problems)
+            + ". Answers may differ from the same prompt run alone. Import newrllama4 before anything "
+            "that runs llama.cpp, in a new process, without those environment variables."
+        )
+
+
 class InvalidArgumentError(NewrllamaError, ValueError):
     """An argument has the wrong type or a value outside its range."""
 
@@ -111,7 +129,7 @@ class ChecksumMismatchError(ModelSourceError):
 
 
 class ContextError(NewrllamaError):
-    """llama.cpp could not create a context (usually: not enough memory)."""
+    """llama.cpp could not create a context; the message says why, as far as llama.cpp told."""
 
 
 class ContextTooLargeError(ContextError):

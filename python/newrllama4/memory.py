@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 import llama_cpp as llama
 
+from ._llama import GGML_TYPE_BF16
 from .errors import ContextTooLargeError, InvalidArgumentError
 
 # Bytes per element of the cache types llama.cpp accepts for K and V: a quantised type
@@ -21,6 +22,7 @@ from .errors import ContextTooLargeError, InvalidArgumentError
 _KV_TYPE_BYTES = {
     llama.GGML_TYPE_F32: 4.0,
     llama.GGML_TYPE_F16: 2.0,
+    GGML_TYPE_BF16: 2.0,
     llama.GGML_TYPE_Q8_0: 34 / 32,
     llama.GGML_TYPE_Q5_1: 24 / 32,
     llama.GGML_TYPE_Q5_0: 22 / 32,
@@ -61,21 +63,20 @@ def kv_cache_bytes(model: Any, params: Any) -> int:
     """
     streams = 1 if params.kv_unified else params.n_seq_max
     cells = -(-(params.n_ctx // streams) // _CELL_PADDING) * _CELL_PADDING
-    k_dim, v_dim = _kv_dims(model)
+    k_dim, v_dim = (n * llama.llama_model_n_head_kv(model.handle()) for n in head_sizes(model))
     per_cell = llama.llama_model_n_layer(model.handle()) * (
         k_dim * _type_bytes(params.type_k) + v_dim * _type_bytes(params.type_v)
     )
     return int(cells * streams * per_cell)
 
 
-def _kv_dims(model: Any) -> tuple[int, int]:
-    """Elements of K and of V per token and layer: KV heads times head size."""
+def head_sizes(model: Any) -> tuple[int, int]:
+    """Elements of one attention head's key and of its value."""
     handle = model.handle()
-    n_head_kv = llama.llama_model_n_head_kv(handle)
     default_head = llama.llama_model_n_embd(handle) // max(llama.llama_model_n_head(handle), 1)
     return (
-        n_head_kv * _metadata_int(handle, "attention.key_length", default_head),
-        n_head_kv * _metadata_int(handle, "attention.value_length", default_head),
+        _metadata_int(handle, "attention.key_length", default_head),
+        _metadata_int(handle, "attention.value_length", default_head),
     )
 
 

@@ -53,7 +53,8 @@ from .sources import file_identity, file_sha256
 from .results import Completion
 from .sampling import SamplingParams
 
-CACHE_FORMAT = 1
+# 2: the tiled matmul forced for every batch (it was off), which rounds differently
+CACHE_FORMAT = 2
 # Arguments of generate_parallel that cannot change an answer; every other one is in the key.
 NOT_IN_KEY = frozenset({"self", "prompts", "on_progress", "cache"})
 

@@ -43,6 +43,12 @@ class Stats:
     its wall time with requests to servers in flight, `retries` counts the requests
     sent again after a failure, `peak_active_sequences` the most requests in flight
     at once, and the token counts are the servers' own.
+
+    How the answers were made: `batch_invariant` (the context's mode), `kv_cache` (the
+    KV cache types, K/V) and `identity_guaranteed`: every answer is the one its prompt
+    gets alone, which needs the batch-invariant mode and ggml running with the settings
+    it needs (see IdentityWarning). A RemoteContext guarantees no identity and leaves
+    the first two None.
     """
 
     prompts: int = 0
@@ -66,6 +72,9 @@ class Stats:
     prompt_tokens_per_s: float = 0.0
     generation_tokens_per_s: float = 0.0
     overhead_seconds: float = 0.0
+    batch_invariant: Optional[bool] = None
+    kv_cache: Optional[str] = None
+    identity_guaranteed: bool = False
 
     def close(self) -> None:
         """Derive the rates once every counter is final."""

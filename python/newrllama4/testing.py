@@ -60,21 +60,36 @@ def _vocabulary() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
-def write_tiny_model(path: str | os.PathLike, seed: int = 0, chat_template: bool = True,
-                     split_max_tensors: int = 0) -> str:
+def write_tiny_model(
+    path: str | os.PathLike, seed: int = 0, chat_template: bool = True, head_dim: int = 32, n_head: int = 2,
+    n_layer: int = 2, extra_tokens: int = 0, quantized: bool = False, split_max_tensors: int = 0,
+) -> str:
     """Write a tiny llama GGUF with random weights to `path`; return the path. With
-    `chat_template=False` it is a base model: no template, as the default Gemma. With
-    `split_max_tensors`, a split model of parts named as llama.cpp names them
-    (path's stem + "-00001-of-0000N.gguf"); the path of the first is returned."""
+    `chat_template=False` it is a base model: no template, as the default Gemma.
+    `head_dim`, `n_head` (one KV head), `n_layer` and `extra_tokens` (never produced by
+    the tokenizer, so only the model writes them) give unusual shapes. `quantized` stores
+    the matrices as Q8_0, as real models store most of theirs, instead of F16. With
+    `split_max_tensors`, a split model of parts named as llama.cpp names them (path's
+    stem + "-00001-of-0000N.gguf"); the path of the first is returned."""
     import gguf  # the `test` extra
 
     tokens, scores, types = _vocabulary()
-    n_vocab, n_embd, n_head, n_head_kv, n_ff, n_layer = len(tokens), 64, 2, 1, 128, 2
-    head_dim = n_embd // n_head
+    tokens += [f"<extra_{i}>" for i in range(extra_tokens)]
+    scores += [0.0] * extra_tokens
+    types += [_NORMAL] * extra_tokens
+    n_vocab, n_embd, n_head_kv, n_ff = len(tokens), head_dim * n_head, 1, 128
     rng = np.random.default_rng(seed)
 
     def weight(*shape: int, scale: float = 0.3) -> np.ndarray:
         return (rng.standard_normal(shape) * scale / np.sqrt(shape[-1])).astype(np.float16)
+
+    def matrix(*shape: int, scale: float = 0.3) -> dict:
+        """add_tensor's arguments for a weight matrix, in the file's type."""
+        values = weight(*shape, scale=scale)
+        if not quantized:
+            return {"tensor": values}
+        q8_0 = gguf.GGMLQuantizationType.Q8_0
+        return {"tensor": gguf.quants.quantize(values.astype(np.float32), q8_0), "raw_dtype": q8_0}
 
     path = Path(path)
     writer = gguf.GGUFWriter(str(path), "llama", split_max_tensors=split_max_tensors)
@@ -88,7 +103,7 @@ def write_tiny_model(path: str | os.PathLike, seed: int = 0, chat_template: bool
     writer.add_rope_dimension_count(head_dim)
     writer.add_rope_freq_base(10000.0)
     writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0 if quantized else gguf.LlamaFileType.MOSTLY_F16)
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)
     writer.add_token_scores(scores)
@@ -102,20 +117,20 @@ def write_tiny_model(path: str | os.PathLike, seed: int = 0, chat_template: bool
     if chat_template:
         writer.add_chat_template(_CHAT_TEMPLATE)
 
-    writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd, scale=8.0))
+    writer.add_tensor("token_embd.weight", **matrix(n_vocab, n_embd, scale=8.0))
     writer.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
-    writer.add_tensor("output.weight", weight(n_vocab, n_embd, scale=8.0))
+    writer.add_tensor("output.weight", **matrix(n_vocab, n_embd, scale=8.0))
     for i in range(n_layer):
         blk = f"blk.{i}"
         writer.add_tensor(f"{blk}.attn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        writer.add_tensor(f"{blk}.attn_q.weight", weight(n_embd, n_embd))
-        writer.add_tensor(f"{blk}.attn_k.weight", weight(n_head_kv * head_dim, n_embd))
-        writer.add_tensor(f"{blk}.attn_v.weight", weight(n_head_kv * head_dim, n_embd))
-        writer.add_tensor(f"{blk}.attn_output.weight", weight(n_embd, n_embd))
+        writer.add_tensor(f"{blk}.attn_q.weight", **matrix(n_embd, n_embd))
+        writer.add_tensor(f"{blk}.attn_k.weight", **matrix(n_head_kv * head_dim, n_embd))
+        writer.add_tensor(f"{blk}.attn_v.weight", **matrix(n_head_kv * head_dim, n_embd))
+        writer.add_tensor(f"{blk}.attn_output.weight", **matrix(n_embd, n_embd))
         writer.add_tensor(f"{blk}.ffn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        writer.add_tensor(f"{blk}.ffn_gate.weight", weight(n_ff, n_embd))
-        writer.add_tensor(f"{blk}.ffn_up.weight", weight(n_ff, n_embd))
-        writer.add_tensor(f"{blk}.ffn_down.weight", weight(n_embd, n_ff))
+        writer.add_tensor(f"{blk}.ffn_gate.weight", **matrix(n_ff, n_embd))
+        writer.add_tensor(f"{blk}.ffn_up.weight", **matrix(n_ff, n_embd))
+        writer.add_tensor(f"{blk}.ffn_down.weight", **matrix(n_embd, n_ff))
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()

@@ -129,11 +129,13 @@ def test_seeded_sampling_with_the_r_defaults_is_the_same_alone_and_with_reuse(ge
 
 
 def test_choices_pick_the_likely_label_and_match_solo_on_long_prompts(gemma):
-    facts = ["The capital of France is", "Water is made of hydrogen and", "The largest planet of the solar system is"]
-    labels = [["London", "Paris", "Berlin"], ["nitrogen", "carbon", "oxygen"], ["Mars", "Jupiter", "Venus"]]
+    # facts the model knows with a margin: "The largest planet ..." was Jupiter 0.38 against
+    # Mars 0.35 and flipped when the tiled matmul changed the rounding
+    facts = ["The capital of France is", "Water is made of hydrogen and", "The planet closest to the Sun is"]
+    labels = [["London", "Paris", "Berlin"], ["nitrogen", "carbon", "oxygen"], ["Mercury", "Jupiter", "Saturn"]]
     with nl.Context(gemma, n_ctx=512, n_seq_max=3) as ctx:
         answers = ctx.generate_parallel(facts, choices=labels, temperature=0)
-    assert [c.choice for c in answers] == ["Paris", "oxygen", "Jupiter"]
+    assert [c.choice for c in answers] == ["Paris", "oxygen", "Mercury"]
     assert answers[0].choice_probs["Paris"] > 0.9
     prompts = long_prompts()[:9]
     topics = ["council budget", "sports final", "river science"]  # multi-token labels

@@ -1,0 +1,94 @@
+"""Models whose head size Q8_0 cannot hold (not a multiple of 32) run, with identity kept.
+
+Their KV cache is F16 keys and BF16 values: K and V of two types keep every query row
+on ggml's one-row flash-attention kernel, as Q8_0 does (context.py). The models' matrices
+are Q8_0, as most of a real model's are: with F16 matrices a one-token batch (ggml's
+vec_dot) and a longer one (llamafile's sgemm) round differently, whatever the cache.
+"""
+
+import pytest
+
+import newrllama4 as nl
+from newrllama4.testing import write_tiny_model
+from conftest import random_prompts
+from test_prefix_cache import grouped_prompts
+
+SHAPES = {  # head size: (heads, layers, tokens only the model writes)
+    16: (4, 3, 37),
+    80: (2, 5, 0),
+}
+PROMPTS = random_prompts(24, seed=5, max_words=150)  # up to ~150 tokens: F16 caches would tile 64+ rows
+LABELS = ["yes", "no", "happy", "sad"]
+SHARED = grouped_prompts(24, seed=6)
+
+
+@pytest.fixture(scope="module", params=sorted(SHAPES), ids=lambda size: f"head{size}")
+def odd_model(request, tmp_path_factory):
+    n_head, n_layer, extra = SHAPES[request.param]
+    path = write_tiny_model(
+        tmp_path_factory.mktemp("odd") / f"head{request.param}.gguf", seed=request.param, head_dim=request.param,
+        n_head=n_head, n_layer=n_layer, extra_tokens=extra, quantized=True,
+    )
+    with nl.Model(path) as model:
+        yield model
+
+
+def run(model, prompts, n_seq_max, n_batch=512, prefix_cache=False, ctx=None, **params):
+    if ctx is None:
+        with nl.Context(model, n_ctx=512, n_seq_max=n_seq_max, n_batch=n_batch, prefix_cache=prefix_cache) as ctx:
+            return run(model, prompts, n_seq_max, ctx=ctx, **params)
+    result = ctx.generate_parallel(prompts, **{"max_tokens": 20, "temperature": 0, **params})
+    assert all(c.finish_reason in ("stop", "length") for c in result)
+    return result
+
+
+def numbers(result):
+    """Each prompt's tokens, or its label probabilities: floats that any other rounding would change."""
+    return [c.choice_probs if c.choice_probs is not None else c.tokens for c in result]
+
+
+def test_the_cache_is_f16_keys_and_f32_values(odd_model):
+    result = run(odd_model, PROMPTS[:2], n_seq_max=2)
+    assert result.stats.kv_cache == "f16/bf16"
+    assert result.stats.identity_guaranteed and result.stats.batch_invariant
+
+
+def test_batched_and_chunked_prompts_match_solo(odd_model):
+    solo = [c.tokens for c in run(odd_model, PROMPTS, n_seq_max=1)]
+    assert len({tuple(t) for t in solo}) > len(solo) // 2  # the model does not say one thing to all
+    assert [c.tokens for c in run(odd_model, PROMPTS, n_seq_max=8)] == solo
+    assert [c.tokens for c in run(odd_model, PROMPTS, n_seq_max=6, n_batch=16)] == solo  # chunks of 2
+
+
+@pytest.mark.parametrize("n_seq_max, n_batch", [(8, 512), (6, 16), (3, 200)])
+def test_label_probabilities_are_bit_identical_batched_and_chunked(odd_model, n_seq_max, n_batch):
+    solo = numbers(run(odd_model, PROMPTS, n_seq_max=1, choices=LABELS))
+    assert numbers(run(odd_model, PROMPTS, n_seq_max, n_batch, choices=LABELS)) == solo
+
+
+@pytest.mark.parametrize("choices", [None, LABELS], ids=["tokens", "label probabilities"])
+def test_prefix_reuse_cold_and_warm_matches_solo(odd_model, choices):
+    solo = numbers(run(odd_model, SHARED, n_seq_max=1, choices=choices))
+    with nl.Context(odd_model, n_ctx=512, n_seq_max=5, n_batch=40) as ctx:
+        cold = run(odd_model, SHARED, 5, ctx=ctx, choices=choices)
+        warm = run(odd_model, SHARED, 5, ctx=ctx, choices=choices)
+    assert numbers(cold) == solo and numbers(warm) == solo
+    assert cold.stats.cached_prompt_tokens > 0.5 * cold.stats.prompt_tokens
+    assert warm.stats.cached_prompt_tokens > cold.stats.cached_prompt_tokens
+
+
+def test_a_model_of_head_size_32_keeps_the_q8_0_cache(model):
+    with nl.Context(model, n_ctx=64, n_seq_max=1) as ctx:
+        assert ctx.generate_parallel(["hello"], max_tokens=2).stats.kv_cache == "q8_0/q8_0"
+
+
+def test_a_context_llama_cpp_refuses_says_why_and_not_try_smaller(odd_model, monkeypatch):
+    # a Q8_0 cache forced on a head size it cannot hold: llama.cpp's own reason comes back
+    from newrllama4 import context
+
+    monkeypatch.setattr(context, "kv_cache_types", lambda model, batch_invariant: context.INVARIANT_KV_CACHE)
+    with pytest.raises(nl.ContextError) as caught:
+        nl.Context(odd_model, n_ctx=64, n_seq_max=1)
+    message = str(caught.value)
+    assert "q8_0/q8_0" in message and "does not divide n_embd_head_k" in message
+    assert "smaller" not in message
