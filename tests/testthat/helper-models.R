@@ -10,18 +10,23 @@ skip_without_engine <- function() {
   testthat::skip_if_not(test_models$engine, "the Python engine is not installed (see install_newrllama())")
 }
 
+# The engine's test helpers (stand-in servers, stores, tiny models).
+testing_module <- function() {
+  skip_without_engine()
+  reticulate::import("newrllama4.testing")
+}
+
 tiny_model_path <- function() {
   skip_without_engine()
   if (is.null(test_models$path)) {
     path <- file.path(tempdir(), "newrllama4-tiny.gguf")
-    reticulate::import("newrllama4.testing")$write_tiny_model(path)
+    testing_module()$write_tiny_model(path)
     test_models$path <- path
   }
   test_models$path
 }
 
 tiny_model <- function() {
-  skip_without_engine()  # before model_load(), which asks for the engine before its argument
   if (is.null(test_models$model)) test_models$model <- model_load(tiny_model_path())
   test_models$model
 }
@@ -49,5 +54,5 @@ tiny_server <- function() {
 # A server of its own, for a test that stops it.
 new_tiny_server <- function() {
   skip_without_engine()
-  reticulate::import("newrllama4.testing")$ModelServer(tiny_model_path())
+  testing_module()$ModelServer(tiny_model_path())
 }

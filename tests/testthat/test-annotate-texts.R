@@ -84,7 +84,7 @@ test_that("examples are rendered as user and assistant turns, after the instruct
 test_that("a model without a chat template gets the plain layout", {
   skip_without_engine()
   path <- file.path(tempdir(), "newrllama4-tiny-base.gguf")
-  reticulate::import("newrllama4.testing")$write_tiny_model(path, chat_template = FALSE)
+  testing_module()$write_tiny_model(path, chat_template = FALSE)
   base <- model_load(path)
   examples <- data.frame(review = "Love it.", .label = "positive")
   prompt <- render_prompts("plain", instruction, example_turns(examples, rlang::quo(review),

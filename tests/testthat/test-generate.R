@@ -162,7 +162,7 @@ test_that("an interrupt returns control to R and the context works afterwards", 
 test_that("answers holding NUL arrive with U+FFFD in its place, and no answer is lost", {
   ctx <- tiny_context()
   nul <- reticulate::py_eval("chr(0)", convert = FALSE)
-  found <- reticulate::import("newrllama4.testing")$call_emitting(ctx$py, nul, max_tokens = 32L, temperature = 1)
+  found <- testing_module()$call_emitting(ctx$py, nul, max_tokens = 32L, temperature = 1)
   prompts <- found[[1]]
   params <- list(max_tokens = 32L, temperature = 1, seed = found[[2]])
   out <- do.call(generate_parallel, c(list(ctx, prompts, progress = FALSE), params))

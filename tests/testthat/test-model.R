@@ -98,7 +98,7 @@ tiny_generates <- function(model) {
 
 test_that("a model from a URL loads, says so, and a second load makes no request", {
   withr::local_envvar(NEWRLLAMA4_CACHE = withr::local_tempdir())
-  server <- reticulate::import("newrllama4.testing")$FileServer()
+  server <- testing_module()$FileServer()
   on.exit(server$stop(), add = TRUE)
   url <- server$add("tiny.gguf", file_bytes(tiny_model_path()))
   expect_message(model <- model_load(url, progress = TRUE), "Downloading .*tiny.gguf.* \\(312.9 kB\\) into")
@@ -115,7 +115,7 @@ test_that("a model from a URL loads, says so, and a second load makes no request
 
 test_that("a URL download that breaks is resumed, and one that does not match sha256 is refused", {
   withr::local_envvar(NEWRLLAMA4_CACHE = withr::local_tempdir())
-  server <- reticulate::import("newrllama4.testing")$FileServer()
+  server <- testing_module()$FileServer()
   on.exit(server$stop(), add = TRUE)
   url <- server$add("tiny.gguf", file_bytes(tiny_model_path()))
   err <- expect_error(model_load(url, sha256 = strrep("0", 64)), class = "newrllama4_error_checksum_mismatch")
@@ -131,7 +131,7 @@ test_that("a URL download that breaks is resumed, and one that does not match sh
 })
 
 test_that("an hf:// model comes through the Hub's API and loads offline the second time", {
-  testing <- reticulate::import("newrllama4.testing")
+  testing <- testing_module()
   hub <- testing$StandInHub()
   on.exit(hub$stop(), add = TRUE)
   hub$add_to_repo("someone/tiny-GGUF", "tiny-Q4_K_M.gguf", file_bytes(tiny_model_path()))
@@ -158,7 +158,7 @@ test_that("an hf:// model comes through the Hub's API and loads offline the seco
 
 test_that("an ollama: model is read in place from the store", {
   store <- withr::local_tempdir()
-  digest <- reticulate::import("newrllama4.testing")$write_ollama_model(store, "tiny", "latest", tiny_model_path())
+  digest <- testing_module()$write_ollama_model(store, "tiny", "latest", tiny_model_path())
   withr::local_envvar(OLLAMA_MODELS = store)
   model <- model_load("ollama:tiny")
   on.exit(model_free(model), add = TRUE)

@@ -92,7 +92,7 @@ test_that("prompts on a server that went away fail alone with classed errors", {
 
 test_that("servers that cannot be used, and bad arguments, are refused at creation", {
   skip_without_engine()
-  unused <- sprintf("http://127.0.0.1:%d/v1", reticulate::import("newrllama4.testing")$free_port())
+  unused <- sprintf("http://127.0.0.1:%d/v1", testing_module()$free_port())
   error <- expect_error(context_remote(unused), class = "newrllama4_error_endpoint")
   expect_equal(error$endpoint, unused)
   expect_error(context_remote(tiny_server()$url, model = "another"), class = "newrllama4_error_endpoint")
