@@ -101,16 +101,18 @@ combine_orders <- function(answers, n_rows, orders, labels, calibrate) {
     label <- as.vector(answers)[row_prompts[[1]]]
   } else {
     row_error[no_probs] <- "The server gave no label probabilities, which example_orders and calibrate need."
-    label <- labels[max.col(replace(combined, is.na(combined), 0), ties.method = "first")]
+    label <- most_likely(combined, labels)
   }
   label[!is.na(row_error)] <- NA_character_
   combined[!is.na(row_error), ] <- NA_real_
-  order_labels <- vapply(per_order, function(p) labels[max.col(replace(p, is.na(p), 0), ties.method = "first")],
-                         character(n_rows))
+  order_labels <- vapply(per_order, most_likely, character(n_rows), labels = labels)
   agreeing <- rowMeans(matrix(order_labels == label, n_rows, n_orders))
   list(label = label, probs = combined, error = row_error, confidence = as.numeric(apply(combined, 1, max)),
        agreement_orders = agreeing, prior = prior)
 }
+
+# Each row's most likely label (the first on a tie, as the engine picks one).
+most_likely <- function(probs, labels) labels[max.col(replace(probs, is.na(probs), 0), ties.method = "first")]
 
 order_names <- function(orders) vapply(orders, paste, "", collapse = ",")
 
