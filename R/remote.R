@@ -47,7 +47,7 @@
 #' of each spelling's own tokens after the prompt, normalised over the labels
 #' -- and the label is chosen from those probabilities as locally (the most
 #' likely at `temperature = 0`); against llama-server serving the same model
-#' with the engine's Q8_0 cache they agree with local ones within 1e-4.
+#' with the engine's F16 cache they agree with local ones within 1e-4.
 #' llama-cpp-python's server restricts the answer with a grammar and its
 #' probabilities are read from the top log-probabilities of the answer's first
 #' token: exact for labels of one token, an approximation otherwise, `NA` when

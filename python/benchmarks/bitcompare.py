@@ -4,8 +4,9 @@ For each setup (KV cache types, weight repacking, ggml's tiled matmul: off, on f
 rows as llama.cpp ships it, or forced for every row count) a child process decodes one
 long prompt (default model) in one piece, in chunks of 128, 64, 63, 16 and 7 tokens, cut
 irregularly, in chunks of 64 or more rows each (128, 128, 144), and next to three other
-prompts that bring the same chunk lengths; then decodes 8 greedy tokens alone and next
-to three other sequences. "same" means the logits of the prompt's tokens at every 16th
+prompts that bring the same chunk lengths; then decodes 8 greedy tokens alone, alone with
+a throwaway companion row (the engine's discipline for a lone token, attention.py), and
+next to three other sequences. "same" means the logits of the prompt's tokens at every 16th
 position and of its last (each depends on all the KV cells before it) are bit-identical
 to the one-piece decode (the decode column: every step's logits against decoding
 alone); "differs" otherwise. ggml reads its switches once per process, hence a child
@@ -25,10 +26,10 @@ import sys
 
 SETUPS = {
     # name: (type_k, type_v, repack, GGML_CPU_TILED_MM, GGML_CPU_TILED_MM_FORCE)
-    "Q8_0, no repack, tiled off (the engine before)": ("q8_0", "q8_0", False, "0", "0"),
-    "Q8_0, no repack, tiled forced (the engine now)": ("q8_0", "q8_0", False, "1", "1"),
-    "F16 K + BF16 V, no repack, tiled forced (head sizes Q8_0 cannot hold)": ("f16", "bf16", False, "1", "1"),
-    "F16, no repack, tiled forced": ("f16", "f16", False, "1", "1"),
+    "Q8_0, no repack, tiled off (the engine before issue 19)": ("q8_0", "q8_0", False, "0", "0"),
+    "Q8_0, no repack, tiled forced": ("q8_0", "q8_0", False, "1", "1"),
+    "F16 K + BF16 V, no repack, tiled forced": ("f16", "bf16", False, "1", "1"),
+    "F16, no repack, tiled forced (the engine now)": ("f16", "f16", False, "1", "1"),
     "F16, repack, tiled 8+ (llama.cpp's defaults)": ("f16", "f16", True, "1", "0"),
 }
 CHUNKINGS = {"128": [128], "64": [64], "63": [63], "16": [16], "7": [7], "irregular": [5, 100, 1, 37, 50, 9, 70],
@@ -101,15 +102,20 @@ def child(setup: str, threads: int, n_prompt: int) -> dict:
         rows.append(np.ctypeslib.as_array(llama.llama_get_logits_ith(ctx, sizes[-1] - 1), shape=(n_vocab,)).copy())
         return np.stack(rows)
 
-    def decode(ctx, batch, prompts, n_steps):
-        """Greedy steps of every sequence together; the logits of sequence 0 at each step."""
+    def decode(ctx, batch, prompts, n_steps, companion=False):
+        """Greedy steps of every sequence together; the logits of sequence 0 at each step.
+        With `companion`, sequence 0's token brings a throwaway row at the next position."""
         rows = []
         nexts = [prompt[-1] for prompt in prompts]  # feed each prompt's last token again: a fixed input
         for step in range(n_steps):
             batch.clear()
             for seq, prompt in enumerate(prompts):
                 batch.add([nexts[seq]], len(prompt) + step, seq, True)
+            if companion:
+                batch.add([nexts[0]], len(prompts[0]) + step + 1, 0, False)
             assert batch.decode(ctx) == 0
+            if companion:
+                llama.llama_memory_seq_rm(llama.llama_get_memory(ctx), 0, len(prompts[0]) + step + 1, -1)
             logits = np.ctypeslib.as_array(llama.llama_get_logits(ctx), shape=(len(prompts), n_vocab))
             rows.append(logits[0].copy())
             nexts = [int(np.argmax(logits[s])) for s in range(len(prompts))]
@@ -120,6 +126,8 @@ def child(setup: str, threads: int, n_prompt: int) -> dict:
     reference = prefill(solo_ctx, solo_batch, [tokens], [len(tokens)])
     same = lambda got: "same" if np.array_equal(got, reference) else "differs"
     solo_steps = decode(solo_ctx, solo_batch, [tokens], 8)
+    llama.llama_memory_seq_rm(llama.llama_get_memory(solo_ctx), 0, len(tokens), -1)
+    companion_steps = decode(solo_ctx, solo_batch, [tokens], 8, companion=True)
     result = {}
     for name, pattern in CHUNKINGS.items():
         memory_clear(solo_ctx)
@@ -129,8 +137,9 @@ def child(setup: str, threads: int, n_prompt: int) -> dict:
     got = prefill(four_ctx, four_batch, [tokens] + others, chunks(len(tokens), [64]))
     result["64, beside 3 others"] = same(got)
     steps = decode(four_ctx, four_batch, [tokens] + others, 8)
-    all_same = all(np.array_equal(a, b) for a, b in zip(steps, solo_steps))
-    result["decode beside 3 others"] = "same" if all_same else "differs"
+    same_steps = lambda alone: "same" if all(np.array_equal(a, b) for a, b in zip(steps, alone)) else "differs"
+    result["decode beside 3 others"] = same_steps(solo_steps)
+    result["decode beside 3 others, against alone with a companion row"] = same_steps(companion_steps)
     memory_clear(four_ctx)
     all_64 = chunks(len(tokens), CHUNKINGS["128, 128, 144 (all 64+)"])
     result["all 64+, beside 3 others"] = same(prefill(four_ctx, four_batch, [tokens] + others, all_64))
@@ -147,7 +156,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.threads, args.prompt_tokens)))
         return
-    columns = [*CHUNKINGS, "64, beside 3 others", "all 64+, beside 3 others", "decode beside 3 others"]
+    columns = [*CHUNKINGS, "64, beside 3 others", "all 64+, beside 3 others", "decode beside 3 others",
+               "decode beside 3 others, against alone with a companion row"]
     print(f"{args.prompt_tokens}-token prompt, default model, {args.threads} threads; "
           "against one piece (decode: against decoding alone)\n")
     print("| setup | " + " | ".join(columns) + " |")

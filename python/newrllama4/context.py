@@ -8,13 +8,14 @@ from typing import Any, Optional
 
 import llama_cpp as llama
 
-from ._llama import GGML_TYPE_BF16, TokenBatch, identity_guaranteed, llama_errors, set_fields
+from ._llama import TokenBatch, identity_guaranteed, llama_errors, set_fields
 from .choices import Labels
 from .checks import check_bool, check_int, check_real
 from .constraints import Constraint
 from .engine import StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
 from .generation import Generator, Progress
+from .attention import batch_capacity
 from .memory import check_context_fits, head_sizes
 from .model import Model
 from .prefix_cache import PrefixCache
@@ -23,44 +24,10 @@ from .results import ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
 
-# The KV cache is Q8_0, not llama.cpp's default F16: for F16 (and F32) caches ggml's
-# CPU flash attention picks a kernel by batch shape -- a tiled F32 kernel when a
-# sequence brings 64+ query rows, a KV-split kernel for a lone query over 512+
-# cells, a one-row kernel otherwise -- and their sums round differently, so a
-# token's numerics would depend on how its prompt was chunked and on what else ran
-# in the batch. Those two kernels need K and V of one type, F16 or F32; for any other
-# pair every query row takes the one-row kernel, which adds a row's unmasked cells one
-# by one in cell order: a token's attention depends on nothing but the tokens before
-# it. Prompts can then be cut anywhere and a cached prefix is bit-identical to a fresh
-# one. Q8_0 halves the cache, and its one-row kernel accumulates in F32 where the F16
-# one accumulates in F16. A quantized V cache needs flash attention, which the CPU
-# backend always has.
-INVARIANT_KV_CACHE = (llama.GGML_TYPE_Q8_0, llama.GGML_TYPE_Q8_0)
-# Q8_0 stores blocks of 32 values, so it needs head sizes divisible by 32. For other
-# models (Phi-2: 80; tiny test models: 16) the cache is F16 keys and BF16 values: two
-# types, so still the one-row kernel, which then accumulates values in F32. (Not F32
-# values: llama.cpp casts an F32 K or V to F16 before flash attention, which would make
-# the pair F16/F16 again.)
-Q8_0_BLOCK = 32
-UNQUANTIZED_KV_CACHE = (llama.GGML_TYPE_F16, GGML_TYPE_BF16)
-_TYPE_NAMES = {llama.GGML_TYPE_Q8_0: "q8_0", llama.GGML_TYPE_F16: "f16", GGML_TYPE_BF16: "bf16"}
-
-
-# Without batch invariance, llama.cpp's default: F16, whose tiled kernel prefills fastest.
-FAST_KV_CACHE = (llama.GGML_TYPE_F16, llama.GGML_TYPE_F16)
-
-
-def kv_cache_types(model: Model, batch_invariant: bool) -> tuple[int, int]:
-    """The (K, V) cache types: for batch invariance, ones that keep every query row on the
-    one-row kernel for this model's head sizes; otherwise the fastest."""
-    if not batch_invariant:
-        return FAST_KV_CACHE
-    k_head, v_head = head_sizes(model)
-    return INVARIANT_KV_CACHE if k_head % Q8_0_BLOCK == 0 and v_head % Q8_0_BLOCK == 0 else UNQUANTIZED_KV_CACHE
-
-
-def kv_cache_name(types: tuple[int, int]) -> str:
-    return "/".join(_TYPE_NAMES[t] for t in types)
+# The KV cache is llama.cpp's default, F16, whose tiled flash-attention kernel prefills
+# fastest. Batch invariance holds the kernel each token gets fixed by the batch
+# discipline of attention.py, not by the cache type.
+KV_CACHE_TYPE, KV_CACHE_NAME = llama.GGML_TYPE_F16, "f16/f16"
 
 
 def _default_threads() -> int:
@@ -76,9 +43,12 @@ class Context(Generator):
     `n_ctx` is the context window of each sequence (prompt plus generated tokens);
     the KV cache holds `n_ctx` cells for each of the `n_seq_max` sequences.
     `batch_invariant=True` (the default) makes every output independent of the other
-    prompts in the call and of `n_seq_max`; `False` trades that for throughput:
-    llama.cpp's F16 KV cache, whose tiled attention kernel prefills faster, and
-    prompt chunks of any length packed with generation tokens into one batch.
+    prompts in the call and of `n_seq_max`: each token gets the attention kernel its
+    own sequence decides (attention.py), which restores a shared prefix only as far as
+    its tokens took the kernels the prompt gives them and gives a token decoded alone
+    a throwaway companion row;
+    `False` trades that for throughput: prompt chunks of any length packed with
+    generation tokens into one batch.
 
     With `prefix_cache` (the default), prompts that share a prefix of at least 16
     tokens, in one call or across calls, have it decoded once: its KV cells are
@@ -108,13 +78,16 @@ class Context(Generator):
         prefix_cache = check_bool("prefix_cache", prefix_cache)
         prefix_cache_mb = check_real("prefix_cache_mb", prefix_cache_mb, 0.0)
         self.model = model
-        self.kv_cache_types = kv_cache_types(model, self.batch_invariant)
+        # a batch-invariant batch holds a tile at least and the throwaway companions of
+        # lone tokens, each of which takes one cell past its sequence's window
+        capacity = batch_capacity(self.n_batch, self.n_seq_max) if self.batch_invariant else self.n_batch
+        cells = self.n_ctx + 1 if self.batch_invariant else self.n_ctx
 
         params = set_fields(
             llama.llama_context_default_params(),
-            n_ctx=self.n_ctx * self.n_seq_max,
-            n_batch=self.n_batch,
-            n_ubatch=self.n_batch,
+            n_ctx=cells * self.n_seq_max,
+            n_batch=capacity,
+            n_ubatch=capacity,
             n_seq_max=self.n_seq_max,
             n_threads=self.n_threads,
             n_threads_batch=self.n_threads,
@@ -123,8 +96,8 @@ class Context(Generator):
             # depend on how the prompt was chunked; full size keeps offsets fixed
             swa_full=True,
             flash_attn_type=llama.LLAMA_FLASH_ATTN_TYPE_ENABLED,
-            type_k=self.kv_cache_types[0],
-            type_v=self.kv_cache_types[1],
+            type_k=KV_CACHE_TYPE,
+            type_v=KV_CACHE_TYPE,
             no_perf=True,
         )
         check_context_fits(model, self.n_ctx, params)
@@ -133,9 +106,11 @@ class Context(Generator):
         if not handle:
             raise ContextError(self._failure(errors))
         self._handle = handle
-        self._batch = TokenBatch(self.n_batch)
+        self._batch = TokenBatch(capacity)
         self._prefix_cache = (
-            PrefixCache(int(prefix_cache_mb * 2**20), llama.llama_model_n_swa(model.handle()))
+            PrefixCache(
+                int(prefix_cache_mb * 2**20), llama.llama_model_n_swa(model.handle()), self.batch_invariant
+            )
             if prefix_cache else None
         )
         self._lock = threading.RLock()
@@ -147,7 +122,7 @@ class Context(Generator):
         said = " ".join(line for line in errors if line)
         what = (
             f"llama.cpp could not create a context with n_ctx={self.n_ctx} for each of {self.n_seq_max} "
-            f"sequences (KV cache {kv_cache_name(self.kv_cache_types)}, head sizes "
+            f"sequences (KV cache {KV_CACHE_NAME}, head sizes "
             f"{'/'.join(map(str, head_sizes(self.model)))})"
         )
         if "alloc" in said.lower():
@@ -231,13 +206,13 @@ class Context(Generator):
             )
             loop = StepLoop(
                 self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress, self._prefix_cache,
-                result_cache,
+                result_cache, self.batch_invariant,
             )
             self._running = True
             try:
                 result = loop.run(prompts, label_sets, constraints)
                 result.stats.batch_invariant = self.batch_invariant
-                result.stats.kv_cache = kv_cache_name(self.kv_cache_types)
+                result.stats.kv_cache = KV_CACHE_NAME
                 result.stats.identity_guaranteed = self.batch_invariant and identity_guaranteed()
                 return result
             finally:

@@ -18,6 +18,7 @@ import llama_cpp as llama
 import numpy as np
 
 from ._llama import TokenBatch
+from .attention import tiled_end
 from .checks import is_conversation
 from .choices import ChoicePrompt, Labels, score
 from .constraints import ConstrainedAnswer, Constraint, mask_logits
@@ -47,9 +48,11 @@ class StepLoop:
         params: SamplingParams,
         on_progress: Progress,
         prefix_cache: Optional[PrefixCache],
-        result_cache: Optional[CachedCall] = None,
+        result_cache: Optional[CachedCall],
+        batch_invariant: bool,
     ):
         self.model = model
+        self.batch_invariant = batch_invariant
         self.ctx = ctx
         self.memory = llama.llama_get_memory(ctx)
         self.batch = batch
@@ -79,6 +82,8 @@ class StepLoop:
         else:
             tokens = [int(t) for t in prompt]
         sequence = Sequence(index, tokens, self.params.stop)
+        if self.batch_invariant:
+            sequence.n_tiled = tiled_end(len(tokens))
         bad_token = next((t for t in tokens if not 0 <= t < self.model.n_vocab), None)
         if not tokens:
             sequence.finish("error", EmptyPromptError(index))
@@ -96,6 +101,8 @@ class StepLoop:
             self.params.stop,
         )
         for scoring in question.sequences:
+            # the label's own tokens after the question take the one-row kernel, like generated ones
+            scoring.n_tiled = sequence.n_tiled
             if scoring.n_prompt > self.n_ctx:
                 scoring.finish("error", PromptTooLongError(sequence.index, scoring.n_prompt, self.n_ctx))
         return question
@@ -198,10 +205,13 @@ class StepLoop:
     def _run_batch(self, plan: list[PlanEntry]) -> None:
         """Decode one planned batch and sample its outputs; on failure retry in halves."""
         wanting_logits = self._fill(plan)
+        companions = self._add_companions()
         is_prefill = any(s.prefilling for s, _ in plan)
         started = time.perf_counter()
         status = self.batch.decode(self.ctx)
         elapsed = time.perf_counter() - started
+        for slot, position in companions:
+            llama.llama_memory_seq_rm(self.memory, slot, position, -1)
         self.stats.llama_decode_calls += 1
         if is_prefill:
             self.stats.prefill_seconds += elapsed
@@ -229,6 +239,25 @@ class StepLoop:
             if wants_logits:
                 wanting_logits.append(sequence)
         return wanting_logits
+
+    def _add_companions(self) -> list[tuple[int, int]]:
+        """Give every token that llama.cpp will decode alone a throwaway companion at the
+        next position (a cell the context keeps free for it), so that it takes the one-row
+        attention kernel it gets beside others, not the KV-split one (attention.py); return
+        the (slot, position) of each. llama.cpp cuts a batch into micro-batches of
+        consecutive seq_ids, so a lone token is one whose slot has no neighbour in the batch."""
+        if not self.batch_invariant:
+            return []
+        tokens_by_slot = {}
+        for slot, position, token in self.batch.entries():
+            tokens_by_slot.setdefault(slot, []).append((position, token))
+        companions = []
+        for slot, entries in tokens_by_slot.items():
+            if len(entries) == 1 and slot - 1 not in tokens_by_slot and slot + 1 not in tokens_by_slot:
+                position, token = entries[0]
+                companions.append((slot, position + 1))
+                self.batch.add([token], position + 1, slot, False)
+        return companions
 
     def _recover(self, plan: list[PlanEntry], status: int) -> None:
         # llama.cpp keeps the micro-batches that succeeded; roll every sequence back to

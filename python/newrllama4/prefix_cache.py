@@ -1,12 +1,14 @@
 """Shared prompt prefixes, decoded once: KV snapshots in host memory, keyed by their exact tokens.
 
-Why a restored prefix is exact: the KV cache is Q8_0, so every query row takes ggml's
-one-row flash-attention kernel (see context.py), and the weight matmuls work row by
-row. A token's K and V therefore depend on the tokens before it and nothing else:
+Why a restored prefix is exact: in a batch-invariant context every token takes the
+attention kernel its own sequence decides (attention.py), and the weight matmuls work
+row by row, so a token's K and V depend on the tokens before it and nothing else:
 not on where its prompt was cut into chunks, nor on the other sequences in the
 batch. A snapshot of a sequence's cells after its first L tokens holds the very bits
-that any prompt starting with those L tokens computes there, and restoring it into
-an empty stream puts the cells at the offsets a fresh run would use.
+that any prompt starting with those L tokens computes there, as long as each token took
+the same kernel in both (a snapshot records how many of its tokens took the tiled one;
+`attention.restorable`), and restoring it into an empty stream puts the cells at the
+offsets a fresh run would use.
 
 Two parts:
 - `PrefixCache` (one per context, outlives calls): snapshots taken with
@@ -32,6 +34,7 @@ import llama_cpp as llama
 import numpy as np
 
 from ._llama import restore_sequence, snapshot_sequence
+from .attention import restorable
 from .sequence import Sequence
 
 log = logging.getLogger("newrllama4")
@@ -60,6 +63,7 @@ def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
 class Snapshot:
     tokens: np.ndarray  # the prefix whose cells `data` holds
     data: Any  # llama_state_seq_get_data bytes
+    n_tiled: int  # how many of them took the tiled attention kernel (attention.py)
     keys: list[int] = field(repr=False)
 
     @property
@@ -74,9 +78,10 @@ class Snapshot:
 class PrefixCache:
     """Snapshots of prompt prefixes, bounded by `max_bytes`, least recently used evicted first."""
 
-    def __init__(self, max_bytes: int, n_swa: int):
+    def __init__(self, max_bytes: int, n_swa: int, batch_invariant: bool):
         self.max_bytes = max_bytes
         self.n_swa = n_swa
+        self.batch_invariant = batch_invariant
         self.nbytes = 0
         self._lru: OrderedDict[int, Snapshot] = OrderedDict()  # id -> snapshot, oldest first
         self._by_key: dict[int, set[int]] = {}  # block key -> ids of snapshots that hold that prefix
@@ -92,36 +97,43 @@ class PrefixCache:
     def _cuttable(self, snapshot: Snapshot) -> bool:
         return self.n_swa == 0 or snapshot.n_tokens <= self.n_swa
 
-    def lookup(self, tokens: list[int], limit: int) -> tuple[Optional[Snapshot], int]:
-        """The snapshot that restores the most of `tokens[:limit]`, and how many tokens it restores."""
+    def lookup(self, tokens: list[int], limit: int, n_tiled: int = 0) -> tuple[Optional[Snapshot], int]:
+        """The snapshot that restores the most of `tokens[:limit]`, and how many tokens it
+        restores: batch-invariant, a prompt whose first `n_tiled` tokens take the tiled
+        kernel restores only as many as `attention.restorable` allows."""
         if limit <= 0:
             return None, 0
         wanted = np.asarray(tokens[:limit])
         keys = block_keys(tokens, limit // BLOCK)
         best: tuple[Optional[Snapshot], int] = (None, 0)
-        for key in reversed(keys):  # longest block prefix first
-            for snapshot_id in self._by_key.get(key, ()):
+        for n_blocks in range(len(keys), 0, -1):  # longest block prefix first
+            if best[1] >= (n_blocks + 1) * BLOCK - 1:
+                break  # a snapshot that diverges in a shorter block shares fewer tokens
+            for snapshot_id in self._by_key.get(keys[n_blocks - 1], ()):
                 snapshot = self._lru[snapshot_id]
                 common = common_prefix(snapshot.tokens, wanted)
+                if self.batch_invariant:
+                    common = restorable(common, snapshot.n_tiled, n_tiled)
                 if common < snapshot.n_tokens and not self._cuttable(snapshot):
                     continue
                 if common > best[1]:
                     best = (snapshot, common)
-            if best[0] is not None:
-                break
         if best[0] is not None:
             self._lru.move_to_end(id(best[0]))
         return best
 
-    def covers(self, tokens: list[int]) -> bool:
-        """Whether a snapshot restores all of `tokens`."""
-        return self.lookup(tokens, len(tokens))[1] == len(tokens)
+    def covers(self, tokens: list[int], n_tiled: int = 0) -> bool:
+        """Whether a snapshot restores all of `tokens` (to a prompt whose first `n_tiled` take
+        the tiled kernel)."""
+        return self.lookup(tokens, len(tokens), n_tiled)[1] == len(tokens)
 
-    def add(self, tokens: list[int], data: Any) -> bool:
-        """Keep a snapshot of `tokens` (a multiple of BLOCK long); False if it does not fit the budget."""
-        if len(data) > self.max_bytes or self.covers(tokens):
+    def add(self, tokens: list[int], data: Any, n_tiled: int = 0) -> bool:
+        """Keep a snapshot of `tokens`, the first `n_tiled` of which took the tiled kernel;
+        False if it does not fit the budget or is there already."""
+        n_tiled = min(n_tiled, len(tokens))
+        if len(data) > self.max_bytes or self.covers(tokens, n_tiled):
             return False
-        snapshot = Snapshot(np.asarray(tokens), data, block_keys(tokens, len(tokens) // BLOCK))
+        snapshot = Snapshot(np.asarray(tokens), data, n_tiled, block_keys(tokens, len(tokens) // BLOCK))
         while self.nbytes + snapshot.nbytes > self.max_bytes:
             self._evict_oldest()
         self._lru[id(snapshot)] = snapshot
@@ -145,19 +157,21 @@ class _Prefix:
     """A prefix that several prompts of one call share: decoded once by its owner."""
 
     tokens: list[int]
+    n_tiled: int  # how many of its tokens take the tiled kernel (batch-invariant)
     owner: Optional[Sequence] = None  # None once it is in the cache (or was never needed)
 
 
 class PrefixPlan:
     """Which shared prefixes one call decodes once, by whom, and who waits for them.
 
-    The prompts are sorted; two neighbours' common prefix, cut down to whole blocks and
-    short of both prompts' last token (whose logits the prompt needs), is a shared
-    prefix. Its owner is the first prompt, in call order, that contains it: that
-    sequence ends a prefill chunk exactly there and snapshots its cells. A sequence
-    that contains a shared prefix it does not own waits until the prefix is cached,
-    then restores it. A sequence that shares nothing and restores nothing leaves a
-    snapshot of its own prompt for later calls.
+    The prompts are sorted; two neighbours' common prefix, short of both prompts' last
+    token (whose logits the prompt needs), cut to what both may restore of each other's
+    cells (batch-invariant: `attention.restorable`) and then to whole blocks, is a shared
+    prefix. Its owner is the first prompt, in call order, that contains it and may
+    restore it: that sequence ends a prefill chunk exactly there and snapshots its
+    cells. A sequence that contains a shared prefix it does not own waits until the
+    prefix is cached, then restores it. A sequence that shares nothing and restores
+    nothing leaves a snapshot of its own prompt for later calls.
     """
 
     def __init__(self, cache: PrefixCache, ctx: Any, sequences: Iterable[Sequence]):
@@ -168,20 +182,31 @@ class PrefixPlan:
         self._paths: dict[Sequence, list[_Prefix]] = {}  # shared prefixes a sequence contains, shortest first
         self._plan(list(sequences))
 
+    def _restorable(self, n_common: int, n_tiled_there: int, sequence: Sequence) -> int:
+        if self.cache.batch_invariant:
+            return restorable(n_common, n_tiled_there, sequence.n_tiled)
+        return n_common
+
     def _plan(self, sequences: list[Sequence]) -> None:
-        # block keys of each prompt's prefixes, short of its last token
         keys = {s: block_keys(s.tokens, (s.n_prompt - 1) // BLOCK) for s in sequences}
         arrays = {s: np.asarray(s.tokens) for s in sequences}
         ordered = sorted(sequences, key=lambda s: s.tokens)
-        prefixes: dict[int, _Prefix] = {}  # block key -> the shared prefix it names
+        prefixes: dict[tuple[int, int], _Prefix] = {}  # (block key, n_tiled) -> the shared prefix
         for a, b in zip(ordered, ordered[1:]):
             common = min(common_prefix(arrays[a], arrays[b]), a.n_prompt - 1, b.n_prompt - 1)
-            n_blocks = common // BLOCK
-            if n_blocks:
-                prefixes.setdefault(keys[a][n_blocks - 1], _Prefix(a.tokens[: n_blocks * BLOCK]))
-        to_decode = {prefix for prefix in prefixes.values() if not self.cache.covers(prefix.tokens)}
+            length = self._restorable(common, a.n_tiled, b) // BLOCK * BLOCK
+            if length:
+                n_tiled = min(length, a.n_tiled)
+                prefixes.setdefault((keys[a][length // BLOCK - 1], n_tiled), _Prefix(a.tokens[:length], n_tiled))
+        by_key: dict[int, list[_Prefix]] = {}
+        for (key, _), prefix in prefixes.items():
+            by_key.setdefault(key, []).append(prefix)
+        to_decode = {p for p in prefixes.values() if not self.cache.covers(p.tokens, p.n_tiled)}
         for sequence in sequences:  # call order, so the first holder owns a prefix
-            self._paths[sequence] = [prefixes[key] for key in keys[sequence] if key in prefixes]
+            self._paths[sequence] = [
+                prefix for key in keys[sequence] for prefix in by_key.get(key, ())
+                if self._restorable(len(prefix.tokens), prefix.n_tiled, sequence) == len(prefix.tokens)
+            ]
             for prefix in self._paths[sequence]:
                 if prefix in to_decode and prefix.owner is None:
                     prefix.owner = sequence
@@ -194,7 +219,7 @@ class PrefixPlan:
 
     def start(self, sequence: Sequence) -> None:
         """Restore the longest cached prefix into the sequence's (empty) slot and plan its snapshots."""
-        snapshot, n_restored = self.cache.lookup(sequence.tokens, sequence.n_prompt - 1)
+        snapshot, n_restored = self.cache.lookup(sequence.tokens, sequence.n_prompt - 1, sequence.n_tiled)
         if snapshot is not None:
             if restore_sequence(self.ctx, snapshot.data, sequence.slot):
                 llama.llama_memory_seq_rm(self.memory, sequence.slot, n_restored, -1)
@@ -208,8 +233,10 @@ class PrefixPlan:
             if prefix.owner is sequence and len(prefix.tokens) <= sequence.n_cached:
                 prefix.owner = None  # restored from a longer snapshot: nothing left to decode
         owned = [len(p.tokens) for p in path if p.owner is sequence]
-        if not path and sequence.n_cached == 0 and sequence.n_prompt > BLOCK:
-            owned = [(sequence.n_prompt - 1) // BLOCK * BLOCK]
+        if not path and sequence.n_cached == 0:
+            # as much of its prompt as a later prompt that starts the same way may restore
+            own = self._restorable(sequence.n_prompt - 1, sequence.n_tiled, sequence) // BLOCK * BLOCK
+            owned = [own] if own else []
         sequence.snapshot_at = owned
 
     # -- after each decode ----------------------------------------------------------------
@@ -220,7 +247,7 @@ class PrefixPlan:
             return
         sequence.snapshot_at.pop(0)
         length = sequence.n_cached
-        if self.cache.add(sequence.tokens[:length], snapshot_sequence(self.ctx, sequence.slot)):
+        if self.cache.add(sequence.tokens[:length], snapshot_sequence(self.ctx, sequence.slot), sequence.n_tiled):
             self.snapshots += 1
             log.debug("request %d cached its first %d prompt tokens", sequence.index, length)
         self._release(sequence, length)

@@ -6,6 +6,7 @@ import bisect
 from collections import deque
 from typing import Callable, Iterable, Optional
 
+from .attention import chunk_length, planned_tokens, tiled_step
 from .sequence import Sequence
 
 # One entry of a batch plan: a sequence and how many of its pending tokens to feed.
@@ -18,25 +19,27 @@ class Scheduler:
     A slot is a seq_id with its own KV stream, so admission only waits for a free
     slot: a sequence never competes with another one for KV cells.
 
-    With `separate_phases`, a batch holds either prompt chunks that all have the same
-    length (prefill) or one new token per generating sequence (decode), never a mix.
-    llama.cpp cuts a batch whose sequences bring different numbers of tokens into
-    micro-batches, which changes the floating-point path of some tokens and so, now
-    and then, a greedy output; equal chunks and separate phases make every output
-    independent of what else was in the call. Prefill goes first so that newcomers
-    join the next decode batch. Without `separate_phases`, a batch holds every
-    generating sequence's token and fills up with prompt chunks of any length.
+    With `separate_phases` (batch invariance), a batch holds either prompt chunks that
+    all have the same length (prefill) or one new token per generating sequence
+    (decode), never a mix: llama.cpp cuts a batch whose sequences bring different
+    numbers of tokens into micro-batches, and each sequence's chunk lengths follow
+    attention.py's rules, so that every token gets the attention kernel its own
+    sequence decides. Prefill goes first so that newcomers join the next decode batch.
+    Without `separate_phases`, a batch holds every generating sequence's token and
+    fills up with prompt chunks of any length, at most `n_batch` tokens.
     """
 
     def __init__(self, n_slots: int, n_batch: int, separate_phases: bool):
-        self.n_batch = n_batch
         self.separate_phases = separate_phases
+        self.capacity = planned_tokens(n_batch) if separate_phases else n_batch
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self._free_slots = list(range(n_slots))
-        # prompts advance in chunks of this many tokens, so that the first chunks of a
-        # full set of slots fit one batch; later chunks and tails group when equal
-        self._quantum = max(1, n_batch // n_slots)
+        # prompts advance in chunks of an even share of the batch, so that the first
+        # chunks of a full set of slots fit one batch; later chunks and tails group when
+        # equal; a prompt's tiled part in multiples of attention.TILE
+        self._share = max(1, n_batch // n_slots)
+        self._tiled_step = tiled_step(n_batch, n_slots)
 
     @property
     def done(self) -> bool:
@@ -69,20 +72,25 @@ class Scheduler:
         prefilling = [s for s in self.running if s.prefilling]
         decoding = [s for s in self.running if not s.prefilling]
         if self.separate_phases:
-            return self._equal_prefill(prefilling) if prefilling else [(s, 1) for s in decoding]
+            # in slot order: llama.cpp cuts a batch into micro-batches of consecutive seq_ids
+            plan = self._equal_prefill(prefilling) if prefilling else [(s, 1) for s in decoding]
+            return sorted(plan, key=lambda entry: entry[0].slot)
         plan: list[PlanEntry] = [(s, 1) for s in decoding]
-        budget = self.n_batch - len(plan)
+        budget = self.capacity - len(plan)
         for sequence in prefilling:
             if budget == 0:
                 break
-            n = sequence.prefill_chunk(budget)
+            n = min(sequence.boundary - sequence.n_cached, budget)
             plan.append((sequence, n))
             budget -= n
         return plan
 
+    def _chunk(self, sequence: Sequence) -> int:
+        return chunk_length(sequence.n_cached, sequence.boundary, sequence.n_tiled, self._share, self._tiled_step)
+
     def _equal_prefill(self, prefilling: list[Sequence]) -> list[PlanEntry]:
         """Prompt chunks of one length: the first waiting chunk's, and every other
         prompt whose next chunk has that length too, as many as the batch holds."""
-        length = prefilling[0].prefill_chunk(self._quantum)
-        group = [s for s in prefilling if s.prefill_chunk(self._quantum) == length]
-        return [(s, length) for s in group[: self.n_batch // length]]
+        length = self._chunk(prefilling[0])
+        group = [s for s in prefilling if self._chunk(s) == length]
+        return [(s, length) for s in group[: self.capacity // length]]

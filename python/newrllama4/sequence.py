@@ -56,6 +56,8 @@ class Sequence:
     newest sampled token. A prompt prefix restored from the prefix cache only raises
     `n_cached` (and `n_restored`); `snapshot_at` lists the lengths at which this
     sequence's cells are to be snapshotted for others, so prefill chunks end there.
+    In a batch-invariant context the first `n_tiled` prompt tokens take the tiled
+    attention kernel (see attention.py).
     """
 
     def __init__(self, index: int, prompt_tokens: list[int], stop: tuple[str, ...]):
@@ -64,6 +66,7 @@ class Sequence:
         self.n_prompt = len(prompt_tokens)
         self.n_cached = 0
         self.n_restored = 0
+        self.n_tiled = 0
         self.snapshot_at: list[int] = []
         # a scoring sequence reads the log-probabilities of these next tokens instead of sampling
         self.score_tokens: Optional[list[int]] = None
@@ -84,11 +87,11 @@ class Sequence:
     def pending(self) -> int:
         return len(self.tokens) - self.n_cached
 
-    def prefill_chunk(self, most: int) -> int:
-        """How many prompt tokens the next prefill chunk takes: up to `most`, and never past
-        the next snapshot point."""
-        end = self.snapshot_at[0] if self.snapshot_at else self.n_prompt
-        return min(end - self.n_cached, most)
+    @property
+    def boundary(self) -> int:
+        """Where the next prefill chunk must end at the latest: the next snapshot point,
+        else the end of the prompt."""
+        return self.snapshot_at[0] if self.snapshot_at else self.n_prompt
 
     @property
     def generated(self) -> list[int]:

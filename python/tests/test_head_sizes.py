@@ -1,9 +1,11 @@
-"""Models whose head size Q8_0 cannot hold (not a multiple of 32) run, with identity kept.
+"""Models of unusual shapes (head sizes 16 and 80, 3 and 5 layers, an odd vocabulary)
+keep identity with the F16 cache and its three attention kernels (attention.py).
 
-Their KV cache is F16 keys and BF16 values: K and V of two types keep every query row
-on ggml's one-row flash-attention kernel, as Q8_0 does (context.py). The models' matrices
-are Q8_0, as most of a real model's are: with F16 matrices a one-token batch (ggml's
-vec_dot) and a longer one (llamafile's sgemm) round differently, whatever the cache.
+Prompts of up to ~150 tokens have tiled parts (64+ tokens) and one-row ones; a long
+prompt decoding alone goes past 512 cells, where a lone token would take the KV-split
+kernel without its companion row. The models' matrices are Q8_0, as most of a real
+model's are: with F16 matrices a one-token batch (ggml's vec_dot) and a longer one
+(llamafile's sgemm) round differently, whatever the cache.
 """
 
 import pytest
@@ -17,7 +19,7 @@ SHAPES = {  # head size: (heads, layers, tokens only the model writes)
     16: (4, 3, 37),
     80: (2, 5, 0),
 }
-PROMPTS = random_prompts(24, seed=5, max_words=150)  # up to ~150 tokens: F16 caches would tile 64+ rows
+PROMPTS = random_prompts(24, seed=5, max_words=150)  # up to ~150 tokens: tiled parts and one-row prompts
 LABELS = ["yes", "no", "happy", "sad"]
 SHARED = grouped_prompts(24, seed=6)
 
@@ -47,10 +49,22 @@ def numbers(result):
     return [c.choice_probs if c.choice_probs is not None else c.tokens for c in result]
 
 
-def test_the_cache_is_f16_keys_and_f32_values(odd_model):
+def test_the_cache_is_f16(odd_model):
     result = run(odd_model, PROMPTS[:2], n_seq_max=2)
-    assert result.stats.kv_cache == "f16/bf16"
+    assert result.stats.kv_cache == "f16/f16"
     assert result.stats.identity_guaranteed and result.stats.batch_invariant
+
+
+def test_a_long_prompt_decoding_alone_past_512_cells_matches_decoding_beside_others(odd_model):
+    # alone, every step is one token over 512+ cells: the KV-split kernel, but for the companion row
+    long_prompt = " ".join(PROMPTS[:8])
+    others = PROMPTS[:3]
+    with nl.Context(odd_model, n_ctx=1024, n_seq_max=1) as ctx:
+        alone = ctx.generate_parallel([long_prompt], max_tokens=30, temperature=0)[0]
+    assert alone.n_prompt_tokens > 300 and alone.n_tokens == 30
+    with nl.Context(odd_model, n_ctx=1024, n_seq_max=4) as ctx:
+        beside = ctx.generate_parallel(others + [long_prompt], max_tokens=30, temperature=0)[3]
+    assert beside.tokens == alone.tokens
 
 
 def test_batched_and_chunked_prompts_match_solo(odd_model):
@@ -77,18 +91,15 @@ def test_prefix_reuse_cold_and_warm_matches_solo(odd_model, choices):
     assert warm.stats.cached_prompt_tokens > cold.stats.cached_prompt_tokens
 
 
-def test_a_model_of_head_size_32_keeps_the_q8_0_cache(model):
-    with nl.Context(model, n_ctx=64, n_seq_max=1) as ctx:
-        assert ctx.generate_parallel(["hello"], max_tokens=2).stats.kv_cache == "q8_0/q8_0"
-
-
 def test_a_context_llama_cpp_refuses_says_why_and_not_try_smaller(odd_model, monkeypatch):
-    # a Q8_0 cache forced on a head size it cannot hold: llama.cpp's own reason comes back
+    # a Q8_0 cache forced on a head size it cannot hold (blocks of 32): llama.cpp's own reason comes back
+    import llama_cpp
+
     from newrllama4 import context
 
-    monkeypatch.setattr(context, "kv_cache_types", lambda model, batch_invariant: context.INVARIANT_KV_CACHE)
+    monkeypatch.setattr(context, "KV_CACHE_TYPE", llama_cpp.GGML_TYPE_Q8_0)
     with pytest.raises(nl.ContextError) as caught:
         nl.Context(odd_model, n_ctx=64, n_seq_max=1)
     message = str(caught.value)
-    assert "q8_0/q8_0" in message and "does not divide n_embd_head_k" in message
+    assert "head sizes" in message and "does not divide n_embd_head_k" in message
     assert "smaller" not in message

@@ -7,18 +7,20 @@ import pytest
 
 import newrllama4 as nl
 from newrllama4 import _llama
+from newrllama4.attention import TILE
 from newrllama4.prefix_cache import BLOCK, PrefixCache
 from conftest import WORDS, random_prompts
 
 
 def grouped_prompts(n, seed=0):
-    """Prompts made of one of three instructions (16 to 120 words) and a short text, plus a few alone."""
+    """Prompts made of one of three instructions (70 to 260 words: one to four whole tiles
+    of 64 tokens to share) and a short text, plus a few alone."""
     rng = random.Random(seed)
 
     def text(words):
         return " ".join(rng.choice(WORDS) for _ in range(words))
 
-    instructions = [f"instruction {text(words)}\n" for words in (16, 60, 120)]
+    instructions = [f"instruction {text(words)}\n" for words in (70, 140, 260)]
     shared = [f"{instructions[i % 3]}text {text(rng.randint(1, 12))}" for i in range(n - 4)]
     return shared + random_prompts(4, seed=seed, max_words=80)
 
@@ -88,7 +90,26 @@ def test_one_prompt_per_call_reuses_the_previous_calls_prompt(model):
         fresh = [ctx.generate(p, max_tokens=8, temperature=0) for p in prompts]
     assert [c.tokens for c in results] == [c.tokens for c in fresh]
     assert results[0].n_cached_tokens == 0
-    assert all(c.n_cached_tokens >= len(model.tokenize(prompts[0].split("\n")[0])) - BLOCK for c in results[1:])
+    assert all(c.n_cached_tokens >= len(model.tokenize(prompts[0].split("\n")[0])) - TILE for c in results[1:])
+
+
+def test_an_instructions_one_row_part_is_restored_where_the_tiled_parts_end_together(model):
+    # instruction + text: the first tile takes the tiled kernel, the instruction's remaining
+    # ~40 tokens and the text the one-row kernel, in every prompt; so they restore the
+    # instruction to the block, not only its whole tile
+    rng = random.Random(8)
+    instruction = "instruction " + " ".join(rng.choice(WORDS) for _ in range(100)) + "\n"
+    n_instruction = len(model.tokenize(instruction))
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 10))) for _ in range(16)]
+    prompts = [instruction + text for text in texts]
+    solo = tokens(run(model, prompts, n_seq_max=1, prefix_cache=False))
+    with nl.Context(model, n_ctx=512, n_seq_max=4) as ctx:
+        cold = ctx.generate_parallel(prompts[:8], max_tokens=16, temperature=0)
+        warm = ctx.generate_parallel(prompts[8:], max_tokens=16, temperature=0)
+    assert all(TILE + BLOCK < n_instruction < c.n_prompt_tokens < 2 * TILE for c in list(cold) + list(warm))
+    assert tokens(cold) + tokens(warm) == solo
+    restored = [c.n_cached_tokens for c in list(cold)[1:] + list(warm)]
+    assert all(n >= n_instruction - BLOCK for n in restored)  # past the whole tile, in the one-row part
 
 
 def test_sampled_outputs_with_a_seed_are_the_same_with_reuse_on_and_off(model):
@@ -170,7 +191,7 @@ def fake(n):
 
 
 def test_lookup_returns_the_longest_restorable_prefix_and_extends_it_token_by_token():
-    cache = PrefixCache(max_bytes=10_000, n_swa=0)
+    cache = PrefixCache(max_bytes=10_000, n_swa=0, batch_invariant=False)
     base = list(range(100, 164))  # 4 blocks
     cache.add(base[:32], fake(10))
     cache.add(base[:64], fake(10))
@@ -182,8 +203,29 @@ def test_lookup_returns_the_longest_restorable_prefix_and_extends_it_token_by_to
     assert cache.lookup([1] + base, limit=60) == (None, 0)
 
 
+def test_batch_invariant_lookup_restores_only_tokens_that_took_the_prompts_kernel():
+    cache = PrefixCache(max_bytes=10_000, n_swa=0, batch_invariant=True)
+    base = list(range(100, 400))
+    cache.add(base[:192], fake(10), n_tiled=192)  # three whole tiles
+    # within tiled parts a restore ends at a whole tile, so the rest of the prompt's tiled part is whole tiles
+    snapshot, n = cache.lookup(base[:150] + [1, 2], limit=151, n_tiled=128)
+    assert snapshot.n_tokens == 192 and n == 128
+    assert cache.lookup(base[:60] + [1], limit=61, n_tiled=0) == (None, 0)  # less than a tile in common
+    # an instruction's one-row part (192..208) is restored only where the prompt's tiled part ends at 192 too
+    cache.add(base[:208], fake(10), n_tiled=192)
+    snapshot, n = cache.lookup(base[:205] + [1, 2, 3], limit=207, n_tiled=192)
+    assert snapshot.n_tokens == 208 and n == 205
+    snapshot, n = cache.lookup(base[:205] + [1] * 60, limit=264, n_tiled=256)  # its 192..256 take the tiled kernel
+    assert n == 192
+    snapshot, n = cache.lookup(base[:205] + [1], limit=205, n_tiled=128)  # its 128.. take the one-row kernel
+    assert n == 128
+    # the same tokens with another kernel boundary are another snapshot, not one already there
+    assert cache.covers(base[:208], n_tiled=192) and not cache.covers(base[:208], n_tiled=128)
+    assert cache.add(base[:208], fake(10), n_tiled=128)
+
+
 def test_a_snapshot_longer_than_the_sliding_window_is_only_restored_whole():
-    cache = PrefixCache(max_bytes=10_000, n_swa=40)
+    cache = PrefixCache(max_bytes=10_000, n_swa=40, batch_invariant=False)
     base = list(range(100, 164))
     cache.add(base[:32], fake(10))
     cache.add(base[:64], fake(10))
@@ -193,7 +235,7 @@ def test_a_snapshot_longer_than_the_sliding_window_is_only_restored_whole():
 
 
 def test_the_least_recently_used_snapshot_goes_first():
-    cache = PrefixCache(max_bytes=25, n_swa=0)
+    cache = PrefixCache(max_bytes=25, n_swa=0, batch_invariant=False)
     a, b, c = ([k] * BLOCK for k in (1, 2, 3))
     assert cache.add(a, fake(10)) and cache.add(b, fake(10))
     cache.lookup(a + [0], limit=BLOCK)  # a is used again, so b is now the oldest

@@ -15,11 +15,15 @@ from test_remote import CONVERSATION, SCHEMA, remote
 
 # Server and local probabilities of the same labels differ only through the kernels
 # (llama.cpp's server batches and caches prompts its own way, and reports float32
-# softmaxes), with the server's KV cache as the engine's (Q8_0: see testing.LlamaCppServer).
-# Measured: at most 2e-7 on the tiny model and 3.6e-6 on SmolLM2 (Q4_1). With
-# llama-server's default F16 cache the cache's own rounding adds up to 5e-4 and 5e-2.
+# softmaxes), with the server's KV cache as the engine's (F16: see testing.LlamaCppServer).
+# The server prefills a prompt's last partial tile of 64 tokens with the tiled attention
+# kernel (F32 sums), the engine with the one-row kernel (F16 sums, as llama.cpp decodes
+# every generated token): the same kernels below 64 tokens (the tiny model's prompts),
+# measured at most 1e-5; on SmolLM2 (Q4_1), whose labels hang on a few hundred tokens
+# of F16 sums, 3.6e-2 and 7.9e-2 in two runs. (With Q8_0 caches on both, before issue
+# 19: 2e-7 and 3.6e-6.)
 TINY_TOLERANCE = 1e-5
-SMOLLM2_TOLERANCE = 1e-4
+SMOLLM2_TOLERANCE = 0.15
 
 LABELS = ["yes", "no", "river", "king queen"]  # "king queen" is several tokens
 PROMPTS = random_prompts(6, seed=57, max_words=40)
@@ -175,7 +179,8 @@ def conversation(sentence):
 @pytest.mark.slow
 def test_smollm2_labels_on_llama_server_match_the_local_engine(smollm2_llama_server, smollm2):
     prompts = [few_shot_prompt(s) for s in SENTENCES] + [conversation(s) for s in SENTENCES]
-    server = remote(smollm2_llama_server.url, timeout=300)
+    # one request at a time: the server's numbers then do not depend on how it batched them
+    server = remote(smollm2_llama_server.url, timeout=300, max_concurrency=1)
     remote_result = server.generate_parallel(prompts, choices=TOPICS, temperature=0)
     with nl.Context(smollm2, n_ctx=1024, n_seq_max=4) as ctx:
         local_result = ctx.generate_parallel(prompts, choices=TOPICS, temperature=0)
@@ -185,7 +190,11 @@ def test_smollm2_labels_on_llama_server_match_the_local_engine(smollm2_llama_ser
     difference = np.abs(probabilities(remote_result, TOPICS) - probabilities(local_result, TOPICS))
     print(f"SmolLM2: max |server - local| = {difference.max():.2e}")
     assert difference.max() < SMOLLM2_TOLERANCE
-    assert [c.choice for c in remote_result] == [c.choice for c in local_result]
+    # the same label wherever the local one leads by more than the two can differ
+    local = np.sort(probabilities(local_result, TOPICS), axis=1)
+    clear = local[:, -1] - local[:, -2] > 2 * SMOLLM2_TOLERANCE
+    assert clear.sum() >= len(prompts) // 2
+    assert [c.choice for c, k in zip(remote_result, clear) if k] == [c.choice for c, k in zip(local_result, clear) if k]
     # a schema on the chat endpoint, which llama-server turns into a grammar after the template's
     # generation prompt
     schema = {"type": "object", "properties": {"topic": {"type": "string", "enum": TOPICS}}, "required": ["topic"]}

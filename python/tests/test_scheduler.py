@@ -1,5 +1,8 @@
 """The scheduler on its own: slots, continuous batching and batch composition."""
 
+import pytest
+
+from newrllama4.attention import TILE, tiled_end
 from newrllama4.scheduler import Scheduler
 from newrllama4.sequence import Sequence
 
@@ -81,3 +84,47 @@ def test_mixed_phases_put_generation_tokens_first_then_prompt_chunks():
     scheduler.add([_generating(old), new])
     scheduler.admit()
     assert [(s.index, n) for s, n in scheduler.next_batch()] == [(0, 1), (1, 3)]
+
+
+def _tiled(*lengths):
+    batch = sequences(*lengths)
+    for sequence in batch:
+        sequence.n_tiled = tiled_end(sequence.n_prompt)
+    return batch
+
+
+def _run_prefill(scheduler):
+    """Every prefill batch the scheduler plans, as (index, first position, length)."""
+    batches = []
+    while any(s.prefilling for s in scheduler.running):
+        plan = scheduler.next_batch()
+        batches.append([(s.index, s.n_cached, n) for s, n in plan])
+        for sequence, n in plan:
+            sequence.n_cached += n
+            if sequence.snapshot_at and sequence.snapshot_at[0] == sequence.n_cached:
+                sequence.snapshot_at.pop(0)  # snapshotted, as PrefixPlan.after_decode does
+    return batches
+
+
+@pytest.mark.parametrize("n_slots, n_batch", [(8, 512), (4, 64), (1, 512), (3, 100), (16, 512), (6, 16)])
+def test_whole_tiles_go_in_chunks_of_64_or_more_and_the_rest_in_fewer(n_slots, n_batch):
+    scheduler = Scheduler(n_slots=n_slots, n_batch=n_batch, separate_phases=True)
+    batch = _tiled(64, 65, 100, 127, 128, 129, 300, 63, 5, 1)
+    batch[4].snapshot_at = [64]  # a snapshot point, at a whole tile
+    scheduler.add(batch)
+    scheduler.admit()
+    for plan in _run_prefill(scheduler):
+        assert len({n for _, _, n in plan}) == 1 and sum(n for _, _, n in plan) <= scheduler.capacity
+        assert [s for s, _, _ in plan] == sorted(s for s, _, _ in plan)  # slot order (index = slot here)
+        for index, start, n in plan:
+            tiled = batch[index].n_tiled
+            assert (n >= TILE and n % TILE == 0 and start + n <= tiled) if start < tiled else n < TILE
+
+
+def test_label_tokens_after_a_tiled_question_take_chunks_of_their_own():
+    scheduler = Scheduler(n_slots=2, n_batch=512, separate_phases=True)
+    (scoring,) = sequences(70)
+    scoring.n_tiled = 64  # the whole tile of a 66-token question, then its last 2 tokens and 4 label tokens
+    scheduler.add([scoring])
+    scheduler.admit()
+    assert _run_prefill(scheduler) == [[(0, 0, 64)], [(0, 64, 6)]]

@@ -62,7 +62,7 @@ def test_a_hub_file_is_downloaded_announced_loaded_and_recorded(hub, tiny_bytes,
     assert reports[0].done == 0 and reports[0].total == len(tiny_bytes) and reports[0].file == FILE
     assert reports[0].destination.startswith(os.environ["HF_HUB_CACHE"])
     assert reports[-1].done == len(tiny_bytes)
-    assert f"Downloading {FILE} (0.3 MB) into {reports[0].destination}" in caplog.text
+    assert f"Downloading {FILE} ({len(tiny_bytes) / 1e6:.1f} MB) into {reports[0].destination}" in caplog.text
 
 
 def test_a_second_load_from_the_hub_cache_downloads_nothing(hub):

@@ -18,7 +18,7 @@ test_that("the manifest records the model, the prompt, every parameter, the rows
   expect_identical(record$parameters$n_seq_max, 4L)
   expect_identical(record$parameters[c("batch_invariant", "identity_guaranteed")],
                    list(batch_invariant = TRUE, identity_guaranteed = TRUE))
-  expect_match(record$parameters$kv_cache, "q8_0", ignore.case = TRUE)
+  expect_equal(record$parameters$kv_cache, "f16/f16")
   expect_identical(record$rows, list(total = 3L, skipped_missing_text = 1L, answered = 2L, failed = 0L))
   expect_identical(record$prompts, list(total = 2L, from_cache = 0L, computed = 2L, failed = 0L, cache = NA_character_))
   expect_gt(record$timings$total_seconds, 0)
