@@ -51,6 +51,14 @@
 #' `newrllama4_error_not_gguf`. [manifest()] records where the model came from:
 #' the repository, file and commit, the URL, or the Ollama name and digest.
 #'
+#' Answers are the ones each prompt gets alone only where the engine set up
+#' llama.cpp's numerical switches before anything else in the process did. When
+#' something came first (llama-cpp-python's own `Llama`, run through
+#' reticulate, or `GGML_CPU_TILED_MM` set in the environment), the first
+#' `model_load()` of the session warns, with class
+#' `newrllama4_warning_identity` (field `problems`), and [manifest()] records
+#' `identity_guaranteed = FALSE`.
+#'
 #' A model lives in this R session only: one saved and read back (e.g. with
 #' [saveRDS()] and [readRDS()]) raises `newrllama4_error_closed` when used;
 #' load it again.
@@ -92,9 +100,26 @@ model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE, sh
   if (named) check_model_name(model_path, unlist(nl$MODEL_NAMES))
   sync_source_settings()
   reporter <- if (progress) download_reporter() else NULL
+  problems <- unlist(with_engine(engine_for_r$identity_problems()))  # before the first model
   py <- with_engine(nl$Model(path = model_path, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap,
                              sha256 = sha256, progress = reporter))
+  warn_identity_once(problems)
   structure(list(py = py), class = "newrllama_model")
+}
+
+# ggml reads its settings once per process; where something set it up before the
+# engine (llama-cpp-python's Llama through reticulate, or GGML_CPU_TILED_MM in the
+# environment), batched answers may differ from the same prompt alone for the rest of
+# the session: said once a session, and in every manifest (identity_guaranteed).
+warn_identity_once <- function(problems) {
+  if (length(problems) == 0 || isTRUE(the$identity_warned)) return(invisible(NULL))
+  the$identity_warned <- TRUE
+  cli::cli_warn(
+    c("Answers in this R session may differ from the same prompts run alone: ggml runs with other settings than the engine's.",
+      rlang::set_names(escape_braces(problems), rep("x", length(problems))),
+      "i" = "Load models in a fresh R session before anything else uses llama.cpp, with those variables unset."),
+    class = "newrllama4_warning_identity", problems = problems
+  )
 }
 
 # Where to get a model rather than a path or a name (the engine resolves it: sources.py).

@@ -12,8 +12,11 @@ arrived as 0.5 GB), so whole numbers outside that range reach R as doubles.
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any, Callable
 
+from . import _llama
+from .errors import IdentityWarning
 from .results import ParallelResult
 
 REPLACEMENT_CHARACTER = "\ufffd"
@@ -48,3 +51,11 @@ def to_r(value: Any) -> Any:
 def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call an engine function for R: the one way engine values reach R."""
     return to_r(function(*args, **kwargs))
+
+
+def identity_problems() -> list[str]:
+    """Why batch invariance is not guaranteed in this process (nothing: it is). R says so
+    with a classed warning of its own, so the engine's Python warning, which the first
+    Model gives, is silenced for R's process."""
+    warnings.filterwarnings("ignore", category=IdentityWarning)
+    return list(_llama._ggml_problems)

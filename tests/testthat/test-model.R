@@ -100,8 +100,10 @@ test_that("a model from a URL loads, says so, and a second load makes no request
   withr::local_envvar(NEWRLLAMA4_CACHE = withr::local_tempdir())
   server <- testing_module()$FileServer()
   on.exit(server$stop(), add = TRUE)
-  url <- server$add("tiny.gguf", file_bytes(tiny_model_path()))
-  expect_message(model <- model_load(url, progress = TRUE), "Downloading .*tiny.gguf.* \\(312.9 kB\\) into")
+  bytes <- file_bytes(tiny_model_path())
+  url <- server$add("tiny.gguf", bytes)
+  size <- format_bytes(length(bytes))
+  expect_message(model <- model_load(url, progress = TRUE), paste0("Downloading .*tiny.gguf.* \\(", size, "\\) into"))
   on.exit(model_free(model), add = TRUE)
   expect_true(tiny_generates(model))
   expect_equal(model$py$source, list(source = url, url = url))
@@ -175,4 +177,33 @@ test_that("model_load checks sha256 and progress in R", {
   expect_error(model_load(tiny_model_path(), progress = NA), class = "newrllama4_error_invalid_argument")
   expect_true(all(vapply(c("hf://a/b/c.gguf", "https://a/b.gguf", "http://a/b.gguf", "ollama:tiny"), is_model_source, NA)))
   expect_false(is_model_source("models/hf.gguf"))
+})
+
+test_that("where llama-cpp-python's Llama ran first, model_load warns once with a class and manifests say so", {
+  # a session as a user who tried llama-cpp-python through reticulate first would have
+  script <- tempfile("llama-first-", fileext = ".R")
+  writeLines(c(
+    "library(newrllama4)",
+    "path <- commandArgs(TRUE)[1]",
+    "llama_cpp <- reticulate::import('llama_cpp')",
+    "invisible(llama_cpp$Llama(model_path = path, n_ctx = 64L, verbose = FALSE))",
+    "caught <- NULL",
+    "model <- withCallingHandlers(model_load(path), newrllama4_warning_identity = function(w) {",
+    "  caught <<- w; invokeRestart('muffleWarning')",
+    "})",
+    "cat('first:', class(caught)[1], caught$problems, '\\n')",
+    "again <- tryCatch({model_load(path); 'none'}, warning = function(w) class(w)[1])",
+    "cat('second:', again, '\\n')",
+    "ctx <- context_create(model, n_ctx = 64L, n_seq_max = 2L)",
+    "out <- generate_parallel(ctx, c('hello', 'river'), max_tokens = 2L, temperature = 0)",
+    "cat('manifest:', manifest(out)$parameters$identity_guaranteed, '\\n')"
+  ), script)
+  out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(c(script, tiny_model_path())),
+                 stdout = TRUE, stderr = TRUE,
+                 env = paste0("R_LIBS=", shQuote(paste(.libPaths(), collapse = .Platform$path.sep))))
+  said <- paste(out, collapse = "\n")
+  expect_match(said, "first: newrllama4_warning_identity llama_cpp's Llama ran in this process", fixed = TRUE)
+  expect_match(said, "second: none", fixed = TRUE)
+  expect_match(said, "manifest: FALSE", fixed = TRUE)
+  expect_no_match(said, "IdentityWarning")  # R's warning, not also the engine's Python one
 })
