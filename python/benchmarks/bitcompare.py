@@ -6,7 +6,8 @@ long prompt (default model) in one piece, in chunks of 128, 64, 63, 16 and 7 tok
 irregularly, in chunks of 64 or more rows each (128, 128, 144), and next to three other
 prompts that bring the same chunk lengths; then decodes 8 greedy tokens alone, alone with
 a throwaway companion row (the engine's discipline for a lone token, attention.py), and
-next to three other sequences. "same" means the logits of the prompt's tokens at every 16th
+next to three other sequences (after the prompt in chunks of 64 or more rows beside
+them). "same" means the logits of the prompt's tokens at every 16th
 position and of its last (each depends on all the KV cells before it) are bit-identical
 to the one-piece decode (the decode column: every step's logits against decoding
 alone); "differs" otherwise. ggml reads its switches once per process, hence a child
@@ -136,13 +137,14 @@ def child(setup: str, threads: int, n_prompt: int) -> dict:
     four_ctx, four_batch = context(4)
     got = prefill(four_ctx, four_batch, [tokens] + others, chunks(len(tokens), [64]))
     result["64, beside 3 others"] = same(got)
+    memory_clear(four_ctx)
+    all_64 = chunks(len(tokens), CHUNKINGS["128, 128, 144 (all 64+)"])
+    result["all 64+, beside 3 others"] = same(prefill(four_ctx, four_batch, [tokens] + others, all_64))
+    # decoding from there: the prompt's cells are the one-piece ones wherever that column says "same"
     steps = decode(four_ctx, four_batch, [tokens] + others, 8)
     same_steps = lambda alone: "same" if all(np.array_equal(a, b) for a, b in zip(steps, alone)) else "differs"
     result["decode beside 3 others"] = same_steps(solo_steps)
     result["decode beside 3 others, against alone with a companion row"] = same_steps(companion_steps)
-    memory_clear(four_ctx)
-    all_64 = chunks(len(tokens), CHUNKINGS["128, 128, 144 (all 64+)"])
-    result["all 64+, beside 3 others"] = same(prefill(four_ctx, four_batch, [tokens] + others, all_64))
     return result
 
 

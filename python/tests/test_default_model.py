@@ -80,6 +80,32 @@ def test_long_prompts_batch_matches_solo_without_reuse(gemma, long_solo):
         assert [c.tokens for c in ctx.generate_parallel(prompts, **GREEDY)] == solo
 
 
+def test_rows_restore_an_instructions_last_partial_tile_exactly(gemma):
+    # the annotation job: an instruction whose last partial tile (one-row kernel, as each
+    # row's short text) is restored by every row whose text stays within that tile
+    rng = random.Random(5)
+    words = "the court ruled on the tariff while the team trained and the lab tested a vaccine".split()
+    n_words = 120
+    while True:  # an instruction ending 8 to 24 tokens into a tile, so that short texts stay in it
+        instruction = "Label the topic of the sentence. " + " ".join(rng.choice(words) for _ in range(n_words)) + "\n"
+        n_instruction = len(gemma.tokenize(instruction))
+        if 8 <= n_instruction % 64 <= 24:
+            break
+        n_words += 1
+    candidates = [f"{instruction}Sentence: {' '.join(rng.choice(words) for _ in range(rng.randint(2, 12)))}\nTopic:"
+                  for _ in range(60)]
+    prompts = [p for p in candidates if len(gemma.tokenize(p)) // 64 == n_instruction // 64][:24]
+    assert len(prompts) == 24
+    with nl.Context(gemma, n_ctx=512, n_seq_max=1, prefix_cache=False) as ctx:
+        solo = [c.tokens for c in ctx.generate_parallel(prompts, **GREEDY)]
+    with nl.Context(gemma, n_ctx=512, n_seq_max=8) as ctx:
+        cold = ctx.generate_parallel(prompts[:12], **GREEDY)
+        warm = ctx.generate_parallel(prompts[12:], **GREEDY)
+    assert [c.tokens for c in cold] + [c.tokens for c in warm] == solo
+    restored = [c.n_cached_tokens for c in list(cold)[1:] + list(warm)]
+    assert all(n >= n_instruction - 16 for n in restored)  # past the last whole tile, to the 16-token block
+
+
 @pytest.mark.parametrize("n_seq_max, n_batch", [(16, 256), (3, 512)])
 def test_long_prompts_with_prefix_reuse_match_solo_cold_and_warm(gemma, long_solo, n_seq_max, n_batch):
     prompts, solo = long_solo
