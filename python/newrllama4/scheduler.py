@@ -89,8 +89,15 @@ class Scheduler:
         return chunk_length(sequence.n_cached, sequence.boundary, sequence.n_tiled, self._share, self._tiled_step)
 
     def _equal_prefill(self, prefilling: list[Sequence]) -> list[PlanEntry]:
-        """Prompt chunks of one length: the first waiting chunk's, and every other
-        prompt whose next chunk has that length too, as many as the batch holds."""
-        length = self._chunk(prefilling[0])
-        group = [s for s in prefilling if self._chunk(s) == length]
+        """Prompt chunks of one length, as many as the batch holds. In their tiled parts
+        (attention.py) the first waiting chunk's length, for every prompt whose next chunk
+        has it too; past them, where any chunk of fewer than TILE rows gives every token
+        the same kernel, every such prompt advances by the shortest of their chunks."""
+        first = prefilling[0]
+        if first.n_cached < first.n_tiled:
+            length = self._chunk(first)
+            group = [s for s in prefilling if s.n_cached < s.n_tiled and self._chunk(s) == length]
+        else:
+            group = [s for s in prefilling if s.n_cached >= s.n_tiled]
+            length = min(self._chunk(s) for s in group)
         return [(s, length) for s in group[: self.capacity // length]]
