@@ -1,10 +1,10 @@
 # Labels that do not hinge on the order of the worked examples: every row is
 # asked under several orders of the examples, its label probabilities
 # calibrated per order -- divided by the order's label prior and normalised
-# again -- and averaged over the orders. The prior is the mean of the rows' own
-# label probabilities under that order (batch calibration, Zhou et al. 2024,
-# "Batch Calibration: Rethinking Calibration for In-Context Learning and Prompt
-# Engineering"), or the labels the model gives content-free inputs under the
+# again -- and averaged over the orders. The prior is the geometric mean of the
+# rows' own label probabilities under that order (batch calibration in log
+# space; Zhou et al. 2024, "Batch Calibration: Rethinking Calibration for
+# In-Context Learning and Prompt Engineering"), or the labels the model gives content-free inputs under the
 # same instruction and examples (contextual calibration, Zhao et al. 2021,
 # "Calibrate Before Use").
 
