@@ -4,9 +4,9 @@
 # again -- and averaged over the orders. The prior is the geometric mean of the
 # rows' own label probabilities under that order (batch calibration in log
 # space; Zhou et al. 2024, "Batch Calibration: Rethinking Calibration for
-# In-Context Learning and Prompt Engineering"), or the labels the model gives content-free inputs under the
-# same instruction and examples (contextual calibration, Zhao et al. 2021,
-# "Calibrate Before Use").
+# In-Context Learning and Prompt Engineering"), or the labels the model gives
+# content-free inputs under the same instruction and examples (contextual
+# calibration, Zhao et al. 2021, "Calibrate Before Use").
 
 # The inputs that carry no content, whose labels show the model's prior.
 content_free_texts <- c("N/A", "", "[MASK]")
