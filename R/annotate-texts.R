@@ -165,7 +165,7 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
                   class = "newrllama4_warning_partial_failure")
   }
   disagreement <- if (!is.null(labelled)) order_disagreement(labelled)
-  warn_if_order_sensitive(disagreement, length(orders))
+  warn_if_order_sensitive(disagreement, length(orders), calibration)
   attr(result, "manifest") <- annotation_manifest(attr(answers, "manifest"), compact(list(
     layout = layout, instruction = instruction, labels = labels,
     schema = if (is.null(answer$json_schema)) NULL else as.character(jsonlite::toJSON(answer$json_schema, auto_unbox = TRUE)),

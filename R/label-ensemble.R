@@ -185,12 +185,13 @@ order_disagreement <- function(labelled) {
 # about the order than about the texts.
 order_disagreement_warning <- 0.1
 
-warn_if_order_sensitive <- function(disagreement, n_orders) {
+warn_if_order_sensitive <- function(disagreement, n_orders, calibration) {
   if (n_orders > 1 && !is.na(disagreement) && disagreement > order_disagreement_warning) {
+    remedies <- if (calibration == "none") "{.code calibrate = TRUE}, more orders," else "more orders"
     cli::cli_warn(
       c("The order of the worked examples changed the label of {round(100 * disagreement)}% of the rows.",
-        "i" = "The labels combine {n_orders} orders; see {.field .agreement_orders}, and consider {.code calibrate = TRUE},
-               more orders, or other examples."),
+        "i" = paste("The labels combine {n_orders} orders; see {.field .agreement_orders}, and consider", remedies,
+                    "or other examples.")),
       class = "newrllama4_warning_order_sensitive", disagreement = disagreement
     )
   }

@@ -142,8 +142,13 @@ test_that("combined labels need labels and temperature 0", {
 })
 
 test_that("orders that disagree on more than a tenth of the rows are a classed warning", {
-  expect_warning(warn_if_order_sensitive(0.25, 2L), "25%", class = "newrllama4_warning_order_sensitive")
-  expect_no_warning(warn_if_order_sensitive(0.1, 2L))
-  expect_no_warning(warn_if_order_sensitive(0.5, 1L))
-  expect_no_warning(warn_if_order_sensitive(NA_real_, 3L))
+  expect_warning(warn_if_order_sensitive(0.25, 2L, "none"), "25%(.|\n)*calibrate",
+                 class = "newrllama4_warning_order_sensitive")
+  # calibrated already: more orders or other examples, not calibration again
+  warning <- tryCatch(warn_if_order_sensitive(0.25, 2L, "batch"), warning = identity)
+  expect_s3_class(warning, "newrllama4_warning_order_sensitive")
+  expect_no_match(conditionMessage(warning), "calibrate")
+  expect_no_warning(warn_if_order_sensitive(0.1, 2L, "none"))
+  expect_no_warning(warn_if_order_sensitive(0.5, 1L, "none"))
+  expect_no_warning(warn_if_order_sensitive(NA_real_, 3L, "none"))
 })
