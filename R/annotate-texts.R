@@ -55,11 +55,29 @@
 #'   records them. Each order is a shared prefix, decoded once, so each order
 #'   more costs about the rows' own tokens again, not the instruction's.
 #' @param calibrate With `labels`: divide each row's label probabilities by
-#'   the model's prior -- the probabilities it gives content-free inputs
-#'   (`"N/A"`, `""`, `"[MASK]"`) under the same instruction and examples, per
-#'   order -- and normalise them again (contextual calibration, Zhao et al.
-#'   2021). It removes a bias toward a label that the prompt itself causes. The
-#'   prior is in the manifest.
+#'   the label prior that the prompt itself gives the model, per order, and
+#'   normalise them again. It removes a bias toward a label that the
+#'   instruction and the order of the examples cause.
+#'   * `"batch"` (or `TRUE`): the prior is the geometric mean of the rows' own
+#'     label probabilities under that order, over the rows of this call, so
+#'     each label's log-probability is centred on its mean over the rows
+#'     (batch calibration, Zhou et al. 2024; here in log space). No extra
+#'     prompts. It assumes that the rows are a mix of the labels, not chosen
+#'     by label: the more one label dominates the data, the more it pulls the
+#'     boundary toward an even split (see README, "Labels that do not hinge on
+#'     the order of the examples"). Needs at least two rows with
+#'     probabilities (else an error of class `newrllama4_error_calibration`).
+#'   * `"content-free"`: the prior is the mean probabilities the model gives
+#'     content-free inputs (`"N/A"`, `""`, `"[MASK]"`) under the same
+#'     instruction and examples (contextual calibration, Zhao et al. 2021),
+#'     three more prompts per order.
+#'   * `FALSE` or `"none"`: the model's probabilities as they are.
+#'
+#'   The kind and the prior are in the manifest (`calibration`,
+#'   `label_prior`). Measured on three labelled corpora (README),
+#'   `example_orders = 2` with `calibrate = TRUE` was the most robust option
+#'   where the order of the examples swung accuracy; the default stays one
+#'   order, uncalibrated, whose probabilities are the model's own.
 #'
 #'   With `example_orders > 1` or `calibrate`, each row gets its most likely
 #'   label under the combined probabilities, so `temperature` must be 0 (the
@@ -77,7 +95,7 @@
 #'   the row's label, and with several `example_orders` `.agreement_orders`,
 #'   the share of orders whose own most likely label is the row's; the
 #'   `.prob_` columns are then averaged over the orders, and calibrated with
-#'   `calibrate` (the manifest says which). When the orders disagree on more
+#'   `calibrate` (the manifest's `calibration` says how). When the orders disagree on more
 #'   than a tenth of the rows, a warning of class
 #'   `newrllama4_warning_order_sensitive` says so. [review_sample()] draws
 #'   rows to code by hand, most of them where the model was least sure. Rows keep their order and their other columns. A row
@@ -94,6 +112,13 @@
 #' ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 4L)
 #' annotate_texts(reviews, review, "Is the review positive, negative or neutral?",
 #'          labels = c("positive", "negative", "neutral"), context = ctx, progress = FALSE)
+#' # every row under both orders of two worked examples, batch-calibrated
+#' examples <- data.frame(review = c("Love it.", "Awful."), .label = c("positive", "negative"))
+#' labelled <- annotate_texts(reviews, review, "Is the review positive or negative?",
+#'                            labels = c("positive", "negative"), examples = examples,
+#'                            example_orders = 2L, calibrate = TRUE, context = ctx, progress = FALSE)
+#' labelled[c("review", ".label", ".confidence", ".agreement_orders")]
+#' manifest(labelled)$prompt[c("example_orders", "calibration", "label_prior")]
 annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL, examples = NULL,
                            example_orders = 1L, calibrate = FALSE, context = NULL, cache = NULL, ...) {
   if (is.character(data)) data <- data.frame(text = data, stringsAsFactors = FALSE)
@@ -111,9 +136,9 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   answer <- answer_shape(labels, schema)
   turns <- example_turns(examples, text, answer)
   orders <- example_order_list(example_orders, length(turns))
-  check_flag(calibrate, "calibrate")
+  calibration <- check_calibrate(calibrate)
   params <- utils::modifyList(list(temperature = 0, max_tokens = answer$max_tokens), list(...))
-  combined_labels <- length(orders) > 1 || calibrate
+  combined_labels <- length(orders) > 1 || calibration != "none"
   if (combined_labels && answer$kind != "labels") {
     abort_invalid("{.arg example_orders} and {.arg calibrate} apply to {.arg labels}.", "example_orders", current_env())
   }
@@ -125,13 +150,13 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   layout <- prompts_layout(context)
   skipped <- text_problems(texts)
   runnable <- which(is.na(skipped))
-  prompts <- ensemble_prompts(layout, instruction, turns, texts[runnable], orders, calibrate)
+  prompts <- ensemble_prompts(layout, instruction, turns, texts[runnable], orders, calibration)
   answers <- withCallingHandlers(
     rlang::exec(generate_parallel, context, prompts, choices = labels,
                 json_schema = answer$json_schema, cache = cache, on_error = "warn", !!!params),
     newrllama4_warning_partial_failure = function(w) rlang::cnd_muffle(w)
   )
-  labelled <- if (answer$kind == "labels") combine_orders(answers, length(runnable), orders, labels, calibrate)
+  labelled <- if (answer$kind == "labels") combine_orders(answers, length(runnable), orders, labels, calibration)
   result <- add_answer_columns(data, answer, answers, runnable, skipped, labelled, length(orders))
   n_failed <- sum(!is.na(result$.error))
   if (n_failed > 0) {
@@ -140,20 +165,20 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
                   class = "newrllama4_warning_partial_failure")
   }
   disagreement <- if (!is.null(labelled)) order_disagreement(labelled)
-  warn_if_order_sensitive(disagreement, length(orders))
+  warn_if_order_sensitive(disagreement, length(orders), calibration)
   attr(result, "manifest") <- annotation_manifest(attr(answers, "manifest"), compact(list(
     layout = layout, instruction = instruction, labels = labels,
     schema = if (is.null(answer$json_schema)) NULL else as.character(jsonlite::toJSON(answer$json_schema, auto_unbox = TRUE)),
     examples = length(turns),
     example_orders = if (answer$kind == "labels") order_names(orders),
     order_disagreement = if (length(orders) > 1) disagreement,
-    calibrated = if (answer$kind == "labels") calibrate,
-    label_prior = if (calibrate) prior_record(labelled$prior)
+    calibration = if (answer$kind == "labels") calibration,
+    label_prior = if (!is.null(labelled$prior)) prior_record(labelled$prior)
   )), result, skipped)
   result
 }
 
-# The content-free prior of each order, one string per order ("2,1: a 0.91, b 0.09").
+# The label prior of each order, one string per order ("2,1: a 0.91, b 0.09").
 prior_record <- function(prior) {
   sprintf("%s: %s", rownames(prior), apply(prior, 1, function(p) {
     paste(colnames(prior), formatC(p, digits = 3, format = "f"), collapse = ", ")

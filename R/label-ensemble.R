@@ -1,8 +1,12 @@
 # Labels that do not hinge on the order of the worked examples: every row is
-# asked under several orders of the examples, optionally calibrated against the
-# labels the model gives content-free inputs under the same instruction and
-# examples (contextual calibration, Zhao et al. 2021, "Calibrate Before Use"),
-# and its label probabilities averaged over the orders.
+# asked under several orders of the examples, its label probabilities
+# calibrated per order -- divided by the order's label prior and normalised
+# again -- and averaged over the orders. The prior is the geometric mean of the
+# rows' own label probabilities under that order (batch calibration in log
+# space; Zhou et al. 2024, "Batch Calibration: Rethinking Calibration for
+# In-Context Learning and Prompt Engineering"), or the labels the model gives
+# content-free inputs under the same instruction and examples (contextual
+# calibration, Zhao et al. 2021, "Calibrate Before Use").
 
 # The inputs that carry no content, whose labels show the model's prior.
 content_free_texts <- c("N/A", "", "[MASK]")
@@ -45,11 +49,25 @@ example_order_list <- function(example_orders, n_examples, call = caller_env()) 
   orders
 }
 
-# The prompts of one annotation: every text under every order, then (to
-# calibrate) the content-free inputs under every order.
-ensemble_prompts <- function(layout, instruction, turns, texts, orders, calibrate) {
+# What `calibrate` asks for: "batch", "content-free" or "none"; TRUE is
+# "batch", FALSE "none".
+calibration_kinds <- c("batch", "content-free", "none")
+
+check_calibrate <- function(calibrate, call = caller_env()) {
+  if (isTRUE(calibrate)) return("batch")
+  if (isFALSE(calibrate)) return("none")
+  if (!rlang::is_string(calibrate, calibration_kinds)) {
+    abort_invalid("{.arg calibrate} must be {.code TRUE}, {.code FALSE} or one of {.or {.val {calibration_kinds}}},
+                   not {.obj_type_friendly {calibrate}}.", "calibrate", call)
+  }
+  calibrate
+}
+
+# The prompts of one annotation: every text under every order, then (for
+# contextual calibration) the content-free inputs under every order.
+ensemble_prompts <- function(layout, instruction, turns, texts, orders, calibration) {
   prompts <- lapply(orders, function(order) render_prompts(layout, instruction, turns[order], texts))
-  if (calibrate) {
+  if (calibration == "content-free") {
     prompts <- c(prompts, lapply(orders, function(order) {
       render_prompts(layout, instruction, turns[order], content_free_texts)
     }))
@@ -62,7 +80,7 @@ ensemble_prompts <- function(layout, instruction, turns, texts, orders, calibrat
 # share of orders whose own most likely label agrees; `error`, why a row has no
 # label. With one order and no calibration the engine's own choice stands
 # (drawn from the probabilities when the temperature is above 0).
-combine_orders <- function(answers, n_rows, orders, labels, calibrate) {
+combine_orders <- function(answers, n_rows, orders, labels, calibration) {
   n_orders <- length(orders)
   probs <- choice_probs(answers)
   if (is.null(probs)) probs <- matrix(NA_real_, length(answers), length(labels), dimnames = list(NULL, labels))
@@ -72,23 +90,15 @@ combine_orders <- function(answers, n_rows, orders, labels, calibrate) {
   errors[failed$index] <- failed$message
   row_prompts <- split(seq_len(n_rows * n_orders), factor(rep(seq_len(n_orders), each = n_rows), seq_len(n_orders)))
 
-  prior <- NULL
-  if (calibrate) {
-    prior_prompts <- n_rows * n_orders + seq_len(n_orders * length(content_free_texts))
-    if (anyNA(probs[prior_prompts, ])) {
-      cli::cli_abort(
-        c("The label probabilities of the content-free inputs could not be computed, so nothing can be calibrated.",
-          "i" = "{errors[prior_prompts][!is.na(errors[prior_prompts])][1] %||% 'The server gave no label probabilities.'}"),
-        class = c("newrllama4_error_calibration", "newrllama4_error")
-      )
-    }
-    groups <- rep(seq_len(n_orders), each = length(content_free_texts))
-    prior <- rowsum(probs[prior_prompts, , drop = FALSE], groups) / length(content_free_texts)
+  prior <- if (n_rows > 0) switch(calibration,
+    "content-free" = content_free_prior(probs, errors, n_rows, n_orders),
+    batch = batch_prior(lapply(row_prompts, function(rows) probs[rows, , drop = FALSE])),
+    NULL
+  )
+  if (!is.null(prior)) {
     dimnames(prior) <- list(order_names(orders), labels)
     for (o in seq_len(n_orders)) {
-      # a prior that rounded to 0 would turn a row's odds into Inf / Inf
-      calibrated <- sweep(probs[row_prompts[[o]], , drop = FALSE], 2, pmax(prior[o, ], 1e-12), "/")
-      probs[row_prompts[[o]], ] <- calibrated / rowSums(calibrated)
+      probs[row_prompts[[o]], ] <- calibrate_probs(probs[row_prompts[[o]], , drop = FALSE], prior[o, ])
     }
   }
 
@@ -97,7 +107,7 @@ combine_orders <- function(answers, n_rows, orders, labels, calibrate) {
   colnames(combined) <- labels
   row_error <- Reduce(function(a, b) ifelse(is.na(a), b, a), lapply(row_prompts, function(rows) errors[rows]))
   no_probs <- is.na(row_error) & rowSums(is.na(combined)) > 0
-  if (n_orders == 1 && !calibrate) {
+  if (n_orders == 1 && calibration == "none") {
     label <- as.vector(answers)[row_prompts[[1]]]
   } else {
     row_error[no_probs] <- "The server gave no label probabilities, which example_orders and calibrate need."
@@ -109,6 +119,54 @@ combine_orders <- function(answers, n_rows, orders, labels, calibrate) {
   agreeing <- rowMeans(matrix(order_labels == label, n_rows, n_orders))
   list(label = label, probs = combined, error = row_error, confidence = as.numeric(apply(combined, 1, max)),
        agreement_orders = agreeing, prior = prior)
+}
+
+# The prior of each order (a row per order) from the content-free inputs'
+# answers, which follow the rows' under every order: the mean of their label
+# probabilities.
+content_free_prior <- function(probs, errors, n_rows, n_orders) {
+  prior_prompts <- n_rows * n_orders + seq_len(n_orders * length(content_free_texts))
+  if (anyNA(probs[prior_prompts, ])) {
+    cli::cli_abort(
+      c("The label probabilities of the content-free inputs could not be computed, so nothing can be calibrated.",
+        "i" = "{errors[prior_prompts][!is.na(errors[prior_prompts])][1] %||% 'The server gave no label probabilities.'}"),
+      class = c("newrllama4_error_calibration", "newrllama4_error")
+    )
+  }
+  groups <- rep(seq_len(n_orders), each = length(content_free_texts))
+  rowsum(probs[prior_prompts, , drop = FALSE], groups, reorder = FALSE) / length(content_free_texts)
+}
+
+# The prior of each order (a row per order) from the rows' own label
+# probabilities under it (a matrix per order): their geometric mean over the
+# rows, normalised -- dividing by it centres every label's log-probability on
+# the rows' mean, which moves the boundary between labels in log-odds, where
+# a small model's near-0 probabilities still differ.
+batch_prior <- function(per_order) {
+  prior <- t(vapply(per_order, function(p) {
+    p <- p[stats::complete.cases(p), , drop = FALSE]
+    if (nrow(p) < 2) {
+      cli::cli_abort(
+        c("Batch calibration estimates the label prior from the rows' own label probabilities, so it needs at least
+           two rows with them, not {nrow(p)}.",
+          "i" = "Annotate more rows in one call, or use {.code calibrate = \"content-free\"}."),
+        class = c("newrllama4_error_calibration", "newrllama4_error")
+      )
+    }
+    exp(colMeans(log(pmax(p, .Machine$double.xmin))))
+  }, numeric(ncol(per_order[[1]]))))
+  prior / rowSums(prior)
+}
+
+# Probabilities (a row each) divided by a prior and normalised again, in log
+# space (a prior that rounded to 0 would otherwise turn odds into Inf / Inf).
+calibrate_probs <- function(probs, prior) {
+  tiny <- .Machine$double.xmin
+  scores <- sweep(log(pmax(probs, tiny)), 2, log(pmax(prior, tiny)))
+  calibrated <- exp(scores - apply(scores, 1, max))
+  calibrated <- calibrated / rowSums(calibrated)
+  calibrated[is.na(probs)] <- NA_real_
+  calibrated
 }
 
 # Each row's most likely label (the first on a tie, as the engine picks one).
@@ -127,12 +185,13 @@ order_disagreement <- function(labelled) {
 # about the order than about the texts.
 order_disagreement_warning <- 0.1
 
-warn_if_order_sensitive <- function(disagreement, n_orders) {
+warn_if_order_sensitive <- function(disagreement, n_orders, calibration) {
   if (n_orders > 1 && !is.na(disagreement) && disagreement > order_disagreement_warning) {
+    remedies <- if (calibration == "none") "{.code calibrate = TRUE}, more orders," else "more orders"
     cli::cli_warn(
       c("The order of the worked examples changed the label of {round(100 * disagreement)}% of the rows.",
-        "i" = "The labels combine {n_orders} orders; see {.field .agreement_orders}, and consider {.code calibrate = TRUE},
-               more orders, or other examples."),
+        "i" = paste("The labels combine {n_orders} orders; see {.field .agreement_orders}, and consider", remedies,
+                    "or other examples.")),
       class = "newrllama4_warning_order_sensitive", disagreement = disagreement
     )
   }

@@ -45,14 +45,14 @@ test_that("several orders: each row's probabilities are the mean of the orders' 
   record <- manifest(combined)
   expect_identical(record$prompt$example_orders, c("1,2,3", "3,1,2"))
   expect_equal(record$prompt$order_disagreement, mean(agreeing[answered] < 2))
-  expect_false(record$prompt$calibrated)
+  expect_identical(record$prompt$calibration, "none")
   expect_identical(record$prompts$total, 10L)  # 5 texts, 2 orders
 })
 
-test_that("calibration divides by the prior of content-free inputs under the same prompt, per order", {
+test_that("contextual calibration divides by the prior of content-free inputs under the same prompt, per order", {
   ctx <- tiny_context()
   calibrated <- suppressWarnings(annotate_texts(reviews, review, instruction, labels = sentiment, examples = examples,
-                               calibrate = TRUE, context = ctx, progress = FALSE))
+                               calibrate = "content-free", context = ctx, progress = FALSE))
   plain <- suppressWarnings(annotate_texts(reviews, review, instruction, labels = sentiment, examples = examples,
                                            context = ctx, progress = FALSE))
   content_free <- suppressWarnings(annotate_texts(data.frame(review = c("N/A", "", "[MASK]")), review, instruction,
@@ -69,8 +69,65 @@ test_that("calibration divides by the prior of content-free inputs under the sam
   expected <- sweep(raw, 2, prior, "/")
   expected <- expected / rowSums(expected)
   expect_equal(unname(as.matrix(calibrated[paste0(".prob_", sentiment)])), unname(expected))
-  expect_true(manifest(calibrated)$prompt$calibrated)
+  expect_identical(manifest(calibrated)$prompt$calibration, "content-free")
   expect_match(manifest(calibrated)$prompt$label_prior, "^1,2,3: positive 0\\.[0-9]{3}, negative")
+})
+
+test_that("batch calibration centres each label's log-probability on its mean over the rows", {
+  # two rows of one order: log-odds log(9) and log(1.5), centred on their mean
+  probs <- rbind(c(0.9, 0.1), c(0.6, 0.4))
+  prior <- batch_prior(list(probs))
+  expect_equal(prior, rbind(c(sqrt(0.54), sqrt(0.04)) / (sqrt(0.54) + sqrt(0.04))))
+  half_gap <- (log(9) - log(1.5)) / 2
+  expect_equal(calibrate_probs(probs, prior[1, ]), rbind(c(plogis(half_gap), plogis(-half_gap)),
+                                                          c(plogis(-half_gap), plogis(half_gap))))
+  # per order, rows without probabilities left out of the prior and left NA
+  with_gap <- rbind(probs, NA)
+  two <- batch_prior(list(with_gap, probs[, 2:1]))
+  expect_equal(two, rbind(prior, prior[, 2:1]))
+  expect_identical(is.na(calibrate_probs(with_gap, two[1, ])), is.na(with_gap))
+  # a label whose probability is 0 everywhere stays finite, and last
+  zero <- calibrate_probs(rbind(c(0.5, 0.5, 0), c(0.9, 0.1, 0)), c(0.5, 0.5, 0))
+  expect_false(anyNA(zero))
+  expect_equal(rowSums(zero), c(1, 1))
+  expect_error(batch_prior(list(rbind(probs[1, ], NA))), "two rows", class = "newrllama4_error_calibration")
+})
+
+test_that("calibrate: TRUE is batch calibration, FALSE none, or a kind by name", {
+  expect_identical(check_calibrate(TRUE), "batch")
+  expect_identical(check_calibrate(FALSE), "none")
+  expect_identical(check_calibrate("content-free"), "content-free")
+  for (bad in list(NA, "yes", c(TRUE, FALSE), 1)) {
+    expect_error(check_calibrate(bad), "calibrate", class = "newrllama4_error_invalid_argument")
+  }
+})
+
+test_that("batch calibration: the rows' own probabilities, per order, no extra prompts", {
+  ctx <- tiny_context()
+  orders <- list(1:3, c(3L, 1L, 2L))
+  run <- function(...) {
+    suppressWarnings(annotate_texts(reviews, review, instruction, labels = sentiment, examples = examples,
+                                    context = ctx, progress = FALSE, ...))
+  }
+  calibrated <- run(example_orders = orders, calibrate = TRUE)
+  alone <- lapply(orders, function(order) run(example_orders = list(order)))
+  probs <- function(out) as.matrix(out[!is.na(out$.label), paste0(".prob_", sentiment)])
+  by_hand <- lapply(alone, function(out) {
+    p <- probs(out)
+    prior <- exp(colMeans(log(p)))
+    scaled <- sweep(p, 2, prior, "/")
+    scaled / rowSums(scaled)
+  })
+  expect_equal(unname(probs(calibrated)), unname((by_hand[[1]] + by_hand[[2]]) / 2))
+  expect_identical(which(is.na(calibrated$.label)), 6L)  # the row without text: no label, not in the prior
+  record <- manifest(calibrated)
+  expect_identical(record$prompt$calibration, "batch")
+  expect_identical(record$prompts$total, 10L)  # 5 texts, 2 orders, nothing else
+  expect_match(record$prompt$label_prior, "^(1,2,3|3,1,2): positive 0\\.[0-9]{3}, negative 0\\.[0-9]{3}, neutral")
+  expect_length(record$prompt$label_prior, 2L)
+  expect_error(annotate_texts(reviews[1, , drop = FALSE], review, instruction, labels = sentiment, examples = examples,
+                              calibrate = TRUE, context = ctx, progress = FALSE),
+               class = "newrllama4_error_calibration")
 })
 
 test_that("combined labels need labels and temperature 0", {
@@ -85,8 +142,13 @@ test_that("combined labels need labels and temperature 0", {
 })
 
 test_that("orders that disagree on more than a tenth of the rows are a classed warning", {
-  expect_warning(warn_if_order_sensitive(0.25, 2L), "25%", class = "newrllama4_warning_order_sensitive")
-  expect_no_warning(warn_if_order_sensitive(0.1, 2L))
-  expect_no_warning(warn_if_order_sensitive(0.5, 1L))
-  expect_no_warning(warn_if_order_sensitive(NA_real_, 3L))
+  expect_warning(warn_if_order_sensitive(0.25, 2L, "none"), "25%(.|\n)*calibrate",
+                 class = "newrllama4_warning_order_sensitive")
+  # calibrated already: more orders or other examples, not calibration again
+  warning <- tryCatch(warn_if_order_sensitive(0.25, 2L, "batch"), warning = identity)
+  expect_s3_class(warning, "newrllama4_warning_order_sensitive")
+  expect_no_match(conditionMessage(warning), "calibrate")
+  expect_no_warning(warn_if_order_sensitive(0.1, 2L, "none"))
+  expect_no_warning(warn_if_order_sensitive(0.5, 1L, "none"))
+  expect_no_warning(warn_if_order_sensitive(NA_real_, 3L, "none"))
 })

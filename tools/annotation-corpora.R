@@ -1,0 +1,103 @@
+# The labelled corpora of tools/bench_annotation.R, none of them used by a test
+# or tuned to; each a list of name, instruction, labels, data (text, gold) and
+# examples (text, .label).
+#   - reuters(): tm's acq (50 articles on acquisitions) and crude (20 on crude
+#     oil), heading and first 60 words; one article of each is the worked
+#     example, the other 68 are annotated;
+#   - reviews(): 40 one-sentence product reviews written by hand for this
+#     benchmark, half positive, half negative; two more are the examples;
+#   - words(): the Bing opinion lexicon (Hu and Liu 2004, in tidytext): 100
+#     words drawn at random, as the lexicon has them (about 70% negative), and
+#     a positive and a negative word as the examples; added after the choice of
+#     method, to check it on data it was not made on.
+
+reuters <- function() {
+  data("acq", package = "tm", envir = environment())
+  data("crude", package = "tm", envir = environment())
+  as_text <- function(doc) {
+    words <- strsplit(paste(content(doc), collapse = " "), "\\s+")[[1]]
+    paste0(meta(doc, "heading"), ". ", paste(utils::head(words[nzchar(words)], 60), collapse = " "))
+  }
+  texts <- c(vapply(acq, as_text, ""), vapply(crude, as_text, ""))
+  gold <- c(rep("acquisition", length(acq)), rep("oil", length(crude)))
+  examples <- c(1, length(acq) + 1)  # the first article of each topic
+  list(
+    name = "Reuters acq/crude",
+    instruction = "Is this news article about a company acquisition or about crude oil? Answer acquisition or oil.",
+    labels = c("acquisition", "oil"),
+    data = data.frame(text = texts[-examples], gold = gold[-examples]),
+    examples = data.frame(text = texts[examples], .label = gold[examples])
+  )
+}
+
+reviews <- function() {
+  positive <- c(
+    "The blender crushes ice in seconds and cleans up easily.",
+    "These headphones sound rich and stay comfortable all day.",
+    "Arrived early, well packed, and works exactly as described.",
+    "My kids love this board game; we play it every weekend.",
+    "The jacket kept me warm through a very cold winter.",
+    "Battery life is superb, easily two days of heavy use.",
+    "A sturdy desk that was simple to assemble.",
+    "The coffee tastes smooth and the aroma fills the kitchen.",
+    "Great value for the price, I would buy it again.",
+    "The customer service team replaced the part within a week.",
+    "Soft sheets that got even nicer after washing.",
+    "The lamp gives a warm light and looks elegant on my shelf.",
+    "This backpack has clever pockets and survived a long trip.",
+    "The knife is sharp, balanced and a joy to cook with.",
+    "Setup took five minutes and the camera picture is crisp.",
+    "The shoes fit perfectly and my back pain is gone.",
+    "A charming novel that I could not put down.",
+    "The vacuum picks up pet hair better than my old one.",
+    "Bright colours, strong paper, my drawings look great.",
+    "The tent went up quickly and stayed dry in heavy rain."
+  )
+  negative <- c(
+    "The zipper broke the second time I used the bag.",
+    "It stopped charging after a month and support never replied.",
+    "The screen scratches far too easily.",
+    "Smells of chemicals and the smell will not go away.",
+    "The instructions were useless and two screws were missing.",
+    "Far too loud, the fan sounds like a jet engine.",
+    "The colour looked nothing like the photos online.",
+    "The toaster burns one side and leaves the other pale.",
+    "Cheap plastic that cracked when I dropped it once.",
+    "The app crashes every time I open the settings.",
+    "The chair wobbles and the cushion flattened within weeks.",
+    "Delivery took a month and the box arrived crushed.",
+    "The soup was bland and the portion tiny for the price.",
+    "My order was wrong and the refund took ages.",
+    "The printer jams on almost every page.",
+    "These gloves tore at the seams on the first day.",
+    "The speaker crackles at any volume above half.",
+    "A dull film with a plot that made no sense.",
+    "The kettle leaks from the bottom and trips the fuse.",
+    "Batteries drained overnight even when switched off."
+  )
+  list(
+    name = "reviews (hand-written)",
+    instruction = "Is this product review positive or negative?",
+    labels = c("positive", "negative"),
+    data = data.frame(text = c(positive, negative), gold = rep(c("positive", "negative"), each = 20)),
+    examples = data.frame(text = c("Works perfectly, I am delighted with it.", "It broke within a day, a waste of money."),
+                          .label = c("positive", "negative"))
+  )
+}
+
+words <- function() {
+  data("sentiments", package = "tidytext", envir = environment())
+  lexicon <- as.data.frame(sentiments)
+  lexicon <- lexicon[!lexicon$word %in% lexicon$word[duplicated(lexicon$word)], ]  # words listed with both
+  drawn <- withr::with_seed(1L, sample(nrow(lexicon)))
+  rows <- drawn[1:100]
+  rest <- lexicon[drawn[-(1:100)], ]
+  examples <- c(which(rest$sentiment == "positive")[1], which(rest$sentiment == "negative")[1])
+  list(
+    name = "Bing lexicon words",
+    instruction = "Is this word positive or negative?",
+    labels = c("positive", "negative"),
+    data = data.frame(text = lexicon$word[rows], gold = lexicon$sentiment[rows]),
+    examples = data.frame(text = rest$word[examples], .label = rest$sentiment[examples])
+  )
+}
