@@ -6,6 +6,7 @@ The same 32 prompts, 64 new tokens each, greedy, on the default model:
   (c) generate_parallel at 32 with batch_invariant=False, to price batch invariance
   (d) generate_parallel at 32 with the R defaults (temperature 0.8, top_k 40, top_p 0.9,
       repetition penalty 1.1), and greedy with that penalty: the price of sampling
+(a) runs in a process of its own, without the engine's ggml settings: llama.cpp's defaults.
 Tokens/s count generated tokens over wall time; ratios are to (a) in the same run,
 since the machine is shared and absolute numbers drift. The runs at 32 sequences take
 turns for `--rounds` rounds and each shows its fastest.
@@ -16,12 +17,11 @@ Usage: python bench_parallel.py [--prompts 32] [--max-tokens 64] [--threads N] [
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
-
-import llama_cpp
-
-import newrllama4 as nl
 
 TOPICS = [
     "the ocean", "a mountain village", "the history of bread", "how bridges are built", "a long train ride",
@@ -39,6 +39,8 @@ def prompts(n: int) -> list[str]:
 
 
 def bench_llama_cpp_loop(path: str, texts: list[str], max_tokens: int, threads: int) -> tuple[int, float]:
+    import llama_cpp
+
     llm = llama_cpp.Llama(path, n_ctx=512, n_threads=threads, n_threads_batch=threads, verbose=False)
     llm.create_completion(texts[0], max_tokens=4, temperature=0)  # warm-up
     started = time.perf_counter()
@@ -55,8 +57,21 @@ GREEDY = dict(temperature=0, penalty_repeat=1.0)
 R_DEFAULTS = dict(temperature=0.8, top_k=40, top_p=0.9, penalty_repeat=1.1)
 
 
+def loop_in_own_process(path: str, n_prompts: int, max_tokens: int, threads: int) -> tuple[int, float]:
+    """(a) in a child that never imports newrllama4 and has no GGML_ settings: llama.cpp's defaults
+    (ggml reads its switches once per process, and the engine's would slow llama.cpp's one-row decode)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GGML_")}
+    out = subprocess.run([sys.executable, __file__, "--loop-child", path, "--prompts", str(n_prompts),
+                          "--max-tokens", str(max_tokens), "--threads", str(threads)],
+                         env=env, capture_output=True, text=True, check=True)
+    generated, seconds = json.loads(out.stdout.strip().splitlines()[-1])
+    return generated, seconds
+
+
 def bench_parallel(model: nl.Model, texts: list[str], max_tokens: int, threads: int, n_seq_max: int,
                    batch_invariant: bool = True, sampling: dict = GREEDY) -> nl.Stats:
+    import newrllama4 as nl
+
     with nl.Context(model, n_ctx=512, n_seq_max=n_seq_max, n_threads=threads,
                     batch_invariant=batch_invariant) as ctx:
         ctx.generate_parallel(texts[:n_seq_max], max_tokens=4, temperature=0)  # warm-up
@@ -69,16 +84,21 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--rounds", type=int, default=3, help="turns taken by the runs at 32 sequences")
+    parser.add_argument("--loop-child", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    texts = prompts(args.prompts)
+    if args.loop_child:
+        print(json.dumps(bench_llama_cpp_loop(args.loop_child, texts, args.max_tokens, args.threads)))
+        return
+    import newrllama4 as nl
 
     path = nl.default_model_path()
-    texts = prompts(args.prompts)
     print(f"model {os.path.basename(path)}, {args.prompts} prompts x {args.max_tokens} tokens, "
           f"greedy, {args.threads} threads\n")
 
-    generated, seconds = bench_llama_cpp_loop(path, texts, args.max_tokens, args.threads)
+    generated, seconds = loop_in_own_process(path, args.prompts, args.max_tokens, args.threads)
     baseline = generated / seconds
-    rows = [("(a) llama-cpp-python create_completion loop", generated, seconds, None)]
+    rows = [("(a) llama-cpp-python create_completion loop, own process", generated, seconds, None)]
     at_32 = {
         "(b) generate_parallel n_seq_max=32": {},
         "(c) generate_parallel n_seq_max=32, batch_invariant=False": dict(batch_invariant=False),
