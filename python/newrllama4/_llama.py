@@ -165,10 +165,6 @@ class TokenBatch:
             seq_ids[i][0] = seq_id
         self.n_tokens = end
 
-    def entries(self) -> list[tuple[int, int, int]]:
-        """(seq_id, position, token) of every token in the batch, in batch order."""
-        return [(self._seq_id[i][0], int(self._pos[i]), int(self._token[i])) for i in range(self.n_tokens)]
-
     def decode(self, ctx: llama.llama_context_p) -> int:
         self.raw.n_tokens = self.n_tokens
         return llama.llama_decode(ctx, self.raw)

@@ -205,7 +205,7 @@ class StepLoop:
     def _run_batch(self, plan: list[PlanEntry]) -> None:
         """Decode one planned batch and sample its outputs; on failure retry in halves."""
         wanting_logits = self._fill(plan)
-        companions = self._add_companions()
+        companions = self._add_companions(plan)
         is_prefill = any(s.prefilling for s, _ in plan)
         started = time.perf_counter()
         status = self.batch.decode(self.ctx)
@@ -240,7 +240,7 @@ class StepLoop:
                 wanting_logits.append(sequence)
         return wanting_logits
 
-    def _add_companions(self) -> list[tuple[int, int]]:
+    def _add_companions(self, plan: list[PlanEntry]) -> list[tuple[int, int]]:
         """Give every token that llama.cpp will decode alone a throwaway companion at the
         next position (a cell the context keeps free for it), so that it takes the one-row
         attention kernel it gets beside others, not the KV-split one (attention.py); return
@@ -248,15 +248,13 @@ class StepLoop:
         consecutive seq_ids, so a lone token is one whose slot has no neighbour in the batch."""
         if not self.batch_invariant:
             return []
-        tokens_by_slot = {}
-        for slot, position, token in self.batch.entries():
-            tokens_by_slot.setdefault(slot, []).append((position, token))
+        slots = {sequence.slot for sequence, _ in plan}
         companions = []
-        for slot, entries in tokens_by_slot.items():
-            if len(entries) == 1 and slot - 1 not in tokens_by_slot and slot + 1 not in tokens_by_slot:
-                position, token = entries[0]
-                companions.append((slot, position + 1))
-                self.batch.add([token], position + 1, slot, False)
+        for sequence, n in plan:
+            if n == 1 and sequence.slot - 1 not in slots and sequence.slot + 1 not in slots:
+                position = sequence.n_cached
+                self.batch.add([sequence.tokens[position]], position + 1, sequence.slot, False)
+                companions.append((sequence.slot, position + 1))
         return companions
 
     def _recover(self, plan: list[PlanEntry], status: int) -> None:
