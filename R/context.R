@@ -29,6 +29,13 @@
 #'   without it; only faster. See [context_clear_cache()].
 #' @param prefix_cache_mb Memory for cached prefixes, in MB; the least
 #'   recently used go first when it is full.
+#' @param batch_invariant `TRUE` (the default): every answer is exactly what the
+#'   model gives that prompt alone, whatever else runs beside it. `FALSE` is the
+#'   fast lane, for work that does not need that: llama.cpp's own kernels and
+#'   batching (on a copy of the weights repacked for them, loaded on first use),
+#'   faster when decoding one or two prompts at a time; answers may then differ
+#'   in the last digits, and now and then in a token, with what runs beside them.
+#'   The result's `stats` and [manifest()] record the mode.
 #' @return A `newrllama_context` object.
 #' @seealso [generate_parallel()], [context_free()], [context_clear_cache()]
 #' @export
@@ -37,16 +44,17 @@
 #' ctx <- context_create(model, n_ctx = 512L, n_seq_max = 4L)
 #' ctx
 context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8L,
-                           prefix_cache = TRUE, prefix_cache_mb = 512) {
+                           prefix_cache = TRUE, prefix_cache_mb = 512, batch_invariant = TRUE) {
   check_model(model)
   n_ctx <- check_whole(n_ctx, "n_ctx", min = 1)
   if (!is.null(n_threads)) n_threads <- check_whole(n_threads, "n_threads", min = 1)
   n_seq_max <- check_whole(n_seq_max, "n_seq_max", min = 1)
   check_flag(prefix_cache, "prefix_cache")
   prefix_cache_mb <- check_number(prefix_cache_mb, "prefix_cache_mb", min = 0)
+  check_flag(batch_invariant, "batch_invariant")
   py <- with_engine(engine()$Context(
     model$py, n_ctx = n_ctx, n_seq_max = n_seq_max, n_batch = max(512L, n_seq_max), n_threads = n_threads,
-    prefix_cache = prefix_cache, prefix_cache_mb = prefix_cache_mb
+    prefix_cache = prefix_cache, prefix_cache_mb = prefix_cache_mb, batch_invariant = batch_invariant
   ))
   structure(list(py = py, model = model), class = "newrllama_context")
 }
@@ -100,7 +108,8 @@ format.newrllama_context <- function(x, ...) {
   format_handle(x, "{.cls newrllama_context} for {.path {basename(py$model$path)}}", c(
     "n_ctx: {py$n_ctx} tokens per sequence",
     "n_seq_max: {py$n_seq_max} sequences at once",
-    "threads: {py$n_threads}"
+    "threads: {py$n_threads}",
+    if (py$batch_invariant) "batch-invariant: answers as each prompt alone" else "fast lane: answers may depend on the batch"
   ))
 }
 

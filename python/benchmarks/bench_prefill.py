@@ -5,7 +5,9 @@
       repacking, ggml's tiled matmul), one prompt after another, in a process of its own
   (b) generate_parallel, batch-invariant (the default), n_seq_max 8, 1 new token
   (b0) the same with ggml's tiled matmul off, as the engine ran before it forced it on
-  (c) generate_parallel, batch_invariant=False (the fast lane), the same
+  (c) generate_parallel, batch_invariant=False (the fast lane, on repacked weights), the same
+  (c0) the fast lane in a process that keeps ggml's own tiled-matmul switch (the user set
+      GGML_CPU_TILED_MM_FORCE=0 before importing newrllama4; identity is then not guaranteed)
 Then decode: 4 of the prompts, 64 tokens each, one sequence at a time (Llama.eval of one
 token at a time; generate_parallel at n_seq_max 1, greedy, both lanes). Prefill and
 decode rates count the time of Llama.eval calls (one llama_decode each, and no copy of
@@ -111,9 +113,10 @@ RUNS = {
     "(b) generate_parallel, batch-invariant": "invariant",
     "(b0) the same, tiled matmul off (the engine before)": "invariant-untiled",
     "(c) generate_parallel, batch_invariant=False": "fast",
+    "(c0) the same, ggml's own tiled-matmul switch": "fast-native",
 }
 # settings a child runs with beside the engine's own (which a setting in the environment overrides)
-CHILD_SETTINGS = {"invariant-untiled": {"GGML_CPU_TILED_MM": "0"}}
+CHILD_SETTINGS = {"invariant-untiled": {"GGML_CPU_TILED_MM": "0"}, "fast-native": {"GGML_CPU_TILED_MM_FORCE": "0"}}
 
 
 def main() -> None:
@@ -125,7 +128,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:  # the Llama child never imports newrllama4, which would set ggml up its own way
         result = (run_llama(args.path, args.threads) if args.child == "llama"
-                  else run_ours(args.path, args.threads, batch_invariant=args.child != "fast"))
+                  else run_ours(args.path, args.threads, batch_invariant=not args.child.startswith("fast")))
         print(json.dumps(result))
         return
     import newrllama4

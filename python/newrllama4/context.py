@@ -48,7 +48,8 @@ class Context(Generator):
     its tokens took the kernels the prompt gives them and gives a token decoded alone
     a throwaway companion row;
     `False` trades that for throughput: prompt chunks of any length packed with
-    generation tokens into one batch.
+    generation tokens into one batch, on the model's repacked copy of the weights
+    (`Model.handle(repacked=True)`, llama.cpp's layout for its fastest CPU kernels).
 
     With `prefix_cache` (the default), prompts that share a prefix of at least 16
     tokens, in one call or across calls, have it decoded once: its KV cells are
@@ -102,7 +103,7 @@ class Context(Generator):
         )
         check_context_fits(model, self.n_ctx, params)
         with llama_errors() as errors:
-            handle = llama.llama_init_from_model(model.handle(), params)
+            handle = llama.llama_init_from_model(model.handle(repacked=not self.batch_invariant), params)
         if not handle:
             raise ContextError(self._failure(errors))
         self._handle = handle

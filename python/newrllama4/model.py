@@ -39,23 +39,13 @@ class Model:
         resolved = resolve_model(path, sha256=sha256, progress=progress)
         self.path, self.source = resolved.path, resolved.source
         ensure_backend()
-        params = set_fields(
-            llama.llama_model_default_params(),
-            n_gpu_layers=n_gpu_layers,
-            load_mode=_LOAD_MODE_MMAP if use_mmap else _LOAD_MODE_NONE,
-            # repacked weights take a 4-row kernel for full groups of rows and a 1-row
-            # kernel for the rest: a token's numerics would depend on its batch position
-            use_extra_bufts=False,
-        )
-        handle = llama.llama_model_load_from_file(os.fsencode(self.path), params)
-        if not handle:
-            raise ModelLoadError(f"llama.cpp could not load the model file {self.path!r}.", self.path)
-        self._handle = handle
+        self.n_gpu_layers = n_gpu_layers
+        self.use_mmap = use_mmap
+        self._handle = handle = self._load(repacked=False)
         self._vocab = llama.llama_model_get_vocab(handle)
         self._lock = threading.Lock()
         self._contexts: "weakref.WeakSet[Any]" = weakref.WeakSet()
-        self.n_gpu_layers = n_gpu_layers
-        self.use_mmap = use_mmap
+        self._repacked_handle: Any = None
         self.n_vocab = llama.llama_vocab_n_tokens(self._vocab)
         self.n_ctx_train = llama.llama_model_n_ctx_train(handle)
         self.n_params = llama.llama_model_n_params(handle)
@@ -65,16 +55,40 @@ class Model:
         self.description = buf.value.decode("utf-8", errors="replace")
         self._sha256: Optional[str] = None
 
+    def _load(self, repacked: bool) -> Any:
+        params = set_fields(
+            llama.llama_model_default_params(),
+            n_gpu_layers=self.n_gpu_layers,
+            load_mode=_LOAD_MODE_MMAP if self.use_mmap else _LOAD_MODE_NONE,
+            use_extra_bufts=repacked,
+        )
+        handle = llama.llama_model_load_from_file(os.fsencode(self.path), params)
+        if not handle:
+            raise ModelLoadError(f"llama.cpp could not load the model file {self.path!r}.", self.path)
+        return handle
+
     # -- lifetime -------------------------------------------------------------------
 
     @property
     def closed(self) -> bool:
         return self._handle is None
 
-    def handle(self) -> Any:
+    def handle(self, repacked: bool = False) -> Any:
+        """llama.cpp's model. Its weights are not repacked: repacked weights take a 4-row
+        kernel for full groups of rows and a 1-row kernel for the rest, so a token's
+        numerics would depend on its place in the batch. `repacked=True` gives a second
+        copy, loaded on first use, with ggml's repacked layout for contexts that do not
+        need identity (the fast lane): its kernels skip the tiled matmul this process
+        forces, and decode one sequence at llama.cpp's own speed. It holds the repacked
+        matrices in memory beside the mapped file."""
         if self._handle is None:
             raise ClosedError("model")
-        return self._handle
+        if not repacked:
+            return self._handle
+        with self._lock:
+            if self._repacked_handle is None:
+                self._repacked_handle = self._load(repacked=True)
+            return self._repacked_handle
 
     def register_context(self, context: Any) -> None:
         with self._lock:
@@ -89,10 +103,11 @@ class Model:
             context.close()  # raises, leaving the model open, inside that context's own call
         with self._lock:
             self._contexts.clear()
-            if self._handle is not None:
-                llama.llama_model_free(self._handle)
-                self._handle = None
-                self._vocab = None
+            for handle in (self._handle, self._repacked_handle):
+                if handle is not None:
+                    llama.llama_model_free(handle)
+            self._handle = self._repacked_handle = None
+            self._vocab = None
 
     def __enter__(self) -> "Model":
         return self

@@ -1,8 +1,11 @@
 """Model: tokenizer, detokenizer, chat template, metadata."""
 
+import ctypes
 import hashlib
+import logging
 import os
 
+import llama_cpp
 import pytest
 
 import newrllama4 as nl
@@ -67,3 +70,35 @@ def test_a_file_is_hashed_once_per_process_until_its_size_or_time_changes(tmp_pa
     assert file_sha256(str(path)) == first
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
     assert file_sha256(str(path)) == hashlib.sha256(b"b" * 100).hexdigest()
+
+
+def _model_of(context):
+    return ctypes.cast(llama_cpp.llama_get_model(context._handle), ctypes.c_void_p).value
+
+
+def _address(handle):
+    return ctypes.cast(handle, ctypes.c_void_p).value
+
+
+def test_fast_lane_contexts_share_a_repacked_copy_loaded_on_first_use(tiny_model_path):
+    with nl.Model(tiny_model_path) as model:  # not the session's model, which may hold the copy already
+        with nl.Context(model, n_ctx=64, n_seq_max=2) as invariant:
+            assert _model_of(invariant) == _address(model.handle())
+            assert model._repacked_handle is None
+            with nl.Context(model, n_ctx=64, n_seq_max=2, batch_invariant=False) as fast, \
+                    nl.Context(model, n_ctx=64, n_seq_max=1, batch_invariant=False) as other_fast:
+                repacked = _address(model.handle(repacked=True))
+                assert repacked != _address(model.handle())
+                assert _model_of(fast) == _model_of(other_fast) == repacked
+                assert fast.generate_parallel(["hello there"], max_tokens=4).texts[0]
+    with pytest.raises(nl.ClosedError):
+        model.handle(repacked=True)
+
+
+def test_gemma_fast_lane_gets_ggml_repacked_weights(caplog):
+    with caplog.at_level(logging.DEBUG, logger="newrllama4.llama_cpp"), nl.Model() as model:
+        nl.Context(model, n_ctx=64, n_seq_max=1).close()
+        assert "CPU_REPACK" not in caplog.text
+        with nl.Context(model, n_ctx=64, n_seq_max=1, batch_invariant=False) as fast:
+            assert fast.generate_parallel(["The capital of France is"], max_tokens=3, temperature=0).texts[0]
+    assert "CPU_REPACK" in caplog.text  # llama.cpp logs the buffer of repacked matrices it loads

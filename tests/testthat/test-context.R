@@ -5,6 +5,18 @@ test_that("context_create makes a context that prints its settings", {
   expect_match(out, "n_ctx: 128")
   expect_match(out, "n_seq_max: 3")
   expect_match(out, "threads: 1")
+  expect_match(out, "batch-invariant")
+})
+
+test_that("batch_invariant = FALSE is the fast lane, recorded in the stats and the manifest", {
+  ctx <- context_create(tiny_model(), n_ctx = 128L, n_seq_max = 2L, batch_invariant = FALSE)
+  expect_match(paste(utils::capture.output(print(ctx)), collapse = "\n"), "fast lane")
+  out <- generate_parallel(ctx, c("once upon a time", "the river"), max_tokens = 4L, temperature = 0, progress = FALSE)
+  expect_length(out, 2L)
+  expect_false(attr(out, "stats")$batch_invariant)
+  expect_false(attr(out, "stats")$identity_guaranteed)
+  expect_identical(manifest(out)$parameters$batch_invariant, FALSE)
+  expect_error(context_create(tiny_model(), batch_invariant = NA), class = "newrllama4_error_invalid_argument")
 })
 
 test_that("context_create checks its arguments in R", {
