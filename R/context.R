@@ -4,7 +4,8 @@
 #' those sequences has its own slice of the KV cache, `n_ctx` tokens long
 #' (prompt plus answer), so one prompt never sees or disturbs another.
 #'
-#' The KV cache is allocated at once: `n_ctx * n_seq_max` cells. A context whose
+#' The KV cache is allocated at once: `n_ctx * n_seq_max` cells (and 64 more per
+#' sequence with `batch_invariant = TRUE`). A context whose
 #' estimated cache is larger than the memory available is refused before
 #' anything is allocated, with an error of class
 #' `newrllama4_error_context_too_large` (fields `needed_bytes` and

@@ -12,8 +12,8 @@ the same order, with tiles of one fixed shape; masked cells add exact zeros), an
 one-row kernel's never does. So a token's numbers depend on nothing but the tokens
 before it as long as the kernel each token gets is a function of its own sequence:
 
-- a prompt's whole tiles, its first `tiled_end` tokens (a multiple of TILE; for a
-  label question, the question's whole tiles), are decoded in chunks of TILE rows or
+- a prompt's first `tiled_end` tokens (its whole tiles but those within its last TILE
+  tokens; for a label question, the question's), are decoded in chunks of TILE rows or
   more, so they always get the tiled kernel;
 - every other token (the prompt's last partial tile, a label's tokens after its
   question, generated tokens) goes in chunks of fewer than TILE rows, the one-row
@@ -22,6 +22,11 @@ before it as long as the kernel each token gets is a function of its own sequenc
   consecutive seq_ids, so one whose slot has no neighbour in the batch) gets a
   throwaway companion row (the same token at the next position, removed after the
   call), which keeps it off the KV-split kernel.
+Throwaway rows also save llama.cpp passes over the weights (`throwaway_rows`): it
+cuts a batch into micro-batches of consecutive seq_ids that bring equal numbers of
+tokens, one pass each, so one-row chunks are padded to the longest in the batch and
+short gaps between slots are filled. A throwaway row comes after every real row of
+its sequence (the causal mask hides it from them) and is removed after the call.
 A prefix snapshot records how many of its tokens took the tiled kernel, and is restored
 only as far as every restored token took the kernel the restoring prompt gives it
 (`restorable`): within the tiled parts in whole tiles, so what is left of a tiled part
@@ -33,14 +38,28 @@ probabilities with the prompt decoded alone.
 
 from __future__ import annotations
 
+from typing import Callable
+
 # ggml's GGML_FA_TILE_Q: the query rows of one tile of the tiled kernel
 TILE = 64
 
 
 def tiled_end(n_leading: int) -> int:
     """How many leading prompt tokens take the tiled kernel: the whole tiles of the
-    `n_leading` (the prompt, or a label question)."""
-    return n_leading // TILE * TILE
+    `n_leading` (the prompt, or a label question) that end a tile or more before its end.
+
+    Keeping the last tile's worth of tokens out of the tiled part lets prompts that
+    share an instruction and differ in a text of up to TILE tokens restore all of it:
+    their tiled parts end within the instruction, and a restore past the tiled parts
+    goes to the token (`restorable`) from a snapshot whose tiled part ends at the same
+    tile (the prefix plan keeps one for each such tile). When it was all the whole tiles,
+    a text that carried a prompt over a tile boundary put its tiled end past the
+    instruction, and up to 63 instruction tokens were decoded again for every such
+    prompt (bench_prefix, two instructions: 1.00x of llama-server warm). The one-row
+    kernel costs little more for those tokens: in short contexts the matrix products,
+    the same for both kernels, dominate.
+    """
+    return max(n_leading - TILE, 0) // TILE * TILE
 
 
 def tiled_step(n_batch: int, n_slots: int) -> int:
@@ -56,6 +75,60 @@ def planned_tokens(n_batch: int) -> int:
 def batch_capacity(n_batch: int, n_slots: int) -> int:
     """Tokens a batch must hold: the plan, and a companion for each slot at most."""
     return planned_tokens(n_batch) + n_slots
+
+
+# About what one pass of llama.cpp over the weights costs, in rows of a batch (Gemma 3
+# 270M, 2 threads: a pass about 15 ms, a row about 1 ms): a gap of idle slots between
+# two slots of a one-row batch is filled with throwaway rows when they are at most this
+# many, and one-row chunks are cut so as to spend the fewest rows and passes
+# (`one_row_length`). (On bench_prefix gaps of up to 8, 16 and 32 rows did alike.)
+PASS_ROWS = 16
+
+
+def one_row_length(chunks: list[int]) -> int:
+    """How far a batch of one-row chunks of these lengths advances: every chunk is cut to
+    it and padded to it. Of the ways to take the chunks in passes, each pass advancing
+    every unfinished one by the same length, the first cut of the one that costs the
+    fewest rows, counting a pass as PASS_ROWS: one pass pads every chunk to the longest,
+    one per length pads none."""
+    ends = sorted(set(chunks))
+    # cost[i]: the rows and passes that finish every chunk once all have advanced ends[i]
+    cost = [0] * len(ends)
+    for i in range(len(ends) - 2, -1, -1):
+        active = sum(n > ends[i] for n in chunks)
+        cost[i] = min(PASS_ROWS + active * (ends[j] - ends[i]) + cost[j] for j in range(i + 1, len(ends)))
+    return min((PASS_ROWS + len(chunks) * end + cost[i], end) for i, end in enumerate(ends))[1]
+
+
+def throwaway_rows(chunks: list[tuple[int, int, int]], next_position: Callable[[int], int],
+                   room: int) -> list[tuple[int, int, int]]:
+    """The throwaway rows a batch plan gets, as (slot, first position, rows).
+
+    `chunks` are the plan's (slot, first position, tokens), one per slot; `next_position`
+    gives the next free position of a slot outside the plan; `room` is how many rows may
+    be added besides companions. Only a one-row batch (every chunk under TILE) gets any:
+    its chunks are padded to the longest, gaps of idle slots between them filled when
+    they take at most PASS_ROWS rows and `room` allows, and a one-token chunk with no
+    neighbouring slot after that gets a companion row."""
+    if not chunks or max(n for _, _, n in chunks) >= TILE:
+        return []
+    length = max(n for _, _, n in chunks)
+    rows = [(slot, position + n, length - n) for slot, position, n in chunks if n < length]
+    room -= sum(count for _, _, count in rows)
+    slots = sorted(slot for slot, _, _ in chunks)
+    runs = [[slots[0]]]
+    for before, after in zip(slots, slots[1:]):
+        gap = range(before + 1, after)
+        if gap and len(gap) * length <= min(PASS_ROWS, room):
+            rows += [(slot, next_position(slot), length) for slot in gap]
+            room -= len(gap) * length
+        elif gap:
+            runs.append([])
+        runs[-1].append(after)
+    if length == 1:
+        first = {slot: position for slot, position, _ in chunks}
+        rows += [(run[0], first[run[0]] + 1, 1) for run in runs if len(run) == 1]
+    return rows
 
 
 def chunk_length(n_cached: int, boundary: int, n_tiled: int, share: int, step: int) -> int:

@@ -15,7 +15,7 @@ from .constraints import Constraint
 from .engine import StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
 from .generation import Generator, Progress
-from .attention import batch_capacity
+from .attention import TILE, batch_capacity
 from .memory import check_context_fits, head_sizes
 from .model import Model
 from .prefix_cache import PrefixCache
@@ -41,12 +41,13 @@ class Context(Generator):
     """Runs prompts against a model, up to `n_seq_max` at once.
 
     `n_ctx` is the context window of each sequence (prompt plus generated tokens);
-    the KV cache holds `n_ctx` cells for each of the `n_seq_max` sequences.
+    the KV cache holds `n_ctx` cells for each of the `n_seq_max` sequences (and TILE
+    more, batch-invariant, for attention.throwaway_rows).
     `batch_invariant=True` (the default) makes every output independent of the other
     prompts in the call and of `n_seq_max`: each token gets the attention kernel its
     own sequence decides (attention.py), which restores a shared prefix only as far as
-    its tokens took the kernels the prompt gives them and gives a token decoded alone
-    a throwaway companion row;
+    its tokens took the kernels the prompt gives them and adds throwaway rows to keep
+    tokens on their kernels in few passes;
     `False` trades that for throughput: prompt chunks of any length packed with
     generation tokens into one batch, on the model's repacked copy of the weights
     (`Model.handle(repacked=True)`, llama.cpp's layout for its fastest CPU kernels).
@@ -79,10 +80,10 @@ class Context(Generator):
         prefix_cache = check_bool("prefix_cache", prefix_cache)
         prefix_cache_mb = check_real("prefix_cache_mb", prefix_cache_mb, 0.0)
         self.model = model
-        # a batch-invariant batch holds a tile at least and the throwaway companions of
-        # lone tokens, each of which takes one cell past its sequence's window
+        # a batch-invariant batch holds a tile at least and the throwaway rows of
+        # attention.throwaway_rows, fewer than a tile past a sequence's window
         capacity = batch_capacity(self.n_batch, self.n_seq_max) if self.batch_invariant else self.n_batch
-        cells = self.n_ctx + 1 if self.batch_invariant else self.n_ctx
+        cells = self.n_ctx + TILE if self.batch_invariant else self.n_ctx
 
         params = set_fields(
             llama.llama_context_default_params(),

@@ -18,7 +18,7 @@ import llama_cpp as llama
 import numpy as np
 
 from ._llama import TokenBatch
-from .attention import tiled_end
+from .attention import throwaway_rows, tiled_end
 from .checks import is_conversation
 from .choices import ChoicePrompt, Labels, score
 from .constraints import ConstrainedAnswer, Constraint, mask_logits
@@ -204,13 +204,13 @@ class StepLoop:
 
     def _run_batch(self, plan: list[PlanEntry]) -> None:
         """Decode one planned batch and sample its outputs; on failure retry in halves."""
-        wanting_logits = self._fill(plan)
-        companions = self._add_companions(plan)
+        throwaway = self._throwaway_rows(plan)
+        wanting_logits = self._fill(plan, throwaway)
         is_prefill = any(s.prefilling for s, _ in plan)
         started = time.perf_counter()
         status = self.batch.decode(self.ctx)
         elapsed = time.perf_counter() - started
-        for slot, position in companions:
+        for slot, position, _ in throwaway:
             llama.llama_memory_seq_rm(self.memory, slot, position, -1)
         self.stats.llama_decode_calls += 1
         if is_prefill:
@@ -228,34 +228,35 @@ class StepLoop:
         if wanting_logits:
             self._sample(wanting_logits)
 
-    def _fill(self, plan: list[PlanEntry]) -> list[Sequence]:
-        """Put the plan into the batch; return the sequences whose last token wants logits, in batch order."""
+    def _fill(self, plan: list[PlanEntry], throwaway: list[tuple[int, int, int]]) -> list[Sequence]:
+        """Put the plan and its throwaway rows into the batch, in slot order (llama.cpp
+        takes consecutive seq_ids in batch order into a micro-batch); return the sequences
+        whose last token wants logits, in batch order."""
         self.batch.clear()
         wanting_logits = []
-        for sequence, n in plan:
-            start = sequence.n_cached
-            wants_logits = start + n == len(sequence.tokens)
-            self.batch.add(sequence.tokens[start:start + n], start, sequence.slot, wants_logits)
+        entries = sorted([(s.slot, 0, s, n) for s, n in plan] + [(slot, 1, p, n) for slot, p, n in throwaway],
+                         key=lambda entry: entry[:2])
+        filler = plan[0][0].tokens[plan[0][0].n_cached]
+        for slot, is_throwaway, what, n in entries:
+            if is_throwaway:
+                self.batch.add([filler] * n, what, slot, False)
+                continue
+            start = what.n_cached
+            wants_logits = start + n == len(what.tokens)
+            self.batch.add(what.tokens[start:start + n], start, slot, wants_logits)
             if wants_logits:
-                wanting_logits.append(sequence)
+                wanting_logits.append(what)
         return wanting_logits
 
-    def _add_companions(self, plan: list[PlanEntry]) -> list[tuple[int, int]]:
-        """Give every token that llama.cpp will decode alone a throwaway companion at the
-        next position (a cell the context keeps free for it), so that it takes the one-row
-        attention kernel it gets beside others, not the KV-split one (attention.py); return
-        the (slot, position) of each. llama.cpp cuts a batch into micro-batches of
-        consecutive seq_ids, so a lone token is one whose slot has no neighbour in the batch."""
+    def _throwaway_rows(self, plan: list[PlanEntry]) -> list[tuple[int, int, int]]:
+        """The rows that keep a batch-invariant batch's tokens on their kernels and in as
+        few of llama.cpp's passes as may be (attention.throwaway_rows)."""
         if not self.batch_invariant:
             return []
-        slots = {sequence.slot for sequence, _ in plan}
-        companions = []
-        for sequence, n in plan:
-            if n == 1 and sequence.slot - 1 not in slots and sequence.slot + 1 not in slots:
-                position = sequence.n_cached
-                self.batch.add([sequence.tokens[position]], position + 1, sequence.slot, False)
-                companions.append((sequence.slot, position + 1))
-        return companions
+        next_position = {s.slot: s.n_cached for s in self.scheduler.running}
+        room = self.batch.capacity - self.scheduler.n_slots - max(n for _, n in plan) * len(plan)
+        return throwaway_rows([(s.slot, s.n_cached, n) for s, n in plan],
+                              lambda slot: next_position.get(slot, 0), room)
 
     def _recover(self, plan: list[PlanEntry], status: int) -> None:
         # llama.cpp keeps the micro-batches that succeeded; roll every sequence back to

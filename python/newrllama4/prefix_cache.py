@@ -164,7 +164,8 @@ class _Prefix:
 class PrefixPlan:
     """Which shared prefixes one call decodes once, by whom, and who waits for them.
 
-    The prompts are sorted; two neighbours' common prefix, short of both prompts' last
+    The prompts are sorted (by where their tiled parts end, then by tokens); two
+    neighbours' common prefix, short of both prompts' last
     token (whose logits the prompt needs), cut to what both may restore of each other's
     cells (batch-invariant: `attention.restorable`) and then to whole blocks, is a shared
     prefix. Its owner is the first prompt, in call order, that contains it and may
@@ -190,7 +191,9 @@ class PrefixPlan:
     def _plan(self, sequences: list[Sequence]) -> None:
         keys = {s: block_keys(s.tokens, (s.n_prompt - 1) // BLOCK) for s in sequences}
         arrays = {s: np.asarray(s.tokens) for s in sequences}
-        ordered = sorted(sequences, key=lambda s: s.tokens)
+        # batch-invariant, a prompt restores past a tiled part only from one whose tiled part
+        # ends at the same place: sorted by that first, such prompts are neighbours
+        ordered = sorted(sequences, key=lambda s: (s.n_tiled if self.cache.batch_invariant else 0, s.tokens))
         prefixes: dict[tuple[int, int], _Prefix] = {}  # (block key, n_tiled) -> the shared prefix
         for a, b in zip(ordered, ordered[1:]):
             common = min(common_prefix(arrays[a], arrays[b]), a.n_prompt - 1, b.n_prompt - 1)

@@ -55,7 +55,8 @@ from .sampling import SamplingParams
 
 # 2: the tiled matmul forced for every batch (it was off), which rounds differently
 # 3: batch invariance on an F16 KV cache with its tiled attention kernel (it was Q8_0)
-CACHE_FORMAT = 3
+# 4: a prompt's last tile in the one-row kernel; the fast lane on repacked weights
+CACHE_FORMAT = 4
 # Arguments of generate_parallel that cannot change an answer; every other one is in the key.
 NOT_IN_KEY = frozenset({"self", "prompts", "on_progress", "cache"})
 

@@ -6,7 +6,7 @@ import bisect
 from collections import deque
 from typing import Callable, Iterable, Optional
 
-from .attention import chunk_length, planned_tokens, tiled_step
+from .attention import chunk_length, one_row_length, planned_tokens, tiled_step
 from .sequence import Sequence
 
 # One entry of a batch plan: a sequence and how many of its pending tokens to feed.
@@ -19,18 +19,21 @@ class Scheduler:
     A slot is a seq_id with its own KV stream, so admission only waits for a free
     slot: a sequence never competes with another one for KV cells.
 
-    With `separate_phases` (batch invariance), a batch holds either prompt chunks that
-    all have the same length (prefill) or one new token per generating sequence
-    (decode), never a mix: llama.cpp cuts a batch whose sequences bring different
-    numbers of tokens into micro-batches, and each sequence's chunk lengths follow
-    attention.py's rules, so that every token gets the attention kernel its own
-    sequence decides. Prefill goes first so that newcomers join the next decode batch.
+    With `separate_phases` (batch invariance), a batch holds either prompt chunks or
+    one new token per generating sequence (decode), never a mix: llama.cpp cuts a
+    batch whose sequences bring different numbers of tokens into micro-batches, and
+    each sequence's chunk lengths follow attention.py's rules, so that every token gets
+    the attention kernel its own sequence decides. Chunks of a prompt's tiled part all
+    have one length; one-row chunks may differ, as the engine pads them to the longest
+    (attention.throwaway_rows). Prefill goes first so that newcomers join the next
+    decode batch.
     Without `separate_phases`, a batch holds every generating sequence's token and
     fills up with prompt chunks of any length, at most `n_batch` tokens.
     """
 
     def __init__(self, n_slots: int, n_batch: int, separate_phases: bool):
         self.separate_phases = separate_phases
+        self.n_slots = n_slots
         self.capacity = planned_tokens(n_batch) if separate_phases else n_batch
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
@@ -89,15 +92,16 @@ class Scheduler:
         return chunk_length(sequence.n_cached, sequence.boundary, sequence.n_tiled, self._share, self._tiled_step)
 
     def _equal_prefill(self, prefilling: list[Sequence]) -> list[PlanEntry]:
-        """Prompt chunks of one length, as many as the batch holds. In their tiled parts
-        (attention.py) the first waiting chunk's length, for every prompt whose next chunk
-        has it too; past them, where any chunk of fewer than TILE rows gives every token
-        the same kernel, every such prompt advances by the shortest of their chunks."""
+        """Prompt chunks as many as the batch holds. In their tiled parts (attention.py)
+        the first waiting chunk's length, for every prompt whose next chunk has it too;
+        past them, where any chunk of fewer than TILE rows gives every token the same
+        kernel, every such prompt's next chunk, cut to `attention.one_row_length`."""
         first = prefilling[0]
         if first.n_cached < first.n_tiled:
             length = self._chunk(first)
             group = [s for s in prefilling if s.n_cached < s.n_tiled and self._chunk(s) == length]
-        else:
-            group = [s for s in prefilling if s.n_cached >= s.n_tiled]
-            length = min(self._chunk(s) for s in group)
-        return [(s, length) for s in group[: self.capacity // length]]
+            return [(s, length) for s in group[: self.capacity // length]]
+        # each at most an even share of the batch, so that padded to the longest they fit it
+        chunks = [(s, self._chunk(s)) for s in prefilling if s.n_cached >= s.n_tiled]
+        length = one_row_length([n for _, n in chunks])
+        return [(s, min(n, length)) for s, n in chunks]

@@ -80,30 +80,63 @@ def test_long_prompts_batch_matches_solo_without_reuse(gemma, long_solo):
         assert [c.tokens for c in ctx.generate_parallel(prompts, **GREEDY)] == solo
 
 
+TOPIC_WORDS = "the court ruled on the tariff while the team trained and the lab tested a vaccine".split()
+
+
+def instruction_ending_into_a_tile(gemma, rng, n_words, into):
+    """A labelling instruction of about `n_words` words whose length ends `into` (a range)
+    tokens into a tile of 64; and its length."""
+    while True:
+        instruction = "Label the topic of the sentence. " + " ".join(rng.choice(TOPIC_WORDS) for _ in range(n_words)) + "\n"
+        n_instruction = len(gemma.tokenize(instruction))
+        if n_instruction % 64 in into:
+            return instruction, n_instruction
+        n_words += 1
+
+
+def sentence_prompts(instruction, rng, n, max_words):
+    return [f"{instruction}Sentence: {' '.join(rng.choice(TOPIC_WORDS) for _ in range(rng.randint(1, max_words)))}"
+            "\nTopic:" for _ in range(n)]
+
+
+def solo_cold_and_warm(gemma, prompts, n_seq_max):
+    """Greedy answers alone, then half the prompts on a fresh context and half after them."""
+    with nl.Context(gemma, n_ctx=512, n_seq_max=1, prefix_cache=False) as ctx:
+        solo = [c.tokens for c in ctx.generate_parallel(prompts, **GREEDY)]
+    with nl.Context(gemma, n_ctx=512, n_seq_max=n_seq_max) as ctx:
+        half = len(prompts) // 2
+        return solo, list(ctx.generate_parallel(prompts[:half], **GREEDY)), list(ctx.generate_parallel(prompts[half:], **GREEDY))
+
+
 def test_rows_restore_an_instructions_last_partial_tile_exactly(gemma):
     # the annotation job: an instruction whose last partial tile (one-row kernel, as each
     # row's short text) is restored by every row whose text stays within that tile
     rng = random.Random(5)
-    words = "the court ruled on the tariff while the team trained and the lab tested a vaccine".split()
-    n_words = 120
-    while True:  # an instruction ending 8 to 24 tokens into a tile, so that short texts stay in it
-        instruction = "Label the topic of the sentence. " + " ".join(rng.choice(words) for _ in range(n_words)) + "\n"
-        n_instruction = len(gemma.tokenize(instruction))
-        if 8 <= n_instruction % 64 <= 24:
-            break
-        n_words += 1
-    candidates = [f"{instruction}Sentence: {' '.join(rng.choice(words) for _ in range(rng.randint(2, 12)))}\nTopic:"
-                  for _ in range(60)]
+    instruction, n_instruction = instruction_ending_into_a_tile(gemma, rng, 120, range(8, 25))
+    candidates = sentence_prompts(instruction, rng, 60, 12)
     prompts = [p for p in candidates if len(gemma.tokenize(p)) // 64 == n_instruction // 64][:24]
     assert len(prompts) == 24
-    with nl.Context(gemma, n_ctx=512, n_seq_max=1, prefix_cache=False) as ctx:
-        solo = [c.tokens for c in ctx.generate_parallel(prompts, **GREEDY)]
-    with nl.Context(gemma, n_ctx=512, n_seq_max=8) as ctx:
-        cold = ctx.generate_parallel(prompts[:12], **GREEDY)
-        warm = ctx.generate_parallel(prompts[12:], **GREEDY)
-    assert [c.tokens for c in cold] + [c.tokens for c in warm] == solo
-    restored = [c.n_cached_tokens for c in list(cold)[1:] + list(warm)]
+    solo, cold, warm = solo_cold_and_warm(gemma, prompts, n_seq_max=8)
+    assert [c.tokens for c in cold + warm] == solo
+    restored = [c.n_cached_tokens for c in cold[1:] + warm]
     assert all(n >= n_instruction - 16 for n in restored)  # past the last whole tile, to the 16-token block
+
+
+def test_rows_whose_text_crosses_a_tile_boundary_restore_all_of_the_instruction(gemma):
+    # an instruction ending 40 to 56 tokens into a tile: most rows' texts carry their prompt
+    # into the next tile. Each row's tiled part still ends within the instruction, so every
+    # row but the first of each tiled end restores the instruction to its 16-token block;
+    # texts of different lengths go through one-row chunks padded to one length and slots
+    # freed in any order (attention.throwaway_rows)
+    rng = random.Random(8)
+    instruction, n_instruction = instruction_ending_into_a_tile(gemma, rng, 100, range(40, 57))
+    prompts = sentence_prompts(instruction, rng, 24, 30)
+    crossing = sum(len(gemma.tokenize(p)) // 64 > n_instruction // 64 for p in prompts)
+    assert 4 <= crossing <= 20
+    solo, cold, warm = solo_cold_and_warm(gemma, prompts, n_seq_max=6)
+    assert [c.tokens for c in cold + warm] == solo
+    restored = [c.n_cached_tokens for c in cold + warm]
+    assert sum(n >= n_instruction // 16 * 16 for n in restored) >= len(prompts) - 2
 
 
 @pytest.mark.parametrize("n_seq_max, n_batch", [(16, 256), (3, 512)])

@@ -21,10 +21,11 @@ from test_remote import CONVERSATION, SCHEMA, remote
 # every generated token): the same kernels below 64 tokens (the tiny model's prompts),
 # measured at most 1e-5; on SmolLM2 (Q4_1), whose labels hang on a few hundred tokens
 # of F16 sums, 4.0e-2 with the server taking one request at a time, the same in every
-# run (3.6e-2 and 7.9e-2 when it batched them). (With Q8_0 caches on both, before
-# issue 19: 2e-7 and 3.6e-6.)
+# run (3.6e-2 and 7.9e-2 when it batched them); 6.3e-2 since our prompts' last 64 to 127
+# tokens take the one-row kernel (the server's whole prompt takes the tiled one). (With
+# Q8_0 caches on both, before issue 19: 2e-7 and 3.6e-6.)
 TINY_TOLERANCE = 1e-5
-SMOLLM2_TOLERANCE = 6e-2
+SMOLLM2_TOLERANCE = 8e-2
 
 LABELS = ["yes", "no", "river", "king queen"]  # "king queen" is several tokens
 PROMPTS = random_prompts(6, seed=57, max_words=40)

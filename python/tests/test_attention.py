@@ -1,0 +1,58 @@
+"""attention.py on its own: which tokens take the tiled kernel, and the throwaway rows
+that keep a batch on its kernels in as few of llama.cpp's passes as may be."""
+
+from newrllama4.attention import PASS_ROWS, TILE, one_row_length, restorable, throwaway_rows, tiled_end
+
+
+def test_the_tiled_part_is_the_whole_tiles_short_of_the_last_tile():
+    assert [tiled_end(n) for n in (0, 63, 64, 127, 128, 129, 191, 192, 300)] == [0, 0, 0, 0, 64, 64, 64, 128, 192]
+
+
+def test_prompts_of_one_instruction_and_short_texts_restore_all_of_it():
+    for instruction in (150, 187, 192, 209):
+        for text in range(1, TILE + 1):
+            n_tiled = tiled_end(instruction + text)
+            assert n_tiled <= instruction  # counted from the end, it was past the instruction for most texts
+            assert restorable(instruction, n_tiled, n_tiled) == instruction
+
+
+def no_slot(slot):
+    raise AssertionError(f"slot {slot} is not a gap")
+
+
+def test_one_row_chunks_are_padded_to_the_longest():
+    assert throwaway_rows([(0, 10, 5), (1, 40, 9), (2, 0, 9)], no_slot, room=100) == [(0, 15, 4)]
+
+
+def test_tiled_chunks_get_no_rows():
+    assert throwaway_rows([(0, 0, TILE), (1, 64, TILE)], no_slot, room=100) == []
+    assert throwaway_rows([], no_slot, room=100) == []
+
+
+def test_short_gaps_are_filled_from_each_slots_next_position():
+    next_position = {1: 30, 2: 0, 3: 7}.get
+    rows = throwaway_rows([(0, 10, 2), (3, 5, 2)], next_position, room=100)
+    assert rows == [(1, 30, 2), (2, 0, 2)]  # 2 slots x 2 rows <= PASS_ROWS: one run of slots 0-3
+
+
+def test_a_gap_too_long_or_without_room_is_left_as_two_runs():
+    long = PASS_ROWS // 2 + 1
+    assert throwaway_rows([(0, 0, long), (3, 0, long)], {1: 0, 2: 0}.get, room=100) == []
+    assert throwaway_rows([(0, 0, 1), (2, 0, 1)], {1: 0}.get, room=0) == [(0, 1, 1), (2, 1, 1)]  # companions
+
+
+def test_a_lone_token_gets_a_companion_unless_a_gap_row_joins_it_to_a_neighbour():
+    assert throwaway_rows([(4, 17, 1)], no_slot, room=100) == [(4, 18, 1)]
+    assert throwaway_rows([(0, 9, 1), (1, 3, 1)], no_slot, room=100) == []
+    assert throwaway_rows([(0, 9, 1), (2, 3, 1)], {1: 12}.get, room=100) == [(1, 12, 1)]
+    assert throwaway_rows([(0, 9, 2)], no_slot, room=100) == []  # two rows are not the KV-split kernel's one
+
+
+def test_one_row_chunks_advance_by_the_cut_that_spends_the_fewest_rows_and_passes():
+    assert one_row_length([20, 20, 20]) == 20
+    assert one_row_length([20, 22, 21, 19]) == 22  # padding 6 rows beats three more passes
+    assert one_row_length([5, 48, 48, 48]) == 5  # a pass more beats padding the 5 by 43 rows
+    assert one_row_length([1, 1, 1, 1, 1, 1, 1, 60]) == 1  # 7 x 59 rows of padding cost more than a pass
+    # eight chunks: 22 rows now, then the longer ones in two more passes (318 row-equivalents
+    # against 400 for one pass padded to 48)
+    assert one_row_length([20, 25, 30, 48, 48, 48, 20, 22]) == 22
