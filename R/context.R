@@ -32,9 +32,9 @@
 #'   recently used go first when it is full.
 #' @param batch_invariant `TRUE` (the default): every answer is exactly what the
 #'   model gives that prompt alone, whatever else runs beside it. `FALSE` is the
-#'   fast lane, for work that does not need that: llama.cpp's own kernels and
-#'   batching (on a copy of the weights repacked for them, loaded on first use),
-#'   faster when decoding one or two prompts at a time; answers may then differ
+#'   fast lane, for work that does not need that: llama.cpp's own batching, and
+#'   with `n_seq_max = 1` its kernels for one prompt at a time (on a copy of the
+#'   weights repacked for them, loaded on first use); answers may then differ
 #'   in the last digits, and now and then in a token, with what runs beside them.
 #'   The result's `stats` and [manifest()] record the mode.
 #' @return A `newrllama_context` object.

@@ -5,7 +5,8 @@
       repacking, ggml's tiled matmul), one prompt after another, in a process of its own
   (b) generate_parallel, batch-invariant (the default), n_seq_max 8, 1 new token
   (b0) the same with ggml's tiled matmul off, as the engine ran before it forced it on
-  (c) generate_parallel, batch_invariant=False (the fast lane, on repacked weights), the same
+  (c) generate_parallel, batch_invariant=False (the fast lane), the same (its decode below
+      at n_seq_max 1 runs on the repacked weights)
   (c0) the fast lane in a process that keeps ggml's own tiled-matmul switch (the user set
       GGML_CPU_TILED_MM_FORCE=0 before importing newrllama4; identity is then not guaranteed)
 Then decode: 4 of the prompts, 64 tokens each, one sequence at a time (Llama.eval of one

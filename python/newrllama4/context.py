@@ -49,8 +49,9 @@ class Context(Generator):
     its tokens took the kernels the prompt gives them and adds throwaway rows to keep
     tokens on their kernels in few passes;
     `False` trades that for throughput: prompt chunks of any length packed with
-    generation tokens into one batch, on the model's repacked copy of the weights
-    (`Model.handle(repacked=True)`, llama.cpp's layout for its fastest CPU kernels).
+    generation tokens into one batch; with `n_seq_max=1` on the model's repacked copy of
+    the weights (`Model.handle(repacked=True)`, llama.cpp's fastest CPU kernels for one
+    row at a time).
 
     With `prefix_cache` (the default), prompts that share a prefix of at least 16
     tokens, in one call or across calls, have it decoded once: its KV cells are
@@ -80,6 +81,10 @@ class Context(Generator):
         prefix_cache = check_bool("prefix_cache", prefix_cache)
         prefix_cache_mb = check_real("prefix_cache_mb", prefix_cache_mb, 0.0)
         self.model = model
+        # the fast lane's decode steps of one row run fastest on repacked weights (bench_prefill:
+        # 0.91-0.94x of llama.cpp's decode against 0.82x); batches of several sequences on
+        # ggml's tiled matmul (bench_parallel at 32: 3-5% faster; prefill 5-8% faster)
+        self._repacked = not self.batch_invariant and self.n_seq_max == 1
         # a batch-invariant batch holds a tile at least and the throwaway rows of
         # attention.throwaway_rows, fewer than a tile past a sequence's window
         capacity = batch_capacity(self.n_batch, self.n_seq_max) if self.batch_invariant else self.n_batch
@@ -104,7 +109,7 @@ class Context(Generator):
         )
         check_context_fits(model, self.n_ctx, params)
         with llama_errors() as errors:
-            handle = llama.llama_init_from_model(model.handle(repacked=not self.batch_invariant), params)
+            handle = llama.llama_init_from_model(model.handle(repacked=self._repacked), params)
         if not handle:
             raise ContextError(self._failure(errors))
         self._handle = handle

@@ -80,13 +80,14 @@ def _address(handle):
     return ctypes.cast(handle, ctypes.c_void_p).value
 
 
-def test_fast_lane_contexts_share_a_repacked_copy_loaded_on_first_use(tiny_model_path):
+def test_one_sequence_fast_lane_contexts_share_a_repacked_copy_loaded_on_first_use(tiny_model_path):
     with nl.Model(tiny_model_path) as model:  # not the session's model, which may hold the copy already
-        with nl.Context(model, n_ctx=64, n_seq_max=2) as invariant:
-            assert _model_of(invariant) == _address(model.handle())
+        with nl.Context(model, n_ctx=64, n_seq_max=1) as invariant, \
+                nl.Context(model, n_ctx=64, n_seq_max=2, batch_invariant=False) as batched_fast:
+            assert _model_of(invariant) == _model_of(batched_fast) == _address(model.handle())
             assert model._repacked_handle is None
-            with nl.Context(model, n_ctx=64, n_seq_max=2, batch_invariant=False) as fast, \
-                    nl.Context(model, n_ctx=64, n_seq_max=1, batch_invariant=False) as other_fast:
+            with nl.Context(model, n_ctx=64, n_seq_max=1, batch_invariant=False) as fast, \
+                    nl.Context(model, n_ctx=128, n_seq_max=1, batch_invariant=False) as other_fast:
                 repacked = _address(model.handle(repacked=True))
                 assert repacked != _address(model.handle())
                 assert _model_of(fast) == _model_of(other_fast) == repacked
