@@ -1,6 +1,8 @@
-"""attention.py on its own: which tokens take the tiled kernel, and the throwaway rows
-that keep a batch on its kernels in as few of llama.cpp's passes as may be."""
+"""attention.py: which tokens take the tiled kernel, and the throwaway rows that keep a
+batch on its kernels in as few of llama.cpp's passes as may be (on their own, then in
+the engine on the tiny model)."""
 
+import newrllama4 as nl
 from newrllama4.attention import PASS_ROWS, TILE, one_row_length, restorable, throwaway_rows, tiled_end
 
 
@@ -56,3 +58,14 @@ def test_one_row_chunks_advance_by_the_cut_that_spends_the_fewest_rows_and_passe
     # eight chunks: 22 rows now, then the longer ones in two more passes (318 row-equivalents
     # against 400 for one pass padded to 48)
     assert one_row_length([20, 25, 30, 48, 48, 48, 20, 22]) == 22
+
+
+def test_one_row_prompts_of_different_lengths_take_one_llama_decode_call(model):
+    # before throwaway rows, prompts advanced together by the shortest: four calls here
+    prompts = [[5 + i] * n for i, n in enumerate((5, 9, 13, 20))]
+    assert one_row_length([5, 9, 13, 20]) == 20
+    with nl.Context(model, n_ctx=128, n_seq_max=4, prefix_cache=False) as ctx:
+        result = ctx.generate_parallel(prompts, max_tokens=1, temperature=0)
+    assert result.stats.llama_decode_calls == 1
+    with nl.Context(model, n_ctx=128, n_seq_max=1, prefix_cache=False) as ctx:
+        assert [c.tokens for c in result] == [c.tokens for c in ctx.generate_parallel(prompts, max_tokens=1, temperature=0)]
