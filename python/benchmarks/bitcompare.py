@@ -3,8 +3,10 @@
 For each setup (KV cache types, weight repacking, ggml's tiled matmul: off, on for 8+
 rows as llama.cpp ships it, or forced for every row count) a child process decodes one
 long prompt (default model) in one piece, in chunks of 128, 64, 63, 16 and 7 tokens, cut
-irregularly, in chunks of 64 or more rows each (128, 128, 144), and next to three other
-prompts that bring the same chunk lengths; then decodes 8 greedy tokens alone, alone with
+irregularly, in chunks of 64 or more rows each (128, 128, 144), in chunks of 16 each
+followed by throwaway rows to 40 (the engine's padding of one-row chunks, attention.py;
+compared with the chunks of 16), and next to three other prompts that bring the same
+chunk lengths; then decodes 8 greedy tokens alone, alone with
 a throwaway companion row (the engine's discipline for a lone token, attention.py), and
 next to three other sequences (after the prompt in chunks of 64 or more rows beside
 them). "same" means the logits of the prompt's tokens at every 16th
@@ -48,6 +50,10 @@ TEXT = (
 )
 
 
+# against the same chunks without throwaway rows, not against one piece
+PADDED = "16, each padded to 40 by throwaway rows, against 16"
+
+
 def chunks(n: int, pattern: list[int]) -> list[int]:
     sizes, k = [], 0
     while sum(sizes) < n:
@@ -86,17 +92,23 @@ def child(setup: str, threads: int, n_prompt: int) -> dict:
         assert ctx, "no context"
         return ctx, TokenBatch(512 * n_seq)
 
-    def prefill(ctx, batch, prompts, sizes):
+    def prefill(ctx, batch, prompts, sizes, padded_to=0):
         """Decode prompts[0..] together, chunk by chunk; the logits of prompt 0's tokens at
-        every 16th position and its last (each depends on all the KV cells before it)."""
+        every 16th position and its last (each depends on all the KV cells before it).
+        With `padded_to` (one prompt), each chunk is followed by throwaway rows up to that
+        many, removed after the call, as the engine pads one-row chunks."""
         start, rows = 0, []
         for size in sizes:
             batch.clear()
             for seq, prompt in enumerate(prompts):
                 batch.add(prompt[start:start + size], start, seq, start + size == len(prompt))
+            if padded_to > size:
+                batch.add([prompts[0][start]] * (padded_to - size), start + size, 0, False)
             wanted = [i for i in range(size) if (start + i) % 16 == 0]
             batch._logits[wanted] = 1  # prompt 0's tokens come first in the batch
             assert batch.decode(ctx) == 0
+            if padded_to > size:
+                llama.llama_memory_seq_rm(llama.llama_get_memory(ctx), 0, start + size, -1)
             rows += [np.ctypeslib.as_array(llama.llama_get_logits_ith(ctx, i), shape=(n_vocab,)).copy()
                      for i in wanted]
             start += size
@@ -129,11 +141,14 @@ def child(setup: str, threads: int, n_prompt: int) -> dict:
     solo_steps = decode(solo_ctx, solo_batch, [tokens], 8)
     llama.llama_memory_seq_rm(llama.llama_get_memory(solo_ctx), 0, len(tokens), -1)
     companion_steps = decode(solo_ctx, solo_batch, [tokens], 8, companion=True)
-    result = {}
+    result, by_chunking = {}, {}
     for name, pattern in CHUNKINGS.items():
         memory_clear(solo_ctx)
-        got = prefill(solo_ctx, solo_batch, [tokens], chunks(len(tokens), pattern))
-        result[name] = same(got)
+        by_chunking[name] = prefill(solo_ctx, solo_batch, [tokens], chunks(len(tokens), pattern))
+        result[name] = same(by_chunking[name])
+    memory_clear(solo_ctx)
+    padded = prefill(solo_ctx, solo_batch, [tokens], chunks(len(tokens), [16]), padded_to=40)
+    result[PADDED] = "same" if np.array_equal(padded, by_chunking["16"]) else "differs"
     four_ctx, four_batch = context(4)
     got = prefill(four_ctx, four_batch, [tokens] + others, chunks(len(tokens), [64]))
     result["64, beside 3 others"] = same(got)
@@ -158,7 +173,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.threads, args.prompt_tokens)))
         return
-    columns = [*CHUNKINGS, "64, beside 3 others", "all 64+, beside 3 others", "decode beside 3 others",
+    columns = [*CHUNKINGS, PADDED, "64, beside 3 others", "all 64+, beside 3 others", "decode beside 3 others",
                "decode beside 3 others, against alone with a companion row"]
     print(f"{args.prompt_tokens}-token prompt, default model, {args.threads} threads; "
           "against one piece (decode: against decoding alone)\n")
