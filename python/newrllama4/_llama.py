@@ -59,6 +59,11 @@ _error_lines: list[str] = []  # llama.cpp's error lines while a `llama_errors()`
 _errors_wanted = False
 
 
+def identity_problems() -> list[str]:
+    """Why ggml may not run in this process with the settings batch invariance needs."""
+    return list(_ggml_problems)
+
+
 def identity_guaranteed() -> bool:
     """Whether ggml runs in this process with the settings batch invariance needs."""
     return not _ggml_problems

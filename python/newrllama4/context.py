@@ -84,7 +84,7 @@ class Context(Generator):
         # the fast lane's decode steps of one row run fastest on repacked weights (bench_prefill:
         # 0.91-0.94x of llama.cpp's decode against 0.82x); batches of several sequences on
         # ggml's tiled matmul (bench_parallel at 32: 3-5% faster; prefill 5-8% faster)
-        self._repacked = not self.batch_invariant and self.n_seq_max == 1
+        repacked = not self.batch_invariant and self.n_seq_max == 1
         # a batch-invariant batch holds a tile at least and the throwaway rows of
         # attention.throwaway_rows, fewer than a tile past a sequence's window
         capacity = batch_capacity(self.n_batch, self.n_seq_max) if self.batch_invariant else self.n_batch
@@ -109,15 +109,13 @@ class Context(Generator):
         )
         check_context_fits(model, self.n_ctx, params)
         with llama_errors() as errors:
-            handle = llama.llama_init_from_model(model.handle(repacked=self._repacked), params)
+            handle = llama.llama_init_from_model(model.handle(repacked=repacked), params)
         if not handle:
             raise ContextError(self._failure(errors))
         self._handle = handle
         self._batch = TokenBatch(capacity)
         self._prefix_cache = (
-            PrefixCache(
-                int(prefix_cache_mb * 2**20), llama.llama_model_n_swa(model.handle()), self.batch_invariant
-            )
+            PrefixCache(int(prefix_cache_mb * 2**20), llama.llama_model_n_swa(model.handle()))
             if prefix_cache else None
         )
         self._lock = threading.RLock()

@@ -58,4 +58,4 @@ def identity_problems() -> list[str]:
     with a classed warning of its own, so the engine's Python warning, which the first
     Model gives, is silenced for R's process."""
     warnings.filterwarnings("ignore", category=IdentityWarning)
-    return list(_llama._ggml_problems)
+    return _llama.identity_problems()

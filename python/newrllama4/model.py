@@ -78,9 +78,9 @@ class Model:
         kernel for full groups of rows and a 1-row kernel for the rest, so a token's
         numerics would depend on its place in the batch. `repacked=True` gives a second
         copy, loaded on first use, with ggml's repacked layout for contexts that do not
-        need identity (the fast lane): its kernels skip the tiled matmul this process
-        forces, and decode one sequence at llama.cpp's own speed. It holds the repacked
-        matrices in memory beside the mapped file."""
+        need identity (the fast lane, one sequence at a time): its kernels skip the tiled
+        matmul this process forces, which is slower for a row or two. It holds the
+        repacked matrices in memory beside the mapped file."""
         if self._handle is None:
             raise ClosedError("model")
         if not repacked:

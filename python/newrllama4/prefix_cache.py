@@ -78,10 +78,9 @@ class Snapshot:
 class PrefixCache:
     """Snapshots of prompt prefixes, bounded by `max_bytes`, least recently used evicted first."""
 
-    def __init__(self, max_bytes: int, n_swa: int, batch_invariant: bool):
+    def __init__(self, max_bytes: int, n_swa: int):
         self.max_bytes = max_bytes
         self.n_swa = n_swa
-        self.batch_invariant = batch_invariant
         self.nbytes = 0
         self._lru: OrderedDict[int, Snapshot] = OrderedDict()  # id -> snapshot, oldest first
         self._by_key: dict[int, set[int]] = {}  # block key -> ids of snapshots that hold that prefix
@@ -99,8 +98,9 @@ class PrefixCache:
 
     def lookup(self, tokens: list[int], limit: int, n_tiled: int = 0) -> tuple[Optional[Snapshot], int]:
         """The snapshot that restores the most of `tokens[:limit]`, and how many tokens it
-        restores: batch-invariant, a prompt whose first `n_tiled` tokens take the tiled
-        kernel restores only as many as `attention.restorable` allows."""
+        restores: a prompt whose first `n_tiled` tokens take the tiled kernel restores only
+        as many as `attention.restorable` allows (all of them where neither has a tiled
+        part: outside batch invariance no sequence has one)."""
         if limit <= 0:
             return None, 0
         wanted = np.asarray(tokens[:limit])
@@ -111,9 +111,7 @@ class PrefixCache:
                 break  # a snapshot that diverges in a shorter block shares fewer tokens
             for snapshot_id in self._by_key.get(keys[n_blocks - 1], ()):
                 snapshot = self._lru[snapshot_id]
-                common = common_prefix(snapshot.tokens, wanted)
-                if self.batch_invariant:
-                    common = restorable(common, snapshot.n_tiled, n_tiled)
+                common = restorable(common_prefix(snapshot.tokens, wanted), snapshot.n_tiled, n_tiled)
                 if common < snapshot.n_tokens and not self._cuttable(snapshot):
                     continue
                 if common > best[1]:
@@ -183,21 +181,16 @@ class PrefixPlan:
         self._paths: dict[Sequence, list[_Prefix]] = {}  # shared prefixes a sequence contains, shortest first
         self._plan(list(sequences))
 
-    def _restorable(self, n_common: int, n_tiled_there: int, sequence: Sequence) -> int:
-        if self.cache.batch_invariant:
-            return restorable(n_common, n_tiled_there, sequence.n_tiled)
-        return n_common
-
     def _plan(self, sequences: list[Sequence]) -> None:
         keys = {s: block_keys(s.tokens, (s.n_prompt - 1) // BLOCK) for s in sequences}
         arrays = {s: np.asarray(s.tokens) for s in sequences}
-        # batch-invariant, a prompt restores past a tiled part only from one whose tiled part
-        # ends at the same place: sorted by that first, such prompts are neighbours
-        ordered = sorted(sequences, key=lambda s: (s.n_tiled if self.cache.batch_invariant else 0, s.tokens))
+        # a prompt restores past a tiled part only from one whose tiled part ends at the
+        # same place: sorted by that first, such prompts are neighbours
+        ordered = sorted(sequences, key=lambda s: (s.n_tiled, s.tokens))
         prefixes: dict[tuple[int, int], _Prefix] = {}  # (block key, n_tiled) -> the shared prefix
         for a, b in zip(ordered, ordered[1:]):
             common = min(common_prefix(arrays[a], arrays[b]), a.n_prompt - 1, b.n_prompt - 1)
-            length = self._restorable(common, a.n_tiled, b) // BLOCK * BLOCK
+            length = restorable(common, a.n_tiled, b.n_tiled) // BLOCK * BLOCK
             if length:
                 n_tiled = min(length, a.n_tiled)
                 prefixes.setdefault((keys[a][length // BLOCK - 1], n_tiled), _Prefix(a.tokens[:length], n_tiled))
@@ -208,7 +201,7 @@ class PrefixPlan:
         for sequence in sequences:  # call order, so the first holder owns a prefix
             self._paths[sequence] = [
                 prefix for key in keys[sequence] for prefix in by_key.get(key, ())
-                if self._restorable(len(prefix.tokens), prefix.n_tiled, sequence) == len(prefix.tokens)
+                if restorable(len(prefix.tokens), prefix.n_tiled, sequence.n_tiled) == len(prefix.tokens)
             ]
             for prefix in self._paths[sequence]:
                 if prefix in to_decode and prefix.owner is None:
@@ -238,7 +231,7 @@ class PrefixPlan:
         owned = [len(p.tokens) for p in path if p.owner is sequence]
         if not path and sequence.n_cached == 0:
             # as much of its prompt as a later prompt that starts the same way may restore
-            own = self._restorable(sequence.n_prompt - 1, sequence.n_tiled, sequence) // BLOCK * BLOCK
+            own = restorable(sequence.n_prompt - 1, sequence.n_tiled, sequence.n_tiled) // BLOCK * BLOCK
             owned = [own] if own else []
         sequence.snapshot_at = owned
 

@@ -191,7 +191,7 @@ def fake(n):
 
 
 def test_lookup_returns_the_longest_restorable_prefix_and_extends_it_token_by_token():
-    cache = PrefixCache(max_bytes=10_000, n_swa=0, batch_invariant=False)
+    cache = PrefixCache(max_bytes=10_000, n_swa=0)
     base = list(range(100, 164))  # 4 blocks
     cache.add(base[:32], fake(10))
     cache.add(base[:64], fake(10))
@@ -204,7 +204,7 @@ def test_lookup_returns_the_longest_restorable_prefix_and_extends_it_token_by_to
 
 
 def test_batch_invariant_lookup_restores_only_tokens_that_took_the_prompts_kernel():
-    cache = PrefixCache(max_bytes=10_000, n_swa=0, batch_invariant=True)
+    cache = PrefixCache(max_bytes=10_000, n_swa=0)
     base = list(range(100, 400))
     cache.add(base[:192], fake(10), n_tiled=192)  # three whole tiles
     # within tiled parts a restore ends at a whole tile, so the rest of the prompt's tiled part is whole tiles
@@ -225,7 +225,7 @@ def test_batch_invariant_lookup_restores_only_tokens_that_took_the_prompts_kerne
 
 
 def test_a_snapshot_longer_than_the_sliding_window_is_only_restored_whole():
-    cache = PrefixCache(max_bytes=10_000, n_swa=40, batch_invariant=False)
+    cache = PrefixCache(max_bytes=10_000, n_swa=40)
     base = list(range(100, 164))
     cache.add(base[:32], fake(10))
     cache.add(base[:64], fake(10))
@@ -235,7 +235,7 @@ def test_a_snapshot_longer_than_the_sliding_window_is_only_restored_whole():
 
 
 def test_the_least_recently_used_snapshot_goes_first():
-    cache = PrefixCache(max_bytes=25, n_swa=0, batch_invariant=False)
+    cache = PrefixCache(max_bytes=25, n_swa=0)
     a, b, c = ([k] * BLOCK for k in (1, 2, 3))
     assert cache.add(a, fake(10)) and cache.add(b, fake(10))
     cache.lookup(a + [0], limit=BLOCK)  # a is used again, so b is now the oldest
