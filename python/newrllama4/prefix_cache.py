@@ -164,9 +164,11 @@ class PrefixPlan:
 
     The prompts are sorted (by where their tiled parts end, then by tokens); two
     neighbours' common prefix, short of both prompts' last
-    token (whose logits the prompt needs), cut to what both may restore of each other's
-    cells (batch-invariant: `attention.restorable`) and then to whole blocks, is a shared
-    prefix. Its owner is the first prompt, in call order, that contains it and may
+    token (whose logits the prompt needs) and cut to what both may restore of each other's
+    cells (batch-invariant: `attention.restorable`), names a shared prefix by its last
+    whole block; the shared prefix is the shortest such common prefix of that block's
+    prompts, so it ends where an instruction ends, not at a block edge (which left up to
+    15 instruction tokens to decode again with every prompt). Its owner is the first prompt, in call order, that contains it and may
     restore it: that sequence ends a prefill chunk exactly there and snapshots its
     cells. A sequence that contains a shared prefix it does not own waits until the
     prefix is cached, then restores it. A sequence that shares nothing and restores
@@ -187,25 +189,36 @@ class PrefixPlan:
         # a prompt restores past a tiled part only from one whose tiled part ends at the
         # same place: sorted by that first, such prompts are neighbours
         ordered = sorted(sequences, key=lambda s: (s.n_tiled, s.tokens))
-        prefixes: dict[tuple[int, int], _Prefix] = {}  # (block key, n_tiled) -> the shared prefix
+        # (key of the last whole block, n_tiled) -> the shortest neighbours' common prefix there
+        shortest: dict[tuple[int, int], tuple[int, Sequence]] = {}
         for a, b in zip(ordered, ordered[1:]):
             common = min(common_prefix(arrays[a], arrays[b]), a.n_prompt - 1, b.n_prompt - 1)
-            length = restorable(common, a.n_tiled, b.n_tiled) // BLOCK * BLOCK
-            if length:
-                n_tiled = min(length, a.n_tiled)
-                prefixes.setdefault((keys[a][length // BLOCK - 1], n_tiled), _Prefix(a.tokens[:length], n_tiled))
+            length = restorable(common, a.n_tiled, b.n_tiled)
+            if length >= BLOCK:
+                key = (keys[a][length // BLOCK - 1], min(length, a.n_tiled))
+                shortest[key] = min(shortest.get(key, (length, a)), (length, a), key=lambda held: held[0])
+        # the prompts holding one block prefix are neighbours, so the shortest common prefix
+        # of their neighbouring pairs is theirs: a shared instruction to its last token
+        prefixes = [_Prefix(holder.tokens[:length], n_tiled) for (_, n_tiled), (length, holder) in shortest.items()]
         by_key: dict[int, list[_Prefix]] = {}
-        for (key, _), prefix in prefixes.items():
+        for (key, _), prefix in zip(shortest, prefixes):
             by_key.setdefault(key, []).append(prefix)
-        to_decode = {p for p in prefixes.values() if not self.cache.covers(p.tokens, p.n_tiled)}
+        to_decode = {p for p in prefixes if not self._cached_enough(p)}
         for sequence in sequences:  # call order, so the first holder owns a prefix
             self._paths[sequence] = [
                 prefix for key in keys[sequence] for prefix in by_key.get(key, ())
                 if restorable(len(prefix.tokens), prefix.n_tiled, sequence.n_tiled) == len(prefix.tokens)
+                and common_prefix(arrays[sequence], np.asarray(prefix.tokens)) == len(prefix.tokens)
             ]
             for prefix in self._paths[sequence]:
                 if prefix in to_decode and prefix.owner is None:
                     prefix.owner = sequence
+
+    def _cached_enough(self, prefix: _Prefix) -> bool:
+        """Whether the cache restores a prefix to its last whole block: the few tokens past it
+        are decoded with each prompt rather than make the prompts wait for an owner."""
+        restored = self.cache.lookup(prefix.tokens, len(prefix.tokens), prefix.n_tiled)[1]
+        return restored >= len(prefix.tokens) // BLOCK * BLOCK
 
     # -- admission ----------------------------------------------------------------------
 

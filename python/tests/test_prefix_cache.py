@@ -96,9 +96,9 @@ def test_one_prompt_per_call_reuses_the_previous_calls_prompt(model):
 def test_an_instructions_one_row_part_is_restored_where_the_tiled_parts_end_together(model):
     # instruction + text: the first tile takes the tiled kernel, the instruction's remaining
     # ~40 tokens and the text the one-row kernel, in every prompt; so they restore the
-    # instruction to the block, not only its whole tile
+    # instruction to its last token, not only its whole tile
     rng = random.Random(8)
-    instruction = "instruction " + " ".join(rng.choice(WORDS) for _ in range(100)) + "\n"
+    instruction = "instruction " + " ".join(rng.choice(WORDS) for _ in range(96)) + "\n"
     n_instruction = len(model.tokenize(instruction))
     texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 10))) for _ in range(16)]
     prompts = [instruction + text for text in texts]
@@ -109,7 +109,29 @@ def test_an_instructions_one_row_part_is_restored_where_the_tiled_parts_end_toge
     assert all(TILE + BLOCK < n_instruction < c.n_prompt_tokens < 2 * TILE for c in list(cold) + list(warm))
     assert tokens(cold) + tokens(warm) == solo
     restored = [c.n_cached_tokens for c in list(cold)[1:] + list(warm)]
-    assert all(n >= n_instruction - BLOCK for n in restored)  # past the whole tile, in the one-row part
+    assert n_instruction % BLOCK and all(n >= n_instruction for n in restored)  # past the whole tile
+
+
+def test_a_cached_instruction_is_restored_without_waiting_for_the_few_tokens_past_it(model):
+    # the cold call's prompts share the instruction; the warm call's share one more word.
+    # The few tokens past what the cache holds, within its last block, are decoded with
+    # each prompt rather than by an owner that every other prompt would wait for
+    rng = random.Random(3)
+    instruction = "instruction " + " ".join(rng.choice(WORDS) for _ in range(26)) + "\ntext"
+    n_instruction = len(model.tokenize(instruction))
+    assert n_instruction % BLOCK < BLOCK - 2
+
+    def texts(n, first=""):
+        return [f"{instruction}{first} {' '.join(rng.choice(WORDS) for _ in range(rng.randint(2, 6)))}" for _ in range(n)]
+
+    cold_prompts, warm_prompts = texts(6), texts(6, first=" " + WORDS[0])
+    solo = tokens(run(model, cold_prompts + warm_prompts, n_seq_max=1, prefix_cache=False, max_tokens=8))
+    with nl.Context(model, n_ctx=512, n_seq_max=3) as ctx:
+        cold = ctx.generate_parallel(cold_prompts, max_tokens=8, temperature=0)
+        warm = ctx.generate_parallel(warm_prompts, max_tokens=8, temperature=0)
+    assert tokens(cold) + tokens(warm) == solo
+    assert cold.stats.prefix_snapshots == 1 and warm.stats.prefix_snapshots == 0
+    assert [c.n_cached_tokens for c in warm] == [n_instruction] * 6
 
 
 def test_sampled_outputs_with_a_seed_are_the_same_with_reuse_on_and_off(model):
