@@ -101,18 +101,18 @@ def one_row_length(chunks: list[int]) -> int:
 
 
 def throwaway_rows(chunks: list[tuple[int, int, int]], next_position: Callable[[int], int],
-                   room: int) -> list[tuple[int, int, int]]:
+                   room: int, length: int) -> list[tuple[int, int, int]]:
     """The throwaway rows a batch plan gets, as (slot, first position, rows).
 
     `chunks` are the plan's (slot, first position, tokens), one per slot; `next_position`
     gives the next free position of a slot outside the plan; `room` is how many rows may
     be added besides companions. Only a one-row batch (every chunk under TILE) gets any:
-    its chunks are padded to the longest, gaps of idle slots between them filled when
-    they take at most PASS_ROWS rows and `room` allows, and a one-token chunk with no
-    neighbouring slot after that gets a companion row."""
+    its chunks are padded to `length` (what is past it of a longer chunk is a pass of
+    its own), gaps of idle slots between them filled when they take at most PASS_ROWS
+    rows and `room` allows, and a one-token chunk with no neighbouring slot after that
+    gets a companion row."""
     if not chunks or max(n for _, _, n in chunks) >= TILE:
         return []
-    length = max(n for _, _, n in chunks)
     rows = [(slot, position + n, length - n) for slot, position, n in chunks if n < length]
     room -= sum(count for _, _, count in rows)
     slots = sorted(slot for slot, _, _ in chunks)
@@ -126,8 +126,8 @@ def throwaway_rows(chunks: list[tuple[int, int, int]], next_position: Callable[[
             runs.append([])
         runs[-1].append(after)
     if length == 1:
-        first = {slot: position for slot, position, _ in chunks}
-        rows += [(run[0], first[run[0]] + 1, 1) for run in runs if len(run) == 1]
+        alone = {slot: position for slot, position, n in chunks if n == 1}
+        rows += [(run[0], alone[run[0]] + 1, 1) for run in runs if len(run) == 1 and run[0] in alone]
     return rows
 
 

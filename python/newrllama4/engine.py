@@ -255,8 +255,10 @@ class StepLoop:
             return []
         next_position = {s.slot: s.n_cached for s in self.scheduler.running}
         room = self.batch.capacity - self.scheduler.n_slots - max(n for _, n in plan) * len(plan)
+        # the chunks of prompts others wait for may be longer (Scheduler._equal_prefill)
+        length = max((n for s, n in plan if not s.awaited), default=max(n for _, n in plan))
         return throwaway_rows([(s.slot, s.n_cached, n) for s, n in plan],
-                              lambda slot: next_position.get(slot, 0), room)
+                              lambda slot: next_position.get(slot, 0), room, length)
 
     def _recover(self, plan: list[PlanEntry], status: int) -> None:
         # llama.cpp keeps the micro-batches that succeeded; roll every sequence back to

@@ -247,6 +247,7 @@ class PrefixPlan:
             own = restorable(sequence.n_prompt - 1, sequence.n_tiled, sequence.n_tiled) // BLOCK * BLOCK
             owned = [own] if own else []
         sequence.snapshot_at = owned
+        self._mark_awaited(sequence)
 
     # -- after each decode ----------------------------------------------------------------
 
@@ -272,3 +273,7 @@ class PrefixPlan:
         for prefix in self._paths.get(sequence, ()):
             if prefix.owner is sequence and len(prefix.tokens) == length:
                 prefix.owner = None
+        self._mark_awaited(sequence)
+
+    def _mark_awaited(self, sequence: Sequence) -> None:
+        sequence.awaited = any(p.owner is sequence for p in self._paths.get(sequence, ()))

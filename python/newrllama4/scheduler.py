@@ -95,13 +95,17 @@ class Scheduler:
         """Prompt chunks as many as the batch holds. In their tiled parts (attention.py)
         the first waiting chunk's length, for every prompt whose next chunk has it too;
         past them, where any chunk of fewer than TILE rows gives every token the same
-        kernel, every such prompt's next chunk, cut to `attention.one_row_length`."""
-        first = prefilling[0]
+        kernel, every such prompt's next chunk, cut to `attention.one_row_length`.
+        Prompts that others wait for (`Sequence.awaited`: they decode a shared prefix)
+        come first, in their tiled part before the rest, and take their whole next
+        one-row chunk: what is past the others' length is a pass of llama.cpp's of its
+        own in the same call, so no one waits for the shorter chunks beside them."""
+        first = min(prefilling, key=lambda s: (not s.awaited, s.n_cached >= s.n_tiled))
         if first.n_cached < first.n_tiled:
             length = self._chunk(first)
             group = [s for s in prefilling if s.n_cached < s.n_tiled and self._chunk(s) == length]
             return [(s, length) for s in group[: self.capacity // length]]
         # each at most an even share of the batch, so that padded to the longest they fit it
         chunks = [(s, self._chunk(s)) for s in prefilling if s.n_cached >= s.n_tiled]
-        length = one_row_length([n for _, n in chunks])
-        return [(s, min(n, length)) for s, n in chunks]
+        length = one_row_length([n for s, n in chunks if not s.awaited] or [n for _, n in chunks])
+        return [(s, n if s.awaited else min(n, length)) for s, n in chunks]

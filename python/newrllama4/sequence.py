@@ -55,7 +55,8 @@ class Sequence:
     `tokens[n_cached:]`: the prompt (or its uncached tail) while prefilling, then the
     newest sampled token. A prompt prefix restored from the prefix cache only raises
     `n_cached` (and `n_restored`); `snapshot_at` lists the lengths at which this
-    sequence's cells are to be snapshotted for others, so prefill chunks end there.
+    sequence's cells are to be snapshotted for others, so prefill chunks end there;
+    `awaited` says that other prompts wait for one of those snapshots to start.
     In a batch-invariant context the first `n_tiled` prompt tokens take the tiled
     attention kernel (see attention.py).
     """
@@ -68,6 +69,7 @@ class Sequence:
         self.n_restored = 0
         self.n_tiled = 0
         self.snapshot_at: list[int] = []
+        self.awaited = False
         # a scoring sequence reads the log-probabilities of these next tokens instead of sampling
         self.score_tokens: Optional[list[int]] = None
         self.scores: dict[int, float] = {}

@@ -23,31 +23,39 @@ def no_slot(slot):
 
 
 def test_one_row_chunks_are_padded_to_the_longest():
-    assert throwaway_rows([(0, 10, 5), (1, 40, 9), (2, 0, 9)], no_slot, room=100) == [(0, 15, 4)]
+    assert throwaway_rows([(0, 10, 5), (1, 40, 9), (2, 0, 9)], no_slot, room=100, length=9) == [(0, 15, 4)]
 
 
 def test_tiled_chunks_get_no_rows():
-    assert throwaway_rows([(0, 0, TILE), (1, 64, TILE)], no_slot, room=100) == []
-    assert throwaway_rows([], no_slot, room=100) == []
+    assert throwaway_rows([(0, 0, TILE), (1, 64, TILE)], no_slot, room=100, length=TILE) == []
+    assert throwaway_rows([], no_slot, room=100, length=0) == []
 
 
 def test_short_gaps_are_filled_from_each_slots_next_position():
     next_position = {1: 30, 2: 0, 3: 7}.get
-    rows = throwaway_rows([(0, 10, 2), (3, 5, 2)], next_position, room=100)
+    rows = throwaway_rows([(0, 10, 2), (3, 5, 2)], next_position, room=100, length=2)
     assert rows == [(1, 30, 2), (2, 0, 2)]  # 2 slots x 2 rows <= PASS_ROWS: one run of slots 0-3
 
 
 def test_a_gap_too_long_or_without_room_is_left_as_two_runs():
     long = PASS_ROWS // 2 + 1
-    assert throwaway_rows([(0, 0, long), (3, 0, long)], {1: 0, 2: 0}.get, room=100) == []
-    assert throwaway_rows([(0, 0, 1), (2, 0, 1)], {1: 0}.get, room=0) == [(0, 1, 1), (2, 1, 1)]  # companions
+    assert throwaway_rows([(0, 0, long), (3, 0, long)], {1: 0, 2: 0}.get, room=100, length=long) == []
+    assert throwaway_rows([(0, 0, 1), (2, 0, 1)], {1: 0}.get, room=0, length=1) == [(0, 1, 1), (2, 1, 1)]  # companions
 
 
 def test_a_lone_token_gets_a_companion_unless_a_gap_row_joins_it_to_a_neighbour():
-    assert throwaway_rows([(4, 17, 1)], no_slot, room=100) == [(4, 18, 1)]
-    assert throwaway_rows([(0, 9, 1), (1, 3, 1)], no_slot, room=100) == []
-    assert throwaway_rows([(0, 9, 1), (2, 3, 1)], {1: 12}.get, room=100) == [(1, 12, 1)]
-    assert throwaway_rows([(0, 9, 2)], no_slot, room=100) == []  # two rows are not the KV-split kernel's one
+    assert throwaway_rows([(4, 17, 1)], no_slot, room=100, length=1) == [(4, 18, 1)]
+    assert throwaway_rows([(0, 9, 1), (1, 3, 1)], no_slot, room=100, length=1) == []
+    assert throwaway_rows([(0, 9, 1), (2, 3, 1)], {1: 12}.get, room=100, length=1) == [(1, 12, 1)]
+    assert throwaway_rows([(0, 9, 2)], no_slot, room=100, length=2) == []  # two rows are not the KV-split kernel's one
+
+
+def test_a_chunk_longer_than_the_padded_length_is_left_to_a_pass_of_its_own():
+    # a prompt others wait for takes its whole chunk beside shorter ones (Scheduler._equal_prefill)
+    assert throwaway_rows([(0, 10, 5), (1, 40, 9), (2, 0, 30)], no_slot, room=100, length=9) == [(0, 15, 4)]
+    assert throwaway_rows([(0, 9, 1), (1, 3, 40)], no_slot, room=100, length=1) == []  # one run: no companion
+    assert throwaway_rows([(0, 9, 1), (3, 0, 40)], {1: 0, 2: 0}.get, room=0, length=1) == [(0, 10, 1)]
+    assert throwaway_rows([(3, 0, 40)], no_slot, room=100, length=1) == []  # 40 rows are not the KV-split kernel's one
 
 
 def test_one_row_chunks_advance_by_the_cut_that_spends_the_fewest_rows_and_passes():

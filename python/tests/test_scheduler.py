@@ -132,3 +132,17 @@ def test_label_tokens_after_a_tiled_question_take_chunks_of_their_own():
     scheduler.add([scoring])
     scheduler.admit()
     assert _run_prefill(scheduler) == [[(0, 0, 64)], [(0, 64, 6)]]
+
+
+def test_prompts_others_wait_for_go_first_and_take_their_whole_one_row_chunk():
+    # B and C decode shared prefixes (PrefixPlan marks them awaited): B's tiled chunk goes
+    # before A's one-row one, then B and C advance as far as they may beside A's shorter
+    # chunk, their rest a pass of llama.cpp's of its own (the engine pads A only to 30)
+    scheduler = Scheduler(n_slots=3, n_batch=192, separate_phases=True)  # one-row chunks up to 63
+    a, b, c = _tiled(30, 200, 100)
+    b.n_cached = 64  # restored its first tile
+    c.snapshot_at = [50]
+    b.awaited = c.awaited = True
+    scheduler.add([a, b, c])
+    scheduler.admit()
+    assert _run_prefill(scheduler)[:2] == [[(1, 64, 64)], [(0, 0, 30), (1, 128, 63), (2, 0, 50)]]
