@@ -98,7 +98,8 @@
 #'   `calibrate` (the manifest's `calibration` says how). When the orders disagree on more
 #'   than a tenth of the rows, a warning of class
 #'   `newrllama4_warning_order_sensitive` says so. [review_sample()] draws
-#'   rows to code by hand, most of them where the model was least sure. Rows keep their order and their other columns. A row
+#'   rows to code by hand, most of them where the model was least sure, and
+#'   [recalibrate_labels()] refits the labels to a random sample of them. Rows keep their order and their other columns. A row
 #'   whose text is missing, empty or only white space is not sent to the model:
 #'   its answer is `NA` and `.error` says why. A data frame without rows gives
 #'   one without rows, with the answer columns.
@@ -158,6 +159,13 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   )
   labelled <- if (answer$kind == "labels") combine_orders(answers, length(runnable), orders, labels, calibration)
   result <- add_answer_columns(data, answer, answers, runnable, skipped, labelled, length(orders))
+  if (!is.null(labelled)) {
+    attr(result, "order_probs") <- order_probs_record(lapply(labelled$order_probs, function(probs) {
+      all_rows <- matrix(NA_real_, nrow(data), length(labels), dimnames = list(NULL, labels))
+      all_rows[runnable, ] <- probs
+      all_rows
+    }), result)
+  }
   n_failed <- sum(!is.na(result$.error))
   if (n_failed > 0) {
     cli::cli_warn(c("{n_failed} of {nrow(data)} row{?s} {?has/have} no answer; {.field .error} says why.",

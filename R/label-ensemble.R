@@ -85,6 +85,7 @@ combine_orders <- function(answers, n_rows, orders, labels, calibration) {
   probs <- choice_probs(answers)
   if (is.null(probs)) probs <- matrix(NA_real_, length(answers), length(labels), dimnames = list(NULL, labels))
   probs <- unname(probs[, labels, drop = FALSE])
+  raw <- probs
   failed <- generation_errors(answers)
   errors <- rep(NA_character_, length(answers))
   errors[failed$index] <- failed$message
@@ -118,7 +119,8 @@ combine_orders <- function(answers, n_rows, orders, labels, calibration) {
   order_labels <- vapply(per_order, most_likely, character(n_rows), labels = labels)
   agreeing <- rowMeans(matrix(order_labels == label, n_rows, n_orders))
   list(label = label, probs = combined, error = row_error, confidence = as.numeric(apply(combined, 1, max)),
-       agreement_orders = agreeing, prior = prior)
+       agreement_orders = agreeing, prior = prior,
+       order_probs = lapply(row_prompts, function(rows) raw[rows, , drop = FALSE]))
 }
 
 # The prior of each order (a row per order) from the content-free inputs'
@@ -191,7 +193,7 @@ warn_if_order_sensitive <- function(disagreement, n_orders, calibration) {
     cli::cli_warn(
       c("The order of the worked examples changed the label of {round(100 * disagreement)}% of the rows.",
         "i" = paste("The labels combine {n_orders} orders; see {.field .agreement_orders}, and consider", remedies,
-                    "or other examples.")),
+                    "other examples, or {.fn recalibrate_labels} on a random sample coded by hand.")),
       class = "newrllama4_warning_order_sensitive", disagreement = disagreement
     )
   }

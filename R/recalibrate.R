@@ -1,0 +1,169 @@
+#' Labels refitted to a sample coded by hand
+#'
+#' Learns from rows that people coded how far to trust each order of the worked
+#' examples and how much each label is favoured, then labels every row of an
+#' [annotate_texts()] result again. Calibration without labels (`calibrate`)
+#' has to guess the model's bias: batch calibration assumes that the rows are
+#' an even mix of the labels, and costs accuracy where one label dominates; a
+#' sample coded by hand shows both the bias and the mix.
+#'
+#' Each row's score for a label is an offset for that label plus a weighted sum,
+#' over the orders of the examples, of the log-probability the model gave the
+#' label under that order (the orders' raw probabilities, before `calibrate`);
+#' its probabilities are the scores' softmax. The offsets (the first label's is
+#' 0) and the weights are fitted to the coded rows by maximum likelihood, with
+#' a weak ridge (toward no offsets and equal weights) that keeps them finite
+#' when the coded rows are told apart perfectly. With one order this is
+#' temperature scaling with label offsets; with several it also learns which
+#' order to believe, so an order whose examples misled the model counts less.
+#'
+#' The fit describes the coded rows, so they must be a random sample of the
+#' rows: draw them with `review_sample(weight = "uniform")`. A sample drawn
+#' toward doubt holds too many rows near the boundary and would move it. For
+#' the same reason [agreement()] on the coded rows overstates the refitted
+#' labels' accuracy: the manifest gives their leave-one-out accuracy instead
+#' (each coded row labelled by a fit to the others).
+#'
+#' @param data The value of [annotate_texts()] with `labels`.
+#' @param coded Rows of `data` coded by hand, with `.row` (their row numbers in
+#'   `data`, as [review_sample()] gives them) and the people's labels.
+#' @param truth The column of `coded` that holds the people's labels (one of the
+#'   labels for every row).
+#' @return `data` with `.label`, the `.prob_` columns, `.confidence` and
+#'   `.agreement_orders` (each order's own label, under the fitted offsets)
+#'   from the fit. The manifest's `calibration` becomes `"hand-coded"`, with
+#'   the number of coded rows, the fitted offsets and order weights and the
+#'   leave-one-out accuracy.
+#' @export
+#' @examplesIf engine_available()
+#' reviews <- data.frame(review = c(
+#'   "Broke after a day.", "Works well.", "Too loud and too slow.", "Great value.", "Arrived broken.",
+#'   "Does the job.", "Never again.", "Lovely design.", "Stopped working.", "Cheap and bad.",
+#'   "Would buy again.", "A waste of money."
+#' ))
+#' reviews$gold <- c("negative", "positive", "negative", "positive", "negative", "positive",
+#'                   "negative", "positive", "negative", "negative", "positive", "negative")
+#' examples <- data.frame(review = c("Awful.", "Love it."), .label = c("negative", "positive"))
+#' labelled <- annotate_texts(reviews, review, "Is the review positive or negative?",
+#'                            labels = c("positive", "negative"), examples = examples,
+#'                            example_orders = 2L, progress = FALSE)
+#' coded <- review_sample(labelled, n = 10, weight = "uniform", seed = 1)
+#' refitted <- recalibrate_labels(labelled, coded, gold)
+#' manifest(refitted)$prompt[c("calibration", "label_offsets", "order_weights", "leave_one_out_accuracy")]
+recalibrate_labels <- function(data, coded, truth) {
+  record <- attr(data, "order_probs", exact = TRUE)
+  if (!is.data.frame(data) || is.null(record) || !identical(record$confidence, data$.confidence)) {
+    abort_invalid(c("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, as it returned it.",
+                    "i" = "Each order's probabilities are kept for its rows in their order: refit before
+                           subsetting, sorting or changing them."),
+                  "data", current_env())
+  }
+  order_probs <- record$probs
+  labels <- levels(data$.label)
+  if (!is.data.frame(coded) || !".row" %in% names(coded)) {
+    abort_invalid("{.arg coded} must be a data frame of coded rows with {.field .row}, as {.fn review_sample} gives.",
+                  "coded", current_env())
+  }
+  rows <- coded$.row
+  truth <- as.character(rlang::eval_tidy(rlang::enquo(truth), coded))
+  usable <- !is.na(rows) & rows %in% seq_len(nrow(data)) & !is.na(data$.label[pmin(pmax(rows, 1), nrow(data))])
+  if (!all(usable) || anyDuplicated(rows)) {
+    abort_invalid("{.field .row} of {.arg coded} must name distinct labelled rows of {.arg data}.", "coded",
+                  current_env())
+  }
+  if (length(truth) != length(rows) || !all(truth %in% labels)) {
+    abort_invalid("{.arg truth} must give one of the labels ({.val {labels}}) for every coded row.", "truth",
+                  current_env())
+  }
+  n_parameters <- length(labels) - 1 + length(order_probs)
+  if (length(unique(truth)) < 2 || length(rows) <= n_parameters) {
+    abort_invalid(c("{.arg coded} needs more than {n_parameters} rows, with at least two labels among them.",
+                    "i" = "It has {length(rows)} row{?s} and {length(unique(truth))} label{?s}."),
+                  "coded", current_env())
+  }
+
+  answered <- which(!is.na(data$.label))
+  if (any(vapply(order_probs, function(probs) anyNA(probs[answered, ]), NA))) {
+    cli::cli_abort("The label probabilities of some labelled rows are missing (a server that gave none), so nothing can
+                    be refitted.", class = c("newrllama4_error_calibration", "newrllama4_error"))
+  }
+  log_probs <- lapply(order_probs, order_log_probs)
+  y <- match(truth, labels)
+  coded_log_probs <- lapply(log_probs, function(l) l[rows, , drop = FALSE])
+  fit <- fit_label_model(coded_log_probs, y)
+  leave_one_out <- vapply(seq_along(rows), function(i) {
+    held_out <- fit_label_model(lapply(coded_log_probs, function(l) l[-i, , drop = FALSE]), y[-i])
+    which.max(label_scores(lapply(coded_log_probs, function(l) l[i, , drop = FALSE]), held_out)) == y[i]
+  }, NA)
+
+  scores <- label_scores(lapply(log_probs, function(l) l[answered, , drop = FALSE]), fit)
+  probs <- exp(scores - apply(scores, 1, max))
+  probs <- probs / rowSums(probs)
+  label <- most_likely(probs, labels)
+  data$.label[answered] <- label
+  for (k in seq_along(labels)) data[[paste0(".prob_", labels[k])]][answered] <- probs[, k]
+  data$.confidence[answered] <- apply(probs, 1, max)
+  if (".agreement_orders" %in% names(data)) {
+    scale <- sum(fit$weights)
+    order_labels <- vapply(log_probs, function(l) {
+      most_likely(sweep(scale * l[answered, , drop = FALSE], 2, fit$offsets, "+"), labels)
+    }, character(length(answered)))
+    data$.agreement_orders[answered] <- rowMeans(matrix(order_labels == label, length(answered)))
+  }
+  attr(data, "order_probs") <- order_probs_record(order_probs, data)
+  record <- attr(data, "manifest", exact = TRUE)
+  record$prompt$calibration <- "hand-coded"
+  record$prompt$hand_coded_rows <- length(rows)
+  record$prompt$label_offsets <- paste(labels, formatC(fit$offsets, digits = 3, format = "f"), collapse = ", ")
+  record$prompt$order_weights <- paste0(record$prompt$example_orders %||% "1", ": ",
+                                        formatC(fit$weights, digits = 3, format = "f"), collapse = ", ")
+  record$prompt$leave_one_out_accuracy <- mean(leave_one_out)
+  attr(data, "manifest") <- record
+  data
+}
+
+# Each order's label probabilities (a matrix per order, a row per row of
+# `data`), with the rows' `.confidence`, which tells whether `data` still has
+# those rows in that order.
+order_probs_record <- function(order_probs, data) list(probs = order_probs, confidence = data$.confidence)
+
+# An order's label probabilities (a row each) as normalised log-probabilities,
+# floored so that a label the model ruled out still has a finite score.
+order_log_probs <- function(probs) {
+  probs <- pmax(probs / rowSums(probs), 1e-12)
+  log(probs / rowSums(probs))
+}
+
+label_scores <- function(log_probs, fit) {
+  scores <- Reduce(`+`, Map(`*`, log_probs, fit$weights))
+  sweep(scores, 2, fit$offsets, "+")
+}
+
+# Label offsets (the first 0) and order weights that maximise the likelihood of
+# the coded labels `y`, less a ridge of `penalty` toward no offsets and equal
+# weights (their sum 1: the orders' mean log-probability).
+fit_label_model <- function(log_probs, y, penalty = 0.01) {
+  n_labels <- ncol(log_probs[[1]])
+  n_orders <- length(log_probs)
+  equal <- rep(1 / n_orders, n_orders)
+  observed <- diag(n_labels)[y, , drop = FALSE]
+  unpack <- function(theta) list(offsets = c(0, theta[seq_len(n_labels - 1)]), weights = theta[-seq_len(n_labels - 1)])
+  loss <- function(theta) {
+    fit <- unpack(theta)
+    scores <- label_scores(log_probs, fit)
+    top <- apply(scores, 1, max)
+    -sum(rowSums(scores * observed) - top - log(rowSums(exp(scores - top)))) +
+      penalty * (sum(fit$offsets^2) + sum((fit$weights - equal)^2))
+  }
+  gradient <- function(theta) {
+    fit <- unpack(theta)
+    scores <- label_scores(log_probs, fit)
+    p <- exp(scores - apply(scores, 1, max))
+    residual <- p / rowSums(p) - observed
+    c(colSums(residual)[-1] + 2 * penalty * fit$offsets[-1],
+      vapply(log_probs, function(l) sum(residual * l), 0) + 2 * penalty * (fit$weights - equal))
+  }
+  best <- stats::optim(c(rep(0, n_labels - 1), equal), loss, gradient, method = "BFGS",
+                       control = list(maxit = 500))
+  unpack(best$par)
+}

@@ -1,0 +1,107 @@
+# A stand-in for annotate_texts() with two labels and two orders: `n` rows, a
+# share `majority` of them "a"; under order 1 the model tells the labels apart
+# but leans toward "b" (the label of its last example), order 2 is noise.
+annotated_rows <- function(n, majority, seed = 1) {
+  withr::with_seed(seed, {
+    gold <- ifelse(stats::runif(n) < majority, "a", "b")
+    signal <- ifelse(gold == "a", 1.5, -1.5) + stats::rnorm(n)
+    odds <- list(signal - 2.5, stats::rnorm(n))
+  })
+  order_probs <- lapply(odds, function(z) cbind(a = stats::plogis(z), b = 1 - stats::plogis(z)))
+  mean_probs <- (order_probs[[1]] + order_probs[[2]]) / 2
+  data <- data.frame(id = seq_len(n), gold = gold,
+                     .label = factor(c("a", "b")[max.col(mean_probs, "first")], levels = c("a", "b")),
+                     .prob_a = mean_probs[, "a"], .prob_b = mean_probs[, "b"],
+                     .confidence = apply(mean_probs, 1, max), .agreement_orders = 1, .error = NA_character_)
+  attr(data, "order_probs") <- order_probs_record(order_probs, data)
+  attr(data, "manifest") <- structure(list(prompt = list(example_orders = c("1,2", "2,1"), calibration = "none")),
+                                      class = "newrllama_manifest")
+  data
+}
+
+accuracy <- function(data) mean(as.character(data$.label) == data$gold)
+
+test_that("the fit recovers the offsets and order weights that made the labels", {
+  withr::with_seed(2, {
+    n <- 4000
+    log_probs <- lapply(1:2, function(o) {
+      z <- stats::rnorm(n, sd = 2)
+      log(cbind(stats::plogis(z), stats::plogis(-z)))
+    })
+    scores <- 0.9 * log_probs[[1]] + 0.1 * log_probs[[2]] + rep(c(0, 1), each = n)
+    p_first <- 1 / (1 + exp(scores[, 2] - scores[, 1]))
+    y <- ifelse(stats::runif(n) < p_first, 1L, 2L)
+  })
+  fit <- fit_label_model(log_probs, y)
+  expect_equal(fit$offsets, c(0, 1), tolerance = 0.15)
+  expect_equal(fit$weights, c(0.9, 0.1), tolerance = 0.15)
+})
+
+test_that("a random sample coded by hand undoes a misleading order on a corpus where one label dominates", {
+  data <- annotated_rows(300, majority = 0.8)
+  coded <- review_sample(data, n = 30, weight = "uniform", seed = 3)
+  refitted <- recalibrate_labels(data, coded, gold)
+  expect_lt(accuracy(data), 0.6)  # order 1's lean toward "b" and order 2's noise
+  expect_gt(accuracy(refitted), 0.85)
+  # batch calibration would centre the log-odds, as if the labels were an even mix
+  centred <- lapply(attr(data, "order_probs")$probs, function(p) {
+    z <- stats::qlogis(p[, "a"])
+    z - mean(z)
+  })
+  expect_gt(accuracy(refitted), mean(ifelse(centred[[1]] + centred[[2]] > 0, "a", "b") == data$gold))
+  probs <- as.matrix(refitted[c(".prob_a", ".prob_b")])
+  expect_equal(unname(rowSums(probs)), rep(1, 300))
+  expect_identical(as.character(refitted$.label), c("a", "b")[max.col(probs, "first")])
+  expect_equal(refitted$.confidence, apply(probs, 1, max))
+  expect_true(all(refitted$.agreement_orders %in% c(0, 0.5, 1)))
+  expect_identical(refitted$id, data$id)
+  record <- manifest(refitted)$prompt
+  expect_identical(record$calibration, "hand-coded")
+  expect_identical(record$hand_coded_rows, 30L)
+  expect_match(record$label_offsets, "^a 0\\.000, b -?[0-9.]+$")
+  expect_match(record$order_weights, "^1,2: [0-9.]+, 2,1: -?[0-9.]+$")
+  weights <- as.numeric(sub(".*: ", "", strsplit(record$order_weights, ", ")[[1]]))
+  expect_gt(weights[1], 3 * abs(weights[2]))  # the informative order counts, the noise hardly
+  expect_gt(record$leave_one_out_accuracy, 0.8)
+})
+
+test_that("coded rows that cannot be fitted, or data without the orders' probabilities, are refused", {
+  data <- annotated_rows(40, majority = 0.5)
+  coded <- data[1:12, ]
+  coded$.row <- 1:12
+  invalid <- function(...) expect_error(recalibrate_labels(...), class = "newrllama4_error_invalid_argument")
+  invalid(data, data[1:12, ], gold)  # no .row
+  invalid(data[1:20, ], coded, gold)  # a subset, or the rows in another order: the orders' rows are not theirs
+  invalid(data[40:1, ], coded, gold)
+  invalid(transform(data, .confidence = 0.5), coded, gold)
+  invalid(data, transform(coded, .row = c(1:11, 1L)), gold)
+  invalid(data, transform(coded, .row = c(1:11, 41L)), gold)
+  invalid(data, transform(coded, gold = "c"), gold)
+  invalid(data, transform(coded, gold = "a"), gold)  # one label: no boundary to place
+  invalid(data, coded[1:3, ], gold)  # no more rows than the 3 parameters
+  missing_probs <- data
+  attr(missing_probs, "order_probs")$probs[[2]][5, ] <- NA
+  expect_error(recalibrate_labels(missing_probs, coded, gold), class = "newrllama4_error_calibration")
+})
+
+test_that("annotate_texts() keeps each order's own probabilities, and refitting them labels every row", {
+  ctx <- tiny_context()
+  texts <- data.frame(text = prompts_of_mixed_length(16))
+  examples <- data.frame(text = c("once upon a time", "hello how are you"), .label = c("story", "greeting"))
+  run <- function(examples, ...) {
+    annotate_texts(texts, text, "Story or greeting?", labels = c("story", "greeting"), examples = examples,
+                   context = ctx, progress = FALSE, ...)
+  }
+  both <- suppressWarnings(run(examples, example_orders = 2L, calibrate = TRUE))
+  alone <- lapply(list(1:2, 2:1), function(order) run(examples[order, ]))
+  order_probs <- attr(both, "order_probs")$probs
+  expect_length(order_probs, 2L)
+  for (o in 1:2) expect_equal(unname(order_probs[[o]]), unname(as.matrix(alone[[o]][c(".prob_story", ".prob_greeting")])))
+  both$gold <- rep(c("story", "greeting"), 8)
+  refitted <- recalibrate_labels(both, review_sample(both, n = 10, weight = "uniform", seed = 1), gold)
+  expect_false(anyNA(refitted$.label))
+  expect_equal(unname(rowSums(as.matrix(refitted[c(".prob_story", ".prob_greeting")]))), rep(1, 16))
+  expect_identical(manifest(refitted)$prompt$example_orders, c("1,2", "2,1"))
+  expect_identical(manifest(refitted)$rows$answered, 16L)
+  expect_no_error(recalibrate_labels(refitted, review_sample(refitted, n = 10, weight = "uniform", seed = 2), gold))
+})
