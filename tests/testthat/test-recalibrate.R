@@ -105,3 +105,14 @@ test_that("annotate_texts() keeps each order's own probabilities, and refitting 
   expect_identical(manifest(refitted)$rows$answered, 16L)
   expect_no_error(recalibrate_labels(refitted, review_sample(refitted, n = 10, weight = "uniform", seed = 2), gold))
 })
+
+test_that("with one order the refit is temperature scaling with label offsets, and adds no .agreement_orders", {
+  data <- annotated_rows(200, majority = 0.8)
+  data$.agreement_orders <- NULL
+  attr(data, "order_probs") <- order_probs_record(attr(data, "order_probs")$probs[1], data)
+  attr(data, "manifest")$prompt$example_orders <- "1,2"
+  refitted <- recalibrate_labels(data, review_sample(data, n = 30, weight = "uniform", seed = 4), gold)
+  expect_false(".agreement_orders" %in% names(refitted))
+  expect_gt(accuracy(refitted), accuracy(data) + 0.2)
+  expect_match(manifest(refitted)$prompt$order_weights, "^1,2: [0-9.]+$")  # the manifest's one order
+})
