@@ -66,8 +66,7 @@ recalibrate_labels <- function(data, coded, truth) {
   }
   rows <- coded$.row
   truth <- as.character(rlang::eval_tidy(rlang::enquo(truth), coded))
-  usable <- !is.na(rows) & rows %in% seq_len(nrow(data)) & !is.na(data$.label[pmin(pmax(rows, 1), nrow(data))])
-  if (!all(usable) || anyDuplicated(rows)) {
+  if (!is.numeric(rows) || !all(rows %in% seq_len(nrow(data))) || anyDuplicated(rows) || anyNA(data$.label[rows])) {
     abort_invalid("{.field .row} of {.arg coded} must name distinct labelled rows of {.arg data}.", "coded",
                   current_env())
   }

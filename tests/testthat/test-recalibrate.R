@@ -76,6 +76,11 @@ test_that("coded rows that cannot be fitted, or data without the orders' probabi
   invalid(transform(data, .confidence = 0.5), coded, gold)
   invalid(data, transform(coded, .row = c(1:11, 1L)), gold)
   invalid(data, transform(coded, .row = c(1:11, 41L)), gold)
+  invalid(data, transform(coded, .row = as.character(.row)), gold)
+  unlabelled <- data
+  unlabelled$.label[12] <- NA  # a row without an answer
+  attr(unlabelled, "order_probs") <- order_probs_record(attr(data, "order_probs")$probs, unlabelled)
+  invalid(unlabelled, coded, gold)
   invalid(data, transform(coded, gold = "c"), gold)
   invalid(data, transform(coded, gold = "a"), gold)  # one label: no boundary to place
   invalid(data, coded[1:3, ], gold)  # no more rows than the 3 parameters
