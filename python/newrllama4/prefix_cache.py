@@ -163,14 +163,17 @@ class PrefixPlan:
     """Which shared prefixes one call decodes once, by whom, and who waits for them.
 
     The prompts are sorted (by where their tiled parts end, then by tokens); two
-    neighbours' common prefix, short of both prompts' last
-    token (whose logits the prompt needs) and cut to what both may restore of each other's
-    cells (batch-invariant: `attention.restorable`), names a shared prefix by its last
-    whole block; the shared prefix is the shortest such common prefix of that block's
-    prompts, so it ends where an instruction ends, not at a block edge (which left up to
-    15 instruction tokens to decode again with every prompt). Its owner is the first prompt, in call order, that contains it and may
-    restore it: that sequence ends a prefill chunk exactly there and snapshots its
-    cells. A sequence that contains a shared prefix it does not own waits until the
+    neighbours' common prefix, short of both prompts' last token (whose logits the
+    prompt needs) and cut to what both may restore of each other's cells
+    (batch-invariant: `attention.restorable`), names a shared prefix by its last whole
+    block; the shared prefix is the shortest such common prefix of that block's
+    prompts, so it ends where an instruction ends, not at a block edge (which left up
+    to 15 instruction tokens to decode again with every prompt). Its owner is the
+    first prompt, in call order, that contains it and may restore it: that sequence
+    ends a prefill chunk exactly there and snapshots its cells, and goes before the
+    others in the scheduler (`Sequence.awaited`). A shared prefix that the cache holds
+    to its last whole block has no owner: its few tokens past that are not worth a
+    wait. A sequence that contains a shared prefix it does not own waits until the
     prefix is cached, then restores it. A sequence that shares nothing and restores
     nothing leaves a snapshot of its own prompt for later calls.
     """
