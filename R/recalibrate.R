@@ -49,7 +49,8 @@
 #'                            example_orders = 2L, progress = FALSE)
 #' coded <- review_sample(labelled, n = 10, weight = "uniform", seed = 1)
 #' refitted <- recalibrate_labels(labelled, coded, gold)
-#' manifest(refitted)$prompt[c("calibration", "label_offsets", "order_weights", "leave_one_out_accuracy")]
+#' fit <- manifest(refitted)$prompt
+#' fit[c("calibration", "label_offsets", "order_weights", "leave_one_out_accuracy")]
 recalibrate_labels <- function(data, coded, truth) {
   record <- attr(data, "order_probs", exact = TRUE)
   if (!is.data.frame(data) || is.null(record) || !identical(record$confidence, data$.confidence)) {

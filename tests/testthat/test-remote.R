@@ -184,8 +184,9 @@ test_that("annotate_texts() on a server resumes from its cache", {
   first <- run(reviews[1:2, , drop = FALSE])
   again <- run(reviews)
   expect_identical(manifest(again)$prompts[c("from_cache", "computed")], list(from_cache = 2L, computed = 1L))
-  without_manifest <- function(x) `attr<-`(x, "manifest", NULL)
-  expect_identical(without_manifest(again[1:2, ]), without_manifest(first))
+  # a subset keeps the whole call's records (R keeps a data frame's attributes): compare the rows alone
+  rows_alone <- function(x) `attr<-`(`attr<-`(x, "manifest", NULL), "order_probs", NULL)
+  expect_identical(rows_alone(again[1:2, ]), rows_alone(first))
 })
 
 test_that("an interrupt cancels a remote call and returns control to R", {
