@@ -10,11 +10,11 @@ RLIB := $(CURDIR)/.rlib
 R_DEBS := r-base-core r-cran-reticulate r-cran-testthat r-cran-rmarkdown r-cran-knitr \
           r-cran-roxygen2 r-cran-cli r-cran-rlang r-cran-jsonlite r-cran-glue r-cran-dplyr r-cran-vctrs \
           r-cran-withr r-cran-ggplot2 pandoc qpdf \
-          r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret r-cran-tidytext
+          r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret r-cran-tidytext r-cran-janeaustenr
 # tm, tidyverse, psych and caret are what users attach beside us: the tests check that no name
-# clashes; tm and tidytext hold two of tools/bench_annotation.R's corpora
+# clashes; tm, tidytext and janeaustenr hold three of tools/bench_annotation.R's corpora
 R_PKGS := reticulate testthat rmarkdown knitr roxygen2 cli rlang jsonlite glue dplyr vctrs withr ggplot2 \
-          tm tidyverse psych caret tidytext
+          tm tidyverse psych caret tidytext janeaustenr
 
 LLAMA_SERVER_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
 

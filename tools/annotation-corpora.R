@@ -101,3 +101,31 @@ words <- function() {
     examples = data.frame(text = rest$word[examples], .label = rest$sentiment[examples])
   )
 }
+
+# Added after recalibrate_labels() was built, to check it on a corpus that
+# nothing was looked at on: English words that tidytext's parts-of-speech list
+# gives as a noun only or as a verb only, among the words Jane Austen's novels
+# use at least 20 times in lower case (janeaustenr; so that the words are
+# common, and not names), 100 drawn at random: mostly nouns, as the language
+# has them.
+parts_of_speech <- function() {
+  data("parts_of_speech", package = "tidytext", envir = environment())
+  pos <- as.data.frame(parts_of_speech)
+  pos$label <- ifelse(pos$pos == "Noun", "noun", ifelse(startsWith(pos$pos, "Verb"), "verb", NA))
+  pos <- unique(pos[c("word", "label")])
+  single <- pos[!pos$word %in% pos$word[duplicated(pos$word)] & !is.na(pos$label), ]
+  austen <- unlist(strsplit(janeaustenr::austen_books()$text, "[^A-Za-z]+"))
+  common <- names(which(table(austen) >= 20))
+  words <- single[single$word %in% common, ]
+  drawn <- withr::with_seed(1L, sample(nrow(words)))
+  rows <- drawn[1:100]
+  rest <- words[drawn[-(1:100)], ]
+  examples <- c(which(rest$label == "noun")[1], which(rest$label == "verb")[1])
+  list(
+    name = "parts of speech (words)",
+    instruction = "Is this English word a noun or a verb?",
+    labels = c("noun", "verb"),
+    data = data.frame(text = words$word[rows], gold = words$label[rows]),
+    examples = data.frame(text = rest$word[examples], .label = rest$label[examples])
+  )
+}

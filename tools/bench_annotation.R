@@ -1,9 +1,9 @@
 # Does an annotation hinge on the order of its worked examples, and what do
 # example_orders, calibrate and recalibrate_labels() do about it? Accuracy and
-# seconds of annotate_texts() for each option, on the two embedded models and three
+# seconds of annotate_texts() for each option, on the two embedded models and four
 # labelled corpora that no test uses and nothing was tuned to (see
 # tools/annotation-corpora.R: Reuters acq/crude, hand-written reviews, words of
-# the Bing opinion lexicon). Order A shows the examples as listed, order B
+# the Bing opinion lexicon, nouns and verbs). Order A shows the examples as listed, order B
 # reversed. Each run starts from an empty prefix cache, so that its seconds
 # are its own; the cost is against order A alone (k = 1) in the same run.
 #   Rscript tools/bench_annotation.R
@@ -34,7 +34,7 @@ for (model in names(models)) {
   # a first call pays for warming up, not order A
   invisible(annotate_texts(c("warm", "up"), instruction = "Answer a or b.", labels = c("a", "b"), context = ctx,
                            progress = FALSE))
-  for (corpus in list(reuters(), reviews(), words())) {
+  for (corpus in list(reuters(), reviews(), words(), parts_of_speech())) {
     for (option in names(options_to_compare)) {
       settings <- options_to_compare[[option]]
       context_clear_cache(ctx)
