@@ -85,21 +85,24 @@ reviews <- function() {
   )
 }
 
+# 100 words drawn at random to annotate, and the first word of each label
+# among the rest as the worked examples.
+word_corpus <- function(name, instruction, labels, word, label) {
+  drawn <- withr::with_seed(1L, sample(length(word)))
+  rows <- drawn[1:100]
+  rest <- drawn[-(1:100)]
+  examples <- vapply(labels, function(l) rest[label[rest] == l][1], 0L, USE.NAMES = FALSE)
+  list(name = name, instruction = instruction, labels = labels,
+       data = data.frame(text = word[rows], gold = label[rows]),
+       examples = data.frame(text = word[examples], .label = label[examples]))
+}
+
 words <- function() {
   data("sentiments", package = "tidytext", envir = environment())
   lexicon <- as.data.frame(sentiments)
   lexicon <- lexicon[!lexicon$word %in% lexicon$word[duplicated(lexicon$word)], ]  # words listed with both
-  drawn <- withr::with_seed(1L, sample(nrow(lexicon)))
-  rows <- drawn[1:100]
-  rest <- lexicon[drawn[-(1:100)], ]
-  examples <- c(which(rest$sentiment == "positive")[1], which(rest$sentiment == "negative")[1])
-  list(
-    name = "Bing lexicon words",
-    instruction = "Is this word positive or negative?",
-    labels = c("positive", "negative"),
-    data = data.frame(text = lexicon$word[rows], gold = lexicon$sentiment[rows]),
-    examples = data.frame(text = rest$word[examples], .label = rest$sentiment[examples])
-  )
+  word_corpus("Bing lexicon words", "Is this word positive or negative?", c("positive", "negative"),
+              lexicon$word, lexicon$sentiment)
 }
 
 # Added after recalibrate_labels() was built, to check it on a corpus that
@@ -117,15 +120,6 @@ parts_of_speech <- function() {
   austen <- unlist(strsplit(janeaustenr::austen_books()$text, "[^A-Za-z]+"))
   common <- names(which(table(austen) >= 20))
   words <- single[single$word %in% common, ]
-  drawn <- withr::with_seed(1L, sample(nrow(words)))
-  rows <- drawn[1:100]
-  rest <- words[drawn[-(1:100)], ]
-  examples <- c(which(rest$label == "noun")[1], which(rest$label == "verb")[1])
-  list(
-    name = "parts of speech (words)",
-    instruction = "Is this English word a noun or a verb?",
-    labels = c("noun", "verb"),
-    data = data.frame(text = words$word[rows], gold = words$label[rows]),
-    examples = data.frame(text = rest$word[examples], .label = rest$label[examples])
-  )
+  word_corpus("parts of speech (words)", "Is this English word a noun or a verb?", c("noun", "verb"),
+              words$word, words$label)
 }
