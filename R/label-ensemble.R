@@ -164,11 +164,16 @@ batch_prior <- function(per_order) {
 # space (a prior that rounded to 0 would otherwise turn odds into Inf / Inf).
 calibrate_probs <- function(probs, prior) {
   tiny <- .Machine$double.xmin
-  scores <- sweep(log(pmax(probs, tiny)), 2, log(pmax(prior, tiny)))
-  calibrated <- exp(scores - apply(scores, 1, max))
-  calibrated <- calibrated / rowSums(calibrated)
+  calibrated <- softmax_rows(sweep(log(pmax(probs, tiny)), 2, log(pmax(prior, tiny))))
   calibrated[is.na(probs)] <- NA_real_
   calibrated
+}
+
+# Probabilities from log-scores, a row each (shifted by the row's maximum first,
+# so that no score overflows).
+softmax_rows <- function(scores) {
+  p <- exp(scores - apply(scores, 1, max))
+  p / rowSums(p)
 }
 
 # Each row's most likely label (the first on a tie, as the engine picks one).

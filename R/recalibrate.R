@@ -96,18 +96,17 @@ recalibrate_labels <- function(data, coded, truth) {
     which.max(label_scores(lapply(coded_log_probs, function(l) l[i, , drop = FALSE]), held_out)) == y[i]
   }, NA)
 
-  scores <- label_scores(lapply(log_probs, function(l) l[answered, , drop = FALSE]), fit)
-  probs <- exp(scores - apply(scores, 1, max))
-  probs <- probs / rowSums(probs)
+  answered_log_probs <- lapply(log_probs, function(l) l[answered, , drop = FALSE])
+  probs <- softmax_rows(label_scores(answered_log_probs, fit))
   label <- most_likely(probs, labels)
   data$.label[answered] <- label
   for (k in seq_along(labels)) data[[paste0(".prob_", labels[k])]][answered] <- probs[, k]
   data$.confidence[answered] <- apply(probs, 1, max)
   if (".agreement_orders" %in% names(data)) {
-    scale <- sum(fit$weights)
-    order_labels <- vapply(log_probs, function(l) {
-      most_likely(sweep(scale * l[answered, , drop = FALSE], 2, fit$offsets, "+"), labels)
-    }, character(length(answered)))
+    # each order alone, weighted as all of them together
+    alone <- list(offsets = fit$offsets, weights = sum(fit$weights))
+    order_labels <- vapply(answered_log_probs, function(l) most_likely(label_scores(list(l), alone), labels),
+                           character(length(answered)))
     data$.agreement_orders[answered] <- rowMeans(matrix(order_labels == label, length(answered)))
   }
   attr(data, "order_probs") <- order_probs_record(order_probs, data)
@@ -157,9 +156,7 @@ fit_label_model <- function(log_probs, y, penalty = 0.01) {
   }
   gradient <- function(theta) {
     fit <- unpack(theta)
-    scores <- label_scores(log_probs, fit)
-    p <- exp(scores - apply(scores, 1, max))
-    residual <- p / rowSums(p) - observed
+    residual <- softmax_rows(label_scores(log_probs, fit)) - observed
     c(colSums(residual)[-1] + 2 * penalty * fit$offsets[-1],
       vapply(log_probs, function(l) sum(residual * l), 0) + 2 * penalty * (fit$weights - equal))
   }

@@ -24,8 +24,9 @@ before it as long as the kernel each token gets is a function of its own sequenc
   call), which keeps it off the KV-split kernel.
 Throwaway rows also save llama.cpp passes over the weights (`throwaway_rows`): it
 cuts a batch into micro-batches of consecutive seq_ids that bring equal numbers of
-tokens, one pass each, so one-row chunks are padded to the longest in the batch and
-short gaps between slots are filled. A throwaway row comes after every real row of
+tokens, one pass each, so one-row chunks are padded to one length (the longest, but
+for the longer chunk of a prompt others wait for, whose rest is a pass of its own)
+and short gaps between slots are filled. A throwaway row comes after every real row of
 its sequence (the causal mask hides it from them) and is removed after the call.
 A prefix snapshot records how many of its tokens took the tiled kernel, and is restored
 only as far as every restored token took the kernel the restoring prompt gives it

@@ -199,19 +199,19 @@ class PrefixPlan:
             length = restorable(common, a.n_tiled, b.n_tiled)
             if length >= BLOCK:
                 key = (keys[a][length // BLOCK - 1], min(length, a.n_tiled))
-                shortest[key] = min(shortest.get(key, (length, a)), (length, a), key=lambda held: held[0])
+                if key not in shortest or length < shortest[key][0]:
+                    shortest[key] = (length, a)
         # the prompts holding one block prefix are neighbours, so the shortest common prefix
         # of their neighbouring pairs is theirs: a shared instruction to its last token
-        prefixes = [_Prefix(holder.tokens[:length], n_tiled) for (_, n_tiled), (length, holder) in shortest.items()]
         by_key: dict[int, list[_Prefix]] = {}
-        for (key, _), prefix in zip(shortest, prefixes):
-            by_key.setdefault(key, []).append(prefix)
-        to_decode = {p for p in prefixes if not self._cached_enough(p)}
+        for (key, n_tiled), (length, holder) in shortest.items():
+            by_key.setdefault(key, []).append(_Prefix(holder.tokens[:length], n_tiled))
+        to_decode = {p for group in by_key.values() for p in group if not self._cached_enough(p)}
         for sequence in sequences:  # call order, so the first holder owns a prefix
             self._paths[sequence] = [
                 prefix for key in keys[sequence] for prefix in by_key.get(key, ())
                 if restorable(len(prefix.tokens), prefix.n_tiled, sequence.n_tiled) == len(prefix.tokens)
-                and common_prefix(arrays[sequence], np.asarray(prefix.tokens)) == len(prefix.tokens)
+                and sequence.tokens[:len(prefix.tokens)] == prefix.tokens
             ]
             for prefix in self._paths[sequence]:
                 if prefix in to_decode and prefix.owner is None:

@@ -24,7 +24,7 @@ class Scheduler:
     batch whose sequences bring different numbers of tokens into micro-batches, and
     each sequence's chunk lengths follow attention.py's rules, so that every token gets
     the attention kernel its own sequence decides. Chunks of a prompt's tiled part all
-    have one length; one-row chunks may differ, as the engine pads them to the longest
+    have one length; one-row chunks may differ, as the engine pads them to one length
     (attention.throwaway_rows). Prefill goes first so that newcomers join the next
     decode batch.
     Without `separate_phases`, a batch holds every generating sequence's token and
