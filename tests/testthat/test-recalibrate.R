@@ -63,6 +63,7 @@ test_that("a random sample coded by hand undoes a misleading order on a corpus w
   weights <- as.numeric(sub(".*: ", "", strsplit(record$order_weights, ", ")[[1]]))
   expect_gt(weights[1], 3 * abs(weights[2]))  # the informative order counts, the noise hardly
   expect_gt(record$leave_one_out_accuracy, 0.8)
+  expect_identical(recalibrate_labels(data, coded, gold), refitted)  # reproducible: no draw of its own
 })
 
 test_that("coded rows that cannot be fitted, or data without the orders' probabilities, are refused", {
@@ -120,4 +121,31 @@ test_that("with one order the refit is temperature scaling with label offsets, a
   expect_false(".agreement_orders" %in% names(refitted))
   expect_gt(accuracy(refitted), accuracy(data) + 0.2)
   expect_match(manifest(refitted)$prompt$order_weights, "^1,2: [0-9.]+$")  # the manifest's one order
+})
+
+test_that("on Gemma, with an instruction of hundreds of tokens, the kept probabilities are each order's own", {
+  skip_without_engine()
+  ctx <- context_create(model_load("gemma3-270m"), n_ctx = 1024L, n_seq_max = 4L)
+  on.exit(context_free(ctx), add = TRUE)
+  topics <- c("sports", "weather")
+  rules <- paste(rep(paste("A sentence about matches, players, teams or scores is sports; a sentence about rain,",
+                           "wind, sun, storms or temperatures is weather."), 12), collapse = " ")
+  instruction <- paste("Label the topic of each sentence.", rules, "Answer with the label only.")
+  texts <- data.frame(text = c("The striker scored twice.", "Heavy rain is expected tonight.", "The team lost the final.",
+                               "A cold wind blew all day.", "She won the tennis match.", "Storms will hit the coast.",
+                               "The coach praised his players.", "It will be sunny and warm.", "The goalkeeper was injured.",
+                               "Snow fell in the mountains."),
+                      gold = rep(topics, 5))
+  examples <- data.frame(text = c("The match ended in a draw.", "Fog covered the city."), .label = topics)
+  expect_gt(length(model_tokenize(ctx$model, instruction)), 300)
+  run <- function(examples, ...) {
+    annotate_texts(texts, text, instruction, labels = topics, examples = examples, context = ctx, progress = FALSE, ...)
+  }
+  both <- suppressWarnings(run(examples, example_orders = 2L))
+  alone <- lapply(list(1:2, 2:1), function(order) run(examples[order, ]))
+  order_probs <- attr(both, "order_probs")$probs
+  for (o in 1:2) expect_equal(unname(order_probs[[o]]), unname(as.matrix(alone[[o]][paste0(".prob_", topics)])))
+  refitted <- recalibrate_labels(both, review_sample(both, n = 6, weight = "uniform", seed = 1), gold)
+  expect_false(anyNA(refitted$.label))
+  expect_identical(recalibrate_labels(both, review_sample(both, n = 6, weight = "uniform", seed = 1), gold), refitted)
 })
