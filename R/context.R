@@ -34,9 +34,11 @@
 #'   model gives that prompt alone, whatever else runs beside it. `FALSE` is the
 #'   fast lane, for work that does not need that: llama.cpp's own batching, and
 #'   with `n_seq_max = 1` its kernels for one prompt at a time (on a copy of the
-#'   weights repacked for them, loaded on first use); answers may then differ
-#'   in the last digits, and now and then in a token, with what runs beside them.
-#'   The result's `stats` and [manifest()] record the mode.
+#'   weights repacked for them, loaded on first use), in a worker process of
+#'   its own, because llama.cpp's fastest kernels need settings that the
+#'   batch-invariant contexts of this R session cannot share; answers may then
+#'   differ in the last digits, and now and then in a token, with what runs
+#'   beside them. The result's `stats` and [manifest()] record the mode.
 #' @return A `newrllama_context` object.
 #' @seealso [generate_parallel()], [context_free()], [context_clear_cache()]
 #' @export
@@ -110,7 +112,8 @@ format.newrllama_context <- function(x, ...) {
     "n_ctx: {py$n_ctx} tokens per sequence",
     "n_seq_max: {py$n_seq_max} sequences at once",
     "threads: {py$n_threads}",
-    if (py$batch_invariant) "batch-invariant: answers as each prompt alone" else "fast lane: answers may depend on the batch"
+    if (py$batch_invariant) "batch-invariant: answers as each prompt alone" else "fast lane: answers may depend on the batch",
+    if (!is.null(py$worker_pid)) "runs in worker process {py$worker_pid}"
   ))
 }
 

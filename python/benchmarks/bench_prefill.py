@@ -5,10 +5,13 @@
       repacking, ggml's tiled matmul), one prompt after another, in a process of its own
   (b) generate_parallel, batch-invariant (the default), n_seq_max 8, 1 new token
   (b0) the same with ggml's tiled matmul off, as the engine ran before it forced it on
-  (c) generate_parallel, batch_invariant=False (the fast lane), the same (its decode below
-      at n_seq_max 1 runs on the repacked weights)
+  (c) generate_parallel, batch_invariant=False (the fast lane), the same, in a process
+      whose ggml forces the tiled matmul for identity: the context runs in a worker process
+      with ggml's own settings (worker.py); its decode below at n_seq_max 1 runs on the
+      repacked weights
   (c0) the fast lane in a process that keeps ggml's own tiled-matmul switch (the user set
-      GGML_CPU_TILED_MM_FORCE=0 before importing newrllama4; identity is then not guaranteed)
+      GGML_CPU_TILED_MM_FORCE=0 before importing newrllama4; identity is then not
+      guaranteed), where it runs in that process
 Then decode: 4 of the prompts, 64 tokens each, one sequence at a time (Llama.eval of one
 token at a time; generate_parallel at n_seq_max 1, greedy, both lanes). Prefill and
 decode rates count the time of Llama.eval calls (one llama_decode each, and no copy of
@@ -113,8 +116,8 @@ RUNS = {
     "(a) llama-cpp-python Llama, llama.cpp's defaults": "llama",
     "(b) generate_parallel, batch-invariant": "invariant",
     "(b0) the same, tiled matmul off (the engine before)": "invariant-untiled",
-    "(c) generate_parallel, batch_invariant=False": "fast",
-    "(c0) the same, ggml's own tiled-matmul switch": "fast-native",
+    "(c) generate_parallel, batch_invariant=False (in a worker)": "fast",
+    "(c0) the same in a process with ggml's own switch": "fast-native",
 }
 # settings a child runs with beside the engine's own (which a setting in the environment overrides)
 CHILD_SETTINGS = {"invariant-untiled": {"GGML_CPU_TILED_MM": "0"}, "fast-native": {"GGML_CPU_TILED_MM_FORCE": "0"}}

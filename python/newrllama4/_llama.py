@@ -25,16 +25,19 @@ from typing import Iterator
 # dot product in a fixed order whatever the rows beside it (bit-compared:
 # benchmarks/bitcompare.py), and prefill gets llama.cpp's fast kernel.
 GGML_SETTINGS = {"GGML_CPU_TILED_MM": "1", "GGML_CPU_TILED_MM_FORCE": "1"}
+_FORCE = "GGML_CPU_TILED_MM_FORCE"
 
 
-def _apply_ggml_settings() -> list[str]:
-    """Set GGML_SETTINGS unless the user set them; return why they may not be in force."""
-    problems = []
-    llama_module = sys.modules.get("llama_cpp.llama")
+def _llama_ran_first() -> bool:
     # llama_cpp's Llama initialises the backend once, on its first instance; one that
     # existed before us may have run a matmul with ggml's defaults
-    if llama_module is not None and getattr(llama_module.Llama, "_Llama__backend_initialized", False):
-        problems.append("llama_cpp's Llama ran in this process before newrllama4 was imported")
+    llama_module = sys.modules.get("llama_cpp.llama")
+    return llama_module is not None and getattr(llama_module.Llama, "_Llama__backend_initialized", False)
+
+
+def _apply_ggml_settings(llama_first: bool) -> list[str]:
+    """Set GGML_SETTINGS unless the user set them; return why they may not be in force."""
+    problems = ["llama_cpp's Llama ran in this process before newrllama4 was imported"] if llama_first else []
     for name, value in GGML_SETTINGS.items():
         current = os.environ.setdefault(name, value)
         if current != value:
@@ -42,7 +45,9 @@ def _apply_ggml_settings() -> list[str]:
     return problems
 
 
-_ggml_problems = _apply_ggml_settings()
+_ggml_read_before_us = _llama_ran_first()
+_force_before_us = os.environ.get(_FORCE)  # what ggml read then, if it did
+_ggml_problems = _apply_ggml_settings(_ggml_read_before_us)
 
 import llama_cpp as llama  # noqa: E402  (after ggml's settings, on purpose)
 import numpy as np  # noqa: E402
@@ -67,6 +72,19 @@ def identity_problems() -> list[str]:
 def identity_guaranteed() -> bool:
     """Whether ggml runs in this process with the settings batch invariance needs."""
     return not _ggml_problems
+
+
+def ggml_forces_tiled_matmul() -> bool:
+    """Whether ggml in this process takes the tiled matmul for every batch (GGML_SETTINGS),
+    as far as can be known: a Llama that ran before the engine was imported had ggml read
+    the environment as it was then."""
+    return (_force_before_us if _ggml_read_before_us else os.environ.get(_FORCE)) == "1"
+
+
+def ggml_defaults_environment() -> dict[str, str]:
+    """This process's environment with ggml's own tiled-matmul switch (for 8+ rows), for a
+    worker process (worker.py) that runs llama.cpp's fastest kernels."""
+    return {**os.environ, _FORCE: "0"}
 
 
 @llama.llama_log_callback

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import llama_cpp as llama
 
-from ._llama import TokenBatch, identity_guaranteed, llama_errors, set_fields
+from ._llama import TokenBatch, ggml_forces_tiled_matmul, identity_guaranteed, llama_errors, set_fields
 from .choices import Labels
 from .checks import check_bool, check_int, check_real
 from .constraints import Constraint
@@ -23,6 +23,7 @@ from .result_cache import CachedCall, ModelFile
 from .results import ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
+from .worker import ContextWorker
 
 # The KV cache is llama.cpp's default, F16, whose tiled flash-attention kernel prefills
 # fastest. Batch invariance holds the kernel each token gets fixed by the batch
@@ -51,7 +52,8 @@ class Context(Generator):
     `False` trades that for throughput: prompt chunks of any length packed with
     generation tokens into one batch; with `n_seq_max=1` on the model's repacked copy of
     the weights (`Model.handle(repacked=True)`, llama.cpp's fastest CPU kernels for one
-    row at a time).
+    row at a time); and, where this process forces ggml's tiled matmul for identity,
+    in a worker process with ggml's own settings (worker.py; `worker_pid` names it).
 
     With `prefix_cache` (the default), prompts that share a prefix of at least 16
     tokens, in one call or across calls, have it decoded once: its KV cells are
@@ -81,6 +83,18 @@ class Context(Generator):
         prefix_cache = check_bool("prefix_cache", prefix_cache)
         prefix_cache_mb = check_real("prefix_cache_mb", prefix_cache_mb, 0.0)
         self.model = model
+        self._handle: Any = None
+        self._worker: Optional[ContextWorker] = None
+        self._lock = threading.RLock()
+        self._running = False
+        if not self.batch_invariant and ggml_forces_tiled_matmul():
+            self._worker = ContextWorker(model, {
+                "n_ctx": self.n_ctx, "n_seq_max": self.n_seq_max, "n_batch": self.n_batch,
+                "n_threads": self.n_threads, "batch_invariant": False, "prefix_cache": prefix_cache,
+                "prefix_cache_mb": prefix_cache_mb,
+            })
+            model.register_context(self)
+            return
         # the fast lane's decode steps of one row run fastest on repacked weights (bench_prefill:
         # 0.91-0.94x of llama.cpp's decode against 0.82x); batches of several sequences on
         # ggml's tiled matmul (bench_parallel at 32: 3-5% faster; prefill 5-8% faster)
@@ -118,8 +132,6 @@ class Context(Generator):
             PrefixCache(int(prefix_cache_mb * 2**20), llama.llama_model_n_swa(model.handle()))
             if prefix_cache else None
         )
-        self._lock = threading.RLock()
-        self._running = False
         model.register_context(self)
 
     def _failure(self, errors: list[str]) -> str:
@@ -138,13 +150,20 @@ class Context(Generator):
 
     @property
     def closed(self) -> bool:
-        return self._handle is None
+        return self._handle is None if self._worker is None else self._worker.closed
+
+    @property
+    def worker_pid(self) -> Optional[int]:
+        """The process id of the worker this context runs in (worker.py), None if it runs here."""
+        return None if self._worker is None else self._worker.pid
 
     def close(self) -> None:
         """Free the context; waits for a running call to finish. Safe to call twice."""
         with self._lock:
             if self._running:
                 raise ContextError("A context cannot be closed from inside its own generate_parallel() call.")
+            if self._worker is not None:
+                self._worker.close()
             if self._handle is not None:
                 if self._prefix_cache is not None:
                     self._prefix_cache.clear()
@@ -161,16 +180,21 @@ class Context(Generator):
     def __del__(self) -> None:
         if getattr(self, "_handle", None) is not None and not self.model.closed:
             self.close()
+        if getattr(self, "_worker", None) is not None:
+            self._worker.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else (
             f"n_ctx={self.n_ctx} per sequence, n_seq_max={self.n_seq_max}, n_threads={self.n_threads}"
+            + ("" if self._worker is None else f", in worker process {self._worker.pid}")
         )
         return f"<newrllama4.Context {state}>"
 
     def cached_tokens(self) -> int:
         """How many tokens the KV cache holds over all slots: 0 whenever no call runs."""
         with self._lock:
+            if self._worker is not None:
+                return self._worker.call("cached_tokens")
             memory = llama.llama_get_memory(self._live_handle())
             return sum(
                 llama.llama_memory_seq_pos_max(memory, slot) + 1 for slot in range(self.n_seq_max)
@@ -179,7 +203,9 @@ class Context(Generator):
     def clear_cache(self) -> None:
         """Empty the prefix cache: later calls decode every prompt prefix afresh."""
         with self._lock:
-            if self._prefix_cache is not None:
+            if self._worker is not None:
+                self._worker.call("clear_cache")
+            elif self._prefix_cache is not None:
                 self._prefix_cache.clear()
 
     def _live_handle(self) -> Any:
@@ -196,11 +222,17 @@ class Context(Generator):
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
         with self._lock:
-            handle = self._live_handle()
             if self._running:
                 # the lock is re-entrant (close() and cached_tokens() may run from a callback),
                 # but a nested call would reuse the batch and clear the cache under the outer one
                 raise ContextError("generate_parallel() was called from inside its own on_progress callback.")
+            if self._worker is not None:
+                self._running = True
+                try:
+                    return self._worker.generate(prompts, label_sets, constraints, sampling, on_progress, cache)
+                finally:
+                    self._running = False
+            handle = self._live_handle()
             scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
             # what decides answers beside the model, the prompt and the arguments: llama.cpp's
             # kernels, and whether prompts of different lengths share a batch

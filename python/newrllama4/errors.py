@@ -19,6 +19,19 @@ def describe(value: Any, limit: int = 60) -> str:
 class NewrllamaError(Exception):
     """Base class of every error raised by newrllama4."""
 
+    def __reduce__(self) -> tuple:
+        # pickle rebuilds an exception by calling its class with `args`, which holds only the
+        # message where __init__ takes other arguments; a worker process (worker.py) sends
+        # these back whole, attributes included
+        return _rebuild_error, (type(self), self.args, self.__dict__)
+
+
+def _rebuild_error(cls: type, args: tuple, attributes: dict) -> NewrllamaError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(attributes)
+    return error
+
 
 class IdentityWarning(UserWarning):
     """ggml may run with other settings than batch invariance needs, for the rest of the process.

@@ -80,7 +80,13 @@ def _address(handle):
     return ctypes.cast(handle, ctypes.c_void_p).value
 
 
-def test_one_sequence_fast_lane_contexts_share_a_repacked_copy_loaded_on_first_use(tiny_model_path):
+@pytest.fixture
+def fast_lane_here(monkeypatch):
+    """The fast lane in this process, as where ggml keeps its own settings (else worker.py runs it)."""
+    monkeypatch.setattr("newrllama4.context.ggml_forces_tiled_matmul", lambda: False)
+
+
+def test_one_sequence_fast_lane_contexts_share_a_repacked_copy_loaded_on_first_use(tiny_model_path, fast_lane_here):
     with nl.Model(tiny_model_path) as model:  # not the session's model, which may hold the copy already
         with nl.Context(model, n_ctx=64, n_seq_max=1) as invariant, \
                 nl.Context(model, n_ctx=64, n_seq_max=2, batch_invariant=False) as batched_fast:
@@ -96,7 +102,7 @@ def test_one_sequence_fast_lane_contexts_share_a_repacked_copy_loaded_on_first_u
         model.handle(repacked=True)
 
 
-def test_gemma_fast_lane_gets_ggml_repacked_weights(caplog):
+def test_gemma_fast_lane_gets_ggml_repacked_weights(caplog, fast_lane_here):
     with caplog.at_level(logging.DEBUG, logger="newrllama4.llama_cpp"), nl.Model() as model:
         nl.Context(model, n_ctx=64, n_seq_max=1).close()
         assert "CPU_REPACK" not in caplog.text
