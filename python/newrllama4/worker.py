@@ -51,7 +51,9 @@ def python_executable() -> str:
     """The Python of this process (under reticulate, sys.executable is that Python too)."""
     if sys.executable and os.path.basename(sys.executable).lower().startswith("python"):
         return sys.executable
-    return os.path.join(sys.exec_prefix, "bin", "python3")
+    # embedded where sys.executable is the host program: the interpreter of this prefix
+    return os.path.join(sys.exec_prefix, "python.exe") if os.name == "nt" else \
+        os.path.join(sys.exec_prefix, "bin", "python3")
 
 
 class ContextWorker:
@@ -75,13 +77,14 @@ class ContextWorker:
         return None if self._process is None else self._process.pid
 
     def _start(self) -> None:
-        environment = ggml_defaults_environment()
-        # the worker imports this very package, wherever this process found it
-        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_DIR, environment.get("PYTHONPATH")]))
+        # the worker imports this very package, wherever this process found it (a source
+        # checkout first; where it is installed, its directory is on the path already)
+        start = (f"import sys; {_PACKAGE_DIR!r} in sys.path or sys.path.insert(0, {_PACKAGE_DIR!r}); "
+                 "from newrllama4.worker import main; main()")
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
-            [python_executable(), "-c", "from newrllama4.worker import main; main()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=environment,
+            [python_executable(), "-c", start],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=ggml_defaults_environment(),
         )
         try:
             self._exchange(("open", self._model_args, self._context_args), None)

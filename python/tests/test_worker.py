@@ -101,6 +101,13 @@ def test_a_callback_that_raises_stops_the_call_and_the_context_goes_on(fast):
     assert fast.generate_parallel(["hello there"], **GREEDY)[0].finish_reason == "length"
 
 
+def test_a_worker_starts_where_sys_executable_is_the_host_program(model, monkeypatch):
+    """Python embedded in R may name R as its executable: the worker is this prefix's Python."""
+    monkeypatch.setattr(sys, "executable", "/usr/lib/R/bin/exec/R")
+    with nl.Context(model, n_ctx=64, n_seq_max=2, batch_invariant=False) as fast:
+        assert fast.generate("hello", **GREEDY).finish_reason == "length"
+
+
 def test_a_worker_that_dies_fails_its_call_and_the_next_call_starts_another(fast):
     pid = fast.worker_pid
     os.kill(pid, signal.SIGKILL)
