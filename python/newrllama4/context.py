@@ -88,6 +88,7 @@ class Context(Generator):
         self._lock = threading.RLock()
         self._running = False
         if not self.batch_invariant and ggml_forces_tiled_matmul():
+            # the fast lane's kernels need the ggml settings this process gave up for identity
             self._worker = ContextWorker(model, {
                 "n_ctx": self.n_ctx, "n_seq_max": self.n_seq_max, "n_batch": self.n_batch,
                 "n_threads": self.n_threads, "batch_invariant": False, "prefix_cache": prefix_cache,

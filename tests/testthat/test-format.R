@@ -26,7 +26,7 @@ test_that("agreement tables print to standard output alone", {
   expect_match(printed(agreement(list(x = c("a", "b", "b", "b"), y = gold), gold, n_boot = 0)), "Between annotators")
 })
 
-test_that("a report knitted with message = FALSE shows the context, the answers and the manifest", {
+test_that("a report knitted with message = FALSE shows the context, the answers and the manifest, either lane", {
   skip_if_not(rmarkdown::pandoc_available(), "pandoc is not installed")
   report <- tempfile("report-", fileext = ".Rmd")
   writeLines(c(
@@ -42,6 +42,9 @@ test_that("a report knitted with message = FALSE shows the context, the answers 
     "answers <- generate_parallel(ctx, c(a = 'hello how are you', b = 'once upon'), max_tokens = 2L, temperature = 0)",
     "answers",
     "manifest(answers)",
+    "fast <- context_create(model, n_ctx = 128L, n_seq_max = 2L, batch_invariant = FALSE)",
+    "fast",
+    "generate_parallel(fast, c(c = 'the river', d = 'a king'), max_tokens = 2L, temperature = 0)",
     "```"
   ), report)
   output <- rmarkdown::render(report, output_format = rmarkdown::md_document(), output_dir = tempdir(),
@@ -50,6 +53,8 @@ test_that("a report knitted with message = FALSE shows the context, the answers 
   expect_match(text, "newrllama_model")
   expect_match(text, "n_seq_max: 2")
   expect_match(text, "# 2 prompts, 0 failed")
+  expect_match(text, "fast lane: answers may depend on the batch\n.*runs in worker process [0-9]+")
+  expect_identical(lengths(regmatches(text, gregexpr("# 2 prompts, 0 failed", text))), 2L)
   expect_match(text, reticulate::import("newrllama4.sources")$file_sha256(tiny_model_path()), fixed = TRUE)
   expect_false(grepl("Generating", text))  # no progress bar in a report
 })
