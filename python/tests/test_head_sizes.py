@@ -103,3 +103,14 @@ def test_a_context_llama_cpp_refuses_says_why_and_not_try_smaller(odd_model, mon
     message = str(caught.value)
     assert "head sizes" in message and "does not divide n_embd_head_k" in message
     assert "smaller" not in message
+
+
+@pytest.mark.parametrize("n_seq_max", [1, 4])
+def test_the_fast_lane_runs_these_shapes_in_its_worker(odd_model, n_seq_max):
+    with nl.Context(odd_model, n_ctx=512, n_seq_max=n_seq_max, batch_invariant=False) as fast:
+        assert fast.worker_pid is not None  # this process forces the tiled matmul: the worker has ggml's own
+        answers = fast.generate_parallel(PROMPTS[:6], max_tokens=8, temperature=0)
+        labelled = fast.generate_parallel(PROMPTS[:6], choices=LABELS, temperature=0)
+    assert all(c.finish_reason in ("stop", "length") and c.tokens for c in answers)
+    assert all(abs(sum(c.choice_probs.values()) - 1) < 1e-9 for c in labelled)
+    assert not answers.stats.identity_guaranteed
