@@ -22,10 +22,14 @@ with warnings.catch_warnings(record=True) as caught:
     model = nl.Model(tiny)
 with nl.Context(model, n_ctx=128, n_seq_max=2) as ctx:
     stats = ctx.generate_parallel(["hello how are you"], max_tokens=4, temperature=0).stats
+with nl.Context(model, n_ctx=128, n_seq_max=2, batch_invariant=False) as fast:
+    fast_lane_answers = fast.generate("hello how are you", max_tokens=4).finish_reason
+    fast_lane_in_a_worker = fast.worker_pid is not None
 print(json.dumps({
     "setting": setting,
     "warnings": [[type(w.message).__name__, str(w.message)] for w in caught],
     "identity_guaranteed": stats.identity_guaranteed,
+    "fast_lane": [fast_lane_answers, fast_lane_in_a_worker],
 }))
 """
 
@@ -45,6 +49,7 @@ def test_importing_the_engine_sets_ggml_up_and_keeps_identity(tiny_model_path):
     assert result["setting"] == {"GGML_CPU_TILED_MM": "1", "GGML_CPU_TILED_MM_FORCE": "1"}
     assert result["warnings"] == []
     assert result["identity_guaranteed"] is True
+    assert result["fast_lane"] == ["length", True]  # ggml's own settings are in its worker
 
 
 def test_a_llama_that_ran_first_gives_a_warning_and_a_flag(tiny_model_path):
@@ -52,6 +57,7 @@ def test_a_llama_that_ran_first_gives_a_warning_and_a_flag(tiny_model_path):
     assert [name for name, _ in result["warnings"]] == ["IdentityWarning"]
     assert "Llama ran in this process before newrllama4" in result["warnings"][0][1]
     assert result["identity_guaranteed"] is False
+    assert result["fast_lane"] == ["length", False]  # ggml runs its own settings here already
 
 
 def test_a_setting_of_the_users_own_is_kept_and_flagged(tiny_model_path):
@@ -59,6 +65,7 @@ def test_a_setting_of_the_users_own_is_kept_and_flagged(tiny_model_path):
     assert result["setting"] == {"GGML_CPU_TILED_MM": "1", "GGML_CPU_TILED_MM_FORCE": "0"}
     assert "GGML_CPU_TILED_MM_FORCE=0 is set in the environment" in result["warnings"][0][1]
     assert result["identity_guaranteed"] is False
+    assert result["fast_lane"] == ["length", False]
 
 
 def test_batch_invariant_false_is_the_fast_lane_and_never_claims_identity(model):
