@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from typing import Any, BinaryIO, Optional
 
@@ -89,7 +90,7 @@ class ContextWorker:
         try:
             self._exchange(("open", self._model_args, self._context_args), None)
         except BaseException:
-            self._stop()
+            self._stop(at_once=True)
             raise
 
     def call(self, method: str) -> Any:
@@ -130,11 +131,11 @@ class ContextWorker:
                 _send(process.stdin, "go")
         except (EOFError, OSError, pickle.UnpicklingError):
             said = self._said()
-            self._stop()
+            self._stop(at_once=True)
             raise ContextError(f"The fast lane's worker process ended unexpectedly. It said: {said or 'nothing'}") \
                 from None
-        except BaseException:  # an interrupt mid-exchange leaves the pipe out of step
-            self._stop()
+        except BaseException:  # an interrupt mid-exchange: the pipe is out of step, the call abandoned
+            self._stop(at_once=True)
             raise
         if kind == "error":
             raise body[0]
@@ -147,16 +148,20 @@ class ContextWorker:
         self._log.seek(0)
         return self._log.read().decode("utf-8", errors="replace").strip()[-2000:]
 
-    def _stop(self) -> None:
+    def _stop(self, at_once: bool = False) -> None:
+        """End the worker: `at_once` (killed) when it may be mid-call, else once it has
+        freed its model (it exits when its stdin closes)."""
         process, self._process = self._process, None
         if process is not None:
+            if at_once:
+                process.kill()
             for stream in (process.stdin, process.stdout):
                 try:
                     stream.close()  # type: ignore[union-attr]
                 except OSError:
                     pass
             try:
-                process.wait(timeout=10)  # it exits when its stdin closes
+                process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
@@ -172,7 +177,7 @@ class ContextWorker:
 
     def __del__(self) -> None:
         if getattr(self, "_process", None) is not None:
-            self._stop()
+            self._stop(at_once=True)
 
 
 # -- the worker process ---------------------------------------------------------
@@ -228,6 +233,14 @@ def _serve(requests: BinaryIO, answers: BinaryIO) -> None:
     model.close()
 
 
+def _end_with_parent(parent: int) -> None:
+    """Exit once the parent is gone (killed, crashed): mid-call the worker reads no request
+    that would tell it, and would run the rest of the call for no one."""
+    while os.getppid() == parent:  # an orphan gets another parent
+        time.sleep(1)
+    os._exit(1)
+
+
 def main() -> None:
     # the answers have this process's stdout to themselves: whatever else writes there
     # (llama.cpp's C code, a print) goes to stderr, which the parent keeps for errors
@@ -236,6 +249,7 @@ def main() -> None:
     sys.stdout = sys.stderr
     # an interrupt is the parent's to handle (a Ctrl-C in a terminal reaches both processes)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_end_with_parent, args=(os.getppid(),), daemon=True).start()
     # this process gave identity up on purpose: the fast lane never claims it
     warnings.simplefilter("ignore", IdentityWarning)
     _serve(sys.stdin.buffer, answers)

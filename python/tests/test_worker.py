@@ -10,6 +10,8 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -101,6 +103,21 @@ def test_a_callback_that_raises_stops_the_call_and_the_context_goes_on(fast):
     assert fast.generate_parallel(["hello there"], **GREEDY)[0].finish_reason == "length"
 
 
+def test_an_interrupt_mid_call_ends_the_worker_at_once_and_the_context_goes_on(fast):
+    pid = fast.worker_pid
+    interrupt = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    interrupt.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fast.generate_parallel(["hello how are you"] * 4000, max_tokens=200)  # minutes of work
+    finally:
+        interrupt.cancel()  # never let it reach the test run itself
+    assert time.monotonic() - started < 6  # the worker killed, not waited for until it finished
+    assert fast.generate("hello", **GREEDY).finish_reason == "length"
+    assert fast.worker_pid != pid
+
+
 def test_a_worker_starts_where_sys_executable_is_the_host_program(model, monkeypatch):
     """Python embedded in R may name R as its executable: the worker is this prefix's Python."""
     monkeypatch.setattr(sys, "executable", "/usr/lib/R/bin/exec/R")
@@ -115,6 +132,43 @@ def test_a_worker_that_dies_fails_its_call_and_the_next_call_starts_another(fast
         fast.generate("hello", **GREEDY)
     assert fast.generate("hello", **GREEDY).finish_reason == "length"
     assert fast.worker_pid not in (None, pid)
+
+
+def _running(pid):
+    """Whether the process runs (an ended one that no one has reaped yet does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:  # no /proc: the signal said it is there
+        return True
+
+
+ABANDONED = """
+import sys
+import newrllama4 as nl
+model = nl.Model(sys.argv[1])
+fast = nl.Context(model, n_ctx=256, n_seq_max=2, batch_invariant=False)
+print(fast.worker_pid, flush=True)
+fast.generate_parallel(["hello how are you"] * 4000, max_tokens=200)  # minutes of work
+"""
+
+
+def test_a_worker_whose_parent_is_killed_mid_call_ends_too(tiny_model_path):
+    parent = subprocess.Popen([sys.executable, "-c", ABANDONED, tiny_model_path], stdout=subprocess.PIPE, text=True)
+    worker = int(parent.stdout.readline())
+    time.sleep(1)  # mid-call
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _running(worker):
+        time.sleep(0.2)
+    if _running(worker):
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the worker went on with its call after its parent was killed")
 
 
 def test_closing_the_context_or_its_model_ends_the_worker(tiny_model_path):

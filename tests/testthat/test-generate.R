@@ -139,25 +139,28 @@ test_that("the progress bar is on by default only in an interactive session, nev
   expect_true(eval(formals(generate_parallel)$progress))
 })
 
-test_that("an interrupt returns control to R and the context works afterwards", {
-  out <- interrupted_script_output(c(
-    "library(newrllama4)",
-    sprintf("model <- model_load(%s)", deparse(tiny_model_path())),
-    "ctx <- context_create(model, n_ctx = 4096L, n_seq_max = 2L)",
-    "prompts <- rep('hello how are you', 4000)",
-    "cat('started\\n'); flush(stdout())",
-    "res <- tryCatch(generate_parallel(ctx, prompts, max_tokens = 4000L, progress = FALSE),",
-    "                interrupt = function(e) 'interrupted')",
-    "cat(if (identical(res, 'interrupted')) 'interrupted' else 'finished', '\\n')",
-    "cat(generate(ctx, 'once upon a time', max_tokens = 5L, temperature = 0), '\\n', sep = '')",
-    "cat('after', generate(context_create(model, n_ctx = 64L, n_seq_max = 1L), 'once upon a time',",
-    "    max_tokens = 5L, temperature = 0), '\\n', sep = '')"
-  ))
-  expect_true("interrupted " %in% out, info = paste(out, collapse = "\n"))
-  answer <- sub("^after", "", grep("^after", out, value = TRUE))
-  expect_length(answer, 1)
-  expect_true(answer %in% out[-length(out)], info = paste(out, collapse = "\n"))
-})
+for (lane in c("batch-invariant", "fast")) {
+  test_that(sprintf("an interrupt returns control to R and the context works afterwards (%s lane)", lane), {
+    out <- interrupted_script_output(c(
+      "library(newrllama4)",
+      sprintf("model <- model_load(%s)", deparse(tiny_model_path())),
+      sprintf("ctx <- context_create(model, n_ctx = 4096L, n_seq_max = 2L, batch_invariant = %s)", lane != "fast"),
+      "prompts <- rep('hello how are you', 4000)",
+      "cat('started\\n'); flush(stdout())",
+      "res <- tryCatch(generate_parallel(ctx, prompts, max_tokens = 4000L, progress = FALSE),",
+      "                interrupt = function(e) 'interrupted')",
+      "cat(if (identical(res, 'interrupted')) 'interrupted' else 'finished', '\\n')",
+      "cat(generate(ctx, 'once upon a time', max_tokens = 5L, temperature = 0), '\\n', sep = '')",
+      sprintf("cat('after', generate(context_create(model, n_ctx = 64L, n_seq_max = 1L, batch_invariant = %s),",
+              lane != "fast"),
+      "    'once upon a time', max_tokens = 5L, temperature = 0), '\\n', sep = '')"
+    ))
+    expect_true("interrupted " %in% out, info = paste(out, collapse = "\n"))
+    answer <- sub("^after", "", grep("^after", out, value = TRUE))
+    expect_length(answer, 1)
+    expect_true(answer %in% out[-length(out)], info = paste(out, collapse = "\n"))
+  })
+}
 
 test_that("answers holding NUL arrive with U+FFFD in its place, and no answer is lost", {
   ctx <- tiny_context()
