@@ -105,6 +105,8 @@ def test_a_callback_that_raises_stops_the_call_and_the_context_goes_on(fast):
 
 def test_an_interrupt_mid_call_ends_the_worker_at_once_and_the_context_goes_on(fast):
     pid = fast.worker_pid
+    # Python's own handler: a process started in the background (CI) inherits SIGINT ignored
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     interrupt = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
     started = time.monotonic()
     interrupt.start()
@@ -113,6 +115,7 @@ def test_an_interrupt_mid_call_ends_the_worker_at_once_and_the_context_goes_on(f
             fast.generate_parallel(["hello how are you"] * 4000, max_tokens=200)  # minutes of work
     finally:
         interrupt.cancel()  # never let it reach the test run itself
+        signal.signal(signal.SIGINT, handler)
     assert time.monotonic() - started < 6  # the worker killed, not waited for until it finished
     assert fast.generate("hello", **GREEDY).finish_reason == "length"
     assert fast.worker_pid != pid
