@@ -179,10 +179,9 @@ class Context(Generator):
         self.close()
 
     def __del__(self) -> None:
+        # a worker ends with its ContextWorker (its own __del__)
         if getattr(self, "_handle", None) is not None and not self.model.closed:
             self.close()
-        if getattr(self, "_worker", None) is not None:
-            self._worker.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else (

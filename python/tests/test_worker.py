@@ -4,6 +4,7 @@ This test process forces ggml's tiled matmul (the engine's settings for identity
 every `batch_invariant=False` context here runs in a worker.
 """
 
+import gc
 import json
 import os
 import pickle
@@ -188,6 +189,12 @@ def test_closing_the_context_or_its_model_ends_the_worker(tiny_model_path):
     for pid in pids:
         with pytest.raises(ChildProcessError):  # reaped: not left as a zombie
             os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_context_dropped_without_closing_ends_its_worker(model):
+    pid = nl.Context(model, n_ctx=64, n_seq_max=2, batch_invariant=False).worker_pid
+    gc.collect()
+    assert not _running(pid)
 
 
 def test_a_context_the_worker_cannot_make_raises_its_error_here(model):
