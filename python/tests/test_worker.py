@@ -240,7 +240,7 @@ def test_gemma_s_fast_lane_gives_the_numbers_of_a_process_with_ggml_s_own_settin
     runs llama.cpp's own kernels, not this process's."""
     instruction = (
         "You label customer reviews. Answer positive if the customer would buy again, negative otherwise. "
-        "Consider the whole review, including sarcasm, and ignore shipping complaints. Review: "
+        "Consider the whole review, including sarcasm, and ignore shipping complaints."
     )
     reviews = [
         "The blender broke after two weeks and support never answered my emails.",
@@ -250,7 +250,22 @@ def test_gemma_s_fast_lane_gives_the_numbers_of_a_process_with_ggml_s_own_settin
         "Cheap plastic, wobbly legs, and the screws did not fit the holes.",
         "My kids use this tablet every day and it still runs like new.",
     ]
-    prompts = [instruction + review + "\nLabel:" for review in reviews]
+    worked = [
+        ("The vacuum lost suction within a month, and the replacement filter costs half as much as the machine.",
+         "negative"),
+        ("I was sceptical about a kettle with a thermometer, but now I make tea at the right temperature every "
+         "morning and would not go back.", "positive"),
+        ("Shipping took three weeks and the courier left it in the rain, yet the boots are warm, dry and "
+         "comfortable on long walks.", "positive"),
+        ("Oh great, another charger that works only when the cable is held at exactly the right angle.",
+         "negative"),
+        ("The desk was easy to assemble, sturdy, and the drawer glides smoothly; I ordered a second one for the "
+         "office.", "positive"),
+        ("After the update the app logs me out every hour and the thermostat forgets its schedule.", "negative"),
+    ]
+    examples = "".join(f"Review: {text}\nLabel: {label}\n\n" for text, label in worked)
+    prompts = [instruction + "\n\n" + examples + "Review: " + review + "\nLabel:" for review in reviews]
+    assert min(len(gemma.tokenize(p)) for p in prompts) > 200  # tiled parts and one-row tails
 
     def fast_lane_in_a_process(force, where):
         done = subprocess.run([sys.executable, "-c", FAST_LANE, json.dumps(prompts), where],
