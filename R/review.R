@@ -1,17 +1,34 @@
-#' Rows to code by hand: a stratified sample, weighted toward doubtful labels
+#' Rows to code by hand: a stratified sample with known inclusion probabilities
 #'
 #' Draws `n` labelled rows of an [annotate_texts()] result for people to code,
-#' so that [agreement()] can compare the model with them. Every label the
-#' model gave is a stratum, with a share of the sample in proportion to its
-#' rows (at least one each, when `n` allows), so that rare labels are checked
-#' too. Within a label, `weight = "confidence"` favours the rows the model was
-#' least sure of (weight `1 - .confidence`, plus 0.05 so that no row is left
-#' out for certain), where its errors gather; `"uniform"` draws every row
-#' alike.
+#' so that [agreement()] can compare the model with them and
+#' [label_regression()] and [label_shares()] can correct estimates made from
+#' the labels. The sample is stratified, and within a stratum every row is
+#' equally likely to be drawn (simple random sampling without replacement), so
+#' each drawn row's inclusion probability is known exactly: `.sample_prob`,
+#' the stratum's draws over its rows.
 #'
-#' A sample weighted toward doubt finds errors quickly, but its accuracy is
-#' lower than the annotation's: to estimate how good the whole annotation is,
-#' draw with `weight = "uniform"`.
+#' With `weight = "uniform"` the strata are the labels the model gave, each
+#' with a share of the sample in proportion to its rows (at least one each,
+#' when `n` allows, so that rare labels are checked too). With
+#' `weight = "confidence"` each label is split further into up to three bands
+#' of the model's confidence (its rows' thirds, from the least sure), and the
+#' sample is shared among the strata in proportion to their rows times their
+#' doubt, the mean of \eqn{\sqrt{c(1 - c)}}{sqrt(c (1 - c))} over their
+#' confidences \eqn{c} (Neyman allocation for a label that is right with
+#' probability \eqn{c}), plus 0.05 so that no stratum is left out. Doubtful
+#' rows are where the model's errors gather: drawing more of them finds
+#' errors sooner and, weighted by `1 / .sample_prob`, estimates corrected
+#' from them are as valid as from a uniform sample, often with fewer rows.
+#'
+#' Unweighted, a sample drawn toward doubt understates the annotation's
+#' accuracy, and [recalibrate_labels()] needs a uniform one: use
+#' `weight = "uniform"` for both.
+#'
+#' Coding can come in rounds: pass the rows drawn before as `previous` to draw
+#' `n` more from the rows not drawn yet, in the same strata. Together they are
+#' again a stratified random sample, and every row's `.sample_prob` is its
+#' probability of being in the combined sample.
 #'
 #' @param data The value of [annotate_texts()] with `labels`.
 #' @param n How many rows to draw.
@@ -19,8 +36,16 @@
 #' @param seed `NULL` to draw from R's random number generator as it stands,
 #'   or a whole number to draw from this seed alone (reproducible, and the
 #'   session's generator is left as it was).
+#' @param previous `NULL`, or the rows drawn from `data` before (a value of
+#'   `review_sample()` with the same `weight`, perhaps coded since), to add `n`
+#'   rows to them.
 #' @return The drawn rows of `data`, in their order there, with `.row`, their
-#'   row numbers in `data`. Rows without a label (`.error`) are never drawn.
+#'   row numbers in `data`, `.stratum` and `.sample_prob`; with `previous`,
+#'   its rows (and their columns, such as the codes) and the new ones, and
+#'   `.draw`, the round in which each was drawn. Rows without a label
+#'   (`.error`) are never drawn. The attribute `"design"` describes the
+#'   strata: their labels, confidence bands, rows, draws and inclusion
+#'   probabilities.
 #' @export
 #' @examples
 #' labelled <- data.frame(
@@ -28,8 +53,11 @@
 #'   .label = factor(rep(c("yes", "no", "no"), 4), levels = c("yes", "no")),
 #'   .confidence = c(0.99, 0.51, 0.97, 0.62, 0.98, 0.55, 0.93, 0.99, 0.58, 0.96, 0.9, 0.52)
 #' )
-#' review_sample(labelled, n = 4, seed = 1)
-review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = NULL) {
+#' first <- review_sample(labelled, n = 4, seed = 1)
+#' first
+#' attr(first, "design")
+#' review_sample(labelled, n = 3, seed = 2, previous = first)
+review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = NULL, previous = NULL) {
   if (!is.data.frame(data) || !all(c(".label", ".confidence") %in% names(data))) {
     abort_invalid("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}: it needs
                    {.field .label} and {.field .confidence}.", "data", current_env())
@@ -37,34 +65,161 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
   n <- check_whole(n, "n", min = 1)
   weight <- rlang::arg_match(weight)
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
-  labelled <- which(!is.na(data$.label))
-  if (n > length(labelled)) {
-    abort_invalid("{.arg n} is {n}, but {.arg data} has {length(labelled)} labelled row{?s}.", "n", current_env())
+  n_bands <- if (weight == "uniform") 1L else if (is.null(previous)) {
+    max(1L, min(3L, n %/% nlevels(droplevels(as.factor(data$.label)))))
+  } else {
+    previous_bands(previous)
   }
-  strata <- split(labelled, droplevels(as.factor(data$.label[labelled])))
-  sizes <- allocate_sample(n, lengths(strata))
+  design <- sample_design(data, weight, n_bands)
+  drawn_before <- if (is.null(previous)) integer() else previous_rows(previous, data, design, weight)
+  available <- sum(!is.na(design$stratum)) - length(drawn_before)
+  if (n > available) {
+    abort_invalid("{.arg n} is {n}, but {.arg data} has {available} labelled row{?s} not drawn yet.", "n",
+                  current_env())
+  }
+  strata <- design$strata
+  before <- tabulate(design$stratum[drawn_before], nrow(strata))
+  room <- strata$rows - before
+  new_draws <- allocate_sample(n, room, strata$doubt)
+  never <- before + new_draws == 0
+  if (any(never)) {
+    cli::cli_warn(
+      c("{.arg n} is too small to draw from every stratum: rows of {.val {strata$name[never]}} can never be drawn.",
+        "i" = "Estimates corrected with this sample do not cover those rows; draw at least {nrow(strata)} rows."),
+      class = "newrllama4_warning_empty_strata"
+    )
+  }
   draw <- function() {
-    unlist(Map(function(rows, size) {
-      weights <- if (weight == "uniform") rep(1, length(rows)) else 1 - data$.confidence[rows] + 0.05
-      rows[sample.int(length(rows), size, prob = weights)]
-    }, strata, sizes), use.names = FALSE)
+    unlist(lapply(which(new_draws > 0), function(h) {
+      rows <- setdiff(which(design$stratum == h), drawn_before)
+      rows[sample.int(length(rows), new_draws[h])]
+    }), use.names = FALSE)
   }
   drawn <- sort(if (is.null(seed)) draw() else withr::with_seed(seed, draw()))
+  strata$drawn <- before + new_draws
+  strata$prob <- strata$drawn / strata$rows
+
   sample <- data[drawn, , drop = FALSE]
   sample$.row <- drawn
+  if (!is.null(previous)) {
+    round <- max(previous$.draw %||% 1L)
+    sample$.draw <- rep(round + 1L, length(drawn))
+    previous$.draw <- previous$.draw %||% rep(1L, nrow(previous))
+    sample <- bind_rows_filled(previous, sample)
+    sample <- sample[order(sample$.row), , drop = FALSE]
+  }
+  sample$.stratum <- strata$name[design$stratum[sample$.row]]
+  sample$.sample_prob <- strata$prob[design$stratum[sample$.row]]
+  rownames(sample) <- NULL
+  attr(sample, "design") <- structure(
+    list(weight = weight, n_bands = n_bands, strata = strata[c("name", "label", "band", "rows", "drawn", "prob")],
+         rounds = if (is.null(previous)) 1L else round + 1L),
+    class = "newrllama_sample_design"
+  )
   sample
 }
 
-# `n` draws shared among strata in proportion to their sizes, by largest
-# remainder, after one each for as many strata as `n` allows (largest first).
-allocate_sample <- function(n, sizes) {
-  guaranteed <- as.integer(rank(-sizes, ties.method = "first") <= min(n, length(sizes)))
-  rest <- n - sum(guaranteed)
-  room <- sizes - guaranteed
-  quota <- if (sum(room) > 0) rest * room / sum(room) else room
-  share <- floor(quota)
-  left <- rest - sum(share)
-  extra <- order(quota - share, decreasing = TRUE)[seq_len(left)]
-  share[extra] <- share[extra] + 1
-  guaranteed + as.integer(share)
+# The strata of `data`'s labelled rows: `stratum`, each row's stratum (NA for
+# rows without a label), and `strata`, a table of their names, labels,
+# confidence bands, sizes and the doubt that weighs their share. Up to
+# `n_bands` bands a label: no more than the first sample can draw from.
+sample_design <- function(data, weight, n_bands) {
+  labelled <- which(!is.na(data$.label))
+  labels <- droplevels(as.factor(data$.label[labelled]))
+  confidence <- data$.confidence[labelled]
+  band <- integer(length(labelled))
+  for (label in levels(labels)) {
+    mine <- which(labels == label)
+    bands <- max(1L, min(n_bands, length(mine) %/% 2L))
+    # thirds by rank, so that ties cannot empty a band; least sure first
+    band[mine] <- as.integer(ceiling(rank(confidence[mine], ties.method = "first") * bands / length(mine)))
+  }
+  band_names <- c("least sure", "middle", "most sure")
+  key <- interaction(labels, band, drop = TRUE, lex.order = TRUE)
+  stratum <- rep(NA_integer_, nrow(data))
+  stratum[labelled] <- as.integer(key)
+  members <- split(seq_along(labelled), key)
+  strata <- data.frame(
+    label = vapply(members, function(i) as.character(labels[i[1]]), ""),
+    band = vapply(members, function(i) band[i[1]], 1L),
+    rows = lengths(members),
+    row.names = NULL, stringsAsFactors = FALSE
+  )
+  n_bands_of <- as.vector(tapply(strata$band, strata$label, max)[strata$label])
+  strata$band <- ifelse(n_bands_of == 1, NA_character_,
+                               band_names[ifelse(n_bands_of == 2 & strata$band == 2, 3, strata$band)])
+  strata$name <- ifelse(is.na(strata$band), strata$label, paste0(strata$label, " (", strata$band, ")"))
+  strata$doubt <- if (weight == "uniform") 1 else {
+    vapply(members, function(i) mean(sqrt(pmax(confidence[i] * (1 - confidence[i]), 0))), 0) + 0.05
+  }
+  list(stratum = stratum, strata = strata)
 }
+
+# The row numbers of the rows drawn before, checked against this design.
+previous_rows <- function(previous, data, design, weight, call = caller_env()) {
+  if (!is.data.frame(previous) || !all(c(".row", ".stratum") %in% names(previous))) {
+    abort_invalid("{.arg previous} must be rows drawn by {.fn review_sample}, with {.field .row} and
+                   {.field .stratum}.", "previous", call)
+  }
+  rows <- previous$.row
+  weight_before <- attr(previous, "design", exact = TRUE)$weight
+  same <- (is.null(weight_before) || identical(weight_before, weight)) && is.numeric(rows) && all(rows %in% seq_len(nrow(data))) && !anyDuplicated(rows) &&
+    identical(as.character(previous$.stratum), as.character(design$strata$name[design$stratum[rows]]))
+  if (!same) {
+    abort_invalid(c("{.arg previous} was not drawn from {.arg data} with this {.arg weight}.",
+                    "i" = "Its rows' strata differ: draw again from the same {.arg data} (before any refit changes
+                           its labels) and the same {.arg weight}."), "previous", call)
+  }
+  as.integer(rows)
+}
+
+# The bands a label of the first draw had: later draws keep its strata.
+previous_bands <- function(previous) {
+  design <- attr(previous, "design", exact = TRUE)
+  if (!is.null(design$n_bands)) return(design$n_bands)
+  stratum <- as.character(previous$.stratum)
+  if (any(grepl("(middle)", stratum, fixed = TRUE))) 3L else if (any(grepl("sure)", stratum, fixed = TRUE))) 2L else 1L
+}
+
+# Two data frames stacked, each given the other's columns (as NA).
+bind_rows_filled <- function(a, b) {
+  for (column in setdiff(names(b), names(a))) a[[column]] <- rep(b[[column]][NA_integer_], nrow(a))
+  for (column in setdiff(names(a), names(b))) b[[column]] <- rep(a[[column]][NA_integer_], nrow(b))
+  rbind(a, b[names(a)])
+}
+
+# `n` draws shared among strata of `sizes` rows in proportion to size times
+# `weights`, none over its size, by largest remainder, after one each for as
+# many strata as `n` allows (largest first).
+allocate_sample <- function(n, sizes, weights = rep(1, length(sizes))) {
+  open <- sizes > 0
+  guaranteed <- as.integer(open & rank(-sizes, ties.method = "first") <= min(n, sum(open)))
+  share <- guaranteed
+  repeat {
+    rest <- n - sum(share)
+    room <- sizes - share
+    if (rest <= 0 || sum(room) == 0) break
+    demand <- ifelse(room > 0, sizes * weights, 0)
+    quota <- pmin(rest * demand / sum(demand), room)
+    whole <- floor(quota)
+    if (sum(whole) == 0) {
+      extra <- order(quota, decreasing = TRUE)[seq_len(min(rest, sum(quota > 0)))]
+      share[extra] <- share[extra] + 1L
+    } else {
+      share <- share + as.integer(whole)
+    }
+  }
+  as.integer(share)
+}
+
+#' @export
+format.newrllama_sample_design <- function(x, ...) {
+  strata <- x$strata
+  c(cli::format_inline("{.cls newrllama_sample_design}: {x$weight} weights, {sum(strata$drawn)} of
+                        {sum(strata$rows)} rows in {nrow(strata)} strat{?um/a}, {x$rounds} round{?s}"),
+    bullet_lines(sprintf("%s: %d of %d rows (probability %.3f)", strata$name, strata$drawn, strata$rows,
+                         strata$prob)))
+}
+
+#' @export
+print.newrllama_sample_design <- function(x, ...) print_lines(x, ...)

@@ -44,3 +44,71 @@ test_that("bad arguments are classed errors", {
   bad(labelled, n = 2, seed = -1)
   expect_error(review_sample(labelled, n = 2, weight = "most"))
 })
+
+test_that(".sample_prob is each row's inclusion probability, for either weight", {
+  data <- simulated_labels(60, 29)
+  for (weight in c("uniform", "confidence")) {
+    first <- review_sample(data, n = 12, weight = weight, seed = 1)
+    design <- attr(first, "design")
+    expect_s3_class(design, "newrllama_sample_design")
+    expect_identical(sum(design$strata$drawn), 12L)
+    expect_equal(design$strata$prob, design$strata$drawn / design$strata$rows)
+    # every row's probability, from the strata of the rows drawn
+    prob <- rep(NA_real_, 60)
+    draws <- 3000
+    counts <- tabulate(unlist(lapply(seq_len(draws), function(seed) {
+      drawn <- review_sample(data, n = 12, weight = weight, seed = seed)
+      prob[drawn$.row] <<- drawn$.sample_prob
+      drawn$.row
+    })), 60)
+    expect_false(anyNA(prob))
+    # within 4.5 binomial standard errors, row by row
+    expect_lt(max(abs(counts / draws - prob) / sqrt(prob * (1 - prob) / draws + 1e-12)), 4.5)
+  }
+})
+
+test_that("weighted by confidence, the least sure band of each label is oversampled", {
+  data <- simulated_labels(600, 31)
+  drawn <- review_sample(data, n = 60, weight = "confidence", seed = 3)
+  strata <- attr(drawn, "design")$strata
+  expect_identical(nrow(strata), 6L)
+  expect_setequal(strata$band, c("least sure", "middle", "most sure"))
+  least <- strata$prob[strata$band == "least sure"]
+  most <- strata$prob[strata$band == "most sure"]
+  expect_true(all(least > most))
+  expect_true(all(strata$prob > 0))
+  expect_identical(drawn$.stratum, strata$name[match(drawn$.stratum, strata$name)])
+})
+
+test_that("a second draw adds rows with the combined sample's probabilities", {
+  data <- simulated_labels(90, 37)
+  for (weight in c("uniform", "confidence")) {
+    first <- review_sample(data, n = 15, weight = weight, seed = 1)
+    first$code <- first$truth
+    both <- review_sample(data, n = 10, weight = weight, seed = 2, previous = first)
+    expect_identical(nrow(both), 25L)
+    expect_false(anyDuplicated(both$.row) > 0)
+    expect_identical(sum(both$.draw == 2), 10L)
+    expect_identical(both$code[both$.draw == 1], first$code)
+    expect_true(all(is.na(both$code[both$.draw == 2])))
+    strata <- attr(both, "design")$strata
+    expect_identical(sum(strata$drawn), 25L)
+    expect_equal(both$.sample_prob, strata$prob[match(both$.stratum, strata$name)])
+  }
+  # the combined sample is a stratified random sample: its rows' frequencies match
+  prob <- rep(NA_real_, 90)
+  counts <- tabulate(unlist(lapply(1:2000, function(seed) {
+    first <- review_sample(data, n = 8, weight = "uniform", seed = seed)
+    both <- review_sample(data, n = 8, weight = "uniform", seed = seed + 10000, previous = first)
+    prob[both$.row] <<- both$.sample_prob
+    both$.row
+  })), 90)
+  expect_lt(max(abs(counts / 2000 - prob) / sqrt(prob * (1 - prob) / 2000)), 4.5)
+  expect_error(review_sample(data, 5, weight = "confidence", previous = review_sample(data, 5, "uniform", seed = 1)),
+               class = "newrllama4_error_invalid_argument")
+})
+
+test_that("too small a sample for every stratum warns", {
+  expect_warning(review_sample(labelled, n = 2, weight = "uniform", seed = 1),
+                 class = "newrllama4_warning_empty_strata")
+})

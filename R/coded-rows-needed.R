@@ -1,0 +1,68 @@
+#' How many rows to code by hand for a target standard error
+#'
+#' From a pilot: a [label_regression()] or [label_shares()] estimate on a first
+#' sample of coded rows, the number of coded rows that would bring each
+#' corrected estimate's standard error down to `se`. The corrected estimate's
+#' variance has a part that coding more rows cannot remove (the spread of the
+#' predictions over the rows) and a part that falls as the coded rows grow
+#' (the model's errors, weighted by the inverse of the inclusion probabilities);
+#' both are estimated from the pilot, and the sample is taken to grow in the
+#' same design (every inclusion probability scaled alike, at most 1). Draw the
+#' extra rows with `review_sample(previous =)`.
+#'
+#' The answer is as good as the pilot's estimate of the model's errors: with
+#' a few dozen coded rows it is rough, so plan with a margin.
+#'
+#' @param x A [label_regression()] or [label_shares()] value.
+#' @param se The target standard error.
+#' @param terms For a regression, the coefficients (by name) to plan for: by
+#'   default all but the intercept.
+#' @return A data frame, a row per coefficient (or per label and group):
+#'   `term`, `std.error` (now), `coded` (now), `target` and `coded_needed`:
+#'   the coded rows that reach the target, or `NA` where coding every row
+#'   would not (the rows themselves are then too few).
+#' @export
+#' @examples
+#' set.seed(3)
+#' n <- 5000
+#' texts <- data.frame(x = rnorm(n))
+#' truth <- rbinom(n, 1, plogis(0.5 * texts$x))
+#' label <- ifelse(runif(n) < 0.85, truth, 1 - truth)
+#' texts$.label <- factor(ifelse(label == 1, "yes", "no"), levels = c("yes", "no"))
+#' texts$.prob_yes <- ifelse(label == 1, 0.85, 0.15)
+#' texts$.prob_no <- 1 - texts$.prob_yes
+#' texts$.confidence <- 0.85
+#' texts$truth <- ifelse(truth == 1, "yes", "no")
+#'
+#' pilot <- review_sample(texts, n = 100, weight = "uniform", seed = 1)
+#' coded_rows_needed(label_regression(yes ~ x, texts, pilot, truth, seed = 1), se = 0.01)
+coded_rows_needed <- function(x, se, terms = NULL) {
+  if (!inherits(x, c("newrllama_label_regression", "newrllama_label_shares"))) {
+    abort_invalid("{.arg x} must be the value of {.fn label_regression} or {.fn label_shares}.", "x", current_env())
+  }
+  se <- check_number(se, "se", min = 0, open_min = TRUE)
+  estimates <- if (inherits(x, "newrllama_label_shares")) attr(x, "estimates", exact = TRUE) else list(x)
+  rows <- do.call(rbind, lapply(names(estimates) %||% "", function(label) {
+    estimate <- estimates[[if (nzchar(label)) label else 1]]
+    coefficient_names <- names(estimate$fits$corrected$coefficients)
+    chosen <- terms %||% (if (length(coefficient_names) > 1) setdiff(coefficient_names, "(Intercept)") else
+      coefficient_names)
+    if (!all(chosen %in% coefficient_names)) {
+      abort_invalid("{.arg terms} must name coefficients: {.val {coefficient_names}}.", "terms", current_env())
+    }
+    coded <- length(estimate$coded_rows)
+    se_at <- function(scale) sqrt(diag(scaled_vcov(estimate, scale)))[chosen]
+    most <- 1 / min(estimate$sample_prob)  # every row coded
+    needed <- vapply(seq_along(chosen), function(j) {
+      gap <- function(log_scale) se_at(exp(log_scale))[j] - se
+      if (gap(log(most)) > 0) return(NA_real_)
+      if (gap(log(1e-3)) <= 0) return(1)
+      ceiling(coded * exp(stats::uniroot(gap, c(log(1e-3), log(most)), tol = 1e-6)$root))
+    }, 0)
+    term <- if (nzchar(label)) paste(label, sub("^\\.group", "", chosen), sep = ": ") else chosen
+    data.frame(term = term, std.error = unname(se_at(1)), coded = coded, target = se,
+               coded_needed = as.integer(pmin(needed, length(estimate$rows))), stringsAsFactors = FALSE)
+  }))
+  rownames(rows) <- NULL
+  rows
+}

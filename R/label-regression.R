@@ -1,0 +1,305 @@
+#' A regression on model labels, corrected with a sample coded by hand
+#'
+#' Regresses a label (its indicator) or a numeric answer on covariates for
+#' every row of an annotation, with the model's errors corrected by a sample of
+#' rows that people coded, so that the estimate and its confidence interval are
+#' valid for the regression of the true codes. A regression on the labels as if
+#' they were true (`lm(.label == "x" ~ ...)`) inherits the model's errors: where
+#' they follow a covariate its slope is biased, and its interval, narrow from
+#' the many rows, misses the truth.
+#'
+#' The correction is the doubly robust estimator of design-based supervised
+#' learning (DSL; Egami et al. 2023): each row's outcome is its prediction
+#' \eqn{g} (the label's `.prob_` column, or the answer), plus, for a coded
+#' row, the prediction's error over its inclusion probability,
+#' \eqn{\tilde y = g + (y - g) / \pi}{y~ = g + (y - g) / pi}. Its expectation
+#' is the truth's, so the regression of \eqn{\tilde y}{y~} on the covariates
+#' (least squares, or the logistic regression's estimating equation) estimates
+#' the regression of the truth, with a sandwich variance (the `sandwich`
+#' package). How good the model is only changes the width: the better its
+#' predictions, the narrower the interval, down to that of coding every row.
+#'
+#' This needs the coded rows to be a probability sample of `data` with known
+#' inclusion probabilities: draw them with [review_sample()] (either weight)
+#' and keep its `.row` and `.sample_prob` columns when the codes come back.
+#'
+#' With `prediction = "fit"`, each row's prediction comes from a regression of
+#' the truth on the model's probability (its logit) and the formula's
+#' covariates, fitted on the coded rows weighted by \eqn{1/\pi}{1/pi}: it
+#' narrows the interval where the model's errors follow the covariates. Such a
+#' fit, and [recalibrate_labels()]'s refit when `data` is its value, use the
+#' codes, so they are cross-fitted: the rows are split into `folds`, and each
+#' fold's predictions come from fits to the coded rows of the other folds, so
+#' that no coded row's prediction depends on its own code.
+#'
+#' The interval treats the sample as drawn row by row (Poisson sampling); for
+#' [review_sample()]'s stratified samples without replacement it is slightly
+#' conservative.
+#'
+#' @param formula A formula: on the left, one of the labels (its indicator is
+#'   the outcome; backquote names that are not syntactic) or a numeric or
+#'   logical answer column of `data`; on the right, columns of `data`.
+#' @param data Labelled rows: the value of [annotate_texts()] with labels, or
+#'   any data frame with `.label` and `.prob_<label>` columns, or with the
+#'   answer column.
+#' @param coded The rows of `data` coded by hand: [review_sample()]'s rows,
+#'   with `.row`, `.sample_prob` and the codes.
+#' @param truth The column of `coded` that holds the codes: labels, or the
+#'   answer's true values.
+#' @param family `"gaussian"` (least squares: a linear probability model for a
+#'   label) or `"binomial"` (logistic regression).
+#' @param prediction `"probs"` to predict each row by the model's probability
+#'   (or answer) as it is, or `"fit"`: see Details.
+#' @param folds The number of folds for cross-fitting.
+#' @param seed `NULL`, or a whole number that makes the folds reproducible
+#'   (the session's random number generator is left as it was).
+#' @return A `newrllama_label_regression` object: [coef()], [vcov()] and
+#'   [confint()] give the corrected estimate; [print()] and [summary()] show it
+#'   beside the naive fit (labels as if true) and the coded rows alone
+#'   (weighted by \eqn{1/\pi}{1/pi}); [plot()] draws the three; `tidy()` and
+#'   `glance()` (with the broom package) turn it into data frames; [manifest()]
+#'   records how it was made. Its `predictions` are the rows' cross-fitted
+#'   predictions, `rows` the rows of `data` used.
+#' @references Egami, N., Hinck, M., Stewart, B. M. and Wei, H. (2023). Using
+#'   imperfect surrogates for downstream inference: design-based supervised
+#'   learning for social science applications of large language models.
+#'   *Advances in Neural Information Processing Systems 36*.
+#' @seealso [label_shares()] for the share of each label, [coded_rows_needed()]
+#'   for how many rows to code.
+#' @export
+#' @examples
+#' # 2,000 texts, labels right 85% of the time, wrong more often where x is high
+#' set.seed(1)
+#' n <- 2000
+#' texts <- data.frame(x = rnorm(n))
+#' truth <- rbinom(n, 1, plogis(-0.5 + 0.8 * texts$x))
+#' wrong <- rbinom(n, 1, plogis(-2.2 + 0.6 * texts$x))
+#' label <- ifelse(wrong == 1, 1 - truth, truth)
+#' prob <- plogis(ifelse(label == 1, 1, -1) * runif(n, 1, 3))
+#' texts$.label <- factor(ifelse(label == 1, "yes", "no"), levels = c("yes", "no"))
+#' texts$.prob_yes <- prob
+#' texts$.prob_no <- 1 - prob
+#' texts$.confidence <- pmax(prob, 1 - prob)
+#' texts$truth <- ifelse(truth == 1, "yes", "no")  # known here, for the example
+#'
+#' coded <- review_sample(texts, n = 300, weight = "uniform", seed = 1)
+#' fit <- label_regression(yes ~ x, texts, coded, truth, family = "binomial", seed = 1)
+#' fit
+#' confint(fit)
+label_regression <- function(formula, data, coded, truth, family = c("gaussian", "binomial"),
+                             prediction = c("probs", "fit"), folds = 5L, seed = NULL) {
+  call <- current_env()
+  if (!inherits(formula, "formula") || length(formula) != 3 || length(all.vars(formula[[2]])) != 1) {
+    abort_invalid("{.arg formula} must be a formula with one label or answer column on its left, such as
+                   {.code positive ~ party + year}.", "formula", call)
+  }
+  if (!is.data.frame(data)) abort_invalid("{.arg data} must be a data frame of labelled rows.", "data", call)
+  family <- rlang::arg_match(family)
+  prediction <- rlang::arg_match(prediction)
+  folds <- check_whole(folds, "folds", min = 2)
+  if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
+  spec <- outcome_spec(all.vars(formula[[2]]), data, call)
+  missing <- setdiff(all.vars(formula[[3]]), names(data))
+  if (length(missing) > 0) {
+    cli::cli_abort("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data}.",
+                   class = c("newrllama4_error_missing_column", "newrllama4_error_invalid_argument",
+                             "newrllama4_error"), argument = "formula", call = call)
+  }
+  sample <- coded_sample(data, coded, rlang::enquo(truth), call)
+  estimate <- estimate_design_based(spec, stats::delete.response(stats::terms(formula)), data, sample, family,
+                                    prediction, folds, seed, call)
+  estimate$formula <- formula
+  estimate$family <- family
+  record <- estimate$manifest
+  estimate$manifest <- NULL
+  structure(estimate, class = "newrllama_label_regression", manifest = record)
+}
+
+# The corrected, naive and coded-only fits of `terms` on one outcome, on the
+# rows of `data` that have a prediction and every covariate.
+estimate_design_based <- function(spec, terms, data, sample, family, prediction, folds, seed, call) {
+  frame <- stats::model.frame(terms, data, na.action = stats::na.pass)
+  x_all <- stats::model.matrix(terms, frame)
+  usable <- which(stats::complete.cases(x_all) & !is.na(spec$prediction) & !is.na(spec$label))
+  if (!all(sample$rows %in% usable)) {
+    abort_coded(c("Some coded rows have no label, prediction or covariate in {.arg data}: rows
+                   {.val {setdiff(sample$rows, usable)}}.",
+                  "i" = "Rows without a label are never drawn; a covariate missing for coded rows must be
+                         filled in or its rows left out before drawing."), call)
+  }
+  binary <- family == "binomial"
+  y <- outcome_truth(spec, sample$truth, call)
+  if (binary && !all(y %in% c(0, 1))) {
+    abort_coded("{.arg family} {.val binomial} needs codes of 0 or 1 (or a label).", call,
+                class = "newrllama4_error_coded_truth")
+  }
+  x <- x_all[usable, , drop = FALSE]
+  n_coefficients <- ncol(x)
+  if (length(sample$rows) < 2 * n_coefficients + 2) {
+    abort_coded(c("{length(sample$rows)} coded row{?s} are too few for {n_coefficients} coefficient{?s}.",
+                  "i" = "Code at least {2 * n_coefficients + 2} rows (more for intervals worth having: see
+                         {.fn coded_rows_needed})."), call, class = "newrllama4_error_too_few_coded")
+  }
+  if (length(usable) < nrow(data)) {
+    cli::cli_inform("{nrow(data) - length(usable)} row{?s} without a label, prediction or covariate left out.",
+                    class = "newrllama4_message_rows_left_out")
+  }
+  # positions among the usable rows
+  local <- list(rows = match(sample$rows, usable), prob = sample$prob, truth = sample$truth,
+                truth_labels = as.character(sample$truth))
+  local_spec <- spec
+  local_spec$prediction <- spec$prediction[usable]
+  local_spec$label <- spec$label[usable]
+  fold <- cross_fit_folds(length(usable), local$rows, folds, seed)
+  predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
+                                        fold, prediction, subset_rows(data, usable), binary)
+  estimate <- three_estimates(x, local_spec, local, y, predicted$g, binary)
+  c(estimate, list(
+    rows = usable, coded_rows = sample$rows, sample_prob = sample$prob, folds = fold,
+    prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
+    predictions = predicted$g,
+    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model)
+  ))
+}
+
+# The rows `rows` of `data`, with the refit's record of each order's
+# probabilities cut to them.
+subset_rows <- function(data, rows) {
+  record <- attr(data, "order_probs", exact = TRUE)
+  out <- data[rows, , drop = FALSE]
+  attr(out, "manifest") <- attr(data, "manifest", exact = TRUE)
+  if (!is.null(record)) {
+    attr(out, "order_probs") <- list(probs = lapply(record$probs, function(p) p[rows, , drop = FALSE]),
+                                     confidence = record$confidence[rows])
+  }
+  out
+}
+
+# data's manifest (a new one for labels made elsewhere) with the estimate's
+# design: the coded rows, their probabilities, the folds and the prediction model.
+findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model) {
+  record <- attr(data, "manifest", exact = TRUE)
+  if (!inherits(record, "newrllama_manifest")) {
+    record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama_manifest")
+  }
+  record$estimation <- list(
+    estimator = "design-based (DSL): prediction + R / pi * (truth - prediction), sandwich variance",
+    outcome = outcome,
+    coded_rows = length(sample$rows),
+    coded_row_numbers = paste(sample$rows, collapse = " "),
+    sample_probs = paste(unique(signif(sort(sample$prob), 4)), collapse = ", "),
+    folds = n_folds,
+    fold_of_coded_rows = paste(coded_folds, collapse = " "),
+    prediction_model = model
+  )
+  record
+}
+
+#' @export
+coef.newrllama_label_regression <- function(object, ...) object$fits$corrected$coefficients
+
+#' @export
+vcov.newrllama_label_regression <- function(object, ...) object$vcov$corrected
+
+#' @export
+confint.newrllama_label_regression <- function(object, parm, level = 0.95, ...) {
+  table <- estimate_table(object, "corrected", level)
+  out <- cbind(table$conf.low, table$conf.high)
+  dimnames(out) <- list(table$term, sprintf("%g %%", 100 * c((1 - level) / 2, (1 + level) / 2)))
+  if (missing(parm)) out else out[parm, , drop = FALSE]
+}
+
+# One estimator's coefficients, standard errors and intervals.
+estimate_table <- function(object, estimator, level = 0.95) {
+  beta <- object$fits[[estimator]]$coefficients
+  se <- sqrt(diag(object$vcov[[estimator]]))
+  z <- stats::qnorm((1 + level) / 2)
+  data.frame(term = names(beta), estimator = estimator, estimate = unname(beta), std.error = unname(se),
+             statistic = unname(beta / se), p.value = unname(2 * stats::pnorm(-abs(beta / se))),
+             conf.low = unname(beta - z * se), conf.high = unname(beta + z * se), stringsAsFactors = FALSE)
+}
+
+estimators <- c("corrected", "naive", "coded_only")
+
+#' @export
+summary.newrllama_label_regression <- function(object, level = 0.95, ...) {
+  structure(list(table = do.call(rbind, lapply(estimators, estimate_table, object = object, level = level)),
+                 object = object, level = level), class = "summary.newrllama_label_regression")
+}
+
+#' @export
+format.summary.newrllama_label_regression <- function(x, ...) {
+  object <- x$object
+  table <- x$table
+  header <- paste0(cli::format_inline("{.cls newrllama_label_regression}"), ": ",
+                   sprintf("%s, %s; %s rows, %d coded by hand", format(object$formula), object$family,
+                           format_count(length(object$rows)), length(object$coded_rows)))
+  cells <- sprintf("%.3f [%.3f, %.3f]", table$estimate, table$conf.low, table$conf.high)
+  wide <- matrix(cells, ncol = length(estimators), dimnames = list(unique(table$term), estimators))
+  lines <- utils::capture.output(print(noquote(wide), width = 200))
+  width <- function(e) mean(table$conf.high[table$estimator == e] - table$conf.low[table$estimator == e])
+  c(header,
+    sprintf("Estimates with %g%% intervals: corrected (labels and codes, design-based), naive (labels as if true),",
+            100 * x$level),
+    "coded_only (the coded rows alone, weighted by 1 / their sampling probability):", "", lines, "",
+    sprintf("Corrected intervals are %.2f times as wide as the coded rows' alone.",
+            width("corrected") / width("coded_only")),
+    cli::format_inline("Predictions: {object$prediction_model}."))
+}
+
+#' @export
+print.summary.newrllama_label_regression <- function(x, ...) print_lines(x, ...)
+
+#' @export
+format.newrllama_label_regression <- function(x, ...) format(summary(x), ...)
+
+#' @export
+print.newrllama_label_regression <- function(x, ...) print_lines(x, ...)
+
+#' @export
+nobs.newrllama_label_regression <- function(object, ...) length(object$rows)
+
+#' @export
+plot.newrllama_label_regression <- function(x, level = 0.95, ...) {
+  table <- summary(x, level = level)$table
+  table <- table[table$term != "(Intercept)" | all(table$term == "(Intercept)"), ]
+  terms <- unique(table$term)
+  offset <- c(corrected = 0.15, naive = 0, coded_only = -0.15)[table$estimator]
+  y <- match(table$term, rev(terms)) + offset
+  colours <- c(corrected = "black", naive = "firebrick", coded_only = "steelblue")[table$estimator]
+  graphics::plot(table$estimate, y, xlim = range(table$conf.low, table$conf.high), ylim = c(0.5, length(terms) + 0.5),
+                 yaxt = "n", pch = 19, col = colours, xlab = sprintf("estimate with %g%% interval", 100 * level),
+                 ylab = "", ...)
+  graphics::segments(table$conf.low, y, table$conf.high, y, col = colours)
+  graphics::axis(2, at = seq_along(terms), labels = rev(terms), las = 1)
+  graphics::legend("topright", legend = estimators, col = c("black", "firebrick", "steelblue"), pch = 19,
+                   bty = "n")
+  invisible(x)
+}
+
+#' Tidy a corrected regression on labels (broom)
+#'
+#' `tidy()` gives one row per coefficient and estimator (corrected, naive and
+#' coded rows alone); `glance()` one row about the fit.
+#'
+#' @param x A [label_regression()] fit.
+#' @param conf.int,conf.level Ignored but for the level: intervals are always
+#'   given, at `conf.level`.
+#' @param ... Unused.
+#' @return A data frame.
+#' @name label_regression_tidiers
+#' @keywords internal
+NULL
+
+#' @rdname label_regression_tidiers
+#' @exportS3Method generics::tidy
+tidy.newrllama_label_regression <- function(x, conf.int = TRUE, conf.level = 0.95, ...) {
+  summary(x, level = conf.level)$table
+}
+
+#' @rdname label_regression_tidiers
+#' @exportS3Method generics::glance
+glance.newrllama_label_regression <- function(x, ...) {
+  data.frame(nobs = length(x$rows), coded = length(x$coded_rows), family = x$family, outcome = x$outcome,
+             prediction = x$prediction, folds = length(unique(x$folds)), stringsAsFactors = FALSE)
+}

@@ -1,0 +1,122 @@
+#' The share of each label, corrected with a sample coded by hand
+#'
+#' Estimates what share of the rows truly has each label, overall or within
+#' groups, from the model's labels for every row and people's codes for a
+#' sample drawn by [review_sample()], with confidence intervals. It is the
+#' simplest [label_regression()]: the mean of each label's pseudo-outcome
+#' \eqn{g + (y - g) / \pi}{g + (y - g) / pi} within each group (design-based
+#' supervised learning, Egami et al. 2023), beside the share of the model's
+#' labels (naive) and that of the coded rows alone (weighted by
+#' \eqn{1/\pi}{1/pi}).
+#'
+#' Every group needs coded rows of its own: a group with few of them gets a
+#' wide interval, and one with fewer than 10 a warning, since its interval
+#' then rests on too few rows to be trusted. Draw enough rows for the groups
+#' that matter, or stratify the drawing by them (annotate and draw each group
+#' on its own, with the same probability).
+#'
+#' @inheritParams label_regression
+#' @param by `NULL` for the shares of all rows, or the names of columns of
+#'   `data` whose combinations are the groups.
+#' @param level The confidence level of the intervals.
+#' @return A data frame, a row per group, label and estimator (`corrected`,
+#'   `naive`, `coded_only`), with the groups' columns, `label`, `estimator`,
+#'   `estimate`, `std.error`, `conf.low`, `conf.high`, `rows` and `coded`
+#'   (the group's rows and coded rows). [manifest()] records how it was made,
+#'   and [coded_rows_needed()] tells how many rows to code for a target
+#'   standard error.
+#' @seealso [label_regression()]
+#' @export
+#' @examples
+#' set.seed(2)
+#' n <- 3000
+#' texts <- data.frame(outlet = sample(c("Daily", "Weekly"), n, replace = TRUE))
+#' truth <- ifelse(runif(n) < ifelse(texts$outlet == "Daily", 0.3, 0.5), "negative", "positive")
+#' label <- ifelse(runif(n) < 0.85, truth, ifelse(truth == "negative", "positive", "negative"))
+#' sure <- runif(n, 0.6, 0.99)
+#' texts$.label <- factor(label, levels = c("negative", "positive"))
+#' texts$.prob_negative <- ifelse(label == "negative", sure, 1 - sure)
+#' texts$.prob_positive <- 1 - texts$.prob_negative
+#' texts$.confidence <- sure
+#' texts$truth <- truth  # known here, for the example
+#'
+#' coded <- review_sample(texts, n = 300, weight = "confidence", seed = 1)
+#' label_shares(texts, coded, truth, by = "outlet")
+label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", "fit"), folds = 5L, seed = NULL,
+                         level = 0.95) {
+  call <- current_env()
+  if (!is.data.frame(data) || !".label" %in% names(data)) {
+    abort_invalid("{.arg data} must be labelled rows: the value of {.fn annotate_texts} with {.arg labels}, or a data
+                   frame with {.field .label} and {.field .prob_<label>} columns.", "data", call)
+  }
+  if (!is.null(by) && (!is.character(by) || !all(by %in% names(data)))) {
+    abort_invalid("{.arg by} must name columns of {.arg data}.", "by", call)
+  }
+  prediction <- rlang::arg_match(prediction)
+  folds <- check_whole(folds, "folds", min = 2)
+  level <- check_number(level, "level", min = 0, max = 1)
+  if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
+  sample <- coded_sample(data, coded, rlang::enquo(truth), call)
+  labels <- levels(as.factor(data$.label))
+  missing <- labels[!paste0(".prob_", labels) %in% names(data)]
+  if (length(missing) > 0) {
+    cli::cli_abort("{.arg data} has no {.field {paste0('.prob_', missing)}} column{?s}.",
+                   class = c("newrllama4_error_missing_column", "newrllama4_error_invalid_argument",
+                             "newrllama4_error"), argument = "data", call = call)
+  }
+  groups <- if (is.null(by)) factor(rep("all", nrow(data))) else interaction(data[by], drop = TRUE, sep = " / ")
+  data$.group <- groups
+  coded_per_group <- table(groups[sample$rows])
+  thin <- names(coded_per_group)[coded_per_group < 10]
+  if (length(thin) > 0 && !is.null(by)) {
+    cli::cli_warn(c("Fewer than 10 coded rows in {length(thin)} group{?s}: {.val {thin}}.",
+                    "i" = "Their intervals rest on too few rows to be trusted."),
+                  class = "newrllama4_warning_few_coded")
+  }
+  terms <- stats::terms(if (nlevels(groups) == 1) ~ 1 else ~ 0 + .group)
+  estimates <- lapply(stats::setNames(nm = labels), function(label) {
+    estimate_design_based(outcome_spec(label, data, call), terms, data, sample, "gaussian", prediction, folds,
+                          seed, call)
+  })
+  group_of <- function(term) sub("^\\.group", "", term)
+  table <- do.call(rbind, lapply(labels, function(label) {
+    estimate <- estimates[[label]]
+    rows <- do.call(rbind, lapply(estimators, estimate_table, object = estimate, level = level))
+    group <- if (nlevels(groups) == 1) rep(levels(groups), nrow(rows)) else group_of(rows$term)
+    used <- groups[estimate$rows]
+    data.frame(.group = group, label = label, rows[c("estimator", "estimate", "std.error", "conf.low", "conf.high")],
+               rows = as.vector(table(used)[group]), coded = as.vector(table(used[match(estimate$coded_rows,
+                                                                                     estimate$rows)])[group]),
+               stringsAsFactors = FALSE)
+  }))
+  if (!is.null(by)) {
+    keys <- unique(data[by])
+    keys <- keys[match(table$.group, as.character(interaction(keys, drop = TRUE, sep = " / "))), , drop = FALSE]
+    table <- cbind(keys, table[names(table) != ".group"])
+  } else {
+    table$.group <- NULL
+  }
+  rownames(table) <- NULL
+  structure(table, class = c("newrllama_label_shares", "data.frame"), estimates = estimates, level = level,
+            manifest = attr(estimates[[1]], "manifest", exact = TRUE) %||% estimates[[1]]$manifest)
+}
+
+#' @export
+format.newrllama_label_shares <- function(x, ...) {
+  estimates <- attr(x, "estimates", exact = TRUE)
+  corrected <- x[x$estimator == "corrected", , drop = FALSE]
+  naive <- x$estimate[x$estimator == "naive"]
+  coded <- x[x$estimator == "coded_only", , drop = FALSE]
+  shown <- corrected[setdiff(names(corrected), c("estimator", "estimate", "std.error", "conf.low", "conf.high"))]
+  shown$share <- sprintf("%.3f [%.3f, %.3f]", corrected$estimate, corrected$conf.low, corrected$conf.high)
+  shown$naive <- sprintf("%.3f", naive)
+  shown$coded_only <- sprintf("%.3f [%.3f, %.3f]", coded$estimate, coded$conf.low, coded$conf.high)
+  level <- attr(x, "level", exact = TRUE)
+  c(cli::format_inline("{.cls newrllama_label_shares}: corrected shares with {100 * level}% intervals, beside the
+                        model's labels (naive) and the coded rows alone"),
+    utils::capture.output(print.data.frame(shown, row.names = FALSE)),
+    cli::format_inline("Predictions: {estimates[[1]]$prediction_model}."))
+}
+
+#' @export
+print.newrllama_label_shares <- function(x, ...) print_lines(x, ...)

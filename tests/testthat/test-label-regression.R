@@ -1,0 +1,143 @@
+test_that("the corrected slope covers the truth where the naive one does not", {
+  draws <- vapply(1:60, function(seed) {
+    data <- simulated_labels(2000, seed)
+    coded <- review_sample(data, 250, weight = "uniform", seed = seed)
+    fit <- label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = seed)
+    table <- summary(fit)$table
+    slope <- table[table$term == "x", ]
+    c(corrected = slope$conf.low[1] <= 0.8 && 0.8 <= slope$conf.high[1],
+      naive = slope$conf.low[2] <= 0.8 && 0.8 <= slope$conf.high[2],
+      width = (slope$conf.high[1] - slope$conf.low[1]) / (slope$conf.high[3] - slope$conf.low[3]))
+  }, numeric(3))
+  # 60 draws: 0.95 coverage gives 51 or more with probability 0.99
+  expect_gte(sum(draws["corrected", ]), 51)
+  expect_lte(mean(draws["naive", ]), 0.2)
+  expect_lt(mean(draws["width", ]), 0.95)
+})
+
+test_that("gaussian fits solve least squares on the pseudo-outcomes, with the sandwich variance", {
+  data <- simulated_labels(1500, 7)
+  coded <- review_sample(data, 200, weight = "confidence", seed = 7)
+  fit <- label_regression(yes ~ x + group, data, coded, truth, seed = 7)
+  pseudo <- fit$fits$corrected$y
+  reference <- stats::lm(pseudo ~ x + group, data)
+  expect_equal(unname(coef(fit)), unname(coef(reference)), tolerance = 1e-8)
+  expect_equal(unname(vcov(fit)), unname(sandwich::vcovHC(reference, type = "HC0")), tolerance = 1e-8)
+  # the pseudo-outcome: prediction everywhere, plus the weighted error on coded rows
+  y <- as.numeric(coded$truth == "yes")
+  expected <- data$.prob_yes
+  expected[coded$.row] <- expected[coded$.row] + (y - expected[coded$.row]) / coded$.sample_prob
+  expect_equal(pseudo, expected)
+  naive <- stats::lm(I(.label == "yes") ~ x + group, data)
+  expect_equal(unname(fit$fits$naive$coefficients), unname(coef(naive)), tolerance = 1e-8)
+  coded_only <- stats::lm(y ~ x + group, coded, weights = 1 / coded$.sample_prob)
+  expect_equal(unname(fit$fits$coded_only$coefficients), unname(coef(coded_only)), tolerance = 1e-8)
+  expect_equal(nobs(fit), 1500L)
+  expect_identical(rownames(confint(fit)), c("(Intercept)", "x", "groupb"))
+})
+
+test_that("the binomial fit solves the logistic score equation on the pseudo-outcomes", {
+  data <- simulated_labels(1000, 3)
+  coded <- review_sample(data, 150, weight = "uniform", seed = 3)
+  fit <- label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = 3)
+  x <- cbind(1, data$x)
+  score <- crossprod(x, fit$fits$corrected$y - stats::plogis(x %*% coef(fit)))
+  expect_lt(max(abs(score)), 1e-6)
+  # on the coded rows alone, the weighted logistic regression
+  y <- as.numeric(coded$truth == "yes")
+  reference <- suppressWarnings(stats::glm(y ~ x, stats::binomial(), coded, weights = 1 / coded$.sample_prob))
+  expect_equal(unname(fit$fits$coded_only$coefficients), unname(coef(reference)), tolerance = 1e-6)
+  expect_equal(unname(fit$vcov$coded_only), unname(sandwich::sandwich(reference)), tolerance = 1e-4)
+})
+
+test_that("a coded row's cross-fitted prediction does not depend on its own code", {
+  data <- simulated_labels(800, 11)
+  coded <- review_sample(data, 120, weight = "uniform", seed = 11)
+  fit <- label_regression(yes ~ x, data, coded, truth, prediction = "fit", seed = 5)
+  flipped <- coded
+  flipped$truth[1] <- if (coded$truth[1] == "yes") "no" else "yes"
+  refit <- label_regression(yes ~ x, data, flipped, truth, prediction = "fit", seed = 5)
+  row <- coded$.row[1]
+  expect_identical(refit$predictions[row], fit$predictions[row])
+  # rows of other folds saw the code
+  other_folds <- fit$folds != fit$folds[row]
+  expect_false(identical(refit$predictions[other_folds], fit$predictions[other_folds]))
+})
+
+test_that("recalibrate_labels() output is refitted fold by fold, never on a row's own code", {
+  data <- simulated_labels(600, 13)
+  data$.prob_yes <- data$.prob_yes^2 / (data$.prob_yes^2 + data$.prob_no^2)  # overconfident
+  data$.prob_no <- 1 - data$.prob_yes
+  probs <- as.matrix(data[c(".prob_yes", ".prob_no")])
+  attr(data, "order_probs") <- order_probs_record(list(probs), data)
+  attr(data, "manifest") <- structure(list(created = "now", prompt = list(labels = c("yes", "no"))),
+                                      class = "newrllama_manifest")
+  coded <- review_sample(data, 100, weight = "uniform", seed = 2)
+  refitted <- recalibrate_labels(data, coded, truth)
+  expect_identical(manifest(refitted)$prompt$calibration, "hand-coded")
+  fit <- label_regression(yes ~ x, refitted, coded, truth, seed = 4)
+  expect_match(fit$prediction_model, "recalibrate_labels\\(\\)'s refit, cross-fitted in 5 folds")
+  flipped <- coded
+  flipped$truth[3] <- if (coded$truth[3] == "yes") "no" else "yes"
+  again <- label_regression(yes ~ x, refitted, flipped, truth, seed = 4)
+  row <- coded$.row[3]
+  expect_identical(again$predictions[row], fit$predictions[row])
+  # the refitted probabilities themselves used every code, including this one
+  expect_false(identical(fit$predictions, refitted$.prob_yes))
+})
+
+test_that("a numeric answer column is an outcome, predicted by itself", {
+  data <- simulated_labels(600, 17)
+  data$score <- data$.prob_yes * 10 + stats::rnorm(600)
+  data$true_score <- data$score + 1 + data$x
+  coded <- review_sample(data, 80, weight = "uniform", seed = 1)
+  fit <- label_regression(score ~ x, data, coded, true_score, seed = 1)
+  expect_equal(unname(coef(fit)["x"]), 1 + unname(coef(stats::lm(score ~ x, data))["x"]), tolerance = 0.1)
+  expect_identical(fit$outcome_kind, "answer")
+})
+
+test_that("print, summary, tidy, glance, plot and manifest describe the three estimators", {
+  data <- simulated_labels(800, 19)
+  coded <- review_sample(data, 100, weight = "confidence", seed = 19)
+  fit <- label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = 19)
+  printed <- capture.output(print(fit))
+  expect_match(printed[1], "yes ~ x, binomial; 800 rows, 100 coded by hand")
+  expect_true(any(grepl("corrected +naive +coded_only", printed)))
+  expect_true(any(grepl("times as wide as the coded rows' alone", printed)))
+  skip_if_not_installed("broom")
+  tidy <- broom::tidy(fit)
+  expect_identical(unique(tidy$estimator), c("corrected", "naive", "coded_only"))
+  expect_equal(tidy$estimate[tidy$estimator == "corrected"], unname(coef(fit)))
+  expect_equal(broom::glance(fit)$coded, 100L)
+  path <- withr::local_tempfile(fileext = ".pdf")
+  grDevices::pdf(path)
+  expect_invisible(plot(fit))
+  grDevices::dev.off()
+  record <- manifest(fit)
+  expect_identical(record$estimation$coded_rows, 100L)
+  expect_identical(record$estimation$coded_row_numbers, paste(coded$.row, collapse = " "))
+  expect_identical(record$estimation$folds, 5L)
+  expect_match(record$estimation$prediction_model, "the model's probabilities")
+  expect_true("estimation" %in% as.data.frame(record)$section)
+})
+
+test_that("mistakes are classed errors", {
+  data <- simulated_labels(300, 23)
+  coded <- review_sample(data, 40, weight = "uniform", seed = 23)
+  expect_error(label_regression(yes ~ x, data, transform(coded, .row = .row + 1000L), truth),
+               class = "newrllama4_error_coded_rows")
+  expect_error(label_regression(yes ~ x, data, coded[names(coded) != ".sample_prob"], truth),
+               class = "newrllama4_error_coded_rows")
+  expect_error(label_regression(yes ~ x, data, transform(coded, truth = "maybe"), truth),
+               class = "newrllama4_error_coded_truth")
+  expect_error(label_regression(yes ~ x, data, transform(coded, truth = NA), truth),
+               class = "newrllama4_error_coded_truth")
+  expect_error(label_regression(yes ~ income, data, coded, truth), class = "newrllama4_error_missing_column")
+  expect_error(label_regression(maybe ~ x, data, coded, truth), class = "newrllama4_error_missing_column")
+  expect_error(label_regression(yes ~ x, data, coded[1:5, ], truth), class = "newrllama4_error_too_few_coded")
+  # the coded rows must still be data's rows at .row
+  expect_error(label_regression(yes ~ x, data[rev(seq_len(nrow(data))), ], coded, truth),
+               class = "newrllama4_error_coded_rows")
+  expect_error(label_regression(~ x, data, coded, truth), class = "newrllama4_error_invalid_argument")
+  expect_error(label_regression(yes ~ x, data, coded, truth, family = "poisson"))
+})

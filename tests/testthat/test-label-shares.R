@@ -1,0 +1,47 @@
+test_that("corrected shares by group cover the true shares", {
+  covered <- vapply(1:40, function(seed) {
+    data <- simulated_labels(2000, seed)
+    coded <- review_sample(data, 300, weight = "confidence", seed = seed)
+    shares <- suppressWarnings(label_shares(data, coded, truth, by = "group", seed = seed))
+    corrected <- shares[shares$estimator == "corrected" & shares$label == "yes", ]
+    # the superpopulation share of "yes": the mean of plogis(-0.3 + 0.8 x) over x ~ N(0, 1)
+    truth <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
+    mean(corrected$conf.low <= truth & truth <= corrected$conf.high)
+  }, 0)
+  expect_gte(mean(covered), 0.85)
+})
+
+test_that("shares are per-group means of the pseudo-outcomes, and sum to one", {
+  data <- simulated_labels(1000, 41)
+  coded <- review_sample(data, 150, weight = "uniform", seed = 41)
+  shares <- label_shares(data, coded, truth, by = "group", seed = 1)
+  expect_s3_class(shares, "newrllama_label_shares")
+  expect_named(shares, c("group", "label", "estimator", "estimate", "std.error", "conf.low", "conf.high", "rows",
+                         "coded"))
+  corrected <- shares[shares$estimator == "corrected", ]
+  expect_equal(as.vector(tapply(corrected$estimate, corrected$group, sum)), c(1, 1))
+  y <- as.numeric(coded$truth == "yes")
+  pseudo <- data$.prob_yes
+  pseudo[coded$.row] <- pseudo[coded$.row] + (y - pseudo[coded$.row]) / coded$.sample_prob
+  expect_equal(corrected$estimate[corrected$label == "yes"], as.vector(tapply(pseudo, data$group, mean)))
+  naive <- shares[shares$estimator == "naive" & shares$label == "yes", ]
+  expect_equal(naive$estimate, as.vector(tapply(data$.label == "yes", data$group, mean)))
+  expect_identical(sum(corrected$coded[corrected$label == "yes"]), 150L)
+  expect_identical(sum(corrected$rows[corrected$label == "yes"]), 1000L)
+  overall <- label_shares(data, coded, truth)
+  expect_identical(nrow(overall), 6L)
+  expect_equal(overall$estimate[overall$estimator == "corrected" & overall$label == "yes"], mean(pseudo))
+  printed <- capture.output(print(shares))
+  expect_match(printed[1], "corrected shares with 95% intervals")
+  expect_true(any(grepl("coded_only", printed)))
+  expect_identical(manifest(shares)$estimation$coded_rows, 150L)
+})
+
+test_that("groups with few coded rows warn; bad groups are classed errors", {
+  data <- simulated_labels(400, 43)
+  data$rare <- ifelse(seq_len(400) <= 20, "rare", "common")
+  coded <- review_sample(data, 60, weight = "uniform", seed = 1)
+  expect_warning(label_shares(data, coded, truth, by = "rare"), class = "newrllama4_warning_few_coded")
+  expect_error(label_shares(data, coded, truth, by = "outlet"), class = "newrllama4_error_invalid_argument")
+  expect_error(label_shares(data[c("x", "truth")], coded, truth), class = "newrllama4_error_invalid_argument")
+})
