@@ -132,6 +132,10 @@ cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data
   if (refit) {
     log_probs <- lapply(attr(data, "order_probs", exact = TRUE)$probs, order_log_probs)
     codes <- match(as.character(sample$truth_labels), spec$labels)
+    # the refit recalibrate_labels() chose
+    chosen <- attr(data, "manifest", exact = TRUE)$prompt
+    refit_model <- chosen$refit_model %||% "offsets and order weights"
+    refit_penalty <- chosen$refit_penalty %||% 0.01
   }
   g <- spec$prediction
   for (k in sort(unique(folds))) {
@@ -139,7 +143,8 @@ cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data
     at <- which(folds == k)
     base <- spec$prediction
     if (refit) {
-      fit <- fit_label_model(lapply(log_probs, function(l) l[sample$rows[train], , drop = FALSE]), codes[train])
+      fit <- fit_label_model(lapply(log_probs, function(l) l[sample$rows[train], , drop = FALSE]), codes[train],
+                             refit_model, refit_penalty)
       base <- softmax_rows(label_scores(log_probs, fit))[, match(spec$name, spec$labels)]
     }
     g[at] <- if (prediction == "probs") base[at] else {

@@ -17,12 +17,27 @@
 #' temperature scaling with label offsets; with several it also learns which
 #' order to believe, so an order whose examples misled the model counts less.
 #'
+#' How much to fit is chosen on the coded rows themselves, so that a refit never
+#' makes the labels worse than they were by more than the noise of that choice:
+#' the candidates, from the fewest parameters to the most, are offsets alone
+#' (the orders weighed equally, as they are), offsets with a temperature, and
+#' offsets with a weight per order, each with a ridge of strength 0.01, 0.1, 1
+#' or 10; each is scored by its log-loss on the coded rows it was not fitted to
+#' (10-fold cross-validation, in the coded rows' order, so that the same rows
+#' give the same choice), and so are the labels as they are. The lowest wins.
+#' Where no refit beats the labels as they are, they are kept, with a message
+#' (class `newrllama4_message_refit_declined`). Fewer than about 10 coded rows
+#' per parameter of the largest candidate (labels - 1 + orders) make that
+#' choice noisy: a warning (class `newrllama4_warning_few_coded`) says how many
+#' rows would do.
+#'
 #' The fit describes the coded rows, so they must be a random sample of the
 #' rows: draw them with `review_sample(weight = "uniform")`. A sample drawn
 #' toward doubt holds too many rows near the boundary and would move it. For
 #' the same reason [agreement()] on the coded rows overstates the refitted
-#' labels' accuracy: the manifest gives their leave-one-out accuracy instead
-#' (each coded row labelled by a fit to the others).
+#' labels' accuracy: the manifest gives their cross-validated accuracy instead.
+#' [label_regression()] and [label_shares()] on the refitted labels refit them
+#' fold by fold, with the same choice of model.
 #'
 #' @param data The value of [annotate_texts()] with `labels`.
 #' @param coded Rows of `data` coded by hand, with `.row` (their row numbers in
@@ -32,8 +47,12 @@
 #' @return `data` with `.label`, the `.prob_` columns, `.confidence` and
 #'   `.agreement_orders` (each order's own label, under the fitted offsets)
 #'   from the fit. The manifest's `calibration` becomes `"hand-coded"`, with
-#'   the number of coded rows, the fitted offsets and order weights and the
-#'   leave-one-out accuracy.
+#'   the number of coded rows, the chosen `refit_model` and `refit_penalty`,
+#'   the fitted offsets and order weights, the chosen refit's cross-validated
+#'   accuracy and `refit_cross_validation`: every candidate's cross-validated
+#'   accuracy and log-loss, beside those of the labels as they are. Where no
+#'   refit is chosen, `data` as it was, with `refit_model` `"none"` and the
+#'   candidates' figures in its manifest.
 #' @export
 #' @examplesIf engine_available()
 #' reviews <- data.frame(review = c(
@@ -50,7 +69,8 @@
 #' coded <- review_sample(labelled, n = 10, weight = "uniform", seed = 1)
 #' refitted <- recalibrate_labels(labelled, coded, gold)
 #' fit <- manifest(refitted)$prompt
-#' fit[c("calibration", "label_offsets", "order_weights", "leave_one_out_accuracy")]
+#' fit[c("calibration", "refit_model", "label_offsets", "order_weights", "cross_validated_accuracy")]
+#' fit$refit_cross_validation
 recalibrate_labels <- function(data, coded, truth) {
   record <- attr(data, "order_probs", exact = TRUE)
   if (!is.data.frame(data) || is.null(record) || !identical(record$confidence, data$.confidence)) {
@@ -90,11 +110,24 @@ recalibrate_labels <- function(data, coded, truth) {
   log_probs <- lapply(order_probs, order_log_probs)
   y <- match(truth, labels)
   coded_log_probs <- lapply(log_probs, function(l) l[rows, , drop = FALSE])
-  fit <- fit_label_model(coded_log_probs, y)
-  leave_one_out <- vapply(seq_along(rows), function(i) {
-    held_out <- fit_label_model(lapply(coded_log_probs, function(l) l[-i, , drop = FALSE]), y[-i])
-    which.max(label_scores(lapply(coded_log_probs, function(l) l[i, , drop = FALSE]), held_out)) == y[i]
-  }, NA)
+  as_given <- as.matrix(data[rows, paste0(".prob_", labels), drop = FALSE])
+  choice <- choose_refit(coded_log_probs, y, as_given)
+  record <- attr(data, "manifest", exact = TRUE)
+  record$prompt$hand_coded_rows <- length(rows)
+  record$prompt$refit_cross_validation <- choice$table$summary
+  warn_few_coded(length(rows), length(labels), length(order_probs))
+  if (choice$model == "none") {
+    cli::cli_inform(
+      c("No refit labels the coded rows better than the labels as they are: they are kept.",
+        "i" = "Cross-validated on the {length(rows)} coded rows; {.code manifest()$prompt$refit_cross_validation}
+               has every candidate's figures."),
+      class = "newrllama4_message_refit_declined"
+    )
+    record$prompt$refit_model <- "none"
+    attr(data, "manifest") <- record
+    return(data)
+  }
+  fit <- fit_label_model(coded_log_probs, y, choice$model, choice$penalty)
 
   answered_log_probs <- lapply(log_probs, function(l) l[answered, , drop = FALSE])
   probs <- softmax_rows(label_scores(answered_log_probs, fit))
@@ -110,15 +143,72 @@ recalibrate_labels <- function(data, coded, truth) {
     data$.agreement_orders[answered] <- rowMeans(matrix(order_labels == label, length(answered)))
   }
   attr(data, "order_probs") <- order_probs_record(order_probs, data)
-  record <- attr(data, "manifest", exact = TRUE)
   record$prompt$calibration <- "hand-coded"
-  record$prompt$hand_coded_rows <- length(rows)
+  record$prompt$refit_model <- choice$model
+  record$prompt$refit_penalty <- choice$penalty
   record$prompt$label_offsets <- paste(labels, formatC(fit$offsets, digits = 3, format = "f"), collapse = ", ")
   record$prompt$order_weights <- paste0(record$prompt$example_orders %||% "1", ": ",
                                         formatC(fit$weights, digits = 3, format = "f"), collapse = ", ")
-  record$prompt$leave_one_out_accuracy <- mean(leave_one_out)
+  record$prompt$cross_validated_accuracy <- choice$accuracy
   attr(data, "manifest") <- record
   data
+}
+
+# The refit's candidates, from the fewest parameters to the most: an offset per
+# label (the orders' mean log-probability as it is), then a temperature, then a
+# weight per order; each with a ridge of one of `refit_penalties`.
+refit_models <- c("offsets", "offsets and temperature", "offsets and order weights")
+refit_penalties <- c(0.01, 0.1, 1, 10)
+
+# The refit that predicts the coded rows best out of sample: each candidate's
+# cross-validated log-loss (deterministic folds, so that the same coded rows give
+# the same choice) against that of the labels as they are (`as_given`, the
+# probabilities of `data`), the lowest chosen; "none" keeps the labels.
+choose_refit <- function(log_probs, y, as_given) {
+  n <- length(y)
+  fold <- rep_len(seq_len(min(10L, n)), n)
+  models <- if (length(log_probs) == 1) refit_models[1:2] else refit_models
+  candidates <- expand.grid(penalty = refit_penalties, model = models, stringsAsFactors = FALSE)
+  held_out <- lapply(seq_len(nrow(candidates)), function(i) {
+    probs <- matrix(NA_real_, n, ncol(log_probs[[1]]))
+    for (k in unique(fold)) {
+      train <- fold != k
+      fit <- fit_label_model(lapply(log_probs, function(l) l[train, , drop = FALSE]), y[train],
+                             candidates$model[i], candidates$penalty[i])
+      probs[!train, ] <- softmax_rows(label_scores(lapply(log_probs, function(l) l[!train, , drop = FALSE]), fit))
+    }
+    probs
+  })
+  score <- function(probs) {
+    c(log_loss = -mean(log(pmax(probs[cbind(seq_len(n), y)], 1e-12))),
+      accuracy = mean(max.col(replace(probs, is.na(probs), 0), ties.method = "first") == y))
+  }
+  scores <- rbind(score(as_given / rowSums(as_given)), do.call(rbind, lapply(held_out, score)))
+  table <- data.frame(model = c("none", candidates$model), penalty = c(NA, candidates$penalty), scores,
+                      stringsAsFactors = FALSE)
+  best <- which.min(table$log_loss)  # the first of ties: the labels as they are, or the simplest refit
+  table$summary <- sprintf("%s%s: accuracy %.3f, log-loss %.3f", table$model,
+                           ifelse(is.na(table$penalty), " (the labels as they are)",
+                                  sprintf(" (ridge %g)", table$penalty)), table$accuracy, table$log_loss)
+  table$summary[best] <- paste(table$summary[best], "(chosen)")
+  list(model = table$model[best], penalty = table$penalty[best], accuracy = table$accuracy[best], table = table)
+}
+
+# Coded rows per parameter of the largest refit below which the choice among
+# refits is itself noisy: checked in simulation (tools/bench_annotation.R's
+# five-label corpus and test-recalibrate.R).
+rows_per_refit_parameter <- 10
+
+warn_few_coded <- function(n_coded, n_labels, n_orders) {
+  needed <- rows_per_refit_parameter * (n_labels - 1 + n_orders)
+  if (n_coded < needed) {
+    cli::cli_warn(
+      c("{n_coded} coded row{?s} are few for a refit of {n_labels} labels and {n_orders} order{?s}.",
+        "i" = "About {needed} would make the choice among refits reliable; the refit is kept only where it
+               predicts the coded rows better than the labels as they are."),
+      class = "newrllama4_warning_few_coded"
+    )
+  }
 }
 
 # Each order's label probabilities (a matrix per order, a row per row of
@@ -140,13 +230,30 @@ label_scores <- function(log_probs, fit) {
 
 # Label offsets (the first 0) and order weights that maximise the likelihood of
 # the coded labels `y`, less a ridge of `penalty` toward no offsets and equal
-# weights (their sum 1: the orders' mean log-probability).
-fit_label_model <- function(log_probs, y, penalty = 0.01) {
+# weights (their sum 1: the orders' mean log-probability). `model` sets what is
+# free: the offsets alone (equal weights), a temperature (equal weights of any
+# sum) or each order's weight.
+fit_label_model <- function(log_probs, y, model = "offsets and order weights", penalty = 0.01) {
   n_labels <- ncol(log_probs[[1]])
   n_orders <- length(log_probs)
   equal <- rep(1 / n_orders, n_orders)
   observed <- diag(n_labels)[y, , drop = FALSE]
-  unpack <- function(theta) list(offsets = c(0, theta[seq_len(n_labels - 1)]), weights = theta[-seq_len(n_labels - 1)])
+  n_offsets <- n_labels - 1
+  # the order weights from the parameters after the offsets, and back (the gradient)
+  weights_of <- switch(model,
+    "offsets" = function(rest) equal,
+    "offsets and temperature" = function(rest) equal * rest,
+    "offsets and order weights" = function(rest) rest
+  )
+  weight_gradient <- switch(model,
+    "offsets" = function(g) numeric(),
+    "offsets and temperature" = function(g) sum(g * equal),
+    "offsets and order weights" = function(g) g
+  )
+  start <- switch(model, "offsets" = numeric(), "offsets and temperature" = 1, "offsets and order weights" = equal)
+  unpack <- function(theta) {
+    list(offsets = c(0, theta[seq_len(n_offsets)]), weights = weights_of(theta[-seq_len(n_offsets)]))
+  }
   loss <- function(theta) {
     fit <- unpack(theta)
     scores <- label_scores(log_probs, fit)
@@ -158,9 +265,8 @@ fit_label_model <- function(log_probs, y, penalty = 0.01) {
     fit <- unpack(theta)
     residual <- softmax_rows(label_scores(log_probs, fit)) - observed
     c(colSums(residual)[-1] + 2 * penalty * fit$offsets[-1],
-      vapply(log_probs, function(l) sum(residual * l), 0) + 2 * penalty * (fit$weights - equal))
+      weight_gradient(vapply(log_probs, function(l) sum(residual * l), 0) + 2 * penalty * (fit$weights - equal)))
   }
-  best <- stats::optim(c(rep(0, n_labels - 1), equal), loss, gradient, method = "BFGS",
-                       control = list(maxit = 500))
+  best <- stats::optim(c(rep(0, n_offsets), start), loss, gradient, method = "BFGS", control = list(maxit = 500))
   unpack(best$par)
 }

@@ -112,14 +112,36 @@ words <- function(n = 100) {
 # common, and not names), 100 drawn at random: mostly nouns, as the language
 # has them.
 parts_of_speech <- function() {
+  words <- austen_words()
+  words <- words[words$label %in% c("noun", "verb"), ]
+  word_corpus("parts of speech (words)", "Is this English word a noun or a verb?", c("noun", "verb"),
+              words$word, words$label)
+}
+
+# Added with the refit's choice of model (issue 35), to check it where labels are
+# many and coded rows few: the same common words, with five parts of speech
+# (nouns, verbs, adjectives, adverbs, and prepositions, pronouns, conjunctions
+# and articles as function words), 200 drawn at random.
+parts_of_speech_five <- function() {
+  labels <- c("noun", "verb", "adjective", "adverb", "function word")
+  words <- austen_words()
+  word_corpus("five parts of speech (words)",
+              "What part of speech is this English word? Answer noun, verb, adjective, adverb or function word.",
+              labels, words$word, words$label, n = 200)
+}
+
+# Words that tidytext's parts-of-speech list gives one part of speech only, among
+# the words Jane Austen's novels use at least 20 times in lower case.
+austen_words <- function() {
   data("parts_of_speech", package = "tidytext", envir = environment())
   pos <- as.data.frame(parts_of_speech)
-  pos$label <- ifelse(pos$pos == "Noun", "noun", ifelse(startsWith(pos$pos, "Verb"), "verb", NA))
+  pos$label <- ifelse(pos$pos == "Noun", "noun", ifelse(startsWith(pos$pos, "Verb"), "verb",
+               ifelse(pos$pos == "Adjective", "adjective", ifelse(pos$pos == "Adverb", "adverb",
+               ifelse(pos$pos %in% c("Preposition", "Pronoun", "Conjunction", "Definite Article"), "function word",
+                      NA)))))
   pos <- unique(pos[c("word", "label")])
   single <- pos[!pos$word %in% pos$word[duplicated(pos$word)] & !is.na(pos$label), ]
   austen <- unlist(strsplit(janeaustenr::austen_books()$text, "[^A-Za-z]+"))
   common <- names(which(table(austen) >= 20))
-  words <- single[single$word %in% common, ]
-  word_corpus("parts of speech (words)", "Is this English word a noun or a verb?", c("noun", "verb"),
-              words$word, words$label)
+  single[single$word %in% common, ]
 }

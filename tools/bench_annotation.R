@@ -1,12 +1,13 @@
 # Does an annotation hinge on the order of its worked examples, and what do
 # example_orders, calibrate and recalibrate_labels() do about it? Accuracy and
-# seconds of annotate_texts() for each option, on the two embedded models and four
+# seconds of annotate_texts() for each option, on the two embedded models and five
 # labelled corpora that no test uses and nothing was tuned to (see
 # tools/annotation-corpora.R: Reuters acq/crude, hand-written reviews, words of
-# the Bing opinion lexicon, nouns and verbs). Order A shows the examples as listed, order B
-# reversed. Each run starts from an empty prefix cache, so that its seconds
-# are its own; the cost is against order A alone (k = 1) in the same run.
-#   Rscript tools/bench_annotation.R
+# the Bing opinion lexicon, nouns and verbs, five parts of speech). Order A shows
+# the examples as listed, order B reversed. Each run starts from an empty prefix
+# cache, so that its seconds are its own; the cost is against order A alone
+# (k = 1) in the same run.
+#   Rscript tools/bench_annotation.R [corpus ...]   (the corpora's functions, e.g. parts_of_speech_five; default all)
 suppressPackageStartupMessages({
   library(newrllama4)
   library(tm)
@@ -14,14 +15,21 @@ suppressPackageStartupMessages({
 source(file.path("tools", "annotation-corpora.R"))
 
 options_to_compare <- list(
-  "order A" = list(order = 1:2, example_orders = 1L, calibrate = FALSE),
-  "order B" = list(order = 2:1, example_orders = 1L, calibrate = FALSE),
-  "A+B averaged" = list(order = 1:2, example_orders = 2L, calibrate = FALSE),
-  "batch-calibrated A" = list(order = 1:2, example_orders = 1L, calibrate = "batch"),
-  "batch-calibrated B" = list(order = 2:1, example_orders = 1L, calibrate = "batch"),
-  "content-free-calibrated, A+B averaged" = list(order = 1:2, example_orders = 2L, calibrate = "content-free"),
-  "batch-calibrated, A+B averaged (recommended)" = list(order = 1:2, example_orders = 2L, calibrate = "batch")
+  "order A" = list(order = "A", example_orders = 1L, calibrate = FALSE),
+  "order B" = list(order = "B", example_orders = 1L, calibrate = FALSE),
+  "A+B averaged" = list(order = "A", example_orders = 2L, calibrate = FALSE),
+  "batch-calibrated A" = list(order = "A", example_orders = 1L, calibrate = "batch"),
+  "batch-calibrated B" = list(order = "B", example_orders = 1L, calibrate = "batch"),
+  "content-free-calibrated, A+B averaged" = list(order = "A", example_orders = 2L, calibrate = "content-free"),
+  "batch-calibrated, A+B averaged (recommended)" = list(order = "A", example_orders = 2L, calibrate = "batch")
 )
+
+corpora <- list(reuters = reuters, reviews = reviews, words = words, parts_of_speech = parts_of_speech,
+                parts_of_speech_five = parts_of_speech_five)
+if (length(commandArgs(TRUE)) > 0) corpora <- corpora[commandArgs(TRUE)]
+
+# the worked examples' rows as listed (order A) or reversed (order B)
+examples_in_order <- function(n, order) if (order == "A") seq_len(n) else rev(seq_len(n))
 
 models <- list(
   "Gemma 3 270M" = function() context_create(model_load("gemma3-270m"), n_ctx = 1024L, n_seq_max = 8L),
@@ -34,13 +42,13 @@ for (model in names(models)) {
   # a first call pays for warming up, not order A
   invisible(annotate_texts(c("warm", "up"), instruction = "Answer a or b.", labels = c("a", "b"), context = ctx,
                            progress = FALSE))
-  for (corpus in list(reuters(), reviews(), words(), parts_of_speech())) {
+  for (corpus in lapply(corpora, function(make) make())) {
     for (option in names(options_to_compare)) {
       settings <- options_to_compare[[option]]
       context_clear_cache(ctx)
       seconds <- system.time(out <- suppressWarnings(annotate_texts(
         corpus$data, text, corpus$instruction, labels = corpus$labels,
-        examples = corpus$examples[settings$order, ], example_orders = settings$example_orders,
+        examples = corpus$examples[examples_in_order(nrow(corpus$examples), settings$order), ], example_orders = settings$example_orders,
         calibrate = settings$calibrate, context = ctx, progress = FALSE
       )))[["elapsed"]]
       rows[[length(rows) + 1]] <- data.frame(
@@ -52,20 +60,28 @@ for (model in names(models)) {
       message(sprintf("%s, %s, %s: accuracy %.3f, %.1f s", model, corpus$name, option,
                       rows[[length(rows)]]$accuracy, seconds))
       if (option == "A+B averaged") {
-        # the labels refitted to 30 rows coded by hand (here the gold labels), drawn
-        # at random 50 times; accuracy on the rows not coded, averaged over the draws
-        refitted <- vapply(seq_len(50), function(seed) {
-          coded <- review_sample(out, n = 30, weight = "uniform", seed = seed)
-          relabelled <- recalibrate_labels(out, coded, gold)
-          rest <- setdiff(seq_len(nrow(out)), coded$.row)
-          mean(as.character(relabelled$.label[rest]) == corpus$data$gold[rest], na.rm = TRUE)
-        }, 0)
-        rows[[length(rows) + 1]] <- data.frame(
-          model = model, corpus = corpus$name, option = "A+B, refitted to 30 rows coded by hand (mean of 50 samples)",
-          accuracy = mean(refitted), order_disagreement = NA_real_, seconds = seconds
-        )
-        message(sprintf("  refitted to 30 coded rows: accuracy %.3f (%.3f-%.3f over 50 samples)",
-                        mean(refitted), min(refitted), max(refitted)))
+        # the labels refitted to 20, 30 and 60 rows coded by hand (here the gold labels), drawn
+        # at random 50 times each; accuracy on the rows not coded, the refit's and the labels' as
+        # they were, averaged over the draws
+        for (n_coded in c(20, 30, 60)[c(20, 30, 60) <= nrow(out) / 2]) {
+          draws <- vapply(seq_len(50), function(seed) {
+            coded <- review_sample(out, n = n_coded, weight = "uniform", seed = seed)
+            relabelled <- suppressMessages(suppressWarnings(recalibrate_labels(out, coded, gold)))
+            rest <- setdiff(seq_len(nrow(out)), coded$.row)
+            accuracy_of <- function(labels) mean(as.character(labels[rest]) == corpus$data$gold[rest], na.rm = TRUE)
+            c(refit = accuracy_of(relabelled$.label), raw = accuracy_of(out$.label),
+              kept = identical(manifest(relabelled)$prompt$refit_model, "none"))
+          }, numeric(3))
+          rows[[length(rows) + 1]] <- data.frame(
+            model = model, corpus = corpus$name,
+            option = sprintf("A+B, refitted to %d rows coded by hand (mean of 50 samples; as they were: %.3f; no refit chosen in %d)",
+                             n_coded, mean(draws["raw", ]), sum(draws["kept", ])),
+            accuracy = mean(draws["refit", ]), order_disagreement = NA_real_, seconds = seconds
+          )
+          message(sprintf("  refitted to %d coded rows: accuracy %.3f (%.3f-%.3f over 50 samples), as they were %.3f",
+                          n_coded, mean(draws["refit", ]), min(draws["refit", ]), max(draws["refit", ]),
+                          mean(draws["raw", ])))
+        }
       }
     }
   }

@@ -66,7 +66,7 @@ test_that("a coded row's cross-fitted prediction does not depend on its own code
 
 test_that("recalibrate_labels() output is refitted fold by fold, never on a row's own code", {
   data <- simulated_labels(600, 13)
-  data$.prob_yes <- data$.prob_yes^2 / (data$.prob_yes^2 + data$.prob_no^2)  # overconfident
+  data$.prob_yes <- stats::plogis(stats::qlogis(data$.prob_yes) + 2)  # leaning toward "yes", which a refit undoes
   data$.prob_no <- 1 - data$.prob_yes
   probs <- as.matrix(data[c(".prob_yes", ".prob_no")])
   attr(data, "order_probs") <- order_probs_record(list(probs), data)

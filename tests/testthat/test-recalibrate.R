@@ -62,7 +62,7 @@ test_that("a random sample coded by hand undoes a misleading order on a corpus w
   expect_match(record$order_weights, "^1,2: [0-9.]+, 2,1: -?[0-9.]+$")
   weights <- as.numeric(sub(".*: ", "", strsplit(record$order_weights, ", ")[[1]]))
   expect_gt(weights[1], 3 * abs(weights[2]))  # the informative order counts, the noise hardly
-  expect_gt(record$leave_one_out_accuracy, 0.8)
+  expect_gt(record$cross_validated_accuracy, 0.8)
   expect_identical(recalibrate_labels(data, coded, gold), refitted)  # reproducible: no draw of its own
 })
 
@@ -148,4 +148,117 @@ test_that("on Gemma, with an instruction of hundreds of tokens, the kept probabi
   refitted <- recalibrate_labels(both, review_sample(both, n = 6, weight = "uniform", seed = 1), gold)
   expect_false(anyNA(refitted$.label))
   expect_identical(recalibrate_labels(both, review_sample(both, n = 6, weight = "uniform", seed = 1), gold), refitted)
+})
+
+# Five labels, two orders: order 1 knows the labels (with a bias of its own,
+# `lean`, toward the last label), order 2 is noise (`noise_order`) or as good.
+five_label_rows <- function(n, lean = 0, noise_order = TRUE, seed = 1) {
+  labels <- c("a", "b", "c", "d", "e")
+  withr::with_seed(seed, {
+    gold <- sample(labels, n, replace = TRUE, prob = c(0.35, 0.25, 0.2, 0.12, 0.08))
+    signal <- function() {
+      scores <- matrix(stats::rnorm(n * 5), n, 5) + 1.6 * outer(gold, labels, "==")
+      scores[, 5] <- scores[, 5] + lean
+      scores
+    }
+    scores <- list(signal(), if (noise_order) matrix(stats::rnorm(n * 5), n, 5) else signal())
+  })
+  order_probs <- lapply(scores, function(s) {
+    p <- softmax_rows(s)
+    colnames(p) <- labels
+    p
+  })
+  mean_probs <- (order_probs[[1]] + order_probs[[2]]) / 2
+  data <- data.frame(id = seq_len(n), gold = gold, .label = factor(most_likely(mean_probs, labels), levels = labels),
+                     .confidence = apply(mean_probs, 1, max), .agreement_orders = 1)
+  for (k in seq_along(labels)) data[[paste0(".prob_", labels[k])]] <- mean_probs[, k]
+  attr(data, "order_probs") <- order_probs_record(order_probs, data)
+  attr(data, "manifest") <- structure(list(prompt = list(example_orders = c("1,2", "2,1"), calibration = "none")),
+                                      class = "newrllama_manifest")
+  data
+}
+
+uncoded_accuracy <- function(data, coded) {
+  rest <- setdiff(seq_len(nrow(data)), coded$.row)
+  mean(as.character(data$.label[rest]) == data$gold[rest])
+}
+
+test_that("with five labels, 30 coded rows and an order of pure noise, the refit is never worse on average", {
+  gains <- vapply(1:20, function(seed) {
+    data <- five_label_rows(400, seed = seed)
+    coded <- review_sample(data, n = 30, weight = "uniform", seed = seed)
+    refitted <- suppressMessages(suppressWarnings(recalibrate_labels(data, coded, gold)))
+    uncoded_accuracy(refitted, coded) - uncoded_accuracy(data, coded)
+  }, 0)
+  expect_gte(mean(gains), -0.01)
+})
+
+test_that("a refit is chosen where it helps, and recovers the bias with many coded rows", {
+  data <- five_label_rows(2000, lean = 2, seed = 5)
+  coded <- review_sample(data, n = 400, weight = "uniform", seed = 5)
+  refitted <- recalibrate_labels(data, coded, gold)
+  record <- manifest(refitted)$prompt
+  expect_identical(record$calibration, "hand-coded")
+  expect_false(identical(record$refit_model, "none"))
+  expect_gt(uncoded_accuracy(refitted, coded), uncoded_accuracy(data, coded) + 0.05)
+  offsets <- as.numeric(sub(".* ", "", strsplit(record$label_offsets, ", ")[[1]]))
+  # order 1's lean of 2 toward "e", taken back at about half (the orders' mean log-probability)
+  expect_lt(offsets[5], -0.5)
+  expect_length(record$refit_cross_validation, 13L)  # the labels as they are, 3 models x 4 ridges
+  expect_match(record$refit_cross_validation[1], "^none \\(the labels as they are\\): accuracy [0-9.]+, log-loss")
+  expect_identical(sum(grepl("(chosen)", record$refit_cross_validation, fixed = TRUE)), 1L)
+  expect_true(record$refit_penalty %in% c(0.01, 0.1, 1, 10))
+})
+
+test_that("where no refit beats the labels as they are, they are kept, with a message", {
+  # the labels' probabilities are the truth's own: nothing to correct
+  labels <- c("a", "b")
+  data <- withr::with_seed(8, {
+    p <- stats::runif(300)
+    data.frame(gold = ifelse(stats::runif(300) < p, "a", "b"), .prob_a = p, .prob_b = 1 - p,
+               .label = factor(ifelse(p > 0.5, "a", "b"), levels = labels), .confidence = pmax(p, 1 - p))
+  })
+  attr(data, "order_probs") <- order_probs_record(list(cbind(a = data$.prob_a, b = data$.prob_b)), data)
+  attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama_manifest")
+  declined <- 0
+  for (seed in 1:10) {
+    coded <- review_sample(data, n = 40, weight = "uniform", seed = seed)
+    refitted <- withCallingHandlers(recalibrate_labels(data, coded, gold),
+                                    newrllama4_message_refit_declined = function(m) {
+                                      declined <<- declined + 1
+                                      invokeRestart("muffleMessage")
+                                    })
+    if (identical(manifest(refitted)$prompt$refit_model, "none")) {
+      expect_identical(refitted$.label, data$.label)
+      expect_identical(manifest(refitted)$prompt$calibration, "none")
+    }
+  }
+  expect_gte(declined, 3)
+})
+
+test_that("too few coded rows for the labels and orders warn, naming how many would do", {
+  data <- five_label_rows(300, seed = 9)
+  coded <- review_sample(data, n = 30, weight = "uniform", seed = 9)
+  expect_warning(suppressMessages(recalibrate_labels(data, coded, gold)), "About 60 would",
+                 class = "newrllama4_warning_few_coded")
+  expect_no_warning(suppressMessages(recalibrate_labels(data, review_sample(data, n = 60, weight = "uniform",
+                                                                            seed = 9), gold)))
+})
+
+test_that("where the labels need no refit, the chosen one costs nothing, as the fixed refit did at 20 rows", {
+  gains <- vapply(1:30, function(seed) {
+    data <- five_label_rows(400, noise_order = FALSE, seed = seed)
+    coded <- review_sample(data, n = 20, weight = "uniform", seed = seed)
+    chosen <- suppressMessages(suppressWarnings(recalibrate_labels(data, coded, gold)))
+    log_probs <- lapply(attr(data, "order_probs")$probs, order_log_probs)
+    fixed <- fit_label_model(lapply(log_probs, function(l) l[coded$.row, , drop = FALSE]),
+                             match(coded$gold, levels(data$.label)))  # every parameter, ridge 0.01
+    data_fixed <- data
+    data_fixed$.label <- factor(most_likely(softmax_rows(label_scores(log_probs, fixed)), levels(data$.label)),
+                                levels = levels(data$.label))
+    c(chosen = uncoded_accuracy(chosen, coded) - uncoded_accuracy(data, coded),
+      fixed = uncoded_accuracy(data_fixed, coded) - uncoded_accuracy(data, coded))
+  }, numeric(2))
+  expect_gte(mean(gains["chosen", ]), -0.01)
+  expect_gt(mean(gains["chosen", ]), mean(gains["fixed", ]))
 })
