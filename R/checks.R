@@ -112,17 +112,10 @@ handle_state <- function(x) {
 }
 
 # The engine's rule (newrllama4.models): a string without a path separator that
-# does not end in ".gguf" names a model; the engine checks the name.
+# does not end in ".gguf" names a model, which the engine checks; a path R checks
+# before the engine starts.
 is_model_name <- function(x) {
   rlang::is_string(x) && !grepl("[/\\\\]", x) && !grepl("\\.gguf$", x, ignore.case = TRUE)
-}
-
-check_model_name <- function(name, known, call = caller_env()) {
-  if (!name %in% known) {
-    abort_invalid("{.arg model_path} {.val {name}} is neither a GGUF file nor a model name: {.or {.val {known}}}.",
-                  "model_path", call)
-  }
-  invisible(name)
 }
 
 check_model_path <- function(path, call = caller_env()) {
