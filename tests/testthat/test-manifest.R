@@ -43,7 +43,7 @@ test_that("a schema is recorded as the JSON sent to the engine", {
 test_that("answers of generate_parallel() and generate() carry their manifest: model, parameters, constraints", {
   ctx <- tiny_context()
   answers <- generate_parallel(ctx, c("hello how are you", "once upon a time"), max_tokens = 3L, temperature = 0.5,
-                               seed = 7L, stop = "\n", choices = c("king", "queen"), progress = FALSE)
+                               seed = 7L, stop = "\n", labels = c("king", "queen"), progress = FALSE)
   record <- manifest(answers)
   expect_identical(record$model$sha256, reticulate::import("newrllama4.sources")$file_sha256(tiny_model_path()))
   expect_identical(record$prompt$labels, c("king", "queen"))
