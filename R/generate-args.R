@@ -81,8 +81,6 @@ check_prompts <- function(prompts, call = caller_env()) {
 check_cache <- function(cache, call = caller_env()) {
   if (is.null(cache)) return(NULL)
   check_string(cache, "cache", call)
-  if (!nzchar(cache)) abort_invalid("{.arg cache} must be {.code NULL} or the path of a file, not {.val {cache}}.",
-                                    "cache", call)
   path.expand(as_utf8(cache, "cache", call))
 }
 

@@ -92,6 +92,16 @@ test_that("an argument the engine names otherwise has its R name, in the field a
   expect_identical(conditionMessage(cnd), "`top_p` must be a number in (0.0, 1.0], not 0.0.")
 })
 
+test_that("what the engine expects is said in R's words: NULL, TRUE and FALSE", {
+  expect_identical(r_words("None or the path of a cache file"), "`NULL` or the path of a cache file")
+  expect_identical(r_words("True or False"), "`TRUE` or `FALSE`")
+  expect_identical(r_words("a Nonesuch, not Truer"), "a Nonesuch, not Truer")
+  skip_without_engine()
+  cnd <- engine_condition(errors()$InvalidArgumentError("cache", "", "None or the path of a cache file"))
+  expect_identical(conditionMessage(cnd), "`cache` must be `NULL` or the path of a cache file, not ''.")
+  expect_identical(cnd$expected, "None or the path of a cache file")  # the field is the engine's
+})
+
 test_that("a raised engine exception becomes its R condition", {
   skip_without_engine()
   raise <- reticulate::py_run_string("def raise_it(e):\n    raise e", convert = FALSE)$raise_it

@@ -99,10 +99,11 @@ test_that("prompts: a character vector without NA, or a list of conversations; e
   expect_length(check_prompts(list(conversation, conversation)), 2)
 })
 
-test_that("a cache is NULL or a path, with ~ expanded", {
+test_that("a cache is NULL or a path, with ~ expanded; an empty one is the engine's to refuse", {
   expect_null(check_cache(NULL))
   expect_identical(check_cache("~/answers.sqlite"), path.expand("~/answers.sqlite"))
-  for (bad in list(1, NA_character_, c("a", "b"), "")) {
+  expect_identical(check_cache(""), "")
+  for (bad in list(1, NA_character_, c("a", "b"))) {
     expect_error(check_cache(bad), class = "newrllama4_error_invalid_argument")
   }
 })

@@ -418,7 +418,8 @@ test_that("a second call reads the answers back from the result cache", {
 test_that("a bad cache argument or a file that is not a result cache is a classed error", {
   ctx <- tiny_context()
   for (bad in list(1, NA_character_, c("a", "b"), "")) {
-    expect_error(generate(ctx, "hello", cache = bad), class = "newrllama4_error_invalid_argument")
+    err <- expect_error(generate(ctx, "hello", cache = bad), class = "newrllama4_error_invalid_argument")
+    expect_identical(err$argument, "cache")
   }
   notes <- tempfile(fileext = ".txt")
   writeLines(strrep("not a database ", 100), notes)
