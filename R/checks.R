@@ -1,5 +1,7 @@
 # Argument checks, run in R before anything reaches the engine. Each raises
 # newrllama4_error_invalid_argument naming the argument and what was wrong.
+# generate_parallel()'s own arguments are converted in generate-args.R, where the
+# engine checks their ranges.
 
 abort_invalid <- function(message, arg, call, ...) {
   cli::cli_abort(
