@@ -34,7 +34,7 @@
 #' @param instruction The task, in words: what to read and what to answer.
 #' @param labels A character vector of labels: each row gets exactly one, in a
 #'   factor column `.label` with these levels, and each label's probability in
-#'   a column `.prob_<label>` (see `choices` in [generate_parallel()]).
+#'   a column `.prob_<label>` (see `labels` in [generate_parallel()]).
 #' @param schema A named list of fields to extract, each becoming a column of
 #'   its type: `"string"`, `"integer"`, `"number"`, `"boolean"`, a character
 #'   vector of allowed values (a factor column), or a JSON schema of the field
@@ -156,7 +156,7 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   runnable <- which(is.na(skipped))
   prompts <- ensemble_prompts(layout, instruction, turns, texts[runnable], orders, calibration)
   answers <- withCallingHandlers(
-    rlang::exec(generate_parallel, context, prompts, choices = labels,
+    rlang::exec(generate_parallel, context, prompts, labels = labels,
                 json_schema = answer$json_schema, cache = cache, on_error = "warn", !!!params),
     newrllama4_warning_partial_failure = function(w) rlang::cnd_muffle(w)
   )
@@ -299,6 +299,15 @@ example_turns <- function(examples, text, answer, call = caller_env()) {
   lapply(seq_len(nrow(examples)), function(i) {
     list(text = texts[[i]], answer = as.character(answer$example_answer(examples[i, , drop = FALSE])))
   })
+}
+
+# Labels are checked here, before the examples are and anything runs; for
+# generate_parallel() the engine checks them.
+check_labels <- function(labels, arg, call) {
+  if (!is.character(labels) || length(labels) < 2 || anyNA(labels) || any(labels == "") || anyDuplicated(labels)) {
+    abort_invalid("{.arg {arg}} must hold at least two distinct, non-empty labels.", arg, call)
+  }
+  as_utf8(labels, arg, call)
 }
 
 # A worked example answered with a label the model may not give teaches it a

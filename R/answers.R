@@ -46,20 +46,20 @@ generation_errors <- function(x) {
   attr(x, "errors")
 }
 
-#' Label probabilities of a generate_parallel() call with choices
+#' Label probabilities of a generate_parallel() call with labels
 #'
-#' @param x The value of [generate_parallel()] called with `choices`.
+#' @param x The value of [generate_parallel()] called with `labels`.
 #' @return A numeric matrix: one row per prompt (named after the prompts),
 #'   one column per label, each row summing to 1; `NA` where a prompt failed
 #'   or had other labels, or where llama-cpp-python's server's
-#'   log-probabilities did not show the labels (see [context_remote()]). `NULL` for a call without `choices`,
+#'   log-probabilities did not show the labels (see [context_remote()]). `NULL` for a call without `labels`,
 #'   or without any label probabilities.
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
 #' prompts <- c(france = "The capital of France is", water = "Water is made of")
-#' answers <- generate_parallel(ctx, prompts, choices = c("Paris", "oxygen", "Rome"),
+#' answers <- generate_parallel(ctx, prompts, labels = c("Paris", "oxygen", "Rome"),
 #'                              temperature = 0, progress = FALSE)
 #' answers
 #' choice_probs(answers)

@@ -1,5 +1,7 @@
 # Argument checks, run in R before anything reaches the engine. Each raises
 # newrllama4_error_invalid_argument naming the argument and what was wrong.
+# generate_parallel()'s own arguments are converted in generate-args.R, where the
+# engine checks their ranges.
 
 abort_invalid <- function(message, arg, call, ...) {
   cli::cli_abort(
@@ -112,17 +114,10 @@ handle_state <- function(x) {
 }
 
 # The engine's rule (newrllama4.models): a string without a path separator that
-# does not end in ".gguf" names a model; the engine checks the name.
+# does not end in ".gguf" names a model, which the engine checks; a path R checks
+# before the engine starts.
 is_model_name <- function(x) {
   rlang::is_string(x) && !grepl("[/\\\\]", x) && !grepl("\\.gguf$", x, ignore.case = TRUE)
-}
-
-check_model_name <- function(name, known, call = caller_env()) {
-  if (!name %in% known) {
-    abort_invalid("{.arg model_path} {.val {name}} is neither a GGUF file nor a model name: {.or {.val {known}}}.",
-                  "model_path", call)
-  }
-  invisible(name)
 }
 
 check_model_path <- function(path, call = caller_env()) {
@@ -138,25 +133,6 @@ check_model_path <- function(path, call = caller_env()) {
     abort_invalid("{.arg model_path} {.path {path}} is not a GGUF file.", "model_path", call)
   }
   normalizePath(path)
-}
-
-# A character vector of prompts, or a list of conversations (each a list of messages).
-check_prompts <- function(prompts, call = caller_env()) {
-  if (is.list(prompts) && !is.data.frame(prompts)) {
-    return(Map(check_messages, prompts, sprintf("prompts[[%d]]", seq_along(prompts)), MoreArgs = list(call = call)))
-  }
-  if (!is.character(prompts)) {
-    abort_invalid(
-      "{.arg prompts} must be a character vector or a list of conversations, not {.obj_type_friendly {prompts}}.",
-      "prompts", call
-    )
-  }
-  missing <- which(is.na(prompts))
-  if (length(missing) > 0) {
-    abort_invalid("{.arg prompts} must not contain {.code NA}; found at position{?s} {positions(missing)}.",
-                  "prompts", call)
-  }
-  as_utf8(prompts, "prompts", call)
 }
 
 # Strings as UTF-8, the engine's encoding. latin1 strings, and native ones in a
@@ -175,90 +151,3 @@ as_utf8 <- function(x, arg, call = caller_env()) {
   x
 }
 
-check_seed <- function(seed, call = caller_env()) {
-  if (is.null(seed)) return(NULL)
-  seed <- check_whole(seed, "seed", min = -1, call = call)
-  if (seed == -1L) NULL else seed
-}
-
-check_stop <- function(stop, call = caller_env()) {
-  if (is.null(stop)) return(NULL)
-  if (!is.character(stop) || length(stop) == 0 || anyNA(stop) || any(!nzchar(stop))) {
-    abort_invalid("{.arg stop} must be {.code NULL} or a character vector of non-empty strings.", "stop", call)
-  }
-  as.list(as_utf8(stop, "stop", call))
-}
-
-# NULL, or the path of a result cache file, which the engine creates if missing.
-check_cache <- function(cache, call = caller_env()) {
-  if (is.null(cache)) return(NULL)
-  check_string(cache, "cache", call)
-  if (!nzchar(cache)) abort_invalid("{.arg cache} must be {.code NULL} or the path of a file, not {.val {cache}}.",
-                                    "cache", call)
-  path.expand(as_utf8(cache, "cache", call))
-}
-
-# NULL, one set of labels for every prompt, or a list of label sets (or NULLs),
-# one per prompt; label sets go to the engine as lists so that reticulate never
-# turns a set into a scalar.
-check_choices <- function(choices, n_prompts, call = caller_env()) {
-  if (is.null(choices)) return(NULL)
-  if (is.character(choices)) return(as.list(check_labels(choices, "choices", call)))
-  if (is.list(choices) && length(choices) == n_prompts) {
-    return(lapply(seq_along(choices), function(i) {
-      if (is.null(choices[[i]])) NULL else as.list(check_labels(choices[[i]], sprintf("choices[[%d]]", i), call))
-    }))
-  }
-  abort_invalid(
-    "{.arg choices} must be a character vector of labels, or a list of {n_prompts} of them (or {.code NULL}), one per prompt.",
-    "choices", call
-  )
-}
-
-check_labels <- function(labels, arg, call) {
-  if (!is.character(labels) || length(labels) < 2 || anyNA(labels) || any(labels == "") || anyDuplicated(labels)) {
-    abort_invalid("{.arg {arg}} must hold at least two distinct, non-empty labels.", arg, call)
-  }
-  as_utf8(labels, arg, call)
-}
-
-# NULL, one JSON schema for every prompt, or one schema (or NULL) per prompt; each
-# goes to the engine as a JSON string, which checks that it is a valid schema. A
-# schema is a named list, or a JSON string; `required` and `enum` are JSON arrays
-# even when they hold one value, which a plain R vector of length one would not be.
-check_json_schema <- function(json_schema, n_prompts, call = caller_env()) {
-  is_one <- function(x) rlang::is_string(x) || (is.list(x) && rlang::is_named(x))
-  schema_json <- function(x) {
-    if (is.character(x)) return(as_utf8(x, "json_schema", call))
-    as.character(jsonlite::toJSON(json_arrays(x), auto_unbox = TRUE, null = "null", digits = NA))
-  }
-  check_per_prompt(json_schema, n_prompts, is_one, schema_json,
-                   "a JSON schema (a named list or a JSON string)", "json_schema", call)
-}
-
-json_arrays <- function(schema) {
-  if (!is.list(schema)) return(schema)
-  for (key in intersect(names(schema), c("required", "enum"))) {
-    if (is.atomic(schema[[key]])) schema[[key]] <- as.list(schema[[key]])
-  }
-  lapply(schema, json_arrays)
-}
-
-# NULL, one GBNF grammar for every prompt, or one (or NULL) per prompt.
-check_grammar <- function(grammar, n_prompts, call = caller_env()) {
-  check_per_prompt(grammar, n_prompts, rlang::is_string, function(x) as_utf8(x, "grammar", call),
-                   "a GBNF grammar (a string)", "grammar", call)
-}
-
-check_per_prompt <- function(x, n_prompts, is_one, convert, one, arg, call) {
-  if (is.null(x)) return(NULL)
-  if (is_one(x)) return(convert(x))
-  if ((is.list(x) || is.character(x)) && !rlang::is_named(x) && length(x) == n_prompts) {
-    x <- as.list(x)
-    if (all(vapply(x, function(v) is.null(v) || is_one(v), NA))) {
-      return(lapply(x, function(v) if (is.null(v)) NULL else convert(v)))
-    }
-  }
-  abort_invalid("{.arg {arg}} must be {one}, or a list of {n_prompts} of them (or {.code NULL}), one per prompt.",
-                arg, call)
-}

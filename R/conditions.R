@@ -26,16 +26,12 @@ engine_condition <- function(exception, call = NULL, traceback = NULL) {
   ours <- python_classes[startsWith(python_classes, engine_error_prefix)]
   fields <- engine_for_r$to_r(reticulate::py_get_attr(exception, "__dict__"))
   if (!is.null(fields$index)) fields$index <- as.integer(fields$index) + 1L
-  per_prompt_argument <- !is.null(fields$argument) && grepl("^[a-z_]+\\[[0-9]+\\]$", fields$argument)
-  if (per_prompt_argument) {
-    # such as "json_schema[0]", the first prompt's schema: R numbers prompts from 1
-    position <- as.integer(sub(".*\\[([0-9]+)\\]$", "\\1", fields$argument)) + 1L
-    fields$argument <- sprintf("%s[[%d]]", sub("\\[.*", "", fields$argument), position)
-  }
+  if (!is.null(fields$argument)) fields$argument <- r_argument(fields$argument)
   message <- if (!is.null(fields$detail)) {
     sprintf("Prompt %d %s", fields$index, fields$detail)
-  } else if (per_prompt_argument) {
-    sprintf("`%s` must be %s, not %s.", fields$argument, fields$expected, fields$value)
+  } else if (!is.null(fields$argument) && !is.null(fields$expected)) {
+    # an InvalidArgumentError, in R's words: the engine's message, but R's names
+    sprintf("`%s` must be %s, not %s.", fields$argument, r_words(fields$expected), fields$value)
   } else {
     reticulate::py_str(exception)
   }
@@ -54,6 +50,30 @@ engine_condition <- function(exception, call = NULL, traceback = NULL) {
     call = call,
     !!!fields
   ))
+}
+
+# Arguments the engine names otherwise than R: model_load()'s `model_path` is
+# Model()'s `path`, generate_parallel()'s `labels` still the engine's `choices`.
+r_argument_names <- c(path = "model_path", choices = "labels")
+
+# The R name of an argument the engine names: "json_schema[0]", the first
+# prompt's schema, is "json_schema[[1]]" (R numbers prompts from 1);
+# "choices[1]" is "labels[[2]]".
+r_argument <- function(argument) {
+  parts <- regmatches(argument, regexec("^([a-z_]+)(\\[([0-9]+)\\])?$", argument))[[1]]
+  if (length(parts) == 0) return(argument)
+  name <- if (parts[[2]] %in% names(r_argument_names)) r_argument_names[[parts[[2]]]] else parts[[2]]
+  if (!nzchar(parts[[3]])) return(name)
+  sprintf("%s[[%d]]", name, as.integer(parts[[4]]) + 1L)
+}
+
+# What the engine expects, in R's words: NULL, TRUE and FALSE for Python's None, True and False.
+r_words <- function(expected) {
+  r_names <- c(None = "NULL", True = "TRUE", False = "FALSE")
+  for (python in names(r_names)) {
+    expected <- gsub(sprintf("\\b%s\\b", python), sprintf("`%s`", r_names[[python]]), expected, perl = TRUE)
+  }
+  expected
 }
 
 # "newrllama4.errors.PromptTooLongError" -> "newrllama4_error_prompt_too_long"

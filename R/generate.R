@@ -1,3 +1,9 @@
+# How answers are sampled unless a call says otherwise: the engine's defaults
+# (SamplingParams; a test holds the two equal), given to both signatures below.
+# A default that is an integer marks a whole-number argument (see sampling_params()).
+sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0, temperature = 0.8,
+                          repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL)
+
 #' Generate text for many prompts at once
 #'
 #' Runs every prompt through the model, up to the context's `n_seq_max` at a
@@ -18,14 +24,17 @@
 #'   `newrllama4_error_chat_template`), a server with its own, at its chat
 #'   endpoint (see [context_remote()]). Names are kept.
 #' @param max_tokens Most tokens to generate per prompt.
-#' @param top_k,top_p Keep only the `top_k` most likely tokens, and of those
-#'   the most likely ones whose probabilities add up to `top_p`.
+#' @param top_k,top_p Keep only the `top_k` most likely tokens (`0`: all of
+#'   them), and of those the most likely ones whose probabilities add up to
+#'   `top_p`.
+#' @param min_p Then drop the tokens less likely than `min_p` times the most
+#'   likely one; `0` keeps them all.
 #' @param temperature Randomness: `0` always picks the most likely token.
 #' @param repeat_last_n,penalty_repeat Penalise tokens seen among the last
 #'   `repeat_last_n` ones (prompt included) by `penalty_repeat`; `1` disables.
 #' @param seed Random seed; `-1` or `NULL` draws one (reported in the stats).
 #' @param stop Strings that end an answer; the string itself is left out.
-#' @param choices Restrict every answer to one of these labels: a character
+#' @param labels Restrict every answer to one of these labels: a character
 #'   vector of at least two distinct labels for all prompts, or a list with
 #'   one such vector (or `NULL`, for free text) per prompt. The answer is the
 #'   most likely label (with `temperature = 0`), or drawn from the labels'
@@ -45,7 +54,7 @@
 #' @param grammar Constrain answers to a GBNF grammar (llama.cpp's grammar
 #'   format, such as `'root ::= "yes" | "no"'`): one string for all prompts, or
 #'   a list with one grammar (or `NULL`) per prompt. Incomplete answers fail as
-#'   with `json_schema`. A prompt has at most one of `choices`, `json_schema`
+#'   with `json_schema`. A prompt has at most one of `labels`, `json_schema`
 #'   and `grammar`.
 #' @param cache The path of a result cache file (SQLite; created if missing),
 #'   or `NULL`. Prompts whose answers the file holds are not run again; every
@@ -67,12 +76,14 @@
 #'   them with one warning of class `newrllama4_warning_partial_failure`;
 #'   `"stop"` raises the first failure's error, with the partial results in its
 #'   `result` field.
+#' @param choices Deprecated: the old name of `labels`, which still works,
+#'   with a warning of class `newrllama4_warning_deprecated` once a session.
 #' @return A character vector of class `newrllama_answers`, one answer per
 #'   prompt, with the prompts' names. It prints the answers and a summary line;
 #'   [generation_stats()] and [generation_errors()] give the call's counters and
 #'   failed prompts. A NUL the model emits, which R strings cannot hold, arrives
 #'   as U+FFFD, as do bytes that are not valid UTF-8; other control characters
-#'   arrive unchanged. With `choices`, [choice_probs()] gives the labels'
+#'   arrive unchanged. With `labels`, [choice_probs()] gives the labels'
 #'   probabilities; with `json_schema`, [parsed_answers()] the parsed answers;
 #'   [manifest()] says how they were made (model and SHA-256, every parameter,
 #'   versions, timings). No prompts give no answers.
@@ -94,21 +105,21 @@
 #' places <- generate_parallel(ctx, c("Paris is a city in", "Rome is a city in"),
 #'                             json_schema = schema, max_tokens = 24L, temperature = 0)
 #' str(parsed_answers(places))
-generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, top_p = 0.9,
-                              temperature = 0.8, repeat_last_n = 64L, penalty_repeat = 1.1,
-                              seed = 1234L, stop = NULL, choices = NULL, json_schema = NULL, grammar = NULL,
-                              cache = NULL, progress = rlang::is_interactive(), on_error = c("warn", "stop")) {
+generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p, temperature, repeat_last_n,
+                              penalty_repeat, seed, stop, labels = NULL, json_schema = NULL, grammar = NULL,
+                              cache = NULL, progress = rlang::is_interactive(), on_error = c("warn", "stop"),
+                              choices = NULL) {
   check_context(context)
   prompts <- check_prompts(prompts)
-  params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
-  params <- c(params, constraint_params(choices, json_schema, grammar, length(prompts)))
+  labels <- labels_argument(labels, choices)
+  params <- c(sampling_params(current_env()), constraint_params(labels, json_schema, grammar, length(prompts)))
   params$cache <- check_cache(cache)
   check_flag(progress, "progress")
   on_error <- rlang::arg_match(on_error)
   result <- run_engine(context, as.list(unname(prompts)), params, progress)
   answers <- result$texts
   names(answers) <- names(prompts)
-  answers <- new_answers(answers, result$errors, result$stats, probs_matrix(result$choice_probs, names(prompts)),
+  answers <- new_answers(answers, result$errors, result$stats, probs_matrix(result$label_probs, names(prompts)),
                          parse_answers(answers, params$json_schema),
                          new_manifest(context, params, result, constraints_record(params)))
   n_failed <- nrow(result$errors)
@@ -127,6 +138,7 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
   }
   answers
 }
+formals(generate_parallel)[names(sampling_defaults)] <- sampling_defaults
 
 #' Generate text for one prompt
 #'
@@ -144,9 +156,8 @@ generate_parallel <- function(context, prompts, max_tokens = 100L, top_k = 40L, 
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 1L)
 #' generate(ctx, "The capital of France is", max_tokens = 8L, temperature = 0)
-generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.9, temperature = 0.8,
-                     repeat_last_n = 64L, penalty_repeat = 1.1, seed = 1234L, stop = NULL, choices = NULL,
-                     json_schema = NULL, grammar = NULL, cache = NULL) {
+generate <- function(context, prompt, max_tokens, top_k, top_p, min_p, temperature, repeat_last_n, penalty_repeat,
+                     seed, stop, labels = NULL, json_schema = NULL, grammar = NULL, cache = NULL, choices = NULL) {
   check_context(context)
   if (is.numeric(prompt)) {
     check_tokens(prompt, "prompt")
@@ -156,27 +167,20 @@ generate <- function(context, prompt, max_tokens = 100L, top_k = 40L, top_p = 0.
   } else {
     prompt <- check_text(prompt, "prompt")
   }
-  params <- sampling_params(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop)
-  params <- c(params, constraint_params(choices, json_schema, grammar, 1L))
+  labels <- labels_argument(labels, choices)
+  params <- c(sampling_params(current_env()), constraint_params(labels, json_schema, grammar, 1L))
   params$cache <- check_cache(cache)
   result <- run_engine(context, list(prompt), params, progress = FALSE)
   if (nrow(result$errors) > 0) rlang::cnd_signal(result$conditions[[1]])
   answer <- result$texts
   # a server's answer may come without label probabilities (see context_remote())
-  probs <- probs_matrix(result$choice_probs, NULL)
+  probs <- probs_matrix(result$label_probs, NULL)
   if (!is.null(probs)) attr(answer, "probs") <- probs[1, ]
   if (!is.null(json_schema)) attr(answer, "parsed") <- parse_answers(answer, params$json_schema)[[1]]
   attr(answer, "manifest") <- new_manifest(context, params, result, constraints_record(params))
   answer
 }
-
-constraint_params <- function(choices, json_schema, grammar, n_prompts, call = caller_env()) {
-  list(
-    choices = check_choices(choices, n_prompts, call = call),
-    json_schema = check_json_schema(json_schema, n_prompts, call = call),
-    grammar = check_grammar(grammar, n_prompts, call = call)
-  )
-}
+formals(generate)[names(sampling_defaults)] <- sampling_defaults
 
 # Answers to prompts with a JSON schema as R values (arrays of scalars become
 # vectors, objects named lists); NULL where a prompt had none or failed, and NULL
@@ -193,20 +197,6 @@ parse_answers <- function(answers, json_schema) {
   parsed
 }
 
-sampling_params <- function(max_tokens, top_k, top_p, temperature, repeat_last_n, penalty_repeat, seed, stop,
-                            call = caller_env()) {
-  list(
-    max_tokens = check_whole(max_tokens, "max_tokens", min = 1, call = call),
-    top_k = check_whole(top_k, "top_k", min = 0, call = call),
-    top_p = check_number(top_p, "top_p", min = 0, max = 1, open_min = TRUE, call = call),
-    temperature = check_number(temperature, "temperature", min = 0, call = call),
-    repeat_last_n = check_whole(repeat_last_n, "repeat_last_n", min = 0, call = call),
-    penalty_repeat = check_number(penalty_repeat, "penalty_repeat", min = 0, open_min = TRUE, call = call),
-    seed = check_seed(seed, call = call),
-    stop = check_stop(stop, call = call)
-  )
-}
-
 # One engine call; returns the answers (NA for failures), the errors data
 # frame, their conditions and the stats.
 run_engine <- function(context, prompts, params, progress, call = caller_env()) {
@@ -215,6 +205,8 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
     bar <- cli::cli_progress_bar("Generating", total = length(prompts), .envir = environment())
     on_progress <- function(done, total) cli::cli_progress_update(id = bar, set = done)
   }
+  # the engine still calls labels `choices`
+  names(params)[names(params) == "labels"] <- "choices"
   result <- rlang::exec(engine_call, context$py$generate_parallel, prompts, !!!params, on_progress = on_progress,
                         call = call)
   failed <- which(!vapply(result$errors, is.null, NA))
@@ -231,19 +223,19 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
     ),
     conditions = conditions,
     stats = result$stats,
-    choice_probs = result$choice_probs
+    label_probs = result$choice_probs
   )
 }
 
 # The labels' probabilities, one row per prompt and one column per label (of any
 # prompt: NA where a prompt had other labels, or none, or failed); NULL without labels.
-probs_matrix <- function(choice_probs, prompt_names) {
-  labels <- unique(unlist(lapply(choice_probs, names)))
+probs_matrix <- function(label_probs, prompt_names) {
+  labels <- unique(unlist(lapply(label_probs, names)))
   if (is.null(labels)) return(NULL)
-  probs <- matrix(NA_real_, nrow = length(choice_probs), ncol = length(labels),
+  probs <- matrix(NA_real_, nrow = length(label_probs), ncol = length(labels),
                   dimnames = list(prompt_names, labels))
-  for (i in seq_along(choice_probs)) {
-    probs[i, names(choice_probs[[i]])] <- unlist(choice_probs[[i]])
+  for (i in seq_along(label_probs)) {
+    probs[i, names(label_probs[[i]])] <- unlist(label_probs[[i]])
   }
   probs
 }

@@ -62,7 +62,7 @@ new_manifest <- function(context, params, result, prompt) {
   model <- lapply(stats::setNames(nm = manifest_model_fields), function(field) model[[field]] %||% NA)
   stats <- result$stats
   n_failed <- nrow(result$errors)
-  parameters <- params[intersect(names(generation_defaults()), names(params))]
+  parameters <- params[intersect(names(sampling_defaults), names(params))]
   parameters$seed <- stats$seed
   parameters["stop"] <- list(unlist(parameters$stop))
   structure(list(
@@ -93,7 +93,7 @@ new_manifest <- function(context, params, result, prompt) {
 constraints_record <- function(params) {
   shared <- function(value, is_one) if (is.null(value)) NULL else if (is_one(value)) unlist(value) else "per prompt"
   compact(list(
-    labels = shared(params$choices, function(x) all(vapply(x, rlang::is_string, NA))),
+    labels = shared(params$labels, function(x) all(vapply(x, rlang::is_string, NA))),
     schema = shared(params$json_schema, is.character),
     grammar = shared(params$grammar, is.character)
   ))
@@ -131,13 +131,6 @@ with_model_sha256 <- function(record) {
 manifest_model_fields <- c("file", "path", "sha256", "file_bytes", "description", "parameters",
                            "source", "hub_repo", "hub_file", "hub_revision", "url", "ollama_model", "ollama_digest",
                            "id", "server", "endpoints", "chat_template_sha256")
-
-# generate_parallel()'s defaults for everything that shapes an answer.
-generation_defaults <- function() {
-  defaults <- formals(generate_parallel)
-  names <- c("max_tokens", "top_k", "top_p", "temperature", "repeat_last_n", "penalty_repeat", "seed", "stop")
-  lapply(defaults[names], eval)
-}
 
 #' @rdname manifest
 #' @param row.names,optional Unused; for the generic.

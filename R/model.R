@@ -94,10 +94,9 @@ model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE, sh
   }
   n_gpu_layers <- check_whole(n_gpu_layers, "n_gpu_layers", min = -1)
   check_flag(use_mmap, "use_mmap")
-  check_sha256(sha256, model_path)
   check_flag(progress, "progress")
-  nl <- engine()  # after the checks, which need no engine; the names come from it
-  if (named) check_model_name(model_path, unlist(nl$MODEL_NAMES))
+  # the engine checks a model's name and `sha256` (InvalidArgumentError, on `model_path` and `sha256`)
+  nl <- engine()
   sync_source_settings()
   reporter <- if (progress) download_reporter() else NULL
   problems <- unlist(with_engine(engine_for_r$identity_problems()))  # before the first model
@@ -125,18 +124,6 @@ warn_identity_once <- function(problems) {
 # Where to get a model rather than a path or a name (the engine resolves it: sources.py).
 is_model_source <- function(x) {
   rlang::is_string(x) && grepl("^(hf://|https?://|ollama:)", x)
-}
-
-check_sha256 <- function(sha256, model_path, call = caller_env()) {
-  if (is.null(sha256)) return(invisible(NULL))
-  if (!rlang::is_string(sha256) || !grepl("^[0-9a-fA-F]{64}$", sha256)) {
-    abort_invalid("{.arg sha256} must be {.code NULL} or a SHA-256 digest: 64 hexadecimal digits.", "sha256", call)
-  }
-  if (!(rlang::is_string(model_path) && grepl("^https?://", model_path))) {
-    abort_invalid("{.arg sha256} is for a model downloaded from a URL; the Hub and Ollama name their own digests.",
-                  "sha256", call)
-  }
-  invisible(sha256)
 }
 
 # The settings the engine reads when it resolves a model. Python copies the environment

@@ -38,11 +38,11 @@
 #' a server's answers repeatable where the server itself is. Servers ignore the
 #' parameters they lack: vLLM `repeat_last_n` (its penalty covers the whole
 #' text), llama-cpp-python's server `repeat_last_n` too (its window is fixed
-#' when it starts); llama-server takes them all. `choices`, `json_schema` and
+#' when it starts); llama-server takes them all. `labels`, `json_schema` and
 #' `grammar` go to the server's structured outputs (vLLM, llama-server,
 #' llama-cpp-python's server), which check them against the server's own
 #' vocabulary; a JSON answer cut off by `max_tokens` fails with
-#' `newrllama4_error_incomplete_output`, as locally. With `choices`, vLLM and
+#' `newrllama4_error_incomplete_output`, as locally. With `labels`, vLLM and
 #' llama-server score every label as the local engine does -- the likelihood
 #' of each spelling's own tokens after the prompt, normalised over the labels
 #' -- and the label is chosen from those probabilities as locally (the most

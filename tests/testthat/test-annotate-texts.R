@@ -25,7 +25,7 @@ test_that("each row's answer is what the model gives its rendered prompt alone",
   ctx <- tiny_context()
   out <- annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE)
   prompt <- render_prompts("chat template", instruction, list(), reviews$review[[4]])[[1]]
-  alone <- generate(tiny_context(n_seq_max = 1L), apply_chat_template(ctx$model, prompt), choices = sentiment,
+  alone <- generate(tiny_context(n_seq_max = 1L), apply_chat_template(ctx$model, prompt), labels = sentiment,
                     temperature = 0)
   expect_identical(as.character(out$.label[[4]]), as.vector(alone))
   expect_equal(unlist(out[4, paste0(".prob_", sentiment)], use.names = FALSE), unname(attr(alone, "probs")))

@@ -13,14 +13,6 @@ test_that("scalar checks accept good values and name the argument otherwise", {
   expect_error(check_string(c("a", "b"), "text"), class = "newrllama4_error_invalid_argument")
 })
 
-test_that("seeds: -1 and NULL mean random, others pass through", {
-  expect_null(check_seed(-1L))
-  expect_null(check_seed(NULL))
-  expect_identical(check_seed(42), 42L)
-  expect_identical(check_seed(2^33), 2^33)
-  expect_error(check_seed(-5), class = "newrllama4_error_invalid_argument")
-})
-
 test_that("model paths must exist, be files and be GGUF", {
   expect_error(check_model_path(file.path(tempdir(), "nope.gguf")), "does not exist",
                class = "newrllama4_error_invalid_argument")
@@ -45,9 +37,4 @@ test_that("strings become UTF-8: latin1 translated, bytes and native strings kep
     expect_equal(err$argument, "prompts")
     expect_match(conditionMessage(err), "Elements 2 and 4 are not valid UTF-8 text in `prompts`")
   }
-})
-
-test_that("messages that list positions name every one of them", {
-  err <- expect_error(check_prompts(c("a", NA, "b", NA)), class = "newrllama4_error_invalid_argument")
-  expect_match(conditionMessage(err), "positions 2 and 4")
 })

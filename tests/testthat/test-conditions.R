@@ -74,6 +74,34 @@ test_that("a per-prompt argument is named as R numbers prompts, from 1", {
   expect_identical(conditionMessage(cnd), "`grammar[[1]]` must be a valid GBNF grammar, not 'x'.")
 })
 
+test_that("an argument the engine names otherwise has its R name, in the field and the message", {
+  expect_identical(r_argument("max_tokens"), "max_tokens")
+  expect_identical(r_argument("json_schema[0]"), "json_schema[[1]]")
+  expect_identical(r_argument("choices"), "labels")
+  expect_identical(r_argument("choices[2]"), "labels[[3]]")
+  expect_identical(r_argument("path"), "model_path")
+  expect_identical(r_argument("prompts[0][1]"), "prompts[0][1]")  # not one prompt's argument: as the engine says
+  skip_without_engine()
+  cnd <- expect_mapped(errors()$InvalidArgumentError("choices[1]", list("a", "a"), "two distinct labels"),
+                       "newrllama4_error_invalid_argument", list(argument = "labels[[2]]"))
+  expect_identical(conditionMessage(cnd), "`labels[[2]]` must be two distinct labels, not ['a', 'a'].")
+  cnd <- expect_mapped(errors()$InvalidArgumentError("path", "gemma", "a path or a model name: {a}"),
+                       "newrllama4_error_invalid_argument", list(argument = "model_path"))
+  expect_identical(conditionMessage(cnd), "`model_path` must be a path or a model name: {a}, not 'gemma'.")
+  cnd <- engine_condition(errors()$InvalidArgumentError("top_p", 0, "a number in (0.0, 1.0]"))
+  expect_identical(conditionMessage(cnd), "`top_p` must be a number in (0.0, 1.0], not 0.0.")
+})
+
+test_that("what the engine expects is said in R's words: NULL, TRUE and FALSE", {
+  expect_identical(r_words("None or the path of a cache file"), "`NULL` or the path of a cache file")
+  expect_identical(r_words("True or False"), "`TRUE` or `FALSE`")
+  expect_identical(r_words("a Nonesuch, not Truer"), "a Nonesuch, not Truer")
+  skip_without_engine()
+  cnd <- engine_condition(errors()$InvalidArgumentError("cache", "", "None or the path of a cache file"))
+  expect_identical(conditionMessage(cnd), "`cache` must be `NULL` or the path of a cache file, not ''.")
+  expect_identical(cnd$expected, "None or the path of a cache file")  # the field is the engine's
+})
+
 test_that("a raised engine exception becomes its R condition", {
   skip_without_engine()
   raise <- reticulate::py_run_string("def raise_it(e):\n    raise e", convert = FALSE)$raise_it

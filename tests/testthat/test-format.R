@@ -58,3 +58,11 @@ test_that("a report knitted with message = FALSE shows the context, the answers 
   expect_match(text, reticulate::import("newrllama4.sources")$file_sha256(tiny_model_path()), fixed = TRUE)
   expect_false(grepl("Generating", text))  # no progress bar in a report
 })
+
+test_that("sizes and counts read as people write them", {
+  expect_identical(format_bytes(1234567), "1.2 MB")
+  expect_identical(format_bytes(3e9), "3 GB")
+  expect_identical(format_bytes(512), "512 B")
+  expect_identical(format_count(1234567), "1,234,567")
+  expect_identical(format_count(2^40), "1,099,511,627,776")
+})

@@ -98,19 +98,25 @@ test_that("stop strings end an answer and are left out", {
   expect_equal(as.vector(cut), substr(full, 1, regexpr(stop_at, full, fixed = TRUE) - 1))
 })
 
-test_that("bad arguments are caught in R with a classed error", {
+test_that("bad arguments are classed errors naming the argument, in R or from the engine's range checks", {
   ctx <- tiny_context()
   bad_calls <- list(
     list(prompts = NULL), list(prompts = list("a")), list(prompts = 1:3), list(prompts = c("a", NA)),
-    list(max_tokens = NA), list(max_tokens = -1L), list(max_tokens = 2.5),
+    list(max_tokens = NA), list(max_tokens = -1L), list(max_tokens = 2.5), list(max_tokens = Inf),
     list(max_tokens = 1:2), list(temperature = NA), list(temperature = -1), list(top_p = 0), list(top_k = -1L),
-    list(seed = "x"), list(stop = NA_character_), list(progress = NA)
+    list(min_p = 1.5), list(min_p = -0.1), list(min_p = "0"), list(repeat_last_n = -1L), list(penalty_repeat = 0),
+    list(seed = "x"), list(seed = -5), list(stop = NA_character_), list(stop = ""), list(progress = NA)
   )
   for (args in bad_calls) {
     call_args <- utils::modifyList(list(context = ctx, prompts = "hello", progress = FALSE), args)
     if ("prompts" %in% names(args) && is.null(args$prompts)) call_args["prompts"] <- list(NULL)
-    expect_error(do.call(generate_parallel, call_args), class = "newrllama4_error_invalid_argument")
+    err <- expect_error(do.call(generate_parallel, call_args), class = "newrllama4_error_invalid_argument")
+    expect_match(err$argument, paste0("^", names(args)), info = deparse(args))  # prompts[[1]] for a bad conversation
+    expect_match(conditionMessage(err), paste0("`", err$argument, "` must"), fixed = TRUE, info = deparse(args))
   }
+  err <- expect_error(generate(ctx, "hello", min_p = 2), class = "newrllama4_error_invalid_argument")
+  expect_match(conditionMessage(err), "`min_p` must be a number in [0.0, 1.0], not 2.0.", fixed = TRUE)
+  expect_identical(err$call[[1]], quote(generate))
   expect_error(generate_parallel("ctx", "hello"), class = "newrllama4_error_invalid_argument")
   expect_error(generate_parallel(ctx, "hello", on_error = "ignore"))
 })
@@ -222,10 +228,10 @@ test_that("a latin1 prompt is the same prompt as its UTF-8 spelling", {
                    c(generate_parallel(ctx, "café au lait", max_tokens = 5L, temperature = 0, progress = FALSE)))
 })
 
-test_that("choices give labels and a matrix of their probabilities, identical alone and in a batch", {
+test_that("labels give labels and a matrix of their probabilities, identical alone and in a batch", {
   labels <- c("king", "queen", "river mountain")
   prompts <- c(a = "once upon a time", b = "hello how are you", c = "tell me a story")
-  out <- generate_parallel(tiny_context(n_seq_max = 3L), prompts, choices = labels, temperature = 0,
+  out <- generate_parallel(tiny_context(n_seq_max = 3L), prompts, labels = labels, temperature = 0,
                            progress = FALSE)
   probs <- choice_probs(out)
   expect_true(all(out %in% labels))
@@ -233,24 +239,30 @@ test_that("choices give labels and a matrix of their probabilities, identical al
   expect_identical(dimnames(probs), list(names(prompts), labels))
   expect_equal(unname(rowSums(probs)), rep(1, 3))
   expect_identical(unname(as.vector(out)), colnames(probs)[max.col(probs, ties.method = "first")])
-  alone <- generate(tiny_context(n_seq_max = 1L), prompts[["b"]], choices = labels, temperature = 0)
+  alone <- generate(tiny_context(n_seq_max = 1L), prompts[["b"]], labels = labels, temperature = 0)
   expect_identical(as.vector(alone), as.vector(out[["b"]]))
   expect_identical(attr(alone, "probs"), probs["b", ])
 })
 
-test_that("choices per prompt leave free-text prompts alone, and bad labels are refused in R", {
+test_that("labels per prompt leave free-text prompts alone, and bad labels are refused, named", {
   ctx <- tiny_context()
-  out <- generate_parallel(ctx, c("once upon a time", "hello"), choices = list(c("yes", "no"), NULL),
+  out <- generate_parallel(ctx, c("once upon a time", "hello"), labels = list(c("yes", "no"), NULL),
                            max_tokens = 4L, temperature = 0, progress = FALSE)
   free <- generate(ctx, "hello", max_tokens = 4L, temperature = 0)
   expect_true(out[[1]] %in% c("yes", "no"))
   expect_identical(out[[2]], as.vector(free))
   expect_true(is.na(choice_probs(out)[2, "yes"]))
   expect_null(choice_probs(generate_parallel(ctx, "hello", max_tokens = 2L, progress = FALSE)))
-  for (bad in list("yes", c("a", "a"), c("a", NA), list(c("a", "b")), 3)) {
-    expect_error(generate_parallel(ctx, c("x", "y"), choices = bad, progress = FALSE),
-                 class = "newrllama4_error_invalid_argument")
+  for (bad in list("yes", c("a", "a"), c("a", ""), c("a", NA), list(c("a", "b")), 3)) {
+    err <- expect_error(generate_parallel(ctx, c("x", "y"), labels = bad, progress = FALSE),
+                        class = "newrllama4_error_invalid_argument")
+    expect_identical(err$argument, "labels")
+    expect_match(conditionMessage(err), "`labels` must", fixed = TRUE)
   }
+  err <- expect_error(generate_parallel(ctx, c("x", "y"), labels = list(NULL, c("a", "a")), progress = FALSE),
+                      class = "newrllama4_error_invalid_argument")
+  expect_identical(err$argument, "labels[[2]]")
+  expect_match(conditionMessage(err), "`labels[[2]]` must be at least two distinct, non-empty labels", fixed = TRUE)
 })
 
 survey_schema <- list(
@@ -306,7 +318,7 @@ test_that("a grammar constrains answers; constraints may differ per prompt", {
   out <- generate_parallel(ctx, prompts_of_mixed_length(4), max_tokens = 120L, temperature = 1, progress = FALSE,
                            grammar = list('root ::= "yes" | "no"', NULL, NULL, NULL),
                            json_schema = list(NULL, survey_schema, NULL, NULL),
-                           choices = list(NULL, NULL, c("left", "right"), NULL))
+                           labels = list(NULL, NULL, c("left", "right"), NULL))
   expect_true(out[[1]] %in% c("yes", "no"))
   expect_survey_answer(parsed_answers(out)[[2]])
   expect_true(out[[3]] %in% c("left", "right"))
@@ -335,9 +347,105 @@ test_that("bad schemas and grammars are classed errors naming the argument, prom
   expect_error(run(grammar = "root ::= missing"), "missing", class = "newrllama4_error_invalid_argument")
   expect_error(run(json_schema = 42), "one per prompt", class = "newrllama4_error_invalid_argument")
   expect_error(run(grammar = list("root ::= \"a\"")), "one per prompt", class = "newrllama4_error_invalid_argument")
-  expect_error(run(choices = c("a", "b"), grammar = 'root ::= "a"'), "one constraint per prompt",
+  expect_error(run(labels = c("a", "b"), grammar = 'root ::= "a"'), "one constraint per prompt",
                class = "newrllama4_error_invalid_argument")
   err <- expect_error(run(json_schema = list(NULL, list(type = "objekt"))), class = "newrllama4_error_invalid_argument")
   expect_identical(err$argument, "json_schema[[2]]")
   expect_match(conditionMessage(err), "`json_schema[[2]]` must be a valid JSON schema", fixed = TRUE)
+})
+
+test_that("choices, the old name of labels, still works, with a classed warning once a session", {
+  ctx <- tiny_context()
+  labels <- c("king", "queen")
+  expected <- generate_parallel(ctx, c("hello", "the king"), labels = labels, temperature = 0, progress = FALSE)
+  rlang::local_options(rlib_warning_verbosity = "verbose")  # every time, not once a session
+  expect_warning(
+    old <- generate_parallel(ctx, c("hello", "the king"), choices = labels, temperature = 0, progress = FALSE),
+    "`choices` is deprecated", class = "newrllama4_warning_deprecated"
+  )
+  expect_identical(c(old), c(expected))  # c() drops the timing stats
+  expect_warning(one <- generate(ctx, "the king", choices = labels, temperature = 0),
+                 class = "newrllama4_warning_deprecated")
+  expect_identical(as.vector(one), expected[[2]])
+  expect_error(generate(ctx, "hello", labels = labels, choices = labels), class = "newrllama4_error_invalid_argument")
+  rlang::local_options(rlib_warning_verbosity = "default")
+  rlang::reset_warning_verbosity("newrllama4_choices")
+  expect_warning(generate(ctx, "hello", choices = labels), class = "newrllama4_warning_deprecated")
+  expect_no_warning(generate(ctx, "hello", choices = labels))
+})
+
+test_that("R's sampling defaults are the engine's, in both signatures, and R has every sampling parameter", {
+  skip_without_engine()
+  engine_defaults <- reticulate::import("dataclasses")$asdict(engine()$SamplingParams())
+  expect_setequal(names(sampling_defaults), names(engine_defaults))
+  expect_length(engine_defaults$stop, 0)  # the engine's empty tuple is R's NULL
+  engine_defaults["stop"] <- list(NULL)
+  expect_equal(sampling_defaults, engine_defaults[names(sampling_defaults)])
+  for (f in list(generate_parallel, generate)) {
+    expect_identical(as.list(formals(f))[names(sampling_defaults)], sampling_defaults)
+  }
+})
+
+test_that("min_p drops the tokens less likely than min_p times the most likely one", {
+  ctx <- tiny_context()
+  prompts <- prompts_of_mixed_length(6)
+  greedy <- generate_parallel(ctx, prompts, max_tokens = 8L, temperature = 0, progress = FALSE)
+  sampled <- generate_parallel(ctx, prompts, max_tokens = 8L, temperature = 1.5, seed = 3L, progress = FALSE)
+  # min_p = 1 keeps only the most likely token: sampling at any temperature is then greedy
+  only_best <- generate_parallel(ctx, prompts, max_tokens = 8L, temperature = 1.5, seed = 3L, min_p = 1,
+                                 progress = FALSE)
+  expect_identical(c(only_best), c(greedy))
+  expect_false(identical(c(sampled), c(greedy)))
+  expect_identical(manifest(only_best)$parameters$min_p, 1)
+  expect_identical(manifest(sampled)$parameters$min_p, 0)
+})
+
+# -- the result cache (cache =) --
+
+test_that("a second call reads the answers back from the result cache", {
+  ctx <- tiny_context()
+  path <- tempfile(fileext = ".sqlite")
+  prompts <- c(a = "hello how are you", b = "once upon a time", c = "the king")
+  first <- generate_parallel(ctx, prompts, max_tokens = 6L, temperature = 0, cache = path, progress = FALSE)
+  expect_equal(generation_stats(first)$result_cache_hits, 0L)
+  again <- generate_parallel(ctx, rev(prompts), max_tokens = 6L, temperature = 0, cache = path, progress = FALSE)
+  expect_equal(generation_stats(again)$result_cache_hits, 3L)
+  expect_identical(c(again)[names(prompts)], c(first))
+  expect_match(answers_summary(again), "^# 3 prompts, 0 failed, 3 from the result cache, ")
+  expect_equal(as.vector(generate(ctx, "the king", max_tokens = 6L, temperature = 0, cache = path)), first[["c"]])
+})
+
+test_that("a bad cache argument or a file that is not a result cache is a classed error", {
+  ctx <- tiny_context()
+  for (bad in list(1, NA_character_, c("a", "b"), "")) {
+    err <- expect_error(generate(ctx, "hello", cache = bad), class = "newrllama4_error_invalid_argument")
+    expect_identical(err$argument, "cache")
+  }
+  notes <- tempfile(fileext = ".txt")
+  writeLines(strrep("not a database ", 100), notes)
+  err <- expect_error(generate_parallel(ctx, "hello", cache = notes, progress = FALSE), class = "newrllama4_error_cache")
+  expect_equal(err$path, notes)
+  expect_match(conditionMessage(err), "not a usable SQLite database")
+})
+
+test_that("an Rscript killed with SIGKILL mid-run loses nothing it finished; the re-run computes only the rest", {
+  skip_on_os("windows")  # no SIGKILL
+  dir <- tempfile("killed-")
+  dir.create(dir)
+  prompts <- prompts_of_mixed_length(20)
+  saveRDS(prompts, file.path(dir, "prompts.rds"))
+  cache <- file.path(dir, "answers.sqlite")
+  output <- run_child_killed_after(7, c(
+    "ctx <- context_create(model_load(args[[1]]), n_ctx = 256L, n_seq_max = 4L, n_threads = 1L)",
+    "generate_parallel(ctx, readRDS(args[[2]]), max_tokens = 10L, temperature = 0.8, seed = 5L,",
+    "                  cache = args[[3]], progress = FALSE)"
+  ), c(tiny_model_path(), file.path(dir, "prompts.rds"), cache))
+  expect_false("finished" %in% output)
+  expect_gt(attr(output, "status"), 0)  # 137 from the shell: killed by signal 9
+  ctx <- tiny_context()
+  rerun <- generate_parallel(ctx, prompts, max_tokens = 10L, temperature = 0.8, seed = 5L, cache = cache,
+                             progress = FALSE)
+  expect_equal(generation_stats(rerun)$result_cache_hits, 7L)
+  uninterrupted <- generate_parallel(ctx, prompts, max_tokens = 10L, temperature = 0.8, seed = 5L, progress = FALSE)
+  expect_identical(c(rerun), c(uninterrupted))
 })

@@ -62,7 +62,7 @@ test_that("contextual calibration divides by the prior of content-free inputs un
   empty <- generate(ctx, render_prompts("chat template", instruction,
                                         example_turns(examples, rlang::quo(review), answer_shape(sentiment, NULL)),
                                         "")[[1]] |> apply_chat_template(model = tiny_model()),
-                    choices = sentiment, temperature = 0)
+                    labels = sentiment, temperature = 0)
   prior_rows <- rbind(as.matrix(content_free[c(1, 3), paste0(".prob_", sentiment)]), attr(empty, "probs"))
   prior <- colMeans(prior_rows)
   raw <- as.matrix(plain[paste0(".prob_", sentiment)])

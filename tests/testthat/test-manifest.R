@@ -2,7 +2,7 @@ test_that("the manifest records the model, the prompt, every parameter, the rows
   ctx <- tiny_context()
   data <- data.frame(text = c("hello how are you", NA, "once upon a time"))
   out <- suppressWarnings(annotate_texts(data, text, "Label it.", labels = c("king", "queen"), context = ctx,
-                                   seed = 9L, progress = FALSE))
+                                   seed = 9L, min_p = 0.05, progress = FALSE))
   record <- manifest(out)
   expect_s3_class(record, "newrllama_manifest")
   expect_identical(record$model$file, basename(tiny_model_path()))
@@ -15,6 +15,7 @@ test_that("the manifest records the model, the prompt, every parameter, the rows
   expect_identical(record$parameters$seed, 9L)
   expect_identical(record$parameters$temperature, 0)
   expect_identical(record$parameters$top_k, 40L)
+  expect_identical(record$parameters$min_p, 0.05)  # passed through annotate_texts()'s ...
   expect_identical(record$parameters$n_seq_max, 4L)
   expect_identical(record$parameters[c("batch_invariant", "identity_guaranteed")],
                    list(batch_invariant = TRUE, identity_guaranteed = TRUE))
@@ -43,7 +44,7 @@ test_that("a schema is recorded as the JSON sent to the engine", {
 test_that("answers of generate_parallel() and generate() carry their manifest: model, parameters, constraints", {
   ctx <- tiny_context()
   answers <- generate_parallel(ctx, c("hello how are you", "once upon a time"), max_tokens = 3L, temperature = 0.5,
-                               seed = 7L, stop = "\n", choices = c("king", "queen"), progress = FALSE)
+                               seed = 7L, stop = "\n", labels = c("king", "queen"), progress = FALSE)
   record <- manifest(answers)
   expect_identical(record$model$sha256, reticulate::import("newrllama4.sources")$file_sha256(tiny_model_path()))
   expect_identical(record$prompt$labels, c("king", "queen"))

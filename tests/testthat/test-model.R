@@ -33,7 +33,8 @@ test_that("a model name loads the model its package carries; an unknown name lis
     "<|im_start|>assistant\npositive<|im_end|>\n<|im_start|>user\nI hate it<|im_end|>\n<|im_start|>assistant\n"
   ))
   err <- expect_error(model_load("smollm2"), class = "newrllama4_error_invalid_argument")
-  expect_match(conditionMessage(err), "gemma3-270m.*smollm2-135m-instruct")
+  expect_identical(err$argument, "model_path")  # the engine's `path`
+  expect_match(conditionMessage(err), "^`model_path` must be .*gemma3-270m.*smollm2-135m-instruct")
 })
 
 test_that("a corrupt GGUF is a model_load error, not a crash", {
@@ -171,9 +172,12 @@ test_that("an ollama: model is read in place from the store", {
   expect_true("tiny:latest" %in% unlist(err$candidates))
 })
 
-test_that("model_load checks sha256 and progress in R", {
-  expect_error(model_load("https://127.0.0.1:9/x.gguf", sha256 = "abc"), class = "newrllama4_error_invalid_argument")
-  expect_error(model_load(tiny_model_path(), sha256 = strrep("a", 64)), class = "newrllama4_error_invalid_argument")
+test_that("model_load refuses a bad sha256, or one for a model that is not a URL, before any download", {
+  for (bad in list(list("https://127.0.0.1:9/x.gguf", "abc"), list("https://127.0.0.1:9/x.gguf", 42),
+                   list(tiny_model_path(), strrep("a", 64)))) {
+    err <- expect_error(model_load(bad[[1]], sha256 = bad[[2]]), class = "newrllama4_error_invalid_argument")
+    expect_identical(err$argument, "sha256")
+  }
   expect_error(model_load(tiny_model_path(), progress = NA), class = "newrllama4_error_invalid_argument")
   expect_true(all(vapply(c("hf://a/b/c.gguf", "https://a/b.gguf", "http://a/b.gguf", "ollama:tiny"), is_model_source, NA)))
   expect_false(is_model_source("models/hf.gguf"))

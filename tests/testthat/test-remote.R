@@ -36,13 +36,13 @@ test_that("generate_parallel() and generate() take a remote context", {
   expect_identical(record$parameters$max_concurrency, 16L)
 })
 
-test_that("choices give labels from a server", {
+test_that("labels restrict answers from a server", {
   ctx <- context_remote(tiny_server()$url)
   labels <- c("yes", "no")
-  answers <- generate_parallel(ctx, c("hello how are you", "the king"), choices = labels, temperature = 0,
+  answers <- generate_parallel(ctx, c("hello how are you", "the king"), labels = labels, temperature = 0,
                                progress = FALSE)
   expect_true(all(answers %in% labels))
-  expect_true(generate(ctx, "once upon a time", choices = labels, temperature = 0) %in% labels)
+  expect_true(generate(ctx, "once upon a time", labels = labels, temperature = 0) %in% labels)
 })
 
 test_that("a JSON schema and a grammar go to the server, and answers parse", {
