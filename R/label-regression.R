@@ -260,7 +260,7 @@ print.newrllama_label_regression <- function(x, ...) print_lines(x, ...)
 nobs.newrllama_label_regression <- function(object, ...) length(object$rows)
 
 #' @export
-plot.newrllama_label_regression <- function(x, level = 0.95, ...) {
+plot.newrllama_label_regression <- function(x, y = NULL, level = 0.95, ...) {
   table <- summary(x, level = level)$table
   table <- table[table$term != "(Intercept)" | all(table$term == "(Intercept)"), ]
   terms <- unique(table$term)
