@@ -170,15 +170,22 @@ not_installed_problem <- function(python = NA_character_) {
       ))
     ), envname = engine_envname, root = env$root, variable = stale$variable %||% "", value = stale$value %||% ""))
   }
-  by_variable <- "RETICULATE_PYTHON" %in% chosen && !env$exists
+  by_variable <- "RETICULATE_PYTHON" %in% chosen
   problem("not_installed", python, c(
     "The Python engine of newrllama4 is not installed in the Python in use, {.path {python}}.",
-    "i" = "Run {.code newrllama4::install_newrllama()} once, then restart R.",
-    if (by_variable) c("i" = paste(
-      "{.envvar RETICULATE_PYTHON} chose that Python; {.code install_newrllama()} installs into the",
-      "virtual environment {.val {envname}}, which is used when {.envvar RETICULATE_PYTHON} is unset."
-    ))
-  ), envname = engine_envname)
+    if (by_variable && env$python_exists) {
+      c("i" = paste(
+        "{.envvar RETICULATE_PYTHON} chose that Python over the engine's virtual environment {.path {env_path}}:",
+        "unset it ({.code Sys.unsetenv(\"RETICULATE_PYTHON\")}, and in {.file ~/.Renviron}), then restart R."
+      ))
+    } else {
+      c("i" = "Run {.code newrllama4::install_newrllama()} once, then restart R.",
+        if (by_variable) c("i" = paste(
+          "{.envvar RETICULATE_PYTHON} chose that Python; {.code install_newrllama()} installs into the",
+          "virtual environment {.val {envname}}, which is used when {.envvar RETICULATE_PYTHON} is unset."
+        )))
+    }
+  ), envname = engine_envname, env_path = env$path)
 }
 
 other_python_problem <- function(python, wanted) {

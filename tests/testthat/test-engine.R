@@ -105,6 +105,12 @@ test_that("a Python without the engine: FALSE, and an error that names install_n
   expect_identical(result$python, python)
   expect_true(any(grepl(paste("Python:", python), result$sitrep, fixed = TRUE)))
   expect_true(any(grepl("engine (newrllama4, Python): not installed", result$sitrep, fixed = TRUE)))
+  # where the engine's environment exists, RETICULATE_PYTHON overriding it is the thing to fix
+  root <- empty_dir("virtualenvs-")
+  make_venv(file.path(root, "r-newrllama4"))
+  result <- expect_engine_problem(probe(c(RETICULATE_PYTHON = python), root = root),
+                                  "newrllama4_error_engine_not_installed")
+  expect_match(result$message, "`RETICULATE_PYTHON` chose that Python over the engine's virtual environment", fixed = TRUE)
 })
 
 test_that("an engine of another version than the package's: FALSE, and an error that says to rerun install_newrllama()", {
@@ -123,8 +129,8 @@ test_that("an engine of another version than the package's: FALSE, and an error 
 })
 
 test_that("llama_cpp failing to import: FALSE, and an error that says how to rebuild it", {
-  python <- if (engine_available()) Sys.getenv("RETICULATE_PYTHON") else ""
-  if (!nzchar(python)) python <- make_venv(file.path(empty_dir("venv-"), "plain"))
+  # the engine's own Python where there is one (llama_cpp shadowed), else a bare one
+  python <- if (engine_available()) reticulate::py_config()$python else make_venv(file.path(empty_dir("venv-"), "plain"))
   # llama-cpp-python raises this when its shared library cannot be loaded
   stub <- python_packages(list("llama_cpp/__init__.py" = c(
     "raise RuntimeError(\"Failed to load shared library '/x/libllama.so': libggml-cpu.so: cannot open shared object file\")"
@@ -156,8 +162,7 @@ test_that("a model cache directory that cannot be written: a classed error that 
   blocker <- tempfile("not-a-dir-")
   writeLines("a file", blocker)
   cache <- file.path(blocker, "cache")
-  result <- probe(c(RETICULATE_PYTHON = Sys.getenv("RETICULATE_PYTHON"), PYTHONPATH = engine_source_dir(),
-                    NEWRLLAMA4_CACHE = cache))
+  result <- probe(c(RETICULATE_PYTHON = reticulate::py_config()$python, NEWRLLAMA4_CACHE = cache))
   expect_true(result$finished, label = paste(result$out, collapse = "\n"))
   expect_identical(result$available, "TRUE")
   expect_true("newrllama4_error_model_load" %in% result$classes, label = paste(result$classes, collapse = " "))
@@ -168,8 +173,8 @@ test_that("a model cache directory that cannot be written: a classed error that 
 
 test_that("an hf:// model asked for offline with nothing cached: a classed download error that says so", {
   skip_without_engine()
-  result <- probe(c(RETICULATE_PYTHON = Sys.getenv("RETICULATE_PYTHON"), PYTHONPATH = engine_source_dir(),
-                    HF_HUB_OFFLINE = "1", HF_HUB_CACHE = empty_dir("hub-")),
+  result <- probe(c(RETICULATE_PYTHON = reticulate::py_config()$python, HF_HUB_OFFLINE = "1",
+                    HF_HUB_CACHE = empty_dir("hub-")),
                   first_call = "model_load('hf://someone/some-model-GGUF/model-Q4_K_M.gguf')")
   expect_true(result$finished, label = paste(result$out, collapse = "\n"))
   expect_identical(result$available, "TRUE")
