@@ -128,6 +128,15 @@ test_that("an engine of another version than the package's: FALSE, and an error 
   }
 })
 
+test_that("something else named newrllama4 on Python's path: FALSE, and an error that says what shadows the engine", {
+  python <- make_venv(file.path(empty_dir("venv-"), "plain"))
+  shadow <- python_packages(list("newrllama4/README" = "a folder, as the R package's own source is"))
+  result <- expect_engine_problem(probe(c(RETICULATE_PYTHON = python, PYTHONPATH = shadow)),
+                                  "newrllama4_error_engine_shadowed")
+  expect_match(result$message, "Python found something else under the name newrllama4", fixed = TRUE)
+  expect_match(result$message, "run R elsewhere", fixed = TRUE)
+})
+
 test_that("llama_cpp failing to import: FALSE, and an error that says how to rebuild it", {
   # the engine's own Python where there is one (llama_cpp shadowed), else a bare one
   python <- if (engine_available()) reticulate::py_config()$python else make_venv(file.path(empty_dir("venv-"), "plain"))
