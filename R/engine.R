@@ -369,7 +369,9 @@ python_home <- function(python) {
 # Call an engine function on a live handle's behalf. Its value comes back with
 # every string one R can hold: NUL and lone surrogates become U+FFFD in Python
 # (newrllama4.for_r), since R cannot hold them and converting one would fail the
-# whole call.
+# whole call. `fn` first: where it comes from engine(), an engine that cannot be
+# used is engine()'s classed error, before anything asks Python for newrllama4.for_r.
 engine_call <- function(fn, ..., call = caller_env()) {
+  force(fn)
   with_engine(engine_for_r$call(fn, ...), call = call)
 }

@@ -72,8 +72,11 @@ test_that("RETICULATE_PYTHON naming no Python: FALSE with the reason, and an err
   expect_true(any(grepl("RETICULATE_PYTHON: /nonexistent/bin/python (no such Python)", result$sitrep, fixed = TRUE)))
 })
 
-test_that("RETICULATE_PYTHON set but empty is the same error", {
-  result <- expect_engine_problem(probe(c(RETICULATE_PYTHON = "")), "newrllama4_error_engine_python")
+test_that("RETICULATE_PYTHON set but empty is the same error, from any way into the engine", {
+  # engine_call() asks for engine() before Python's newrllama4.for_r
+  result <- expect_engine_problem(probe(c(RETICULATE_PYTHON = ""), first_call = "engine_call(engine()$versions)",
+                                        before = "engine_call <- newrllama4:::engine_call; engine <- newrllama4:::engine"),
+                                  "newrllama4_error_engine_python")
   expect_match(result$message, "`RETICULATE_PYTHON` is set, but empty", fixed = TRUE)
 })
 
