@@ -124,7 +124,7 @@ sitrep_python <- function() {
   python <- if (is.na(running)) {
     sitrep_item("Python", "not started in this session")
   } else {
-    version <- try_or(reticulate::py_config()$version, "")
+    version <- try_or(reticulate::import("platform")$python_version(), try_or(reticulate::py_config()$version, ""))
     sitrep_item("Python", paste0(running, if (nzchar(one_line(version))) paste0(" (", one_line(version), ")")))
   }
   variables <- lapply(sitrep_variables, function(name) {
