@@ -80,6 +80,11 @@ test_that("RETICULATE_PYTHON set but empty is the same error, from any way into 
   expect_match(result$message, "`RETICULATE_PYTHON` is set, but empty", fixed = TRUE)
 })
 
+test_that("RETICULATE_PYTHON_ENV naming no environment is the same error, naming it", {
+  result <- expect_engine_problem(probe(c(RETICULATE_PYTHON_ENV = "/nonexistent/env")), "newrllama4_error_engine_python")
+  expect_match(result$message, "`RETICULATE_PYTHON_ENV` names '/nonexistent/env', which does not exist", fixed = TRUE)
+})
+
 test_that("RETICULATE_PYTHON_FALLBACK set but empty: FALSE, and an error that names it (not cli's rlib_error)", {
   result <- expect_engine_problem(probe(c(RETICULATE_PYTHON_FALLBACK = "")), "newrllama4_error_engine_python")
   # nothing chose a Python and no engine environment exists: FALSE without starting one
