@@ -52,6 +52,7 @@ install_newrllama <- function(envname = engine_envname, python_source = NULL, py
   on.exit(unlink(staging, recursive = TRUE), add = TRUE)
   requirement <- engine_requirement(python_source, staging)
 
+  remove_broken_env(envname)
   if (!reticulate::virtualenv_exists(envname)) create_engine_env(envname, python)
   env_python <- reticulate::virtualenv_python(envname)
   cli::cli_inform(c(
@@ -113,6 +114,17 @@ model_requirements <- function(python_source, bundled = system.file("python", pa
   source <- if (dir.exists(python_source)) python_source else bundled
   path <- file.path(source, "no-deps-requirements.txt")
   if (nzchar(source) && file.exists(path)) path else NULL
+}
+
+# A virtual environment whose Python is gone (deleted, or the Python it was made
+# from upgraded or removed) cannot be repaired in place: it is made anew.
+remove_broken_env <- function(envname) {
+  env <- engine_env(envname)
+  if (!env$exists || env$python_exists) return(invisible(FALSE))
+  path <- dirname(dirname(env$python))
+  cli::cli_inform(c("i" = "The virtual environment {.path {path}} has no Python any more; making it anew."))
+  unlink(path, recursive = TRUE)
+  invisible(TRUE)
 }
 
 create_engine_env <- function(envname, python, call = caller_env()) {

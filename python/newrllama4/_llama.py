@@ -49,7 +49,13 @@ _ggml_read_before_us = _llama_ran_first()
 _force_before_us = os.environ.get(_FORCE)  # what ggml read then, if it did
 _ggml_problems = _apply_ggml_settings(_ggml_read_before_us)
 
-import llama_cpp as llama  # noqa: E402  (after ggml's settings, on purpose)
+try:
+    import llama_cpp as llama  # noqa: E402  (after ggml's settings, on purpose)
+except Exception as exc:  # its shared library missing, or built for another machine: OSError, RuntimeError
+    raise ImportError(
+        f"newrllama4 cannot load llama.cpp (llama-cpp-python): {type(exc).__name__}: {exc}. Rebuild it for this "
+        f"machine: {sys.executable} -m pip install --force-reinstall --no-cache-dir llama-cpp-python"
+    ) from exc
 import numpy as np  # noqa: E402
 
 from .errors import IdentityWarning  # noqa: E402

@@ -34,6 +34,22 @@ def cache_dir() -> Path:
     return Path(configured).expanduser() if configured else Path(platformdirs.user_cache_dir("newrllama4", False))
 
 
+def make_cache_folder(folder: Path) -> None:
+    """Make `folder` (in the engine's cache folder) if need be."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cache_unwritable(folder, exc) from exc
+
+
+def cache_unwritable(folder: Path, exc: OSError) -> ModelLoadError:
+    """The error for a cache folder that cannot be written, with its fix."""
+    return ModelLoadError(
+        f"The engine's cache folder {str(cache_dir())!r} cannot be written ({exc.strerror or exc}: {folder}). "
+        "Set NEWRLLAMA4_CACHE to a folder you can write.", str(folder)
+    )
+
+
 def _gemma3_270m() -> str:
     """Gemma 3 270M (Q4_K_M), a base model: the engine's default-model extra carries it in
     chunks, assembled into the cache directory on first use."""
@@ -48,10 +64,13 @@ def _gemma3_270m() -> str:
     target = cache_dir() / package.MODEL_NAME
     with _assemble_lock:
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_cache_folder(target.parent)
             # assemble beside the target and rename, so a crash or a second process
             # never leaves a half-written model under the final name
-            fd, partial = tempfile.mkstemp(dir=target.parent, suffix=".partial")
+            try:
+                fd, partial = tempfile.mkstemp(dir=target.parent, suffix=".partial")
+            except OSError as exc:
+                raise cache_unwritable(target.parent, exc) from exc
             os.close(fd)
             try:
                 package.assemble(partial, overwrite=True)

@@ -45,7 +45,7 @@ from .errors import (
     ModelNotFoundError,
     NotGgufError,
 )
-from .models import DEFAULT_MODEL, cache_dir, is_model_name, model_path
+from .models import DEFAULT_MODEL, cache_dir, is_model_name, make_cache_folder, model_path
 
 logger = logging.getLogger(__name__)
 
@@ -339,7 +339,7 @@ def _download(url: str, target: Path, sha256: Optional[str], progress: Optional[
     """Stream `url` into `target`: into target.part first (resumed with an HTTP Range request
     when a former attempt left one), renamed once complete and checked, so that a half file
     never has the model's name."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_cache_folder(target.parent)
     partial = target.with_name(target.name + ".part")
     for attempt in range(1, _URL_ATTEMPTS + 1):
         try:

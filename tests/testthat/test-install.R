@@ -96,3 +96,13 @@ test_that("pip runs with the library path R started with, not R's directories in
   expect_equal(library_path_outside_r(paste0(ours, ":/outside/lib")), "/outside/lib")
   expect_equal(library_path_outside_r("/outside/lib"), "/outside/lib")
 })
+
+test_that("a virtual environment whose Python is gone is made anew, and a whole one is left alone", {
+  venv <- file.path(empty_dir("venvs-"), "engine")
+  python <- make_venv(venv)
+  expect_false(remove_broken_env(venv))
+  expect_true(file.exists(python))
+  unlink(list.files(dirname(python), pattern = "^python", full.names = TRUE))
+  expect_message(expect_true(remove_broken_env(venv)), "has no Python any more")
+  expect_false(dir.exists(venv))
+})
