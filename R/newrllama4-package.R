@@ -10,5 +10,6 @@
 
 ## usethis namespace: start
 #' @importFrom rlang caller_env current_env .data %||%
+#' @importFrom stats coef confint nobs vcov
 ## usethis namespace: end
 NULL
