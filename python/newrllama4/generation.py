@@ -6,13 +6,15 @@ both take the same arguments and return the same ParallelResult.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Optional, Sequence as SequenceType
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional, Sequence as SequenceType
 
 from .checks import check_callable, check_prompts
 from .choices import Labels, check_choices
 from .constraints import Constraint, check_constraints
-from .errors import InvalidArgumentError
+from .errors import ContextError, InvalidArgumentError
 from .model import Model
 from .result_cache import check_cache_path
 from .results import Completion, ParallelResult
@@ -22,6 +24,21 @@ Progress = Optional[Callable[[int, int], Any]]
 
 
 class Generator(ABC):
+    @property
+    @abstractmethod
+    def closed(self) -> bool:
+        """Whether close() was called (or the model it runs on was closed)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Free what the context holds. Safe to call twice."""
+
+    def __enter__(self) -> "Generator":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     def generate(self, prompt: Any, **params: Any) -> Completion:
         """Generate from one prompt: `generate_parallel` of a one-prompt list."""
         return self.generate_parallel([prompt], **params)[0]
@@ -93,3 +110,32 @@ class Generator(ABC):
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
         """generate_parallel() with its arguments checked."""
+
+
+class OneCallAtATime:
+    """The lock of a context whose calls share one llama.cpp context: calls wait for each
+    other, and the progress callback may use the context between steps (cached_tokens())
+    but not start another call on it or close it, which would reuse the batch and clear
+    the KV cache under the running call."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()  # re-entrant, for the progress callback
+        self._running = False
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        with self.lock:
+            if self._running:
+                raise ContextError("generate_parallel() was called from inside its own on_progress callback.")
+            self._running = True
+            try:
+                yield
+            finally:
+                self._running = False
+
+    @contextmanager
+    def closing(self) -> Iterator[None]:
+        with self.lock:
+            if self._running:
+                raise ContextError("A context cannot be closed from inside its own generate_parallel() call.")
+            yield
