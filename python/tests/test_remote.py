@@ -16,10 +16,8 @@ import newrllama4 as nl
 from conftest import random_prompts
 from fault_proxy import Fault, FaultProxy
 from newrllama4.constraints import check_constraints
-from newrllama4.openai_api import (
-    VLLM, LlamaCppPython, LlamaServer, OpenAICompatible, answer_label, endpoint_path, label_grammar, label_probs,
-    read_answer,
-)
+from newrllama4.remote.dialects import VLLM, LlamaCppPython, LlamaServer, OpenAICompatible, endpoint_path, read_answer
+from newrllama4.remote.labels import answer_label, label_grammar, label_probs
 from newrllama4.remote import EndpointPool, request_seed
 from newrllama4.sampling import SamplingParams
 from newrllama4.testing import ModelServer, free_port
@@ -566,7 +564,7 @@ def fake_vllm(request, seen):
 
 
 def test_vllm_labels_are_scored_from_prompt_logprobs_of_each_spelling():
-    from newrllama4.remote_scoring import VLLMScoring
+    from newrllama4.remote.dialects import VLLMScoring
 
     seen = []
 

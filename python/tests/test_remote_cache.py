@@ -8,7 +8,7 @@ import pytest
 import newrllama4 as nl
 from conftest import random_prompts
 from fault_proxy import Fault, FaultProxy
-from newrllama4.openai_api import LlamaServer
+from newrllama4.remote.dialects import LlamaServer
 from newrllama4.testing import ModelServer
 from test_remote import kill_after_first_answer, remote
 from test_result_cache import BASE, OTHER, answers, stored_rows
@@ -114,7 +114,7 @@ def test_labels_stored_before_the_servers_scored_them_exactly_are_not_found_agai
     cache = tmp_path / "answers.sqlite"
     prompts = random_prompts(3, seed=47, max_words=8)
     ctx = remote(tiny_server.url)
-    monkeypatch.setattr(nl.remote, "REMOTE_LABEL_SCORING", nl.remote.REMOTE_LABEL_SCORING - 1)
+    monkeypatch.setattr(nl.remote.call, "REMOTE_LABEL_SCORING", nl.remote.call.REMOTE_LABEL_SCORING - 1)
     ctx.generate_parallel(prompts, **GREEDY, choices=["yes", "no"], cache=cache)
     monkeypatch.undo()
     again = ctx.generate_parallel(prompts, **GREEDY, choices=["yes", "no"], cache=cache)
