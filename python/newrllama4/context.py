@@ -7,7 +7,7 @@ from typing import Any, Optional
 import llama_cpp as llama
 
 from ._llama import TokenBatch, ggml_forces_tiled_matmul, identity_guaranteed, llama_errors, set_fields
-from .choices import Labels
+from .labels import Labels
 from .constraints import Constraint
 from .context_settings import ContextSettings
 from .engine import StepLoop
@@ -189,7 +189,7 @@ class Context(Generator):
     def _vocabulary(self) -> Model:
         return self.model
 
-    def _generate(self, prompts: list[Any], label_sets: list[Optional[Labels]],
+    def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
         with self._calls.call():
@@ -200,14 +200,14 @@ class Context(Generator):
             # (the KV cache types follow from these and the model file, which the key names by its hash)
             setup = {"llama_cpp": llama.__version__, "batch_invariant": self.batch_invariant}
             result_cache = None if cache is None else CachedCall(
-                cache, ModelFile(self.model.path), setup, sampling, label_sets, constraints, self.n_ctx
+                cache, ModelFile(self.model.path), setup, sampling, labels, constraints, self.n_ctx
             )
             loop = StepLoop(
                 self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress, self._prefix_cache,
                 result_cache, self.batch_invariant,
             )
             try:
-                result = loop.run(prompts, label_sets, constraints)
+                result = loop.run(prompts, labels, constraints)
                 result.stats.batch_invariant = self.batch_invariant
                 result.stats.kv_cache = KV_CACHE_NAME
                 result.stats.identity_guaranteed = self.batch_invariant and identity_guaranteed()

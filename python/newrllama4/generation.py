@@ -7,14 +7,15 @@ both take the same arguments and return the same ParallelResult.
 from __future__ import annotations
 
 import threading
+import warnings
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Sequence as SequenceType
 
 from .checks import check_callable, check_prompts
-from .choices import Labels, check_choices
 from .constraints import Constraint, check_constraints
 from .errors import ContextError, InvalidArgumentError
+from .labels import Labels, check_labels
 from .model import Model
 from .result_cache import check_cache_path
 from .results import Completion, ParallelResult
@@ -56,10 +57,11 @@ class Generator(ABC):
         seed: Optional[int] = 1234,
         stop: Any = None,
         on_progress: Progress = None,
-        choices: Any = None,
+        labels: Any = None,
         json_schema: Any = None,
         grammar: Any = None,
         cache: Any = None,
+        choices: Any = None,
     ) -> ParallelResult:
         """Generate one completion per prompt, in prompt order.
 
@@ -70,27 +72,29 @@ class Generator(ABC):
         too long, bad token ids, a decode failure, a failed request) gets
         `finish_reason="error"` and its exception in `error`; the others are unaffected.
 
-        `choices` restricts answers to labels: one list of labels for every prompt, or
+        `labels` restricts answers to labels: one list of labels for every prompt, or
         one list (or None) per prompt. Such a prompt's `text` and `choice` are its
-        label and `choice_probs` the model's probability of each label (see choices.py).
+        label and `choice_probs` the model's probability of each label (see labels.py).
+        `choices` is the deprecated name of `labels` (DeprecationWarning).
 
         `json_schema` (a dict or a JSON string) and `grammar` (GBNF) constrain answers
         likewise, one for every prompt or one (or None) per prompt: the text follows the
         schema or grammar, a JSON answer's value is in `parsed`, and an answer cut off
         before it is complete fails with IncompleteOutputError (see constraints.py). A
-        prompt has at most one of `choices`, `json_schema` and `grammar`.
+        prompt has at most one of `labels`, `json_schema` and `grammar`.
 
         `cache`, the path of a SQLite file (created if missing), keeps answers across
         calls and crashes: prompts it answers are not run again, and each other answer
         is committed as its prompt finishes (see result_cache.py for what the key covers).
         """
         prompts = check_prompts(prompts)
-        label_sets = check_choices(choices, len(prompts))
+        labels_name, labels = _labels_argument(labels, choices)
+        prompt_labels = check_labels(labels, len(prompts), labels_name)
         constraints = check_constraints(json_schema, grammar, len(prompts), self._vocabulary())
-        for i, (labels, constraint) in enumerate(zip(label_sets, constraints)):
-            if labels is not None and constraint is not None:
+        for i, (one, constraint) in enumerate(zip(prompt_labels, constraints)):
+            if one is not None and constraint is not None:
                 raise InvalidArgumentError(
-                    "choices", choices, f"None for prompt {i}, which has a {constraint.kind}: one constraint per prompt"
+                    labels_name, labels, f"None for prompt {i}, which has a {constraint.kind}: one constraint per prompt"
                 )
         sampling = SamplingParams(
             max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
@@ -98,7 +102,7 @@ class Generator(ABC):
         )
         on_progress = check_callable("on_progress", on_progress)
         cache = check_cache_path(cache)
-        return self._generate(prompts, label_sets, constraints, sampling, on_progress, cache)
+        return self._generate(prompts, prompt_labels, constraints, sampling, on_progress, cache)
 
     @abstractmethod
     def _vocabulary(self) -> Optional[Model]:
@@ -106,10 +110,22 @@ class Generator(ABC):
         checks them against its own."""
 
     @abstractmethod
-    def _generate(self, prompts: list[Any], label_sets: list[Optional[Labels]],
+    def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
         """generate_parallel() with its arguments checked."""
+
+
+def _labels_argument(labels: Any, choices: Any) -> tuple[str, Any]:
+    """The labels argument and the name the caller gave it: `choices`, its deprecated
+    name (which the R package passes until it says `labels`), or `labels`."""
+    if choices is None:
+        return "labels", labels
+    warnings.warn("generate_parallel()'s `choices` is now `labels`; `choices` will go.", DeprecationWarning,
+                  stacklevel=3)
+    if labels is not None:
+        raise InvalidArgumentError("choices", choices, "None when `labels` is given: they are one argument")
+    return "choices", choices
 
 
 class OneCallAtATime:

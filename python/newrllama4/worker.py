@@ -35,7 +35,7 @@ import tempfile
 from typing import Any, BinaryIO, Optional
 
 from ._llama import ggml_defaults_environment
-from .choices import Labels
+from .labels import Labels
 from .constraints import Constraint
 from .context_settings import ContextSettings
 from .errors import ClosedError, ContextError
@@ -127,10 +127,10 @@ class WorkerContext(Generator):
     def _vocabulary(self) -> Model:
         return self.model
 
-    def _generate(self, prompts: list[Any], label_sets: list[Optional[Labels]],
+    def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
-        message = ("generate", prompts, label_sets, constraints, sampling, on_progress is not None, cache)
+        message = ("generate", prompts, labels, constraints, sampling, on_progress is not None, cache)
         with self._calls.call():
             return self._run(message, on_progress)
 

@@ -91,9 +91,9 @@ def test_progress_is_reported_once_per_prompt(tiny_server):
     assert seen == [(i, 7) for i in range(1, 8)]
 
 
-def test_choices_give_a_label_for_every_prompt(tiny_server):
+def test_labels_give_a_label_for_every_prompt(tiny_server):
     labels = ["yes", "no", 'say "hi"\n', "a\\b"]  # the grammar escapes quotes, newlines and backslashes
-    result = remote(tiny_server.url).generate_parallel(PROMPTS, choices=labels, temperature=0)
+    result = remote(tiny_server.url).generate_parallel(PROMPTS, labels=labels, temperature=0)
     for completion in result:
         assert completion.error is None and completion.choice in labels and completion.text == completion.choice
         if completion.choice_probs is not None:
@@ -147,14 +147,14 @@ def test_constraints_are_checked_before_any_request(proxy):
         ctx.generate_parallel(PROMPTS[:1], json_schema="{not json")
     assert caught.value.argument == "json_schema"
     with pytest.raises(nl.InvalidArgumentError):
-        ctx.generate_parallel(PROMPTS[:1], json_schema=SCHEMA, choices=["a", "b"])
+        ctx.generate_parallel(PROMPTS[:1], json_schema=SCHEMA, labels=["a", "b"])
     assert proxy.bodies == []
 
 
 def test_a_server_without_structured_outputs_refuses_labels_and_constraints(tiny_server):
     ctx = remote(tiny_server.url)
     ctx.endpoints = (nl.remote.Endpoint(tiny_server.url, OpenAICompatible()),)
-    for constraint in ({"choices": ["a", "b"]}, {"json_schema": SCHEMA}, {"grammar": 'root ::= "a"'}):
+    for constraint in ({"labels": ["a", "b"]}, {"json_schema": SCHEMA}, {"grammar": 'root ::= "a"'}):
         with pytest.raises(nl.InvalidArgumentError, match="no structured outputs"):
             ctx.generate_parallel(PROMPTS[:1], **constraint)
 
@@ -178,7 +178,7 @@ def test_a_conversation_goes_to_the_chat_endpoint_which_applies_the_models_templ
 def test_a_conversation_takes_labels_and_schemas(tiny_server):
     ctx = remote(tiny_server.url)
     labels = ["yes", "no"]
-    for completion in ctx.generate_parallel([CONVERSATION] * 2, choices=labels, temperature=0):
+    for completion in ctx.generate_parallel([CONVERSATION] * 2, labels=labels, temperature=0):
         assert completion.error is None and completion.choice in labels
         # the chat endpoint's log-probabilities: the tiny model's top tokens may begin no label
         assert completion.choice_probs is None or sum(completion.choice_probs.values()) == pytest.approx(1.0)

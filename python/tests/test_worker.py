@@ -59,8 +59,8 @@ def test_answers_come_back_in_order_with_each_failure_its_own(model, fast):
     assert fast.generate(prompts[0], **GREEDY).finish_reason == "length"
 
 
-def test_choices_schemas_caches_and_the_prefix_cache_work_through_the_worker(model, fast, tmp_path):
-    labelled = fast.generate_parallel(["the king is", "the queen is"], choices=["good", "bad"], temperature=0)
+def test_labels_schemas_caches_and_the_prefix_cache_work_through_the_worker(model, fast, tmp_path):
+    labelled = fast.generate_parallel(["the king is", "the queen is"], labels=["good", "bad"], temperature=0)
     assert all(abs(sum(c.choice_probs.values()) - 1) < 1e-9 and c.text in ("good", "bad") for c in labelled)
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     shaped = fast.generate("a number:", json_schema=schema, max_tokens=20, temperature=0)
@@ -229,7 +229,7 @@ prompts, here = json.loads(sys.argv[1]), sys.argv[2] == "here"
 if here:  # the fast lane in this process whatever its ggml settings, as before worker.py
     nl.context.ggml_forces_tiled_matmul = lambda: False
 with nl.Model() as model, nl.Context(model, n_ctx=1024, n_seq_max=4, batch_invariant=False) as fast:
-    result = fast.generate_parallel(prompts, choices=["positive", "negative"], temperature=0)
+    result = fast.generate_parallel(prompts, labels=["positive", "negative"], temperature=0)
     print(json.dumps({"pid": fast.worker_pid, "probs": [c.choice_probs for c in result]}))
 """
 
@@ -278,7 +278,7 @@ def test_gemma_s_fast_lane_gives_the_numbers_of_a_process_with_ggml_s_own_settin
     assert own["pid"] is None  # ggml's own settings there: the fast lane ran in that process
     with nl.Context(gemma, n_ctx=1024, n_seq_max=4, batch_invariant=False) as fast:
         assert fast.worker_pid is not None
-        worker = [c.choice_probs for c in fast.generate_parallel(prompts, choices=["positive", "negative"],
+        worker = [c.choice_probs for c in fast.generate_parallel(prompts, labels=["positive", "negative"],
                                                                  temperature=0)]
     assert worker == own["probs"]
     forced = fast_lane_in_a_process("1", "here")  # under the forced tiled matmul, as before the worker

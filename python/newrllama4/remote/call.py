@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Iterator, Optional, TypeVar
 import httpx
 import numpy as np
 
-from ..choices import Labels, pick_label
+from ..labels import Labels, pick_label
 from ..constraints import Constraint, text_error
 from ..errors import (
     ConstraintError,
@@ -71,13 +71,13 @@ def request_seed(seed: int, index: int) -> int:
 class RemoteCall:
     """One generate_parallel call on a RemoteContext."""
 
-    def __init__(self, context: RemoteContext, prompts: list[Any], label_sets: list[Optional[Labels]],
+    def __init__(self, context: RemoteContext, prompts: list[Any], labels: list[Optional[Labels]],
                  constraints: list[Optional[Constraint]], params: SamplingParams, on_progress: Progress,
                  cache: Optional[str]):
         self.context = context
         self.cache_path = cache
         self.prompts = prompts
-        self.label_sets = label_sets
+        self.labels = labels
         self.constraints = constraints
         self.params = params
         self.on_progress = on_progress
@@ -90,7 +90,7 @@ class RemoteCall:
         started = time.perf_counter()
         # opened here, in the thread that runs the event loop: a SQLite connection stays in its thread
         cache = None if self.cache_path is None else CachedCall(
-            self.cache_path, self.context.model_identity, self._cache_setup(), self.params, self.label_sets,
+            self.cache_path, self.context.model_identity, self._cache_setup(), self.params, self.labels,
             self.constraints,
         )
         try:
@@ -195,7 +195,7 @@ class RemoteCall:
                        seed: int) -> Completion:
         """One attempt at prompt `index` on `endpoint`: its request, or its labels' scoring
         requests; StatusError or httpx's errors for a failure that may be worth a retry."""
-        prompt, labels = self.prompts[index], self.label_sets[index]
+        prompt, labels = self.prompts[index], self.labels[index]
         if labels is not None and endpoint.api.label_scoring is not None:
             scoring = endpoint.api.label_scoring(client, endpoint.url, self.context.model)
             try:
@@ -234,7 +234,7 @@ class RemoteCall:
             return _failed(RemoteResponseError(
                 index, endpoint.url, attempts, f"the response holds no completion ({type(error).__name__}: {error})."
             ))
-        labels, constraint = self.label_sets[index], self.constraints[index]
+        labels, constraint = self.labels[index], self.constraints[index]
         if labels is not None:
             return self._label_completion(index, endpoint, attempts, answer, labels)
         completion = Completion(answer.text, [], answer.n_prompt_tokens, answer.n_tokens, answer.n_cached_tokens,

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import httpx
 
 from ..checks import check_int, check_real
-from ..choices import Labels
+from ..labels import Labels
 from ..constraints import Constraint
 from ..errors import ClosedError, EndpointError, InvalidArgumentError
 from ..generation import Generator, Progress
@@ -54,7 +54,7 @@ class RemoteContext(Generator):
     through against them fails with ConstraintError, one cut off by max_tokens with
     IncompleteOutputError, as locally; a JSON answer's value is in `parsed`.
 
-    With `choices`, vLLM's and llama-server's labels are scored exactly as locally, on
+    With `labels`, vLLM's and llama-server's labels are scored exactly as locally, on
     their own endpoints (see labels.py). On other servers each answer is restricted to a
     label by the server's structured outputs, and where the top log-probabilities of
     the answer's first token show the labels (see labels.label_probs), they give
@@ -153,12 +153,12 @@ class RemoteContext(Generator):
     def _vocabulary(self) -> None:
         return None  # the servers check constraints against their own
 
-    def _generate(self, prompts: list[Any], label_sets: list[Optional[Labels]],
+    def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
         if self._closed:
             raise ClosedError("remote context")
-        used = [(name, value) for name, value in (("choices", label_sets), ("json_schema", constraints))
+        used = [(name, value) for name, value in (("labels", labels), ("json_schema", constraints))
                 if any(v is not None for v in value)]
         unable = [str(e) for e in self.endpoints if not e.api.has_structured_outputs]
         if used and unable:
@@ -166,7 +166,7 @@ class RemoteContext(Generator):
             raise InvalidArgumentError(
                 name, value, f"None: {', '.join(unable)} has no structured outputs newrllama4 knows of"
             )
-        call = RemoteCall(self, prompts, label_sets, constraints, sampling, on_progress, cache)
+        call = RemoteCall(self, prompts, labels, constraints, sampling, on_progress, cache)
         return run_to_completion(call.run())
 
 

@@ -28,7 +28,7 @@ from typing import Any, Optional
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from ..checks import is_conversation
-from ..choices import Labels, every_spelling
+from ..labels import Labels, every_spelling
 from ..constraints import Constraint
 from ..sampling import SamplingParams
 from .http import post_json

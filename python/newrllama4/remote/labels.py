@@ -3,7 +3,7 @@
 A server's answer restricted to the labels does not give them: llama-server reports top
 log-probabilities before its grammar applies, and a grammar spells the answer in
 whatever tokens the model picks ('p' + 'oli' for 'politics'), not the label's own
-tokenization. So each label is scored instead, as choices.py scores it locally (LabelScoring): the
+tokenization. So each label is scored instead (LabelScoring), as the engine scores it locally: the
 log-likelihood of each spelling's own tokens (the label as it is, and after a space) as
 the continuation of the prompt's tokens, the spellings of a label summed and the sums
 normalised over the labels. A prompt's requests go together; the server's prompt cache
@@ -38,7 +38,7 @@ from typing import Any, Optional, Sequence
 import httpx
 import numpy as np
 
-from ..choices import Labels, every_spelling, label_probabilities, label_spellings, spelled_labels
+from ..labels import Labels, every_spelling, label_probabilities, label_spellings, spelled_labels
 
 
 class ScoringResponseError(ValueError):
@@ -75,7 +75,7 @@ class LabelScoring:
         raise NotImplementedError
 
     async def label_scores(self, prompt: Any, labels: Labels) -> LabelScores:
-        """The probability of each label as the continuation of `prompt`, as choices.py computes it."""
+        """The probability of each label as the continuation of `prompt`, as the engine computes it."""
         texts = every_spelling(labels)
         prompt_tokens, *spelt = await asyncio.gather(self.prompt_tokens(prompt), *map(self.label_tokens, texts))
         spellings = spelled_labels(labels, dict(zip(texts, spelt)).__getitem__)
