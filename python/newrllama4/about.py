@@ -12,7 +12,7 @@ import llama_cpp as llama
 
 from ._version import __version__
 from .model import Model
-from .sources import file_identity, file_sha256
+from .files import file_identity, file_sha256
 
 
 def versions() -> dict[str, str]:

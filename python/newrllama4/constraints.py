@@ -35,6 +35,7 @@ import llguidance.llamacpp
 import llguidance.numpy
 import numpy as np
 
+from .checks import per_prompt
 from .errors import ConstraintError, IncompleteOutputError, InvalidArgumentError
 from .model import Model
 
@@ -61,9 +62,9 @@ def check_constraints(json_schema: Any, grammar: Any, n_prompts: int,
 
     `json_schema` is a schema (a dict or a JSON string) for every prompt, or a list with
     one schema (or None) per prompt; `grammar` likewise with GBNF strings."""
-    schemas = _per_prompt("json_schema", json_schema, n_prompts, lambda v: isinstance(v, (dict, str)),
+    schemas = per_prompt("json_schema", json_schema, n_prompts, lambda v: isinstance(v, (dict, str)),
                           "a JSON schema (a dict or a JSON string)")
-    grammars = _per_prompt("grammar", grammar, n_prompts, lambda v: isinstance(v, str), "a GBNF grammar string")
+    grammars = per_prompt("grammar", grammar, n_prompts, lambda v: isinstance(v, str), "a GBNF grammar string")
     compiled: dict[tuple[str, str], Constraint] = {}  # one schema for 5,000 prompts compiles once
     constraints: list[Optional[Constraint]] = []
     for (schema_name, schema), (grammar_name, gbnf) in zip(schemas, grammars):
@@ -78,15 +79,6 @@ def check_constraints(json_schema: Any, grammar: Any, n_prompts: int,
             compiled[key] = _compile(kind, name, value, None if model is None else tokenizer(model))
         constraints.append(compiled[key])
     return constraints
-
-
-def _per_prompt(name: str, value: Any, n_prompts: int, is_one: Any, one: str) -> list[tuple[str, Any]]:
-    """(argument name, value) for each prompt."""
-    if value is None or is_one(value):
-        return [(name, value)] * n_prompts
-    if isinstance(value, (list, tuple)) and len(value) == n_prompts and all(v is None or is_one(v) for v in value):
-        return [(f"{name}[{i}]", v) for i, v in enumerate(value)]
-    raise InvalidArgumentError(name, value, f"None, {one}, or a list of {n_prompts} of them (or None), one per prompt")
 
 
 def _compile(kind: str, name: str, value: Any, vocabulary: Optional[Any]) -> Constraint:

@@ -47,15 +47,15 @@ class Generator(ABC):
     def generate_parallel(
         self,
         prompts: SequenceType[Any],
-        max_tokens: int = 100,
-        temperature: float = 0.8,
-        top_k: int = 40,
-        top_p: float = 0.9,
-        min_p: float = 0.0,
-        repeat_last_n: int = 64,
-        penalty_repeat: float = 1.1,
-        seed: Optional[int] = 1234,
-        stop: Any = None,
+        max_tokens: int = SamplingParams.max_tokens,
+        temperature: float = SamplingParams.temperature,
+        top_k: int = SamplingParams.top_k,
+        top_p: float = SamplingParams.top_p,
+        min_p: float = SamplingParams.min_p,
+        repeat_last_n: int = SamplingParams.repeat_last_n,
+        penalty_repeat: float = SamplingParams.penalty_repeat,
+        seed: Optional[int] = SamplingParams.seed,
+        stop: Any = SamplingParams.stop,
         on_progress: Progress = None,
         labels: Any = None,
         json_schema: Any = None,
@@ -63,7 +63,8 @@ class Generator(ABC):
         cache: Any = None,
         choices: Any = None,
     ) -> ParallelResult:
-        """Generate one completion per prompt, in prompt order.
+        """Generate one completion per prompt, in prompt order. The sampling arguments and
+        their defaults are SamplingParams' (sampling.py).
 
         A prompt is a string, a list of token ids, or a conversation: a list of chat
         messages ({"role": ..., "content": ...}), which a local model lays out with its

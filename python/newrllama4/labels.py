@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .checks import per_prompt
 from .errors import InvalidArgumentError
 from .results import Completion
 from .sequence import Sequence
@@ -31,17 +32,8 @@ def check_labels(labels: Any, n_prompts: int, name: str = "labels") -> list[Opti
     """Each prompt's labels (or None): `labels` is None, one list of labels for every
     prompt, or a list with one list of labels (or None) per prompt. `name` is the
     argument's, as the caller passed it."""
-    if labels is None:
-        return [None] * n_prompts
-    if _is_label_list(labels):
-        return [_checked_labels(name, labels)] * n_prompts
-    if isinstance(labels, (list, tuple)) and len(labels) == n_prompts and all(
-        c is None or _is_label_list(c) for c in labels
-    ):
-        return [None if c is None else _checked_labels(f"{name}[{i}]", c) for i, c in enumerate(labels)]
-    raise InvalidArgumentError(
-        name, labels, f"None, a list of labels, or a list of {n_prompts} lists of labels (or None), one per prompt"
-    )
+    return [None if value is None else _checked_labels(argument, value)
+            for argument, value in per_prompt(name, labels, n_prompts, _is_label_list, "a list of labels")]
 
 
 def _is_label_list(value: Any) -> bool:

@@ -49,7 +49,7 @@ from typing import Any, Optional, Union
 from .labels import Labels
 from .constraints import Constraint
 from .errors import CacheError, InvalidArgumentError
-from .sources import file_identity, file_sha256
+from .files import file_identity, file_sha256
 from .results import Completion
 from .sampling import SamplingParams
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -27,7 +27,7 @@ class SamplingParams:
     repeat_last_n: int = 64
     penalty_repeat: float = 1.1
     seed: Optional[int] = 1234
-    stop: Sequence[str] = field(default_factory=tuple)
+    stop: Optional[Sequence[str]] = None  # a tuple, empty for None, once constructed
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalise in place once

@@ -45,6 +45,7 @@ from .errors import (
     ModelNotFoundError,
     NotGgufError,
 )
+from .files import file_sha256, format_bytes
 from .models import DEFAULT_MODEL, cache_dir, is_model_name, model_path
 
 logger = logging.getLogger(__name__)
@@ -130,39 +131,10 @@ def _check_fetched_gguf(path: Any, source: str) -> str:
         raise NotGgufError(os.fspath(path), source) from None
 
 
-# (real path, size, modification time) -> SHA-256: a result cache and a manifest in one
-# session both name the model by its hash, and a 2 GB file takes seconds to read
-_file_hashes: dict[tuple[str, int, int], str] = {}
-
-
-def file_identity(path: str) -> tuple[str, int, int]:
-    """What says a file is still the one hashed: its real path, size and modification time."""
-    stat = os.stat(path)
-    return os.path.realpath(path), stat.st_size, stat.st_mtime_ns
-
-
-def file_sha256(path: str) -> str:
-    """The SHA-256 of a file, read once per process while its size and modification time stay."""
-    identity = file_identity(path)
-    if identity not in _file_hashes:
-        digest = hashlib.sha256()
-        with open(path, "rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
-        _file_hashes[identity] = digest.hexdigest()
-    return _file_hashes[identity]
-
-
-def _size(n_bytes: Optional[int]) -> str:
-    if n_bytes is None:
-        return "size unknown"
-    return f"{n_bytes / 1e9:.2f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.1f} MB"
-
-
 def _announce(file: str, destination: str, total: Optional[int], done: int,
               progress: Optional[ProgressCallback]) -> None:
-    resuming = f", resuming at {_size(done)}" if done else ""
-    logger.info("Downloading %s (%s%s) into %s", file, _size(total), resuming, destination)
+    resuming = f", resuming at {format_bytes(done)}" if done else ""
+    logger.info("Downloading %s (%s%s) into %s", file, format_bytes(total), resuming, destination)
     if progress is not None:
         progress(DownloadProgress(file, destination, done, total))
 
@@ -348,11 +320,11 @@ def _download(url: str, target: Path, sha256: Optional[str], progress: Optional[
         except httpx.TransportError as exc:
             done = partial.stat().st_size if partial.exists() else 0
             if attempt == _URL_ATTEMPTS:
-                kept = (f"{_size(done)} arrived and are kept in {partial}; loading the model again resumes from there"
+                kept = (f"{format_bytes(done)} arrived and are kept in {partial}; loading the model again resumes from there"
                         if done else "loading the model again tries again")
                 raise DownloadError(url, f"The download of {url} failed {attempt} times ({exc or type(exc).__name__}); "
                                          f"{kept}.", str(partial), done) from exc
-            logger.info("The download of %s broke after %s (%s); resuming", url, _size(done), exc)
+            logger.info("The download of %s broke after %s (%s); resuming", url, format_bytes(done), exc)
             time.sleep(0.5 * attempt)
     try:
         _check_fetched_gguf(partial, url)
