@@ -64,7 +64,7 @@ def tiled_end(n_leading: int) -> int:
     tile (the prefix plan keeps one for each such tile). When it was all the whole tiles,
     a text that carried a prompt over a tile boundary put its tiled end past the
     instruction, and up to 63 instruction tokens were decoded again for every such
-    prompt (bench_prefix, two instructions: 1.00x of llama-server warm). The one-row
+    prompt. The one-row
     kernel costs little more for those tokens: in short contexts the matrix products,
     the same for both kernels, dominate.
     """
@@ -86,11 +86,11 @@ def batch_capacity(n_batch: int, n_slots: int) -> int:
     return planned_tokens(n_batch) + n_slots
 
 
-# About what one pass of llama.cpp over the weights costs, in rows of a batch (Gemma 3
-# 270M, 2 threads: a pass about 15 ms, a row about 1 ms): a gap of idle slots between
-# two slots of a one-row batch is filled with throwaway rows when they are at most this
-# many, and one-row chunks are cut so as to spend the fewest rows and passes
-# (`one_row_length`). (On bench_prefix gaps of up to 8, 16 and 32 rows did alike.)
+# About what one pass of llama.cpp over the weights costs, in rows of a batch, for a
+# small model on a few CPU threads, where a pass costs far more than a row: a gap of
+# idle slots between two slots of a one-row batch is filled with throwaway rows when
+# they are at most this many, and one-row chunks are cut so as to spend the fewest rows
+# and passes (`one_row_length`). The figure is rough on purpose: half or twice it do alike.
 PASS_ROWS = 16
 
 

@@ -10,8 +10,8 @@ IncompleteOutputError, never passing as valid.
 
 The grammars are llguidance's (PyPI `llguidance`, Rust, no torch): it compiles JSON
 schemas and GBNF, bridges to llama.cpp's vocabulary, and fills the token masks of a
-whole batch at once in ~20-50 µs a sequence where llama.cpp's own grammar sampler
-walks all 262k candidates of Gemma's vocabulary for every token. xgrammar would need
+whole batch at once, where llama.cpp's own grammar sampler walks every candidate
+of the vocabulary (262k for Gemma) for every token. xgrammar would need
 torch. A mask depends on nothing but the sequence's own tokens, so constrained
 answers keep every guarantee of the unconstrained ones.
 

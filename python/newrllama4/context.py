@@ -83,9 +83,8 @@ class Context(Generator):
         self.n_threads, self.batch_invariant = settings.n_threads, settings.batch_invariant
         self._handle: Any = None
         self._calls = OneCallAtATime()
-        # the fast lane's decode steps of one row run fastest on repacked weights (bench_prefill:
-        # 0.91-0.94x of llama.cpp's decode against 0.82x); batches of several sequences on
-        # ggml's tiled matmul (bench_parallel at 32: 3-5% faster; prefill 5-8% faster)
+        # the fast lane's decode steps of one row run fastest on repacked weights (their
+        # kernels skip the tiled matmul); batches of several sequences, on ggml's tiled matmul
         repacked = not self.batch_invariant and self.n_seq_max == 1
         # a batch-invariant batch holds a tile at least and the throwaway rows of
         # attention.throwaway_rows, fewer than a tile past a sequence's window

@@ -105,9 +105,9 @@ class BatchSampler:
     among the top k: a row that allows fewer than `top_k` tokens keeps just those.
 
     Every operation works on the whole batch: one pass over the logits for the penalty
-    and the greedy argmax; top-k reads each row once in C (`_top_k.c`: numpy's best
-    route took 2.7x as long), so no row is ever sorted whole (top_k = 0 with top_p < 1
-    or min_p > 0 is the exception: then the whole vocabulary is ranked).
+    and the greedy argmax; top-k reads each row once in C (`_top_k.c`: numpy has no
+    batched top-k that reads a row once), so no row is ever sorted whole (top_k = 0
+    with top_p < 1 or min_p > 0 is the exception: then the whole vocabulary is ranked).
     """
 
     def __init__(self, params: SamplingParams, n_vocab: int):
