@@ -10,7 +10,7 @@ from conftest import random_prompts
 from fault_proxy import Fault, FaultProxy
 from newrllama4.remote.dialects import LlamaServer
 from newrllama4.testing import ModelServer
-from test_remote import kill_after_first_answer, remote
+from test_remote_call import kill_after_first_answer, remote
 from test_result_cache import BASE, OTHER, answers, stored_rows
 
 GREEDY = dict(max_tokens=6, temperature=0)

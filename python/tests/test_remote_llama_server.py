@@ -11,7 +11,7 @@ from conftest import random_prompts
 from fault_proxy import Fault
 from newrllama4.labels import pick_label
 from newrllama4.sampling import sequence_generator
-from test_remote import CONVERSATION, SCHEMA, remote
+from test_remote_call import CONVERSATION, SCHEMA, remote
 
 # Server and local probabilities of the same labels differ only through the kernels
 # (llama.cpp's server batches and caches prompts its own way, and reports float32
