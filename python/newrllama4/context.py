@@ -7,13 +7,13 @@ from typing import Any, Optional
 import llama_cpp as llama
 
 from ._llama import TokenBatch, ggml_forces_tiled_matmul, identity_guaranteed, llama_errors, set_fields
-from .labels import Labels
+from .attention import TILE, batch_capacity
 from .constraints import Constraint
 from .context_settings import ContextSettings
 from .engine import StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
 from .generation import Generator, OneCallAtATime, Progress
-from .attention import TILE, batch_capacity
+from .labels import Labels
 from .memory import check_context_fits, head_sizes
 from .model import Model
 from .prefix_cache import PrefixCache

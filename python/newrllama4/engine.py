@@ -20,10 +20,10 @@ import numpy as np
 from ._llama import TokenBatch
 from .attention import Rows, throwaway_rows, tiled_end
 from .checks import is_conversation
-from .labels import LabelPrompt, Labels, score
 from .constraints import ConstrainedAnswer, Constraint, mask_logits
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
 from .generation import Progress
+from .labels import LabelPrompt, Labels, score
 from .model import Model
 from .prefix_cache import PrefixCache, PrefixPlan
 from .result_cache import CachedCall

@@ -46,10 +46,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from .labels import Labels
 from .constraints import Constraint
 from .errors import CacheError, InvalidArgumentError
 from .files import file_identity, file_sha256
+from .labels import Labels
 from .results import Completion
 from .sampling import SamplingParams
 

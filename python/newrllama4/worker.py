@@ -35,11 +35,11 @@ import tempfile
 from typing import Any, BinaryIO, Optional
 
 from ._llama import ggml_defaults_environment
-from .labels import Labels
 from .constraints import Constraint
 from .context_settings import ContextSettings
 from .errors import ClosedError, ContextError
 from .generation import Generator, OneCallAtATime, Progress
+from .labels import Labels
 from .model import Model
 from .results import ParallelResult
 from .sampling import SamplingParams
@@ -48,6 +48,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def send(stream: BinaryIO, message: Any) -> None:
+    """Write one message, pickled, to the other process (either side)."""
     try:
         data = pickle.dumps(message)
     except Exception as error:  # an answer holding something pickle refuses: say what, not crash

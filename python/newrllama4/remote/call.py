@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Awaitable, Iterator, Optional, TypeVar
 import httpx
 import numpy as np
 
-from ..labels import Labels, pick_label
 from ..constraints import Constraint, text_error
 from ..errors import (
     ConstraintError,
@@ -28,6 +27,7 @@ from ..errors import (
     RemoteTimeoutError,
 )
 from ..generation import Progress
+from ..labels import Labels, pick_label
 from ..result_cache import CachedCall
 from ..results import Completion, ParallelResult, Stats
 from ..sampling import SamplingParams, sequence_generator, sequence_seed

@@ -8,10 +8,10 @@ from typing import Any, Optional
 import httpx
 
 from ..checks import check_int, check_real
-from ..labels import Labels
 from ..constraints import Constraint
 from ..errors import ClosedError, EndpointError, InvalidArgumentError
 from ..generation import Generator, Progress
+from ..labels import Labels
 from ..results import ParallelResult
 from ..sampling import SamplingParams
 from .call import RemoteCall, run_to_completion

@@ -28,8 +28,8 @@ from typing import Any, Optional
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from ..checks import is_conversation
-from ..labels import Labels, every_spelling
 from ..constraints import Constraint
+from ..labels import Labels, every_spelling
 from ..sampling import SamplingParams
 from .http import post_json
 from .labels import LabelScoring, ScoringResponseError, label_grammar
