@@ -53,12 +53,12 @@ engine_condition <- function(exception, call = NULL, traceback = NULL) {
 }
 
 # Arguments the engine names otherwise than R: model_load()'s `model_path` is
-# Model()'s `path`, generate_parallel()'s `labels` still the engine's `choices`.
-r_argument_names <- c(path = "model_path", choices = "labels")
+# Model()'s `path`.
+r_argument_names <- c(path = "model_path")
 
 # The R name of an argument the engine names: "json_schema[0]", the first
 # prompt's schema, is "json_schema[[1]]" (R numbers prompts from 1);
-# "choices[1]" is "labels[[2]]".
+# "labels[1]" is "labels[[2]]".
 r_argument <- function(argument) {
   parts <- regmatches(argument, regexec("^([a-z_]+)(\\[([0-9]+)\\])?$", argument))[[1]]
   if (length(parts) == 0) return(argument)

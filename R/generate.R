@@ -205,8 +205,6 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
     bar <- cli::cli_progress_bar("Generating", total = length(prompts), .envir = environment())
     on_progress <- function(done, total) cli::cli_progress_update(id = bar, set = done)
   }
-  # the engine still calls labels `choices`
-  names(params)[names(params) == "labels"] <- "choices"
   result <- rlang::exec(engine_call, context$py$generate_parallel, prompts, !!!params, on_progress = on_progress,
                         call = call)
   failed <- which(!vapply(result$errors, is.null, NA))

@@ -3,7 +3,7 @@
 32 annotation prompts (the instruction of bench_prefix.py plus a sentence each), 32 at
 once, default model, greedy, each run on a fresh context (so each decodes the
 instruction once and restores it for the others):
-(a) 4 free tokens; (b) `choices` with three labels;
+(a) 4 free tokens; (b) `labels`: three of them;
 (c) free text with max_tokens=32; (d) a small JSON schema (an enum, an integer, a short
 string) with max_tokens=32. A JSON answer stops when its object closes, free text runs
 to max_tokens, so (d) is compared with (c) by total time and by time per generated token.
@@ -49,7 +49,7 @@ def generation_table(model: nl.Model, threads: int) -> None:
     batch = prompts([INSTRUCTION], texts(N_SEQUENCES))
     runs = [
         ("(a) 4 free tokens", dict(max_tokens=4)),
-        (f"(b) choices={LABELS}", dict(choices=LABELS)),
+        (f"(b) labels={LABELS}", dict(labels=LABELS)),
         ("(c) free text, max_tokens=32", dict(max_tokens=32)),
         ("(d) json_schema, max_tokens=32", dict(max_tokens=32, json_schema=SCHEMA)),
     ]

@@ -7,6 +7,7 @@ import os
 
 # first: ggml's settings go into the environment before anything here loads llama.cpp
 from . import _llama  # noqa: F401  isort: skip
+from ._version import __version__  # noqa: F401  (R checks it against its own)
 from .about import model_record, server_record, versions
 from .context import Context
 from .errors import (
@@ -46,8 +47,6 @@ from .remote import RemoteContext
 from .results import Completion, ParallelResult, Stats
 from .sampling import SamplingParams
 from .sources import DownloadProgress, resolve_model
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AmbiguousModelError", "CacheError", "ChatTemplateError", "ChecksumMismatchError", "ClosedError", "Completion",

@@ -10,14 +10,13 @@ from typing import Any, Optional
 
 import llama_cpp as llama
 
+from ._version import __version__
 from .model import Model
-from .sources import file_identity, file_sha256
+from .files import file_identity, file_sha256
 
 
 def versions() -> dict[str, str]:
     """The engine, its libraries, the llama.cpp build and the Python running them."""
-    from . import __version__
-
     return {
         "newrllama4": __version__,
         "llama-cpp-python": metadata.version("llama_cpp_python"),

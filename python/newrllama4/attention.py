@@ -13,10 +13,10 @@ one-row kernel's never does. So a token's numbers depend on nothing but the toke
 before it as long as the kernel each token gets is a function of its own sequence:
 
 - a prompt's first `tiled_end` tokens (its whole tiles but those within its last TILE
-  tokens; for a label question, the question's), are decoded in chunks of TILE rows or
+  tokens; for a prompt with labels, the prompt's), are decoded in chunks of TILE rows or
   more, so they always get the tiled kernel;
 - every other token (the prompt's last partial tile, a label's tokens after its
-  question, generated tokens) goes in chunks of fewer than TILE rows, the one-row
+  prompt, generated tokens) goes in chunks of fewer than TILE rows, the one-row
   kernel;
 - a token that llama.cpp would decode alone (it cuts a batch into micro-batches of
   consecutive seq_ids, so one whose slot has no neighbour in the batch) gets a
@@ -39,15 +39,23 @@ probabilities with the prompt decoded alone.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 # ggml's GGML_FA_TILE_Q: the query rows of one tile of the tiled kernel
 TILE = 64
 
 
+class Rows(NamedTuple):
+    """A run of one slot's rows in a batch: `n` rows from `position` on."""
+
+    slot: int
+    position: int
+    n: int
+
+
 def tiled_end(n_leading: int) -> int:
     """How many leading prompt tokens take the tiled kernel: the whole tiles of the
-    `n_leading` (the prompt, or a label question) that end a tile or more before its end.
+    `n_leading` (the prompt, which labels follow too) that end a tile or more before its end.
 
     Keeping the last tile's worth of tokens out of the tiled part lets prompts that
     share an instruction and differ in a text of up to TILE tokens restore all of it:
@@ -56,7 +64,7 @@ def tiled_end(n_leading: int) -> int:
     tile (the prefix plan keeps one for each such tile). When it was all the whole tiles,
     a text that carried a prompt over a tile boundary put its tiled end past the
     instruction, and up to 63 instruction tokens were decoded again for every such
-    prompt (bench_prefix, two instructions: 1.00x of llama-server warm). The one-row
+    prompt. The one-row
     kernel costs little more for those tokens: in short contexts the matrix products,
     the same for both kernels, dominate.
     """
@@ -78,11 +86,11 @@ def batch_capacity(n_batch: int, n_slots: int) -> int:
     return planned_tokens(n_batch) + n_slots
 
 
-# About what one pass of llama.cpp over the weights costs, in rows of a batch (Gemma 3
-# 270M, 2 threads: a pass about 15 ms, a row about 1 ms): a gap of idle slots between
-# two slots of a one-row batch is filled with throwaway rows when they are at most this
-# many, and one-row chunks are cut so as to spend the fewest rows and passes
-# (`one_row_length`). (On bench_prefix gaps of up to 8, 16 and 32 rows did alike.)
+# About what one pass of llama.cpp over the weights costs, in rows of a batch, for a
+# small model on a few CPU threads, where a pass costs far more than a row: a gap of
+# idle slots between two slots of a one-row batch is filled with throwaway rows when
+# they are at most this many, and one-row chunks are cut so as to spend the fewest rows
+# and passes (`one_row_length`). The figure is rough on purpose: half or twice it do alike.
 PASS_ROWS = 16
 
 
@@ -101,11 +109,10 @@ def one_row_length(chunks: list[int]) -> int:
     return min((PASS_ROWS + len(chunks) * end + cost[i], end) for i, end in enumerate(ends))[1]
 
 
-def throwaway_rows(chunks: list[tuple[int, int, int]], next_position: Callable[[int], int],
-                   room: int, length: int) -> list[tuple[int, int, int]]:
-    """The throwaway rows a batch plan gets, as (slot, first position, rows).
+def throwaway_rows(chunks: list[Rows], next_position: Callable[[int], int], room: int, length: int) -> list[Rows]:
+    """The throwaway rows a batch plan gets.
 
-    `chunks` are the plan's (slot, first position, tokens), one per slot; `next_position`
+    `chunks` are the plan's rows, one run per slot; `next_position`
     gives the next free position of a slot outside the plan; `room` is how many rows may
     be added besides companions. Only a one-row batch (every chunk under TILE) gets any:
     its chunks are padded to `length` (what is past it of a longer chunk is a pass of
@@ -114,21 +121,21 @@ def throwaway_rows(chunks: list[tuple[int, int, int]], next_position: Callable[[
     gets a companion row."""
     if not chunks or max(n for _, _, n in chunks) >= TILE:
         return []
-    rows = [(slot, position + n, length - n) for slot, position, n in chunks if n < length]
+    rows = [Rows(slot, position + n, length - n) for slot, position, n in chunks if n < length]
     room -= sum(count for _, _, count in rows)
     slots = sorted(slot for slot, _, _ in chunks)
     runs = [[slots[0]]]
     for before, after in zip(slots, slots[1:]):
         gap = range(before + 1, after)
         if gap and len(gap) * length <= min(PASS_ROWS, room):
-            rows += [(slot, next_position(slot), length) for slot in gap]
+            rows += [Rows(slot, next_position(slot), length) for slot in gap]
             room -= len(gap) * length
         elif gap:
             runs.append([])
         runs[-1].append(after)
     if length == 1:
         alone = {slot: position for slot, position, n in chunks if n == 1}
-        rows += [(run[0], alone[run[0]] + 1, 1) for run in runs if len(run) == 1 and run[0] in alone]
+        rows += [Rows(run[0], alone[run[0]] + 1, 1) for run in runs if len(run) == 1 and run[0] in alone]
     return rows
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .errors import InvalidArgumentError
 
@@ -109,3 +109,14 @@ def _check_message(name: str, message: dict) -> dict[str, str]:
     if not (isinstance(message.get("role"), str) and isinstance(message.get("content"), str)):
         raise InvalidArgumentError(name, message, "a message: a dict with string 'role' and 'content'")
     return {key: check_text(f"{name}['{key}']", message[key]) for key in ("role", "content")}
+
+
+def per_prompt(name: str, value: Any, n_prompts: int, is_one: Callable[[Any], bool], one: str) -> list[tuple[str, Any]]:
+    """(argument name, value) for each prompt of an argument given once for every prompt
+    (`is_one(value)`, or None) or as a list with one such value (or None) per prompt;
+    `one` says what such a value is."""
+    if value is None or is_one(value):
+        return [(name, value)] * n_prompts
+    if isinstance(value, (list, tuple)) and len(value) == n_prompts and all(v is None or is_one(v) for v in value):
+        return [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+    raise InvalidArgumentError(name, value, f"None, {one}, or a list of {n_prompts} of them (or None), one per prompt")

@@ -10,8 +10,8 @@ IncompleteOutputError, never passing as valid.
 
 The grammars are llguidance's (PyPI `llguidance`, Rust, no torch): it compiles JSON
 schemas and GBNF, bridges to llama.cpp's vocabulary, and fills the token masks of a
-whole batch at once in ~20-50 µs a sequence where llama.cpp's own grammar sampler
-walks all 262k candidates of Gemma's vocabulary for every token. xgrammar would need
+whole batch at once, where llama.cpp's own grammar sampler walks every candidate
+of the vocabulary (262k for Gemma) for every token. xgrammar would need
 torch. A mask depends on nothing but the sequence's own tokens, so constrained
 answers keep every guarantee of the unconstrained ones.
 
@@ -35,6 +35,7 @@ import llguidance.llamacpp
 import llguidance.numpy
 import numpy as np
 
+from .checks import per_prompt
 from .errors import ConstraintError, IncompleteOutputError, InvalidArgumentError
 from .model import Model
 
@@ -61,9 +62,9 @@ def check_constraints(json_schema: Any, grammar: Any, n_prompts: int,
 
     `json_schema` is a schema (a dict or a JSON string) for every prompt, or a list with
     one schema (or None) per prompt; `grammar` likewise with GBNF strings."""
-    schemas = _per_prompt("json_schema", json_schema, n_prompts, lambda v: isinstance(v, (dict, str)),
+    schemas = per_prompt("json_schema", json_schema, n_prompts, lambda v: isinstance(v, (dict, str)),
                           "a JSON schema (a dict or a JSON string)")
-    grammars = _per_prompt("grammar", grammar, n_prompts, lambda v: isinstance(v, str), "a GBNF grammar string")
+    grammars = per_prompt("grammar", grammar, n_prompts, lambda v: isinstance(v, str), "a GBNF grammar string")
     compiled: dict[tuple[str, str], Constraint] = {}  # one schema for 5,000 prompts compiles once
     constraints: list[Optional[Constraint]] = []
     for (schema_name, schema), (grammar_name, gbnf) in zip(schemas, grammars):
@@ -78,15 +79,6 @@ def check_constraints(json_schema: Any, grammar: Any, n_prompts: int,
             compiled[key] = _compile(kind, name, value, None if model is None else tokenizer(model))
         constraints.append(compiled[key])
     return constraints
-
-
-def _per_prompt(name: str, value: Any, n_prompts: int, is_one: Any, one: str) -> list[tuple[str, Any]]:
-    """(argument name, value) for each prompt."""
-    if value is None or is_one(value):
-        return [(name, value)] * n_prompts
-    if isinstance(value, (list, tuple)) and len(value) == n_prompts and all(v is None or is_one(v) for v in value):
-        return [(f"{name}[{i}]", v) for i, v in enumerate(value)]
-    raise InvalidArgumentError(name, value, f"None, {one}, or a list of {n_prompts} of them (or None), one per prompt")
 
 
 def _compile(kind: str, name: str, value: Any, vocabulary: Optional[Any]) -> Constraint:

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import threading
 from typing import Any, Optional
 
 import llama_cpp as llama
 
 from ._llama import TokenBatch, ggml_forces_tiled_matmul, identity_guaranteed, llama_errors, set_fields
-from .choices import Labels
-from .checks import check_bool, check_int, check_real
+from .attention import TILE, batch_capacity
 from .constraints import Constraint
+from .context_settings import ContextSettings
 from .engine import StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
-from .generation import Generator, Progress
-from .attention import TILE, batch_capacity
+from .generation import Generator, OneCallAtATime, Progress
+from .labels import Labels
 from .memory import check_context_fits, head_sizes
 from .model import Model
 from .prefix_cache import PrefixCache
@@ -23,19 +21,12 @@ from .result_cache import CachedCall, ModelFile
 from .results import ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
-from .worker import ContextWorker
+from .worker import WorkerContext
 
 # The KV cache is llama.cpp's default, F16, whose tiled flash-attention kernel prefills
 # fastest. Batch invariance holds the kernel each token gets fixed by the batch
 # discipline of attention.py, not by the cache type.
 KV_CACHE_TYPE, KV_CACHE_NAME = llama.GGML_TYPE_F16, "f16/f16"
-
-
-def _default_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class Context(Generator):
@@ -53,7 +44,8 @@ class Context(Generator):
     generation tokens into one batch; with `n_seq_max=1` on the model's repacked copy of
     the weights (`Model.handle(repacked=True)`, llama.cpp's fastest CPU kernels for one
     row at a time); and, where this process forces ggml's tiled matmul for identity,
-    in a worker process with ggml's own settings (worker.py; `worker_pid` names it).
+    in a worker process with ggml's own settings: `Context(...)` then makes a
+    worker.WorkerContext, which takes the same calls (`worker_pid` names its process).
 
     With `prefix_cache` (the default), prompts that share a prefix of at least 16
     tokens, in one call or across calls, have it decoded once: its KV cells are
@@ -62,43 +54,37 @@ class Context(Generator):
     afresh. `clear_cache()` empties it.
     """
 
+    def __new__(cls, model: Model, *args: Any, **kwargs: Any) -> Any:
+        # the one place that decides where a context runs
+        if not isinstance(model, Model):
+            raise InvalidArgumentError("model", model, "a newrllama4.Model")
+        if cls is Context:
+            settings = ContextSettings(*args, **kwargs)
+            if not settings.batch_invariant and ggml_forces_tiled_matmul():
+                # the fast lane's kernels need the ggml settings this process gave up for identity
+                return WorkerContext(model, settings)
+        return super().__new__(cls)
+
     def __init__(
         self,
         model: Model,
-        n_ctx: int = 4096,
-        n_seq_max: int = 8,
-        n_batch: int = 512,
-        n_threads: Optional[int] = None,
-        batch_invariant: bool = True,
-        prefix_cache: bool = True,
-        prefix_cache_mb: float = 512,
+        n_ctx: int = ContextSettings.n_ctx,
+        n_seq_max: int = ContextSettings.n_seq_max,
+        n_batch: int = ContextSettings.n_batch,
+        n_threads: Optional[int] = ContextSettings.n_threads,
+        batch_invariant: bool = ContextSettings.batch_invariant,
+        prefix_cache: bool = ContextSettings.prefix_cache,
+        prefix_cache_mb: float = ContextSettings.prefix_cache_mb,
     ):
-        if not isinstance(model, Model):
-            raise InvalidArgumentError("model", model, "a newrllama4.Model")
-        self.n_ctx = check_int("n_ctx", n_ctx, minimum=1)
-        self.n_seq_max = check_int("n_seq_max", n_seq_max, minimum=1, maximum=256)
-        self.n_batch = check_int("n_batch", n_batch, minimum=self.n_seq_max)
-        self.n_threads = _default_threads() if n_threads is None else check_int("n_threads", n_threads, minimum=1)
-        self.batch_invariant = check_bool("batch_invariant", batch_invariant)
-        prefix_cache = check_bool("prefix_cache", prefix_cache)
-        prefix_cache_mb = check_real("prefix_cache_mb", prefix_cache_mb, 0.0)
+        settings = ContextSettings(n_ctx, n_seq_max, n_batch, n_threads, batch_invariant, prefix_cache,
+                                   prefix_cache_mb)
         self.model = model
+        self.n_ctx, self.n_seq_max, self.n_batch = settings.n_ctx, settings.n_seq_max, settings.n_batch
+        self.n_threads, self.batch_invariant = settings.n_threads, settings.batch_invariant
         self._handle: Any = None
-        self._worker: Optional[ContextWorker] = None
-        self._lock = threading.RLock()
-        self._running = False
-        if not self.batch_invariant and ggml_forces_tiled_matmul():
-            # the fast lane's kernels need the ggml settings this process gave up for identity
-            self._worker = ContextWorker(model, {
-                "n_ctx": self.n_ctx, "n_seq_max": self.n_seq_max, "n_batch": self.n_batch,
-                "n_threads": self.n_threads, "batch_invariant": False, "prefix_cache": prefix_cache,
-                "prefix_cache_mb": prefix_cache_mb,
-            })
-            model.register_context(self)
-            return
-        # the fast lane's decode steps of one row run fastest on repacked weights (bench_prefill:
-        # 0.91-0.94x of llama.cpp's decode against 0.82x); batches of several sequences on
-        # ggml's tiled matmul (bench_parallel at 32: 3-5% faster; prefill 5-8% faster)
+        self._calls = OneCallAtATime()
+        # the fast lane's decode steps of one row run fastest on repacked weights (their
+        # kernels skip the tiled matmul); batches of several sequences, on ggml's tiled matmul
         repacked = not self.batch_invariant and self.n_seq_max == 1
         # a batch-invariant batch holds a tile at least and the throwaway rows of
         # attention.throwaway_rows, fewer than a tile past a sequence's window
@@ -130,8 +116,8 @@ class Context(Generator):
         self._handle = handle
         self._batch = TokenBatch(capacity)
         self._prefix_cache = (
-            PrefixCache(int(prefix_cache_mb * 2**20), llama.llama_model_n_swa(model.handle()))
-            if prefix_cache else None
+            PrefixCache(int(settings.prefix_cache_mb * 2**20), llama.llama_model_n_swa(model.handle()))
+            if settings.prefix_cache else None
         )
         model.register_context(self)
 
@@ -151,20 +137,16 @@ class Context(Generator):
 
     @property
     def closed(self) -> bool:
-        return self._handle is None if self._worker is None else self._worker.closed
+        return self._handle is None
 
     @property
-    def worker_pid(self) -> Optional[int]:
-        """The process id of the worker this context runs in (worker.py), None if it runs here."""
-        return None if self._worker is None else self._worker.pid
+    def worker_pid(self) -> None:
+        """None: this context runs in this process (see worker.WorkerContext)."""
+        return None
 
     def close(self) -> None:
         """Free the context; waits for a running call to finish. Safe to call twice."""
-        with self._lock:
-            if self._running:
-                raise ContextError("A context cannot be closed from inside its own generate_parallel() call.")
-            if self._worker is not None:
-                self._worker.close()
+        with self._calls.closing():
             if self._handle is not None:
                 if self._prefix_cache is not None:
                     self._prefix_cache.clear()
@@ -172,29 +154,19 @@ class Context(Generator):
                 llama.llama_free(self._handle)
                 self._handle = None
 
-    def __enter__(self) -> "Context":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
     def __del__(self) -> None:
-        # a worker ends with its ContextWorker (its own __del__)
         if getattr(self, "_handle", None) is not None and not self.model.closed:
             self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else (
             f"n_ctx={self.n_ctx} per sequence, n_seq_max={self.n_seq_max}, n_threads={self.n_threads}"
-            + ("" if self._worker is None else f", in worker process {self._worker.pid}")
         )
         return f"<newrllama4.Context {state}>"
 
     def cached_tokens(self) -> int:
         """How many tokens the KV cache holds over all slots: 0 whenever no call runs."""
-        with self._lock:
-            if self._worker is not None:
-                return self._worker.call("cached_tokens")
+        with self._calls.lock:
             memory = llama.llama_get_memory(self._live_handle())
             return sum(
                 llama.llama_memory_seq_pos_max(memory, slot) + 1 for slot in range(self.n_seq_max)
@@ -202,10 +174,8 @@ class Context(Generator):
 
     def clear_cache(self) -> None:
         """Empty the prefix cache: later calls decode every prompt prefix afresh."""
-        with self._lock:
-            if self._worker is not None:
-                self._worker.call("clear_cache")
-            elif self._prefix_cache is not None:
+        with self._calls.lock:
+            if self._prefix_cache is not None:
                 self._prefix_cache.clear()
 
     def _live_handle(self) -> Any:
@@ -218,20 +188,10 @@ class Context(Generator):
     def _vocabulary(self) -> Model:
         return self.model
 
-    def _generate(self, prompts: list[Any], label_sets: list[Optional[Labels]],
+    def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
-        with self._lock:
-            if self._running:
-                # the lock is re-entrant (close() and cached_tokens() may run from a callback),
-                # but a nested call would reuse the batch and clear the cache under the outer one
-                raise ContextError("generate_parallel() was called from inside its own on_progress callback.")
-            if self._worker is not None:
-                self._running = True
-                try:
-                    return self._worker.generate(prompts, label_sets, constraints, sampling, on_progress, cache)
-                finally:
-                    self._running = False
+        with self._calls.call():
             handle = self._live_handle()
             scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
             # what decides answers beside the model, the prompt and the arguments: llama.cpp's
@@ -239,21 +199,18 @@ class Context(Generator):
             # (the KV cache types follow from these and the model file, which the key names by its hash)
             setup = {"llama_cpp": llama.__version__, "batch_invariant": self.batch_invariant}
             result_cache = None if cache is None else CachedCall(
-                cache, ModelFile(self.model.path), setup, sampling, label_sets, constraints, self.n_ctx
+                cache, ModelFile(self.model.path), setup, sampling, labels, constraints, self.n_ctx
             )
             loop = StepLoop(
                 self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress, self._prefix_cache,
                 result_cache, self.batch_invariant,
             )
-            self._running = True
             try:
-                result = loop.run(prompts, label_sets, constraints)
+                result = loop.run(prompts, labels, constraints)
                 result.stats.batch_invariant = self.batch_invariant
                 result.stats.kv_cache = KV_CACHE_NAME
                 result.stats.identity_guaranteed = self.batch_invariant and identity_guaranteed()
                 return result
             finally:
-                self._running = False
                 if result_cache is not None:
                     result_cache.close()
-

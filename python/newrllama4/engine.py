@@ -18,12 +18,12 @@ import llama_cpp as llama
 import numpy as np
 
 from ._llama import TokenBatch
-from .attention import throwaway_rows, tiled_end
+from .attention import Rows, throwaway_rows, tiled_end
 from .checks import is_conversation
-from .choices import ChoicePrompt, Labels, score
 from .constraints import ConstrainedAnswer, Constraint, mask_logits
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
 from .generation import Progress
+from .labels import LabelPrompt, Labels, score
 from .model import Model
 from .prefix_cache import PrefixCache, PrefixPlan
 from .result_cache import CachedCall
@@ -65,7 +65,7 @@ class StepLoop:
         self.prefixes: Optional[PrefixPlan] = None
         self.result_cache = result_cache
         self.sequences: list[Sequence] = []
-        self.questions: dict[int, ChoicePrompt] = {}
+        self.label_prompts: dict[int, LabelPrompt] = {}
         self.completions: list[Optional[Completion]] = []
         self.stats = Stats(seed=params.seed)
         self._n_done = 0
@@ -95,19 +95,19 @@ class StepLoop:
 
     # -- the loop -----------------------------------------------------------------------
 
-    def _choice_prompt(self, sequence: Sequence, labels: Labels) -> ChoicePrompt:
-        question = ChoicePrompt(
+    def _label_prompt(self, sequence: Sequence, labels: Labels) -> LabelPrompt:
+        label_prompt = LabelPrompt(
             sequence.index, sequence.tokens, labels, lambda text: self.model.tokenize(text, add_special=False),
             self.params.stop,
         )
-        for scoring in question.sequences:
-            # the label's own tokens after the question take the one-row kernel, like generated ones
+        for scoring in label_prompt.sequences:
+            # the label's own tokens after the prompt take the one-row kernel, like generated ones
             scoring.n_tiled = sequence.n_tiled
             if scoring.n_prompt > self.n_ctx:
                 scoring.finish("error", PromptTooLongError(sequence.index, scoring.n_prompt, self.n_ctx))
-        return question
+        return label_prompt
 
-    def run(self, prompts: list[Prompt], choices: list[Optional[Labels]],
+    def run(self, prompts: list[Prompt], labels: list[Optional[Labels]],
             constraints: list[Optional[Constraint]]) -> ParallelResult:
         started = time.perf_counter()
         sequences = self.sequences = [self._sequence(i, p) for i, p in enumerate(prompts)]
@@ -119,12 +119,12 @@ class StepLoop:
         for sequence in to_compute:
             if constraints[sequence.index] is not None and not sequence.finished:
                 sequence.constrained = ConstrainedAnswer(constraints[sequence.index], self.model)
-        questions = self.questions = {
-            s.index: self._choice_prompt(s, choices[s.index])
-            for s in to_compute if choices[s.index] is not None and not s.finished
+        label_prompts = self.label_prompts = {
+            s.index: self._label_prompt(s, labels[s.index])
+            for s in to_compute if labels[s.index] is not None and not s.finished
         }
-        live = [s for s in to_compute if not s.finished and s.index not in questions]
-        live += [s for q in questions.values() for s in q.sequences if not s.finished]
+        live = [s for s in to_compute if not s.finished and s.index not in label_prompts]
+        live += [s for p in label_prompts.values() for s in p.sequences if not s.finished]
         self._n_total = len(sequences)
         self._n_left = Counter(s.index for s in live)
         self.stats.prompts = len(sequences)
@@ -177,17 +177,17 @@ class StepLoop:
             "request %d finished (%s) after %d tokens", sequence.index, sequence.finish_reason, len(sequence.generated)
         )
         self._n_left[sequence.index] -= 1
-        if not self._n_left[sequence.index]:  # a prompt with choices is done with its last scoring sequence
+        if not self._n_left[sequence.index]:  # a prompt with labels is done with its last scoring sequence
             self._finish_prompt(sequence.index)
 
     def _finish_prompt(self, index: int) -> None:
         """Settle a finished prompt's answer, commit it to the result cache, then report
         progress: a process killed from the progress callback has stored this answer."""
         if self.completions[index] is None:
-            question = self.questions.get(index)
+            label_prompt = self.label_prompts.get(index)
             self.completions[index] = (
-                question.completion(self.params.temperature, sequence_generator(self.params.seed, index))
-                if question is not None else self.sequences[index].completion()
+                label_prompt.completion(self.params.temperature, sequence_generator(self.params.seed, index))
+                if label_prompt is not None else self.sequences[index].completion()
             )
             if self.result_cache is not None:
                 self.result_cache.store(index, self.completions[index])
@@ -206,12 +206,12 @@ class StepLoop:
         """Decode one planned batch and sample its outputs; on failure retry in halves."""
         throwaway = self._throwaway_rows(plan)
         wanting_logits = self._fill(plan, throwaway)
-        is_prefill = any(s.prefilling for s, _ in plan)
+        is_prefill = any(entry.sequence.prefilling for entry in plan)
         started = time.perf_counter()
         status = self.batch.decode(self.ctx)
         elapsed = time.perf_counter() - started
-        for slot, position, _ in throwaway:
-            llama.llama_memory_seq_rm(self.memory, slot, position, -1)
+        for rows in throwaway:
+            llama.llama_memory_seq_rm(self.memory, rows.slot, rows.position, -1)
         self.stats.llama_decode_calls += 1
         if is_prefill:
             self.stats.prefill_seconds += elapsed
@@ -228,27 +228,32 @@ class StepLoop:
         if wanting_logits:
             self._sample(wanting_logits)
 
-    def _fill(self, plan: list[PlanEntry], throwaway: list[tuple[int, int, int]]) -> list[Sequence]:
+    def _fill(self, plan: list[PlanEntry], throwaway: list[Rows]) -> list[Sequence]:
         """Put the plan and its throwaway rows into the batch, in slot order (llama.cpp
-        takes consecutive seq_ids in batch order into a micro-batch); return the sequences
-        whose last token wants logits, in batch order."""
+        takes consecutive seq_ids in batch order into a micro-batch), a slot's throwaway
+        rows after its plan entry; return the sequences whose last token wants logits,
+        in batch order."""
         self.batch.clear()
         wanting_logits = []
-        entries = sorted([(s.slot, 0, s, n) for s, n in plan] + [(slot, 1, p, n) for slot, p, n in throwaway],
-                         key=lambda entry: entry[:2])
-        filler = plan[0][0].tokens[plan[0][0].n_cached]
-        for slot, is_throwaway, what, n in entries:
+        first = plan[0].sequence
+        filler = first.tokens[first.n_cached]
+        # (slot, 0, k) for plan[k], (slot, 1, k) for throwaway[k]
+        order = sorted([(entry.sequence.slot, 0, k) for k, entry in enumerate(plan)]
+                       + [(rows.slot, 1, k) for k, rows in enumerate(throwaway)])
+        for slot, is_throwaway, k in order:
             if is_throwaway:
-                self.batch.add([filler] * n, what, slot, False)
+                rows = throwaway[k]
+                self.batch.add([filler] * rows.n, rows.position, slot, False)
                 continue
-            start = what.n_cached
-            wants_logits = start + n == len(what.tokens)
-            self.batch.add(what.tokens[start:start + n], start, slot, wants_logits)
+            sequence, n = plan[k]
+            start = sequence.n_cached
+            wants_logits = start + n == len(sequence.tokens)
+            self.batch.add(sequence.tokens[start:start + n], start, slot, wants_logits)
             if wants_logits:
-                wanting_logits.append(what)
+                wanting_logits.append(sequence)
         return wanting_logits
 
-    def _throwaway_rows(self, plan: list[PlanEntry]) -> list[tuple[int, int, int]]:
+    def _throwaway_rows(self, plan: list[PlanEntry]) -> list[Rows]:
         """The rows that keep a batch-invariant batch's tokens on their kernels and in as
         few of llama.cpp's passes as may be (attention.throwaway_rows)."""
         if not self.batch_invariant:
@@ -257,7 +262,7 @@ class StepLoop:
         room = self.batch.capacity - self.scheduler.n_slots - max(n for _, n in plan) * len(plan)
         # the chunks of prompts others wait for may be longer (Scheduler._equal_prefill)
         length = max((n for s, n in plan if not s.awaited), default=max(n for _, n in plan))
-        return throwaway_rows([(s.slot, s.n_cached, n) for s, n in plan],
+        return throwaway_rows([Rows(s.slot, s.n_cached, n) for s, n in plan],
                               lambda slot: next_position.get(slot, 0), room, length)
 
     def _recover(self, plan: list[PlanEntry], status: int) -> None:
@@ -266,7 +271,7 @@ class StepLoop:
         for sequence, _ in plan:
             llama.llama_memory_seq_rm(self.memory, sequence.slot, sequence.n_cached, -1)
         if len(plan) == 1:
-            sequence = plan[0][0]
+            sequence = plan[0].sequence
             log.debug("request %d failed: llama_decode returned %d", sequence.index, status)
             sequence.finish("error", DecodeError(sequence.index, status))
             return

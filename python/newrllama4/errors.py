@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from .files import format_bytes
+
 
 def describe(value: Any, limit: int = 60) -> str:
     """A short, readable rendering of a bad value for an error message."""
@@ -155,13 +157,9 @@ class ContextTooLargeError(ContextError):
         self.available_bytes = available_bytes
         super().__init__(
             f"A context of {n_seq_max} sequences of n_ctx={n_ctx} tokens needs about "
-            f"{_size(needed_bytes)} of KV cache, but only {_size(available_bytes)} of memory "
+            f"{format_bytes(needed_bytes)} of KV cache, but only {format_bytes(available_bytes)} of memory "
             f"is available; lower `n_ctx` or `n_seq_max`."
         )
-
-
-def _size(n_bytes: int) -> str:
-    return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.1f} MB"
 
 
 class ClosedError(NewrllamaError):

@@ -6,13 +6,16 @@ both take the same arguments and return the same ParallelResult.
 
 from __future__ import annotations
 
+import threading
+import warnings
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Optional, Sequence as SequenceType
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional, Sequence as SequenceType
 
 from .checks import check_callable, check_prompts
-from .choices import Labels, check_choices
 from .constraints import Constraint, check_constraints
-from .errors import InvalidArgumentError
+from .errors import ContextError, InvalidArgumentError
+from .labels import Labels, check_labels
 from .model import Model
 from .result_cache import check_cache_path
 from .results import Completion, ParallelResult
@@ -22,6 +25,21 @@ Progress = Optional[Callable[[int, int], Any]]
 
 
 class Generator(ABC):
+    @property
+    @abstractmethod
+    def closed(self) -> bool:
+        """Whether close() was called (or the model it runs on was closed)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Free what the context holds. Safe to call twice."""
+
+    def __enter__(self) -> "Generator":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     def generate(self, prompt: Any, **params: Any) -> Completion:
         """Generate from one prompt: `generate_parallel` of a one-prompt list."""
         return self.generate_parallel([prompt], **params)[0]
@@ -29,22 +47,24 @@ class Generator(ABC):
     def generate_parallel(
         self,
         prompts: SequenceType[Any],
-        max_tokens: int = 100,
-        temperature: float = 0.8,
-        top_k: int = 40,
-        top_p: float = 0.9,
-        min_p: float = 0.0,
-        repeat_last_n: int = 64,
-        penalty_repeat: float = 1.1,
-        seed: Optional[int] = 1234,
-        stop: Any = None,
+        max_tokens: int = SamplingParams.max_tokens,
+        temperature: float = SamplingParams.temperature,
+        top_k: int = SamplingParams.top_k,
+        top_p: float = SamplingParams.top_p,
+        min_p: float = SamplingParams.min_p,
+        repeat_last_n: int = SamplingParams.repeat_last_n,
+        penalty_repeat: float = SamplingParams.penalty_repeat,
+        seed: Optional[int] = SamplingParams.seed,
+        stop: Any = SamplingParams.stop,
         on_progress: Progress = None,
-        choices: Any = None,
+        labels: Any = None,
         json_schema: Any = None,
         grammar: Any = None,
         cache: Any = None,
+        choices: Any = None,
     ) -> ParallelResult:
-        """Generate one completion per prompt, in prompt order.
+        """Generate one completion per prompt, in prompt order. The sampling arguments and
+        their defaults are SamplingParams' (sampling.py).
 
         A prompt is a string, a list of token ids, or a conversation: a list of chat
         messages ({"role": ..., "content": ...}), which a local model lays out with its
@@ -53,27 +73,29 @@ class Generator(ABC):
         too long, bad token ids, a decode failure, a failed request) gets
         `finish_reason="error"` and its exception in `error`; the others are unaffected.
 
-        `choices` restricts answers to labels: one list of labels for every prompt, or
+        `labels` restricts answers to labels: one list of labels for every prompt, or
         one list (or None) per prompt. Such a prompt's `text` and `choice` are its
-        label and `choice_probs` the model's probability of each label (see choices.py).
+        label and `choice_probs` the model's probability of each label (see labels.py).
+        `choices` is the deprecated name of `labels` (DeprecationWarning).
 
         `json_schema` (a dict or a JSON string) and `grammar` (GBNF) constrain answers
         likewise, one for every prompt or one (or None) per prompt: the text follows the
         schema or grammar, a JSON answer's value is in `parsed`, and an answer cut off
         before it is complete fails with IncompleteOutputError (see constraints.py). A
-        prompt has at most one of `choices`, `json_schema` and `grammar`.
+        prompt has at most one of `labels`, `json_schema` and `grammar`.
 
         `cache`, the path of a SQLite file (created if missing), keeps answers across
         calls and crashes: prompts it answers are not run again, and each other answer
         is committed as its prompt finishes (see result_cache.py for what the key covers).
         """
         prompts = check_prompts(prompts)
-        label_sets = check_choices(choices, len(prompts))
+        labels_name, labels = _labels_argument(labels, choices)
+        prompt_labels = check_labels(labels, len(prompts), labels_name)
         constraints = check_constraints(json_schema, grammar, len(prompts), self._vocabulary())
-        for i, (labels, constraint) in enumerate(zip(label_sets, constraints)):
-            if labels is not None and constraint is not None:
+        for i, (one, constraint) in enumerate(zip(prompt_labels, constraints)):
+            if one is not None and constraint is not None:
                 raise InvalidArgumentError(
-                    "choices", choices, f"None for prompt {i}, which has a {constraint.kind}: one constraint per prompt"
+                    labels_name, labels, f"None for prompt {i}, which has a {constraint.kind}: one constraint per prompt"
                 )
         sampling = SamplingParams(
             max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
@@ -81,7 +103,7 @@ class Generator(ABC):
         )
         on_progress = check_callable("on_progress", on_progress)
         cache = check_cache_path(cache)
-        return self._generate(prompts, label_sets, constraints, sampling, on_progress, cache)
+        return self._generate(prompts, prompt_labels, constraints, sampling, on_progress, cache)
 
     @abstractmethod
     def _vocabulary(self) -> Optional[Model]:
@@ -89,7 +111,48 @@ class Generator(ABC):
         checks them against its own."""
 
     @abstractmethod
-    def _generate(self, prompts: list[Any], label_sets: list[Optional[Labels]],
+    def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
         """generate_parallel() with its arguments checked."""
+
+
+def _labels_argument(labels: Any, choices: Any) -> tuple[str, Any]:
+    """The labels argument and the name the caller gave it: `choices`, its deprecated
+    name (which the R package passes until it says `labels`), or `labels`."""
+    if choices is None:
+        return "labels", labels
+    warnings.warn("generate_parallel()'s `choices` is now `labels`; `choices` will go.", DeprecationWarning,
+                  stacklevel=3)
+    if labels is not None:
+        raise InvalidArgumentError("choices", choices, "None when `labels` is given: they are one argument")
+    return "choices", choices
+
+
+class OneCallAtATime:
+    """The lock of a context whose calls share one llama.cpp context: calls wait for each
+    other, and the progress callback may use the context between steps (cached_tokens())
+    but not start another call on it or close it, which would reuse the batch and clear
+    the KV cache under the running call."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()  # re-entrant, for the progress callback
+        self._running = False
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        with self.lock:
+            if self._running:
+                raise ContextError("generate_parallel() was called from inside its own on_progress callback.")
+            self._running = True
+            try:
+                yield
+            finally:
+                self._running = False
+
+    @contextmanager
+    def closing(self) -> Iterator[None]:
+        with self.lock:
+            if self._running:
+                raise ContextError("A context cannot be closed from inside its own generate_parallel() call.")
+            yield

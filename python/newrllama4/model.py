@@ -13,7 +13,8 @@ import llama_cpp as llama
 from ._llama import ensure_backend, set_fields
 from .checks import check_bool, check_int, check_text
 from .errors import ChatTemplateError, ClosedError, InvalidArgumentError, ModelLoadError
-from .sources import ProgressCallback, file_sha256, resolve_model
+from .files import file_sha256
+from .sources import ProgressCallback, resolve_model
 
 _LOAD_MODE_NONE, _LOAD_MODE_MMAP = 0, 1
 
@@ -53,7 +54,6 @@ class Model:
         buf = ctypes.create_string_buffer(256)
         llama.llama_model_desc(handle, buf, len(buf))
         self.description = buf.value.decode("utf-8", errors="replace")
-        self._sha256: Optional[str] = None
 
     def _load(self, repacked: bool) -> Any:
         params = set_fields(
@@ -176,10 +176,8 @@ class Model:
 
     @property
     def sha256(self) -> str:
-        """The SHA-256 of the model file, computed on first use (a second or two for a few hundred MB)."""
-        if self._sha256 is None:
-            self._sha256 = file_sha256(self.path)
-        return self._sha256
+        """The SHA-256 of the model file, read once per process (files.file_sha256)."""
+        return file_sha256(self.path)
 
     # -- chat -----------------------------------------------------------------------
 

@@ -46,10 +46,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from .choices import Labels
 from .constraints import Constraint
 from .errors import CacheError, InvalidArgumentError
-from .sources import file_identity, file_sha256
+from .files import file_identity, file_sha256
+from .labels import Labels
 from .results import Completion
 from .sampling import SamplingParams
 
@@ -58,7 +58,8 @@ from .sampling import SamplingParams
 # 4: a prompt's last tile in the one-row kernel; the fast lane on repacked weights
 CACHE_FORMAT = 4
 # Arguments of generate_parallel that cannot change an answer; every other one is in the key.
-NOT_IN_KEY = frozenset({"self", "prompts", "on_progress", "cache"})
+# `choices` is the deprecated name of `labels`, which the key holds
+NOT_IN_KEY = frozenset({"self", "prompts", "on_progress", "cache", "choices"})
 
 # "NLRC" in the SQLite header marks a newrllama4 result cache; user_version is its layout
 _APPLICATION_ID = 0x4E4C5243
@@ -172,12 +173,13 @@ class ResultCache:
         self._run("INSERT OR IGNORE INTO answers VALUES (?, ?)", (key, json.dumps(stored)))
 
 
-def per_prompt_arguments(label_sets: list[Optional[Labels]],
+def per_prompt_arguments(labels: list[Optional[Labels]],
                          constraints: list[Optional[Constraint]]) -> dict[str, list[Any]]:
     """The arguments of a call given per prompt, by name, one value per prompt: with the
     SamplingParams, every argument of generate_parallel outside NOT_IN_KEY."""
     return {
-        "choices": label_sets,
+        # the labels under their old argument's name, so that answers stored before are found again
+        "choices": labels,
         # a constraint by its compiled grammar, which also covers how JSON is written
         **{kind: [c.grammar if c is not None and c.kind == kind else None for c in constraints]
            for kind in ("json_schema", "grammar")},
@@ -202,7 +204,7 @@ class CachedCall:
     """
 
     def __init__(self, path: str, model: Union[ModelFile, str], setup: dict[str, Any], params: SamplingParams,
-                 label_sets: list[Optional[Labels]], constraints: list[Optional[Constraint]],
+                 labels: list[Optional[Labels]], constraints: list[Optional[Constraint]],
                  n_ctx: Optional[int] = None):
         self._cache = ResultCache(path)
         try:
@@ -212,7 +214,7 @@ class CachedCall:
             raise
         self._common = {"format": CACHE_FORMAT, "model": model_id, **setup}
         self._arguments = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "seed"}
-        self._per_prompt = per_prompt_arguments(label_sets, constraints)
+        self._per_prompt = per_prompt_arguments(labels, constraints)
         self._seed = None if params.greedy else params.seed
         self._n_ctx = n_ctx
         self._max_tokens = params.max_tokens

@@ -18,8 +18,8 @@ class Completion:
     n_cached_tokens: int
     finish_reason: str  # "stop", "length" or "error"
     error: Optional[BaseException] = None
-    choice: Optional[str] = None  # with `choices`: the label, also in `text`
-    choice_probs: Optional[dict[str, float]] = None  # with `choices`: each label's probability
+    choice: Optional[str] = None  # with `labels`: the label, also in `text`
+    choice_probs: Optional[dict[str, float]] = None  # with `labels`: each label's probability
     parsed: Any = None  # with `json_schema`: the answer as a Python value
     from_cache: bool = False  # read from the result cache (`cache=`), as an earlier call stored it
 

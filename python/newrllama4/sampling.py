@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -27,7 +27,7 @@ class SamplingParams:
     repeat_last_n: int = 64
     penalty_repeat: float = 1.1
     seed: Optional[int] = 1234
-    stop: Sequence[str] = field(default_factory=tuple)
+    stop: Optional[Sequence[str]] = None  # a tuple, empty for None, once constructed
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalise in place once
@@ -105,9 +105,9 @@ class BatchSampler:
     among the top k: a row that allows fewer than `top_k` tokens keeps just those.
 
     Every operation works on the whole batch: one pass over the logits for the penalty
-    and the greedy argmax; top-k reads each row once in C (`_top_k.c`: numpy's best
-    route took 2.7x as long), so no row is ever sorted whole (top_k = 0 with top_p < 1
-    or min_p > 0 is the exception: then the whole vocabulary is ranked).
+    and the greedy argmax; top-k reads each row once in C (`_top_k.c`: numpy has no
+    batched top-k that reads a row once), so no row is ever sorted whole (top_k = 0
+    with top_p < 1 or min_p > 0 is the exception: then the whole vocabulary is ranked).
     """
 
     def __init__(self, params: SamplingParams, n_vocab: int):

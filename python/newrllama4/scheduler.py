@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, NamedTuple, Optional
 
 from .attention import chunk_length, one_row_length, planned_tokens, tiled_step
 from .sequence import Sequence
 
-# One entry of a batch plan: a sequence and how many of its pending tokens to feed.
-PlanEntry = tuple[Sequence, int]
+class PlanEntry(NamedTuple):
+    """One entry of a batch plan: a sequence and how many of its pending tokens to feed."""
+
+    sequence: Sequence
+    n: int
 
 
 class Scheduler:
@@ -76,15 +79,15 @@ class Scheduler:
         decoding = [s for s in self.running if not s.prefilling]
         if self.separate_phases:
             # in slot order: llama.cpp cuts a batch into micro-batches of consecutive seq_ids
-            plan = self._equal_prefill(prefilling) if prefilling else [(s, 1) for s in decoding]
-            return sorted(plan, key=lambda entry: entry[0].slot)
-        plan: list[PlanEntry] = [(s, 1) for s in decoding]
+            plan = self._equal_prefill(prefilling) if prefilling else [PlanEntry(s, 1) for s in decoding]
+            return sorted(plan, key=lambda entry: entry.sequence.slot)
+        plan = [PlanEntry(s, 1) for s in decoding]
         budget = self.capacity - len(plan)
         for sequence in prefilling:
             if budget == 0:
                 break
             n = min(sequence.boundary - sequence.n_cached, budget)
-            plan.append((sequence, n))
+            plan.append(PlanEntry(sequence, n))
             budget -= n
         return plan
 
@@ -104,8 +107,8 @@ class Scheduler:
         if first.n_cached < first.n_tiled:
             length = self._chunk(first)
             group = [s for s in prefilling if s.n_cached < s.n_tiled and self._chunk(s) == length]
-            return [(s, length) for s in group[: self.capacity // length]]
+            return [PlanEntry(s, length) for s in group[: self.capacity // length]]
         # each at most an even share of the batch, so that padded to the longest they fit it
         chunks = [(s, self._chunk(s)) for s in prefilling if s.n_cached >= s.n_tiled]
         length = one_row_length([n for s, n in chunks if not s.awaited] or [n for _, n in chunks])
-        return [(s, n if s.awaited else min(n, length)) for s, n in chunks]
+        return [PlanEntry(s, n if s.awaited else min(n, length)) for s, n in chunks]

@@ -45,12 +45,13 @@ from .errors import (
     ModelNotFoundError,
     NotGgufError,
 )
+from .files import file_sha256, format_bytes
 from .models import DEFAULT_MODEL, cache_dir, is_model_name, make_cache_folder, model_path
+from .ollama import OLLAMA_MODEL_LAYER, OLLAMA_PREFIX, ollama_display, ollama_models, ollama_name, ollama_stores
 
 logger = logging.getLogger(__name__)
 
 HUB_PREFIX = "hf://"
-OLLAMA_PREFIX = "ollama:"
 _URL_PREFIXES = ("https://", "http://")
 _GGUF_MAGIC = b"GGUF"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -130,39 +131,10 @@ def _check_fetched_gguf(path: Any, source: str) -> str:
         raise NotGgufError(os.fspath(path), source) from None
 
 
-# (real path, size, modification time) -> SHA-256: a result cache and a manifest in one
-# session both name the model by its hash, and a 2 GB file takes seconds to read
-_file_hashes: dict[tuple[str, int, int], str] = {}
-
-
-def file_identity(path: str) -> tuple[str, int, int]:
-    """What says a file is still the one hashed: its real path, size and modification time."""
-    stat = os.stat(path)
-    return os.path.realpath(path), stat.st_size, stat.st_mtime_ns
-
-
-def file_sha256(path: str) -> str:
-    """The SHA-256 of a file, read once per process while its size and modification time stay."""
-    identity = file_identity(path)
-    if identity not in _file_hashes:
-        digest = hashlib.sha256()
-        with open(path, "rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
-        _file_hashes[identity] = digest.hexdigest()
-    return _file_hashes[identity]
-
-
-def _size(n_bytes: Optional[int]) -> str:
-    if n_bytes is None:
-        return "size unknown"
-    return f"{n_bytes / 1e9:.2f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.1f} MB"
-
-
 def _announce(file: str, destination: str, total: Optional[int], done: int,
               progress: Optional[ProgressCallback]) -> None:
-    resuming = f", resuming at {_size(done)}" if done else ""
-    logger.info("Downloading %s (%s%s) into %s", file, _size(total), resuming, destination)
+    resuming = f", resuming at {format_bytes(done)}" if done else ""
+    logger.info("Downloading %s (%s%s) into %s", file, format_bytes(total), resuming, destination)
     if progress is not None:
         progress(DownloadProgress(file, destination, done, total))
 
@@ -348,11 +320,11 @@ def _download(url: str, target: Path, sha256: Optional[str], progress: Optional[
         except httpx.TransportError as exc:
             done = partial.stat().st_size if partial.exists() else 0
             if attempt == _URL_ATTEMPTS:
-                kept = (f"{_size(done)} arrived and are kept in {partial}; loading the model again resumes from there"
+                kept = (f"{format_bytes(done)} arrived and are kept in {partial}; loading the model again resumes from there"
                         if done else "loading the model again tries again")
                 raise DownloadError(url, f"The download of {url} failed {attempt} times ({exc or type(exc).__name__}); "
                                          f"{kept}.", str(partial), done) from exc
-            logger.info("The download of %s broke after %s (%s); resuming", url, _size(done), exc)
+            logger.info("The download of %s broke after %s (%s); resuming", url, format_bytes(done), exc)
             time.sleep(0.5 * attempt)
     try:
         _check_fetched_gguf(partial, url)
@@ -407,51 +379,16 @@ def _total_size(response: httpx.Response, done: int) -> Optional[int]:
 
 # -- ollama:NAME[:TAG] ------------------------------------------------------------------------
 
-_OLLAMA_REGISTRY, _OLLAMA_NAMESPACE = "registry.ollama.ai", "library"
-_OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
-
-
-def ollama_stores() -> list[Path]:
-    """Where Ollama keeps pulled models, in the order looked up: $OLLAMA_MODELS, the per-user
-    default, and the folder of the Linux service (which runs as its own user)."""
-    configured = os.environ.get("OLLAMA_MODELS")
-    stores = [Path(configured).expanduser()] if configured else []
-    return stores + [Path.home() / ".ollama" / "models", Path("/usr/share/ollama/.ollama/models")]
-
-
-def _ollama_name(spec: str) -> tuple[str, str, str, str]:
-    """"ollama:llama3.2:3b" -> (registry, namespace, model, tag), with Ollama's defaults."""
-    name = spec[len(OLLAMA_PREFIX):]
-    path, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
-    parts = path.split("/")
-    if not path or not tag or len(parts) > 3 or not all(parts):
-        raise InvalidArgumentError("path", spec, "an Ollama model as ollama:NAME or ollama:NAME:TAG")
-    parts = [_OLLAMA_REGISTRY, _OLLAMA_NAMESPACE][: 3 - len(parts)] + parts
-    return parts[0], parts[1], parts[2], tag
-
-
-def _ollama_display(registry: str, namespace: str, model: str, tag: str) -> str:
-    """The name `ollama list` shows: without the default registry and namespace."""
-    prefix = [] if registry == _OLLAMA_REGISTRY else [registry]
-    prefix += [] if registry == _OLLAMA_REGISTRY and namespace == _OLLAMA_NAMESPACE else [namespace]
-    return "/".join(prefix + [model]) + f":{tag}"
-
-
-def _ollama_models(store: Path) -> Iterator[str]:
-    for manifest in sorted((store / "manifests").glob("*/*/*/*")):
-        if manifest.is_file():
-            yield _ollama_display(*manifest.relative_to(store / "manifests").parts)
-
 
 def _from_ollama(spec: str) -> ResolvedModel:
-    registry, namespace, model, tag = _ollama_name(spec)
+    registry, namespace, model, tag = ollama_name(spec)
     stores = ollama_stores()
     for store in stores:
         manifest_path = store / "manifests" / registry / namespace / model / tag
         if manifest_path.is_file():
-            return _ollama_blob(spec, store, manifest_path, _ollama_display(registry, namespace, model, tag))
-    pulled = sorted({name for store in stores for name in _ollama_models(store)})
-    raise ModelNotFoundError(spec, f"No Ollama model {_ollama_display(registry, namespace, model, tag)} "
+            return _ollama_blob(spec, store, manifest_path, ollama_display(registry, namespace, model, tag))
+    pulled = sorted({name for store in stores for name in ollama_models(store)})
+    raise ModelNotFoundError(spec, f"No Ollama model {ollama_display(registry, namespace, model, tag)} "
                                    f"was pulled into {', '.join(str(s) for s in stores)}.", pulled)
 
 
@@ -459,10 +396,10 @@ def _ollama_blob(spec: str, store: Path, manifest_path: Path, name: str) -> Reso
     """The model layer of an Ollama manifest: its blob, read in place."""
     try:
         layers = json.loads(manifest_path.read_text(encoding="utf-8")).get("layers", [])
-        digest = next(layer["digest"] for layer in layers if layer.get("mediaType") == _OLLAMA_MODEL_LAYER)
+        digest = next(layer["digest"] for layer in layers if layer.get("mediaType") == OLLAMA_MODEL_LAYER)
     except (ValueError, KeyError, AttributeError, TypeError, StopIteration) as exc:
         raise ModelLoadError(f"The Ollama manifest {manifest_path} names no model layer "
-                             f"({_OLLAMA_MODEL_LAYER}).", str(manifest_path)) from exc
+                             f"({OLLAMA_MODEL_LAYER}).", str(manifest_path)) from exc
     blob = store / "blobs" / digest.replace(":", "-")
     if not blob.is_file():
         raise ModelNotFoundError(spec, f"The Ollama manifest of {name} names the blob {blob}, which is missing: "

@@ -1,45 +1,54 @@
-"""A context in a Python process of its own, for the ggml settings this process gave up.
+"""WorkerContext: a context in a Python process of its own, for the ggml settings this process gave up.
 
 ggml reads its tiled-matmul switches once per process (_llama.GGML_SETTINGS). This
 process forces the tiled matmul for every batch, which batch invariance needs and which
 is slower than ggml's own choice for a batch of a row or two: Gemma's Q6_K matrices,
 which ggml does not repack on x86, take it even on the repacked copy of the weights.
 The fast lane (`batch_invariant=False`) promises llama.cpp's fastest kernels, so where
-this process forces the matmul, its context runs in a worker: a Python process started
-with ggml's own switch, holding the model and a Context there, which answers the
-parent's calls over its stdin and stdout.
+this process forces the matmul, `Context(...)` makes a WorkerContext instead: a worker,
+a Python process started with ggml's own switch (worker_process.py), holds the model
+and a Context there and answers this process's calls over its stdin and stdout.
 
 Prompts, arguments and results cross as pickles. The progress callback stays in the
 parent: after each report the worker waits for the callback to return, so a callback
 that raises stops the call where it would have stopped in-process, and one that asks
 the context something (`cached_tokens()`) is answered in between. A worker that dies
 fails the call it was in with a ContextError; the next call starts a new one.
+
+The worker is a subprocess with pickles over its pipes rather than a multiprocessing
+"spawn" process with a Connection: a spawned child imports the parent's `__main__`
+script again (its unguarded top-level code would run twice), multiprocessing offers no
+environment for the child, so ggml's switch would have to be set in this process's own
+environment around the start, and its interpreter is `sys.executable`, which is R's
+binary where Python is embedded in R. A subprocess gets its environment and its
+interpreter (`python_executable()`) explicitly, and pickle frames the messages.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-import warnings
 from typing import Any, BinaryIO, Optional
 
 from ._llama import ggml_defaults_environment
-from .errors import ClosedError, ContextError, IdentityWarning
+from .constraints import Constraint
+from .context_settings import ContextSettings
+from .errors import ClosedError, ContextError
+from .generation import Generator, OneCallAtATime, Progress
+from .labels import Labels
+from .model import Model
+from .results import ParallelResult
+from .sampling import SamplingParams
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class _Stopped(Exception):
-    """The parent's progress callback raised: the worker abandons the call."""
-
-
-def _send(stream: BinaryIO, message: Any) -> None:
+def send(stream: BinaryIO, message: Any) -> None:
+    """Write one message, pickled, to the other process (either side)."""
     try:
         data = pickle.dumps(message)
     except Exception as error:  # an answer holding something pickle refuses: say what, not crash
@@ -57,54 +66,95 @@ def python_executable() -> str:
         os.path.join(sys.exec_prefix, "bin", "python3")
 
 
-class ContextWorker:
-    """A Context(**context_args) on `model`'s file in a worker process with ggml's own settings."""
+class WorkerContext(Generator):
+    """A fast-lane Context on `model`'s file in a worker process with ggml's own settings;
+    made by `Context(...)` (see Context for what it does), it takes the same calls."""
 
-    def __init__(self, model: Any, context_args: dict[str, Any]):
+    def __init__(self, model: Model, settings: ContextSettings):
+        model.handle()  # ClosedError for a closed model, as Context raises
+        self.model = model
+        self.n_ctx, self.n_seq_max, self.n_batch = settings.n_ctx, settings.n_seq_max, settings.n_batch
+        self.n_threads, self.batch_invariant = settings.n_threads, settings.batch_invariant
         self._model_args = {"path": model.path, "n_gpu_layers": model.n_gpu_layers, "use_mmap": model.use_mmap}
-        self._context_args = context_args
+        self._settings = settings
         self._process: Optional[subprocess.Popen] = None
         self._log: Optional[BinaryIO] = None
         self._closed = False
-        self._lock = threading.RLock()  # one exchange at a time; re-entrant for the progress callback
+        # one exchange at a time; the progress callback may ask the worker between reports
+        self._calls = OneCallAtATime()
         self._start()
+        model.register_context(self)
+
+    # -- lifetime -------------------------------------------------------------------
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     @property
-    def pid(self) -> Optional[int]:
+    def worker_pid(self) -> Optional[int]:
+        """The process id of the worker this context runs in; None between a worker that
+        died and the call that starts the next."""
         return None if self._process is None else self._process.pid
+
+    def close(self) -> None:
+        """End the worker, freeing its context and model; waits for a running call to
+        finish. Safe to call twice."""
+        with self._calls.closing():
+            self._closed = True
+            self._stop()
+
+    def __del__(self) -> None:
+        if getattr(self, "_process", None) is not None:
+            self._stop(at_once=True)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else (
+            f"n_ctx={self.n_ctx} per sequence, n_seq_max={self.n_seq_max}, n_threads={self.n_threads}, "
+            f"in worker process {self.worker_pid}"
+        )
+        return f"<newrllama4.Context {state}>"
+
+    def cached_tokens(self) -> int:
+        """How many tokens the worker's KV cache holds over all slots: 0 whenever no call runs."""
+        return self._run(("call", "cached_tokens"), None)
+
+    def clear_cache(self) -> None:
+        """Empty the worker's prefix cache: later calls decode every prompt prefix afresh."""
+        self._run(("call", "clear_cache"), None)
+
+    # -- generation -----------------------------------------------------------------
+
+    def _vocabulary(self) -> Model:
+        return self.model
+
+    def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
+                  constraints: list[Optional[Constraint]], sampling: SamplingParams,
+                  on_progress: Progress, cache: Optional[str]) -> ParallelResult:
+        message = ("generate", prompts, labels, constraints, sampling, on_progress is not None, cache)
+        with self._calls.call():
+            return self._run(message, on_progress)
+
+    # -- the worker -----------------------------------------------------------------
 
     def _start(self) -> None:
         # the worker imports this very package, wherever this process found it (a source
         # checkout first; where it is installed, its directory is on the path already)
         start = (f"import sys; {_PACKAGE_DIR!r} in sys.path or sys.path.insert(0, {_PACKAGE_DIR!r}); "
-                 "from newrllama4.worker import main; main()")
+                 "from newrllama4.worker_process import main; main()")
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [python_executable(), "-c", start],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=ggml_defaults_environment(),
         )
         try:
-            self._exchange(("open", self._model_args, self._context_args), None)
+            self._exchange(("open", self._model_args, dataclasses.asdict(self._settings)), None)
         except BaseException:
             self._stop(at_once=True)
             raise
 
-    def call(self, method: str) -> Any:
-        """The worker's Context.method() (one without arguments)."""
-        return self._run(("call", method), None)
-
-    def generate(self, prompts: list[Any], label_sets: list[Any], constraints: list[Any], sampling: Any,
-                 on_progress: Any, cache: Optional[str]) -> Any:
-        """The worker's Context._generate() with these arguments."""
-        message = ("generate", prompts, label_sets, constraints, sampling, on_progress is not None, cache)
-        return self._run(message, on_progress)
-
-    def _run(self, message: tuple, on_progress: Any) -> Any:
-        with self._lock:
+    def _run(self, message: tuple, on_progress: Progress) -> Any:
+        with self._calls.lock:
             if self._closed:
                 raise ClosedError("context")
             if self._process is None:  # the last one died
@@ -116,7 +166,7 @@ class ContextWorker:
         process = self._process
         assert process is not None and process.stdin is not None and process.stdout is not None
         try:
-            _send(process.stdin, message)
+            send(process.stdin, message)
             while True:
                 kind, *body = pickle.load(process.stdout)
                 if kind != "progress":
@@ -124,11 +174,11 @@ class ContextWorker:
                 try:
                     on_progress(*body)
                 except BaseException as error:  # the callback's own, raised below once the worker stopped
-                    _send(process.stdin, "stop")
+                    send(process.stdin, "stop")
                     pickle.load(process.stdout)  # its "stopped"
                     kind, body = "error", [error]
                     break
-                _send(process.stdin, "go")
+                send(process.stdin, "go")
         except (EOFError, OSError, pickle.UnpicklingError):
             said = self._said()
             self._stop(at_once=True)
@@ -168,89 +218,4 @@ class ContextWorker:
         if self._log is not None:
             self._log.close()
             self._log = None
-
-    def close(self) -> None:
-        """End the worker, freeing its context and model. Safe to call twice."""
-        with self._lock:
-            self._closed = True
-            self._stop()
-
-    def __del__(self) -> None:
-        if getattr(self, "_process", None) is not None:
-            self._stop(at_once=True)
-
-
-# -- the worker process ---------------------------------------------------------
-
-
-def _serve(requests: BinaryIO, answers: BinaryIO) -> None:
-    from .context import Context
-    from .model import Model
-
-    def answer(message: Any) -> None:
-        if message[0] == "call":
-            _send(answers, ("ok", getattr(context, message[1])()))
-            return
-        prompts, label_sets, constraints, sampling, wants_progress, cache = message[1:]
-        on_progress = relay if wants_progress else None
-        try:
-            result = context._generate(prompts, label_sets, constraints, sampling, on_progress, cache)
-        except _Stopped:
-            _send(answers, ("stopped", None))
-            return
-        _send(answers, ("ok", result))
-
-    def relay(done: int, total: int) -> None:
-        _send(answers, ("progress", done, total))
-        while True:
-            message = pickle.load(requests)
-            if message == "go":
-                return
-            if message == "stop":
-                raise _Stopped
-            answer_or_error(message)  # the callback asked the context something
-
-    def answer_or_error(message: Any) -> None:
-        try:
-            answer(message)
-        except Exception as error:
-            _send(answers, ("error", error))
-
-    _, model_args, context_args = pickle.load(requests)
-    try:
-        model = Model(**model_args)
-        context = Context(model, **context_args)
-    except Exception as error:
-        _send(answers, ("error", error))
-        return
-    _send(answers, ("ok", None))
-    while True:
-        try:
-            message = pickle.load(requests)
-        except EOFError:  # the parent closed the context, or ended
-            break
-        answer_or_error(message)
-    model.close()
-
-
-def _end_with_parent(parent: int) -> None:
-    """Exit once the parent is gone (killed, crashed): mid-call the worker reads no request
-    that would tell it, and would run the rest of the call for no one."""
-    while os.getppid() == parent:  # an orphan gets another parent
-        time.sleep(1)
-    os._exit(1)
-
-
-def main() -> None:
-    # the answers have this process's stdout to themselves: whatever else writes there
-    # (llama.cpp's C code, a print) goes to stderr, which the parent keeps for errors
-    answers = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    # an interrupt is the parent's to handle (a Ctrl-C in a terminal reaches both processes)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_end_with_parent, args=(os.getppid(),), daemon=True).start()
-    # this process gave identity up on purpose: the fast lane never claims it
-    warnings.simplefilter("ignore", IdentityWarning)
-    _serve(sys.stdin.buffer, answers)
 

@@ -5,7 +5,7 @@ import shutil
 
 import newrllama4 as nl
 from newrllama4.about import file_sha256_if_unchanged
-from newrllama4.sources import file_sha256
+from newrllama4.files import file_sha256
 
 
 def test_a_record_without_the_hash_is_hashed_later_while_the_file_stays(tmp_path, tiny_model_path):

@@ -126,7 +126,7 @@ def test_each_prompt_follows_its_own_constraint_in_one_call(ctx):
         prompts, max_tokens=120, temperature=0.7,
         json_schema=[SCHEMA, None, None, {"type": "integer", "minimum": 0, "maximum": 999}, None],
         grammar=[None, 'root ::= "yes" | "no"', None, None, None],
-        choices=[None, None, ["left", "right"], None, None],
+        labels=[None, None, ["left", "right"], None, None],
     )
     assert conforms(result[0].parsed)
     assert result[1].text in ("yes", "no")
@@ -145,7 +145,7 @@ def test_each_prompt_follows_its_own_constraint_in_one_call(ctx):
     (dict(grammar='root ::= "a" (('), "grammar", "GBNF"),
     (dict(grammar=[None, None, "x"]), "grammar", "one per prompt"),
     (dict(grammar='root ::= "a"', json_schema=SCHEMA), "grammar", "one constraint per prompt"),
-    (dict(choices=["a", "b"], json_schema=SCHEMA), "choices", "one constraint per prompt"),
+    (dict(labels=["a", "b"], json_schema=SCHEMA), "labels", "one constraint per prompt"),
 ])
 def test_a_bad_constraint_is_an_invalid_argument_before_any_decoding(ctx, arguments, name, says):
     progress = []
@@ -313,7 +313,7 @@ def test_instruction_model_seeded_json_and_grammar_answers_are_independent_of_n_
 def test_instruction_model_labels_sum_to_one_and_greedy_is_the_argmax(smollm2, review_prompts):
     labels = ["positive", "negative", "neutral"]
     with nl.Context(smollm2, n_ctx=512, n_seq_max=6) as ctx:
-        result = ctx.generate_parallel(review_prompts, temperature=0, choices=labels)
+        result = ctx.generate_parallel(review_prompts, temperature=0, labels=labels)
     for completion in result:
         assert completion.choice in labels
         assert sum(completion.choice_probs.values()) == pytest.approx(1.0)

@@ -197,21 +197,21 @@ def test_seeded_sampling_with_the_r_defaults_is_the_same_alone_and_with_reuse(ge
     assert len({tuple(t) for t in solo}) > len(solo) // 2  # the prompts do not all say the same
 
 
-def test_choices_pick_the_likely_label_and_match_solo_on_long_prompts(gemma):
+def test_labels_pick_the_likely_label_and_match_solo_on_long_prompts(gemma):
     # facts the model knows with a margin: "The largest planet ..." was Jupiter 0.38 against
     # Mars 0.35 and flipped when the tiled matmul changed the rounding
     facts = ["The capital of France is", "Water is made of hydrogen and", "The planet closest to the Sun is"]
     labels = [["London", "Paris", "Berlin"], ["nitrogen", "carbon", "oxygen"], ["Mercury", "Jupiter", "Saturn"]]
     with nl.Context(gemma, n_ctx=512, n_seq_max=3) as ctx:
-        answers = ctx.generate_parallel(facts, choices=labels, temperature=0)
+        answers = ctx.generate_parallel(facts, labels=labels, temperature=0)
     assert [c.choice for c in answers] == ["Paris", "oxygen", "Mercury"]
     assert answers[0].choice_probs["Paris"] > 0.9
     prompts = long_prompts()[:9]
     topics = ["council budget", "sports final", "river science"]  # multi-token labels
     # alone, one prompt's scoring sequences at a time (each prompt's own prefix reused)
     with nl.Context(gemma, n_ctx=1024, n_seq_max=1) as solo_ctx:
-        solo = solo_ctx.generate_parallel(prompts, choices=topics, temperature=0)
+        solo = solo_ctx.generate_parallel(prompts, labels=topics, temperature=0)
     with nl.Context(gemma, n_ctx=1024, n_seq_max=8) as ctx:
-        batched = ctx.generate_parallel(prompts, choices=topics, temperature=0)
+        batched = ctx.generate_parallel(prompts, labels=topics, temperature=0)
     assert [c.choice_probs for c in batched] == [c.choice_probs for c in solo]
     assert batched.stats.cached_prompt_tokens > 0.5 * batched.stats.prompt_tokens

@@ -47,21 +47,6 @@ def test_an_empty_prompt_list_gives_an_empty_result(ctx):
     assert len(result) == 0 and result.stats.prompts == 0
 
 
-@pytest.mark.parametrize(
-    "argument, value",
-    [("n_ctx", 0), ("n_seq_max", 0), ("n_seq_max", -1), ("n_batch", 2), ("n_threads", 0), ("batch_invariant", "yes")],
-)
-def test_bad_context_arguments(model, argument, value):
-    kwargs = {"n_seq_max": 4, argument: value}
-    with pytest.raises(nl.InvalidArgumentError, match=argument):
-        nl.Context(model, **kwargs)
-
-
-def test_context_needs_a_model():
-    with pytest.raises(nl.InvalidArgumentError, match="model"):
-        nl.Context("model.gguf")
-
-
 def test_missing_directory_and_non_gguf_model_files(tmp_path):
     with pytest.raises(nl.ModelLoadError, match="does not exist"):
         nl.Model(tmp_path / "missing.gguf")

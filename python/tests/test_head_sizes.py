@@ -76,16 +76,16 @@ def test_batched_and_chunked_prompts_match_solo(odd_model):
 
 @pytest.mark.parametrize("n_seq_max, n_batch", [(8, 512), (6, 16), (3, 200)])
 def test_label_probabilities_are_bit_identical_batched_and_chunked(odd_model, n_seq_max, n_batch):
-    solo = numbers(run(odd_model, PROMPTS, n_seq_max=1, choices=LABELS))
-    assert numbers(run(odd_model, PROMPTS, n_seq_max, n_batch, choices=LABELS)) == solo
+    solo = numbers(run(odd_model, PROMPTS, n_seq_max=1, labels=LABELS))
+    assert numbers(run(odd_model, PROMPTS, n_seq_max, n_batch, labels=LABELS)) == solo
 
 
-@pytest.mark.parametrize("choices", [None, LABELS], ids=["tokens", "label probabilities"])
-def test_prefix_reuse_cold_and_warm_matches_solo(odd_model, choices):
-    solo = numbers(run(odd_model, SHARED, n_seq_max=1, choices=choices))
+@pytest.mark.parametrize("labels", [None, LABELS], ids=["tokens", "label probabilities"])
+def test_prefix_reuse_cold_and_warm_matches_solo(odd_model, labels):
+    solo = numbers(run(odd_model, SHARED, n_seq_max=1, labels=labels))
     with nl.Context(odd_model, n_ctx=512, n_seq_max=5, n_batch=40) as ctx:
-        cold = run(odd_model, SHARED, 5, ctx=ctx, choices=choices)
-        warm = run(odd_model, SHARED, 5, ctx=ctx, choices=choices)
+        cold = run(odd_model, SHARED, 5, ctx=ctx, labels=labels)
+        warm = run(odd_model, SHARED, 5, ctx=ctx, labels=labels)
     assert numbers(cold) == solo and numbers(warm) == solo
     assert cold.stats.cached_prompt_tokens > 0.5 * cold.stats.prompt_tokens
     assert warm.stats.cached_prompt_tokens > cold.stats.cached_prompt_tokens
@@ -110,7 +110,7 @@ def test_the_fast_lane_runs_these_shapes_in_its_worker(odd_model, n_seq_max):
     with nl.Context(odd_model, n_ctx=512, n_seq_max=n_seq_max, batch_invariant=False) as fast:
         assert fast.worker_pid is not None  # this process forces the tiled matmul: the worker has ggml's own
         answers = fast.generate_parallel(PROMPTS[:6], max_tokens=8, temperature=0)
-        labelled = fast.generate_parallel(PROMPTS[:6], choices=LABELS, temperature=0)
+        labelled = fast.generate_parallel(PROMPTS[:6], labels=LABELS, temperature=0)
     assert all(c.finish_reason in ("stop", "length") and c.tokens for c in answers)
     assert all(abs(sum(c.choice_probs.values()) - 1) < 1e-9 for c in labelled)
     assert not answers.stats.identity_guaranteed

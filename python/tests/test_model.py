@@ -1,15 +1,12 @@
 """Model: tokenizer, detokenizer, chat template, metadata."""
 
 import ctypes
-import hashlib
 import logging
-import os
 
 import llama_cpp
 import pytest
 
 import newrllama4 as nl
-from newrllama4.sources import file_sha256
 
 
 def test_tokenize_round_trip(model):
@@ -57,19 +54,6 @@ def test_metadata(model):
     assert model.n_vocab > 256 and model.n_ctx_train == 4096
     assert model.n_params > 0 and model.size > 0
     assert "tiny" in repr(model) or "llama" in repr(model)
-
-
-def test_a_file_is_hashed_once_per_process_until_its_size_or_time_changes(tmp_path):
-    path = tmp_path / "weights.bin"
-    path.write_bytes(b"a" * 100)
-    first = file_sha256(str(path))
-    assert first == hashlib.sha256(b"a" * 100).hexdigest()
-    stat = os.stat(path)
-    path.write_bytes(b"b" * 100)
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size and time: not read again
-    assert file_sha256(str(path)) == first
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
-    assert file_sha256(str(path)) == hashlib.sha256(b"b" * 100).hexdigest()
 
 
 def _model_of(context):

@@ -8,9 +8,9 @@ import pytest
 import newrllama4 as nl
 from conftest import random_prompts
 from fault_proxy import Fault, FaultProxy
-from newrllama4.openai_api import LlamaServer
+from newrllama4.remote.dialects import LlamaServer
 from newrllama4.testing import ModelServer
-from test_remote import kill_after_first_answer, remote
+from test_remote_call import kill_after_first_answer, remote
 from test_result_cache import BASE, OTHER, answers, stored_rows
 
 GREEDY = dict(max_tokens=6, temperature=0)
@@ -26,11 +26,11 @@ def test_a_second_run_is_read_back_whole_without_a_request(proxy, tmp_path):
     prompts = random_prompts(8, seed=41, max_words=12)
     labelled = [["yes", "no"] if i % 3 == 0 else None for i in range(8)]
     ctx = remote(proxy.url)
-    first = ctx.generate_parallel(prompts, **GREEDY, choices=labelled, cache=cache)
+    first = ctx.generate_parallel(prompts, **GREEDY, labels=labelled, cache=cache)
     assert first.stats.result_cache_hits == 0 and first.stats.failures == 0 and not any(c.from_cache for c in first)
     assert len(proxy.bodies) == 8 and stored_rows(cache) == 8
     progress = []
-    again = ctx.generate_parallel(prompts, **GREEDY, choices=labelled, cache=cache,
+    again = ctx.generate_parallel(prompts, **GREEDY, labels=labelled, cache=cache,
                                   on_progress=lambda done, total: progress.append(done))
     assert len(proxy.bodies) == 8  # not one request
     assert again.stats.result_cache_hits == 8 and all(c.from_cache for c in again) and progress == list(range(1, 9))
@@ -114,10 +114,10 @@ def test_labels_stored_before_the_servers_scored_them_exactly_are_not_found_agai
     cache = tmp_path / "answers.sqlite"
     prompts = random_prompts(3, seed=47, max_words=8)
     ctx = remote(tiny_server.url)
-    monkeypatch.setattr(nl.remote, "REMOTE_LABEL_SCORING", nl.remote.REMOTE_LABEL_SCORING - 1)
-    ctx.generate_parallel(prompts, **GREEDY, choices=["yes", "no"], cache=cache)
+    monkeypatch.setattr(nl.remote.call, "REMOTE_LABEL_SCORING", nl.remote.call.REMOTE_LABEL_SCORING - 1)
+    ctx.generate_parallel(prompts, **GREEDY, labels=["yes", "no"], cache=cache)
     monkeypatch.undo()
-    again = ctx.generate_parallel(prompts, **GREEDY, choices=["yes", "no"], cache=cache)
+    again = ctx.generate_parallel(prompts, **GREEDY, labels=["yes", "no"], cache=cache)
     assert again.stats.result_cache_hits == 0 and stored_rows(cache) == 6
 
 

@@ -9,9 +9,9 @@ import pytest
 import newrllama4 as nl
 from conftest import random_prompts
 from fault_proxy import Fault
-from newrllama4.choices import pick_label
+from newrllama4.labels import pick_label
 from newrllama4.sampling import sequence_generator
-from test_remote import CONVERSATION, SCHEMA, remote
+from test_remote_call import CONVERSATION, SCHEMA, remote
 
 # Server and local probabilities of the same labels differ only through the kernels
 # (llama.cpp's server batches and caches prompts its own way, and reports float32
@@ -57,8 +57,8 @@ def test_labels_on_llama_server_have_the_local_probabilities(tiny_llama_server, 
     token_prompts = [model.tokenize(p) for p in PROMPTS[:2]]
     prompts = PROMPTS + [CONVERSATION, [dict(CONVERSATION[0]), {"role": "user", "content": "tell me a story"}]]
     prompts += token_prompts
-    remote_result = server.generate_parallel(prompts, choices=LABELS, temperature=0)
-    local_result = ctx.generate_parallel(prompts, choices=LABELS, temperature=0)
+    remote_result = server.generate_parallel(prompts, labels=LABELS, temperature=0)
+    local_result = ctx.generate_parallel(prompts, labels=LABELS, temperature=0)
     assert_labelled_by_probabilities(remote_result, LABELS)
     difference = np.abs(probabilities(remote_result, LABELS) - probabilities(local_result, LABELS)).max()
     assert difference < TINY_TOLERANCE
@@ -67,16 +67,16 @@ def test_labels_on_llama_server_have_the_local_probabilities(tiny_llama_server, 
 
 
 def test_sampled_labels_are_drawn_from_the_probabilities_with_the_prompts_own_stream(tiny_llama_server):
-    result = remote(tiny_llama_server.url).generate_parallel(PROMPTS, choices=LABELS, temperature=1.5, seed=9)
+    result = remote(tiny_llama_server.url).generate_parallel(PROMPTS, labels=LABELS, temperature=1.5, seed=9)
     for index, completion in enumerate(result):
         probs = np.array([completion.choice_probs[label] for label in LABELS])
         assert completion.choice == LABELS[pick_label(probs, 1.5, sequence_generator(9, index))]
-    drawn = remote(tiny_llama_server.url).generate_parallel(PROMPTS * 4, choices=LABELS, temperature=50.0)
+    drawn = remote(tiny_llama_server.url).generate_parallel(PROMPTS * 4, labels=LABELS, temperature=50.0)
     assert len({c.choice for c in drawn}) > 1  # a high temperature draws labels other than the argmax
 
 
 def test_each_spelling_is_one_request_that_forces_its_tokens(llama_proxy, model):
-    remote(llama_proxy.url).generate_parallel(PROMPTS[:1], choices=["yes", "king queen"], temperature=0)
+    remote(llama_proxy.url).generate_parallel(PROMPTS[:1], labels=["yes", "king queen"], temperature=0)
     scoring = [body for body in llama_proxy.bodies if "grammar" in body]
     spellings = [model.tokenize(text, add_special=False) for text in ("yes", " yes", "king queen", " king queen")]
     assert sorted(body["grammar"] for body in scoring) == sorted(
@@ -88,12 +88,12 @@ def test_each_spelling_is_one_request_that_forces_its_tokens(llama_proxy, model)
 
 def test_a_failed_scoring_request_is_retried_and_a_bad_answer_fails_alone(llama_proxy):
     llama_proxy.faults = [Fault(status=503)]
-    result = remote(llama_proxy.url, max_concurrency=1).generate_parallel(PROMPTS[:2], choices=LABELS,
+    result = remote(llama_proxy.url, max_concurrency=1).generate_parallel(PROMPTS[:2], labels=LABELS,
                                                                            temperature=0)
     assert result.stats.failures == 0 and result.stats.retries == 1
     assert_labelled_by_probabilities(result, LABELS)
     llama_proxy.faults = [Fault(garbage=True)]
-    result = remote(llama_proxy.url, max_concurrency=1).generate_parallel(PROMPTS[:2], choices=LABELS)
+    result = remote(llama_proxy.url, max_concurrency=1).generate_parallel(PROMPTS[:2], labels=LABELS)
     assert isinstance(result[0].error, nl.RemoteResponseError) and "could not be scored" in str(result[0].error)
     assert result[1].error is None
 
@@ -101,9 +101,9 @@ def test_a_failed_scoring_request_is_retried_and_a_bad_answer_fails_alone(llama_
 def test_labels_come_back_from_the_result_cache_without_a_request(llama_proxy, tmp_path):
     cache = tmp_path / "labels.sqlite"
     ctx = remote(llama_proxy.url)
-    first = ctx.generate_parallel(PROMPTS, choices=LABELS, temperature=0, cache=cache)
+    first = ctx.generate_parallel(PROMPTS, labels=LABELS, temperature=0, cache=cache)
     sent = len(llama_proxy.bodies)
-    again = ctx.generate_parallel(PROMPTS, choices=LABELS, temperature=0, cache=cache)
+    again = ctx.generate_parallel(PROMPTS, labels=LABELS, temperature=0, cache=cache)
     assert len(llama_proxy.bodies) == sent and all(c.from_cache for c in again)
     assert [c.choice_probs for c in again] == [c.choice_probs for c in first]
 
@@ -183,9 +183,9 @@ def test_smollm2_labels_on_llama_server_match_the_local_engine(smollm2_llama_ser
     prompts = [few_shot_prompt(s) for s in SENTENCES] + [conversation(s) for s in SENTENCES]
     # one request at a time: the server's numbers then do not depend on how it batched them
     server = remote(smollm2_llama_server.url, timeout=300, max_concurrency=1)
-    remote_result = server.generate_parallel(prompts, choices=TOPICS, temperature=0)
+    remote_result = server.generate_parallel(prompts, labels=TOPICS, temperature=0)
     with nl.Context(smollm2, n_ctx=1024, n_seq_max=4) as ctx:
-        local_result = ctx.generate_parallel(prompts, choices=TOPICS, temperature=0)
+        local_result = ctx.generate_parallel(prompts, labels=TOPICS, temperature=0)
     assert all(c.n_prompt_tokens >= 250 for c in local_result)  # a few hundred tokens each
     assert [c.n_prompt_tokens for c in remote_result] == [c.n_prompt_tokens for c in local_result]
     assert_labelled_by_probabilities(remote_result, TOPICS)

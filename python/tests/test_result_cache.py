@@ -51,15 +51,15 @@ def test_a_second_call_reads_every_answer_back_as_it_was(ctx, tmp_path):
     cache = tmp_path / "answers.sqlite"
     prompts = random_prompts(10, seed=1)
     labelled = [["yes", "no"] if i % 3 == 0 else None for i in range(10)]
-    first = ctx.generate_parallel(prompts, **GREEDY, choices=labelled, cache=cache)
+    first = ctx.generate_parallel(prompts, **GREEDY, labels=labelled, cache=cache)
     assert first.stats.result_cache_hits == 0 and not any(c.from_cache for c in first)
-    again = ctx.generate_parallel(prompts, **GREEDY, choices=labelled, cache=cache)
+    again = ctx.generate_parallel(prompts, **GREEDY, labels=labelled, cache=cache)
     assert again.stats.result_cache_hits == 10 and all(c.from_cache for c in again)
     for computed, cached in zip(first, again):
         assert cached.n_cached_tokens == cached.n_prompt_tokens  # none of the prompt was decoded
         assert dataclasses.replace(cached, n_cached_tokens=computed.n_cached_tokens, from_cache=False) == computed
     assert again.stats.generated_tokens == again.stats.prompt_tokens == again.stats.llama_decode_calls == 0
-    assert answers(first) == answers(ctx.generate_parallel(prompts, **GREEDY, choices=labelled))
+    assert answers(first) == answers(ctx.generate_parallel(prompts, **GREEDY, labels=labelled))
 
 
 def test_only_the_prompts_missing_from_the_cache_run(ctx, tmp_path):
@@ -111,9 +111,9 @@ def test_sampled_answers_are_keyed_by_seed_and_index(ctx, tmp_path):
 
 # a value other than the base call's for every argument of generate_parallel in the key
 BASE = dict(max_tokens=6, temperature=0.7, top_k=40, top_p=0.9, min_p=0.0, repeat_last_n=64, penalty_repeat=1.1,
-            seed=1, stop=None, choices=None, json_schema=None, grammar=None)
+            seed=1, stop=None, labels=None, json_schema=None, grammar=None)
 OTHER = dict(max_tokens=7, temperature=0.9, top_k=20, top_p=0.8, min_p=0.05, repeat_last_n=8, penalty_repeat=1.3,
-             seed=2, stop=["zzz"], choices=["yes", "no"], json_schema={"type": "integer", "minimum": 0, "maximum": 99},
+             seed=2, stop=["zzz"], labels=["yes", "no"], json_schema={"type": "integer", "minimum": 0, "maximum": 99},
              grammar='root ::= "a" | "b"')
 
 

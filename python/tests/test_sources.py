@@ -10,7 +10,7 @@ import pytest
 
 import newrllama4 as nl
 from newrllama4.sources import resolve_model, url_cache_path
-from newrllama4.testing import FileServer, StandInHub, write_ollama_model, write_tiny_model
+from newrllama4.testing import FileServer, StandInHub, write_tiny_model
 
 REPO = "someone/tiny-GGUF"
 FILE = "tiny-Q4_K_M.gguf"
@@ -250,48 +250,3 @@ def test_sha256_is_only_for_urls_and_must_be_a_digest(files, tiny_model_path):
         nl.Model(tiny_model_path, sha256="0" * 64)
     with pytest.raises(nl.InvalidArgumentError, match="64 hexadecimal digits"):
         nl.Model(files.url_of("x.gguf"), sha256="abc")
-
-
-# -- ollama: -------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def ollama_home(tmp_path, monkeypatch, tiny_model_path):
-    """A home folder whose ~/.ollama/models holds tiny:latest and tiny:chat."""
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("OLLAMA_MODELS", raising=False)
-    store = tmp_path / ".ollama" / "models"
-    write_ollama_model(store, "tiny", "latest", tiny_model_path)
-    write_ollama_model(store, "tiny", "chat", tiny_model_path)
-    return store
-
-
-def test_an_ollama_model_is_read_in_place_from_the_store(ollama_home, tiny_model_path):
-    digest = "sha256:" + hashlib.sha256(Path(tiny_model_path).read_bytes()).hexdigest()
-    for spec in ("ollama:tiny", "ollama:tiny:latest", "ollama:library/tiny:chat"):
-        with nl.Model(spec) as model:
-            assert model.path == str(ollama_home / "blobs" / digest.replace(":", "-"))
-            assert model.source["ollama_digest"] == digest and generates(model)
-    assert model.source == {"source": "ollama:library/tiny:chat", "ollama_model": "tiny:chat",
-                            "ollama_digest": digest}
-
-
-def test_ollama_models_is_looked_up_first(ollama_home, tmp_path, monkeypatch, tiny_bytes):
-    other = tmp_path / "other.gguf"
-    other.write_bytes(tiny_bytes + b"\0" * 32)
-    digest = write_ollama_model(tmp_path / "elsewhere", "tiny", "latest", other)
-    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "elsewhere"))
-    with nl.Model("ollama:tiny") as model:
-        assert model.source["ollama_digest"] == digest
-    with nl.Model("ollama:tiny:chat") as model:  # not in OLLAMA_MODELS: found in ~/.ollama/models
-        assert model.path.startswith(str(ollama_home))
-
-
-def test_an_unknown_ollama_model_lists_the_pulled_ones(ollama_home, tiny_model_path):
-    with pytest.raises(nl.ModelNotFoundError, match="No Ollama model llama3.2:3b") as missing:
-        nl.Model("ollama:llama3.2:3b")
-    assert missing.value.candidates == ["tiny:chat", "tiny:latest"]
-    digest = hashlib.sha256(Path(tiny_model_path).read_bytes()).hexdigest()
-    (ollama_home / "blobs" / f"sha256-{digest}").unlink()
-    with pytest.raises(nl.ModelNotFoundError, match="which is missing: pull the model again"):
-        nl.Model("ollama:tiny")

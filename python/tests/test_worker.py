@@ -59,8 +59,8 @@ def test_answers_come_back_in_order_with_each_failure_its_own(model, fast):
     assert fast.generate(prompts[0], **GREEDY).finish_reason == "length"
 
 
-def test_choices_schemas_caches_and_the_prefix_cache_work_through_the_worker(model, fast, tmp_path):
-    labelled = fast.generate_parallel(["the king is", "the queen is"], choices=["good", "bad"], temperature=0)
+def test_labels_schemas_caches_and_the_prefix_cache_work_through_the_worker(model, fast, tmp_path):
+    labelled = fast.generate_parallel(["the king is", "the queen is"], labels=["good", "bad"], temperature=0)
     assert all(abs(sum(c.choice_probs.values()) - 1) < 1e-9 and c.text in ("good", "bad") for c in labelled)
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     shaped = fast.generate("a number:", json_schema=schema, max_tokens=20, temperature=0)
@@ -151,30 +151,6 @@ def _running(pid):
         return True
 
 
-ABANDONED = """
-import sys
-import newrllama4 as nl
-model = nl.Model(sys.argv[1])
-fast = nl.Context(model, n_ctx=256, n_seq_max=2, batch_invariant=False)
-print(fast.worker_pid, flush=True)
-fast.generate_parallel(["hello how are you"] * 4000, max_tokens=200)  # minutes of work
-"""
-
-
-def test_a_worker_whose_parent_is_killed_mid_call_ends_too(tiny_model_path):
-    parent = subprocess.Popen([sys.executable, "-c", ABANDONED, tiny_model_path], stdout=subprocess.PIPE, text=True)
-    worker = int(parent.stdout.readline())
-    time.sleep(1)  # mid-call
-    parent.kill()
-    parent.wait()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and _running(worker):
-        time.sleep(0.2)
-    if _running(worker):
-        os.kill(worker, signal.SIGKILL)
-        pytest.fail("the worker went on with its call after its parent was killed")
-
-
 def test_closing_the_context_or_its_model_ends_the_worker(tiny_model_path):
     with nl.Model(tiny_model_path) as model:
         one = nl.Context(model, n_ctx=64, n_seq_max=1, batch_invariant=False)
@@ -229,7 +205,7 @@ prompts, here = json.loads(sys.argv[1]), sys.argv[2] == "here"
 if here:  # the fast lane in this process whatever its ggml settings, as before worker.py
     nl.context.ggml_forces_tiled_matmul = lambda: False
 with nl.Model() as model, nl.Context(model, n_ctx=1024, n_seq_max=4, batch_invariant=False) as fast:
-    result = fast.generate_parallel(prompts, choices=["positive", "negative"], temperature=0)
+    result = fast.generate_parallel(prompts, labels=["positive", "negative"], temperature=0)
     print(json.dumps({"pid": fast.worker_pid, "probs": [c.choice_probs for c in result]}))
 """
 
@@ -278,7 +254,7 @@ def test_gemma_s_fast_lane_gives_the_numbers_of_a_process_with_ggml_s_own_settin
     assert own["pid"] is None  # ggml's own settings there: the fast lane ran in that process
     with nl.Context(gemma, n_ctx=1024, n_seq_max=4, batch_invariant=False) as fast:
         assert fast.worker_pid is not None
-        worker = [c.choice_probs for c in fast.generate_parallel(prompts, choices=["positive", "negative"],
+        worker = [c.choice_probs for c in fast.generate_parallel(prompts, labels=["positive", "negative"],
                                                                  temperature=0)]
     assert worker == own["probs"]
     forced = fast_lane_in_a_process("1", "here")  # under the forced tiled matmul, as before the worker

@@ -1,28 +1,21 @@
-"""RemoteContext against real OpenAI-compatible servers of the tiny model (llama-cpp-python's),
-with a fault-injecting proxy in front of them for the error paths."""
+"""One call on a RemoteContext (remote/call.py) against real OpenAI-compatible servers of the
+tiny model (llama-cpp-python's), with a fault-injecting proxy in front of them for the
+error paths: answers, several endpoints, retries and failures."""
 
 import asyncio
-import json
-import math
 import signal
 import subprocess
 import sys
 import time
 
-import httpx
 import pytest
 
 import newrllama4 as nl
 from conftest import random_prompts
 from fault_proxy import Fault, FaultProxy
-from newrllama4.constraints import check_constraints
-from newrllama4.openai_api import (
-    VLLM, LlamaCppPython, LlamaServer, OpenAICompatible, answer_label, endpoint_path, label_grammar, label_probs,
-    read_answer,
-)
-from newrllama4.remote import EndpointPool, request_seed
-from newrllama4.sampling import SamplingParams
-from newrllama4.testing import ModelServer, free_port
+from newrllama4.remote.dialects import OpenAICompatible
+from newrllama4.remote import request_seed
+from newrllama4.testing import ModelServer
 
 PROMPTS = random_prompts(6, seed=31, max_words=12)
 
@@ -93,9 +86,9 @@ def test_progress_is_reported_once_per_prompt(tiny_server):
     assert seen == [(i, 7) for i in range(1, 8)]
 
 
-def test_choices_give_a_label_for_every_prompt(tiny_server):
+def test_labels_give_a_label_for_every_prompt(tiny_server):
     labels = ["yes", "no", 'say "hi"\n', "a\\b"]  # the grammar escapes quotes, newlines and backslashes
-    result = remote(tiny_server.url).generate_parallel(PROMPTS, choices=labels, temperature=0)
+    result = remote(tiny_server.url).generate_parallel(PROMPTS, labels=labels, temperature=0)
     for completion in result:
         assert completion.error is None and completion.choice in labels and completion.text == completion.choice
         if completion.choice_probs is not None:
@@ -149,14 +142,14 @@ def test_constraints_are_checked_before_any_request(proxy):
         ctx.generate_parallel(PROMPTS[:1], json_schema="{not json")
     assert caught.value.argument == "json_schema"
     with pytest.raises(nl.InvalidArgumentError):
-        ctx.generate_parallel(PROMPTS[:1], json_schema=SCHEMA, choices=["a", "b"])
+        ctx.generate_parallel(PROMPTS[:1], json_schema=SCHEMA, labels=["a", "b"])
     assert proxy.bodies == []
 
 
 def test_a_server_without_structured_outputs_refuses_labels_and_constraints(tiny_server):
     ctx = remote(tiny_server.url)
     ctx.endpoints = (nl.remote.Endpoint(tiny_server.url, OpenAICompatible()),)
-    for constraint in ({"choices": ["a", "b"]}, {"json_schema": SCHEMA}, {"grammar": 'root ::= "a"'}):
+    for constraint in ({"labels": ["a", "b"]}, {"json_schema": SCHEMA}, {"grammar": 'root ::= "a"'}):
         with pytest.raises(nl.InvalidArgumentError, match="no structured outputs"):
             ctx.generate_parallel(PROMPTS[:1], **constraint)
 
@@ -180,7 +173,7 @@ def test_a_conversation_goes_to_the_chat_endpoint_which_applies_the_models_templ
 def test_a_conversation_takes_labels_and_schemas(tiny_server):
     ctx = remote(tiny_server.url)
     labels = ["yes", "no"]
-    for completion in ctx.generate_parallel([CONVERSATION] * 2, choices=labels, temperature=0):
+    for completion in ctx.generate_parallel([CONVERSATION] * 2, labels=labels, temperature=0):
         assert completion.error is None and completion.choice in labels
         # the chat endpoint's log-probabilities: the tiny model's top tokens may begin no label
         assert completion.choice_probs is None or sum(completion.choice_probs.values()) == pytest.approx(1.0)
@@ -316,7 +309,6 @@ except KeyboardInterrupt:
 print("returned", flush=True)
 """
 
-
 def test_ctrl_c_cancels_the_requests_in_flight(proxy):
     # in a process of its own, as a user's session gets it: a real SIGINT from the terminal
     proxy.fault_always = Fault(hang=True)
@@ -353,236 +345,3 @@ def test_an_exception_from_the_progress_callback_cancels_the_rest_and_propagates
     while proxy.open_connections and time.monotonic() < deadline:
         time.sleep(0.05)
     assert proxy.open_connections == 0
-
-
-# -- creating a context ----------------------------------------------------------------------
-
-
-def test_the_model_is_the_servers_and_names_the_cache_key(tiny_server, tiny_model_path):
-    ctx = remote(tiny_server.url.removesuffix("/v1"))  # a bare server address gets /v1
-    assert ctx.model == tiny_model_path == remote(tiny_server.url, model=tiny_model_path).model
-    assert ctx.endpoints[0].url == tiny_server.url and ctx.endpoints[0].api.name == "llama-cpp-python"
-    assert ctx.model_identity == f"server:{tiny_model_path}"
-    assert nl.server_record(ctx) == {"id": tiny_model_path, "server": ["llama-cpp-python"],
-                                     "endpoints": [tiny_server.url]}
-
-
-def test_servers_that_cannot_be_used_are_refused_when_the_context_is_created(tiny_server):
-    with pytest.raises(nl.EndpointError, match="does not answer"):
-        remote(f"http://127.0.0.1:{free_port()}/v1")
-    with pytest.raises(nl.EndpointError, match="does not serve 'other'"):
-        remote(tiny_server.url, model="other")
-
-
-def test_the_api_key_is_sent_and_never_shown(tiny_server, monkeypatch):
-    proxy = FaultProxy(tiny_server.url, api_key="sk-secret")
-    try:
-        with pytest.raises(nl.EndpointError, match="refused the API key"):
-            remote(proxy.url, api_key="wrong")
-        monkeypatch.setenv("NEWRLLAMA4_API_KEY", "sk-secret")
-        ctx = remote(proxy.url)
-        assert ctx.generate_parallel(PROMPTS[:1], max_tokens=2).stats.failures == 0
-        assert "sk-secret" not in repr(ctx) and "sk-secret" not in repr(nl.server_record(ctx))
-    finally:
-        proxy.close()
-
-
-@pytest.mark.parametrize("argument, value", [
-    ("base_url", "localhost:8000"), ("base_url", []), ("base_url", ["http://a/v1", "http://a/v1/"]),
-    ("base_url", 3), ("model", ""), ("max_concurrency", 0), ("timeout", 0), ("retries", -1),
-])
-def test_bad_arguments_name_the_argument(argument, value):
-    kwargs = {"base_url": "http://127.0.0.1:1/v1", argument: value}
-    with pytest.raises(nl.InvalidArgumentError) as caught:
-        nl.RemoteContext(**kwargs)
-    assert caught.value.argument == argument
-
-
-def test_a_bad_api_key_is_refused_without_showing_it():
-    with pytest.raises(nl.InvalidArgumentError) as caught:
-        nl.RemoteContext("http://127.0.0.1:1/v1", api_key=12345)
-    assert "12345" not in str(caught.value)
-
-
-def test_a_closed_context_refuses_calls(tiny_server):
-    with remote(tiny_server.url) as ctx:
-        pass
-    assert "closed" in repr(ctx)
-    with pytest.raises(nl.ClosedError):
-        ctx.generate("hello")
-
-
-# -- what each server is sent, and how answers are read ---------------------------------------
-
-
-def test_vllm_and_llama_server_requests():
-    params = SamplingParams(top_k=5, min_p=0.1, repeat_last_n=32, penalty_repeat=1.2, stop="\n")
-    vllm = VLLM().request_body("m", "hi", params, 7, None)
-    assert (vllm["top_k"], vllm["min_p"], vllm["repetition_penalty"], vllm["stop"]) == (5, 0.1, 1.2, ["\n"])
-    server = LlamaServer().request_body("m", [1, 2], params, 7, None)
-    assert (server["repeat_penalty"], server["repeat_last_n"], server["prompt"]) == (1.2, 32, [1, 2])
-    # no window, no penalty
-    assert VLLM().request_body("m", "hi", SamplingParams(repeat_last_n=0), 7, None)["repetition_penalty"] == 1.0
-    labelled = LlamaCppPython().request_body("m", "hi", params, 7, ("yes", "no"))
-    assert labelled["grammar"] == label_grammar(("yes", "no"))
-    assert "stop" not in labelled and labelled["max_tokens"] == 4 and labelled["logprobs"] == 20
-
-
-def test_a_conversation_is_sent_as_messages_with_the_chat_apis_logprobs_fields():
-    params = SamplingParams(stop="\n")
-    body = LlamaCppPython().request_body("m", CONVERSATION, params, 7, ("yes", "no"))
-    assert body["messages"] == CONVERSATION and "prompt" not in body
-    assert (body["logprobs"], body["top_logprobs"]) == (True, 20)
-    assert endpoint_path(CONVERSATION) == "chat/completions" and endpoint_path("hi") == endpoint_path([1]) == "completions"
-    chat_form = {"choices": [{"message": {"role": "assistant", "content": "yes"}, "finish_reason": "stop",
-                              "logprobs": {"content": [{"token": "yes", "logprob": -0.2,
-                                                        "top_logprobs": [{"token": "yes", "logprob": -0.2}]}]}}]}
-    answer = read_answer(chat_form)
-    assert (answer.text, answer.first_top_logprobs) == ("yes", [("yes", -0.2)])
-    with pytest.raises(TypeError):  # a tool call: no text
-        read_answer({"choices": [{"message": {"role": "assistant", "content": None}, "finish_reason": "tool_calls"}]})
-
-
-def test_json_schemas_and_grammars_go_to_each_servers_structured_outputs():
-    params = SamplingParams()
-    schema, gbnf = check_constraints(SCHEMA, None, 1, None)[0], check_constraints(None, 'root ::= "a"', 1, None)[0]
-    assert VLLM().request_body("m", "hi", params, 7, constraint=schema)["structured_outputs"] == {"json": SCHEMA}
-    assert VLLM().request_body("m", "hi", params, 7, constraint=gbnf)["structured_outputs"] == {"grammar": 'root ::= "a"'}
-    assert LlamaServer().request_body("m", "hi", params, 7, constraint=schema)["json_schema"] == SCHEMA
-    assert LlamaServer().request_body("m", "hi", params, 7, constraint=gbnf)["grammar"] == 'root ::= "a"'
-    assert "root ::=" in LlamaCppPython().request_body("m", "hi", params, 7, constraint=schema)["grammar"]
-    # a schema given as a JSON string is sent as the object it spells
-    as_text = check_constraints('{"type": "integer"}', None, 1, None)[0]
-    assert LlamaServer().request_body("m", "hi", params, 7, constraint=as_text)["json_schema"] == {"type": "integer"}
-
-
-def test_label_grammar_escapes_what_gbnf_needs():
-    assert label_grammar(("a", 'b"c', "d\\e\n")) == 'root ::= " "? ("a" | "b\\"c" | "d\\\\e\\n")'
-
-
-def test_answers_name_labels_with_or_without_a_space():
-    assert answer_label(("yes", "no"), " no") == "no"
-    assert answer_label(("yes", "no"), "yes") == "yes"
-    assert answer_label(("yes", "no"), "maybe") is None
-
-
-def test_label_probabilities_come_from_the_tokens_that_begin_one_label():
-    top = [(" yes", -0.5), ("no", -1.0), (" nop", -2.0), (" ", -3.0), ("", -3.0), ("maybe", -0.1)]
-    probs = label_probs(("yes", "no", "nope"), top)
-    # "no" begins two labels, " " and "" all of them, "maybe" none: left out
-    total = math.exp(-0.5) + math.exp(-2.0)
-    assert probs == pytest.approx([math.exp(-0.5) / total, 0.0, math.exp(-2.0) / total])
-    assert label_probs(("yes", "no"), [("maybe", -0.1)]) is None
-
-
-def test_both_forms_of_logprobs_are_read():
-    openai_form = {"choices": [{"text": " yes", "finish_reason": "stop", "logprobs": {
-        "tokens": [" yes"], "token_logprobs": [-0.1], "top_logprobs": [{" yes": -0.1, " no": -2.5}]}}],
-        "usage": {"prompt_tokens": 4, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 2}}}
-    answer = read_answer(openai_form)
-    assert answer.first_top_logprobs == [(" yes", -0.1), (" no", -2.5)]
-    assert (answer.n_prompt_tokens, answer.n_tokens, answer.n_cached_tokens) == (4, 1, 2)
-    llama_server_form = {"choices": [{"text": " yes", "finish_reason": "length", "logprobs": {"content": [
-        {"token": " yes", "logprob": -0.1, "top_logprobs": [{"token": " yes", "logprob": -0.1}]}]}}]}
-    answer = read_answer(llama_server_form)
-    assert answer.first_top_logprobs == [(" yes", -0.1)] and answer.finish_reason == "length"
-
-
-# -- spreading requests ------------------------------------------------------------------------
-
-
-def endpoints(n):
-    return [nl.remote.Endpoint(f"http://e{i}/v1", VLLM()) for i in range(n)]
-
-
-def test_the_endpoint_with_fewest_requests_in_flight_goes_first():
-    async def scenario():
-        a, b = endpoints(2)
-        pool = EndpointPool([a, b], per_endpoint=2, backoff=1.0)
-        taken = [await pool.acquire() for _ in range(3)]
-        assert taken == [a, b, a]
-        pool.release(a)
-        assert await pool.acquire(avoid=a) == b  # a retry leaves the endpoint that failed it
-    asyncio.run(scenario())
-
-
-def test_a_retry_waits_for_a_busy_endpoint_rather_than_go_back_to_the_one_that_failed():
-    async def scenario():
-        failing, busy = endpoints(2)
-        pool = EndpointPool([failing, busy], per_endpoint=1, backoff=0.0)
-        assert [await pool.acquire(), await pool.acquire()] == [failing, busy]
-        pool.release(failing, failed=True)  # rests 0 s: awake at once
-        asyncio.get_running_loop().call_later(0.2, pool.release, busy)
-        started = time.monotonic()
-        assert await pool.acquire(avoid=failing) == busy
-        assert time.monotonic() - started >= 0.15
-        assert await pool.acquire() == failing  # a first attempt may still go there
-    asyncio.run(scenario())
-
-
-def test_an_endpoint_rests_after_a_failure_and_requests_wait_for_it():
-    async def scenario():
-        (only,) = endpoints(1)
-        pool = EndpointPool([only], per_endpoint=4, backoff=0.3)
-        await pool.acquire()
-        await pool.acquire()
-        pool.release(only, failed=True)
-        pool.release(only, failed=True)  # in flight together: one failure, one rest
-        started = time.monotonic()
-        assert await pool.acquire() == only
-        assert 0.25 <= time.monotonic() - started < 2
-    asyncio.run(scenario())
-
-
-# vLLM's shapes (its docs and OpenAPI): /tokenize answers {"count", "max_model_len", "tokens"};
-# a completion's choice has "prompt_logprobs", None for the first token, then for each prompt
-# token a dict from token ids (as strings) to {"logprob", "rank", "decoded_token"}
-# the fake's tokenizer; it spells "nope" alike with and without the space
-VLLM_TOKENS = {"Is it?": [11, 12, 13], "yes": [21], " yes": [22], "nope": [25, 26], " nope": [25, 26]}
-
-
-def vllm_logprob(position, token):
-    return -0.05 * token - 0.01 * position
-
-
-def fake_vllm(request, seen):
-    body = json.loads(request.content)
-    seen.append((request.url.path, body))
-    if request.url.path == "/tokenize":
-        assert body["model"] == "m"
-        if "messages" in body:
-            assert body["add_generation_prompt"] and not body["add_special_tokens"]
-            return httpx.Response(200, json={"count": 3, "max_model_len": 99, "tokens": [1, 11, 13]})
-        tokens = VLLM_TOKENS[body["prompt"]]
-        return httpx.Response(200, json={"count": len(tokens), "max_model_len": 99,
-                                         "tokens": ([1] if body["add_special_tokens"] else []) + tokens})
-    assert request.url.path == "/v1/completions" and body["prompt_logprobs"] == 1 and body["max_tokens"] == 1
-    prompt = body["prompt"]
-    logprobs = [None] + [{str(t): {"logprob": vllm_logprob(i, t), "rank": 1, "decoded_token": "x"}}
-                         for i, t in enumerate(prompt[1:], start=1)]
-    return httpx.Response(200, json={"choices": [{"index": 0, "text": "!", "finish_reason": "length",
-                                                  "prompt_logprobs": logprobs}],
-                                     "usage": {"prompt_tokens": len(prompt), "completion_tokens": 1}})
-
-
-def test_vllm_labels_are_scored_from_prompt_logprobs_of_each_spelling():
-    from newrllama4.remote_scoring import VLLMScoring
-
-    seen = []
-
-    async def scores(prompt):
-        transport = httpx.MockTransport(lambda request: fake_vllm(request, seen))
-        async with httpx.AsyncClient(transport=transport) as client:
-            return await VLLMScoring(client, "http://vllm:8000/v1", "m").label_scores(prompt, ("yes", "nope"))
-
-    for prompt, tokens in (("Is it?", [1, 11, 12, 13]), ([1, 11, 12, 13], [1, 11, 12, 13]), (CONVERSATION, [1, 11, 13])):
-        seen.clear()
-        result = asyncio.run(scores(prompt))
-        n = len(tokens)
-        # "yes", " yes", and "nope" and " nope", spelt alike: one spelling, one request
-        yes = math.exp(vllm_logprob(n, 21)) + math.exp(vllm_logprob(n, 22))
-        nope = math.exp(vllm_logprob(n, 25) + vllm_logprob(n + 1, 26))
-        assert result.probs == pytest.approx([yes / (yes + nope), nope / (yes + nope)])
-        assert result.n_prompt_tokens == n
-        sent = sorted(body["prompt"] for path, body in seen if path == "/v1/completions")
-        assert sent == sorted([tokens + [21], tokens + [22], tokens + [25, 26]])

@@ -1,4 +1,4 @@
-"""Incremental, UTF-8-safe detokenization and stop strings, without a model."""
+"""One prompt on its way through the engine (sequence.py): incremental, UTF-8-safe text and stop strings, without a model."""
 
 from newrllama4.sequence import OutputText
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .checks import per_prompt
 from .errors import InvalidArgumentError
 from .results import Completion
 from .sequence import Sequence
@@ -27,27 +28,19 @@ from .sequence import Sequence
 Labels = tuple[str, ...]
 
 
-def check_choices(choices: Any, n_prompts: int) -> list[Optional[Labels]]:
-    """One label set (or None) per prompt: `choices` is None, one list of labels for
-    every prompt, or a list with one list of labels (or None) per prompt."""
-    if choices is None:
-        return [None] * n_prompts
-    if _is_label_list(choices):
-        return [_check_labels("choices", choices)] * n_prompts
-    if isinstance(choices, (list, tuple)) and len(choices) == n_prompts and all(
-        c is None or _is_label_list(c) for c in choices
-    ):
-        return [None if c is None else _check_labels(f"choices[{i}]", c) for i, c in enumerate(choices)]
-    raise InvalidArgumentError(
-        "choices", choices, f"None, a list of labels, or a list of {n_prompts} lists of labels (or None), one per prompt"
-    )
+def check_labels(labels: Any, n_prompts: int, name: str = "labels") -> list[Optional[Labels]]:
+    """Each prompt's labels (or None): `labels` is None, one list of labels for every
+    prompt, or a list with one list of labels (or None) per prompt. `name` is the
+    argument's, as the caller passed it."""
+    return [None if value is None else _checked_labels(argument, value)
+            for argument, value in per_prompt(name, labels, n_prompts, _is_label_list, "a list of labels")]
 
 
 def _is_label_list(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
 
-def _check_labels(name: str, labels: Any) -> Labels:
+def _checked_labels(name: str, labels: Any) -> Labels:
     if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
         raise InvalidArgumentError(name, labels, "at least two distinct, non-empty labels")
     return tuple(labels)
@@ -84,8 +77,8 @@ def label_probabilities(n_labels: int, spelling_logprobs: list[tuple[int, float]
     return probs / probs.sum()
 
 
-class ChoicePrompt:
-    """One prompt's label question: the scoring sequences it needs, and the answer they give."""
+class LabelPrompt:
+    """One prompt with labels: the scoring sequences it needs, and the answer they give."""
 
     def __init__(self, index: int, prompt: list[int], labels: Labels, tokenize: Callable[[str], list[int]],
                  stop: tuple[str, ...]):

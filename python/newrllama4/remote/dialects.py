@@ -9,11 +9,11 @@ each server spells its own way, or not at all. Servers are told apart by the
 `owned_by` of the model in their `GET /models` list: "vllm", "llamacpp" (llama.cpp's
 llama-server) or "me" (llama-cpp-python's server).
 
-Labels (`choices`), JSON schemas and grammars need structured outputs: vLLM's
+Labels, JSON schemas and grammars need structured outputs: vLLM's
 `structured_outputs` (`json`, `grammar`), llama-server's `grammar` (GBNF) and
 `json_schema`, llama-cpp-python's `grammar` alone (a schema is converted to GBNF), on
 both endpoints. vLLM's and llama-server's labels are scored on their own endpoints instead
-(see remote_scoring.py). Elsewhere a label answer is restricted to a label (or the label after
+(`label_scoring`, see labels.py). Elsewhere a label answer is restricted to a label (or the label after
 a space, as a model writes a word that follows text), and asks for the top
 log-probabilities of its first token, from which each label's probability is read: see
 `label_probs`.
@@ -22,23 +22,95 @@ log-probabilities of its first token, from which each label's probability is rea
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
-import numpy as np
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-from .checks import is_conversation
-from .choices import Labels, every_spelling, label_spellings
-from .constraints import Constraint
-from .remote_scoring import LabelScoring, LlamaServerScoring, VLLMScoring
-from .sampling import SamplingParams
+from ..checks import is_conversation
+from ..constraints import Constraint
+from ..labels import Labels, every_spelling
+from ..sampling import SamplingParams
+from .http import post_json
+from .labels import LabelScoring, ScoringResponseError, label_grammar
 
 # vLLM refuses more than its --max-logprobs, 20 by default
 TOP_LOGPROBS = 20
 
 Prompt = Any  # str, a list of token ids, or chat messages
+
+
+# -- the label scoring of each server that can score labels exactly (labels.py) ----
+
+
+class LlamaServerScoring(LabelScoring):
+    async def _tokenize(self, text: str, special: bool) -> list[int]:
+        answer = await post_json(self.client, f"{self.root}/tokenize",
+                                 {"content": text, "add_special": special, "parse_special": special})
+        return [int(t) for t in answer["tokens"]]
+
+    async def prompt_tokens(self, prompt: Any) -> list[int]:
+        if is_conversation(prompt):  # laid out as the chat endpoint lays it out
+            prompt = (await post_json(self.client, f"{self.root}/apply-template", {"messages": prompt}))["prompt"]
+        # a text with BOS and its special tokens parsed, as the engine tokenizes a prompt
+        return await self._tokenize(prompt, True) if isinstance(prompt, str) else [int(t) for t in prompt]
+
+    async def label_tokens(self, text: str) -> list[int]:
+        return await self._tokenize(text, False)
+
+    async def continuation_logprob(self, prompt: list[int], continuation: list[int]) -> tuple[float, int]:
+        answer = await post_json(self.client, f"{self.root}/completion", {
+            "model": self.model, "prompt": prompt, "n_predict": len(continuation),
+            "grammar": "root ::= " + " ".join(f"<[{t}]>" for t in continuation),
+            "n_probs": 1, "post_sampling_probs": False, "temperature": 0.0, "cache_prompt": True,
+        })
+        try:
+            steps = answer["completion_probabilities"]
+            generated = [int(step["id"]) for step in steps]
+            logprob = sum(float(step["logprob"]) for step in steps)
+            cached = int(answer.get("tokens_cached") or 0)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ScoringResponseError(f"a scoring response lacks token log-probabilities ({error!r})") from None
+        if generated != continuation:
+            raise ScoringResponseError(f"a scoring request forced the tokens {continuation} and got {generated}")
+        return logprob, cached
+
+
+class VLLMScoring(LabelScoring):
+    async def _tokenize(self, body: dict[str, Any]) -> list[int]:
+        answer = await post_json(self.client, f"{self.root}/tokenize", {"model": self.model, **body})
+        return [int(t) for t in answer["tokens"]]
+
+    async def prompt_tokens(self, prompt: Any) -> list[int]:
+        if is_conversation(prompt):  # the template writes the special tokens it needs
+            return await self._tokenize({"messages": prompt, "add_generation_prompt": True,
+                                         "add_special_tokens": False})
+        if isinstance(prompt, str):
+            return await self._tokenize({"prompt": prompt, "add_special_tokens": True})
+        return [int(t) for t in prompt]
+
+    async def label_tokens(self, text: str) -> list[int]:
+        return await self._tokenize({"prompt": text, "add_special_tokens": False})
+
+    async def continuation_logprob(self, prompt: list[int], continuation: list[int]) -> tuple[float, int]:
+        # prompt_logprobs: each prompt token's own log-probability (and the top one), None for the first
+        answer = await post_json(self.client, f"{self.base_url}/completions", {
+            "model": self.model, "prompt": prompt + continuation, "max_tokens": 1, "temperature": 0.0,
+            "prompt_logprobs": 1,
+        })
+        try:
+            positions = answer["choices"][0]["prompt_logprobs"][len(prompt):]
+            if len(positions) != len(continuation):
+                raise ValueError(f"{len(positions)} log-probabilities for {len(continuation)} tokens")
+            logprob = sum(float(step[str(t)]["logprob"]) for step, t in zip(positions, continuation))
+            details = (answer.get("usage") or {}).get("prompt_tokens_details") or {}
+            cached = int(details.get("cached_tokens") or 0)
+        except (KeyError, IndexError, TypeError, ValueError) as error:
+            raise ScoringResponseError(f"a scoring response lacks prompt log-probabilities ({error!r})") from None
+        return logprob, min(cached, len(prompt))
+
+
+# -- the completions API of each kind of server -------------------------------------
 
 
 class OpenAICompatible:
@@ -49,7 +121,7 @@ class OpenAICompatible:
     # none of the sampling fields beyond OpenAI's
     penalty_field: Optional[str] = None
     has_structured_outputs = False  # whether choice_fields and constraint_fields work
-    # how remote_scoring scores labels on this server, exactly as locally; None: their
+    # how labels.py scores labels on this server, exactly as locally; None: their
     # probabilities are read from a constrained answer's top log-probabilities instead
     label_scoring: Optional[type[LabelScoring]] = None
 
@@ -99,7 +171,7 @@ class VLLM(OpenAICompatible):
     label_scoring = VLLMScoring
 
     # vLLM 0.12 dropped the older `guided_json` and `guided_grammar`, and ignores them
-    # without a word; labels are scored, not answered (remote_scoring.py)
+    # without a word; labels are scored, not answered (labels.py)
     def constraint_fields(self, constraint: Constraint) -> dict[str, Any]:
         key = "json" if constraint.parses_json else "grammar"
         return {"structured_outputs": {key: constraint.source}}
@@ -146,50 +218,6 @@ SERVERS_BY_OWNER = {"vllm": VLLM(), "llamacpp": LlamaServer(), "me": LlamaCppPyt
 
 def server_api(owned_by: Any) -> OpenAICompatible:
     return SERVERS_BY_OWNER.get(owned_by, OpenAICompatible())
-
-
-_GBNF_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _gbnf_literal(text: str) -> str:
-    escaped = "".join(
-        _GBNF_ESCAPES.get(c, c if c.isprintable() else f"\\U{ord(c):08X}") for c in text
-    )
-    return f'"{escaped}"'
-
-
-def label_grammar(labels: Labels) -> str:
-    """A GBNF grammar (llama.cpp's) whose sentences are the labels, each after an optional space."""
-    return 'root ::= " "? (' + " | ".join(_gbnf_literal(label) for label in labels) + ")"
-
-
-def answer_label(labels: Labels, text: str) -> Optional[str]:
-    """The label a constrained answer spells, or None for an answer that is none of them."""
-    if text in labels:
-        return text
-    if text.startswith(" ") and text[1:] in labels:
-        return text[1:]
-    return None
-
-
-def label_probs(labels: Labels, first_top_logprobs: Sequence[tuple[str, float]]) -> Optional[np.ndarray]:
-    """Each label's probability, from the top log-probabilities of the answer's first token.
-
-    A top token whose text begins exactly one label (as it is or after a space) adds its
-    probability to that label; tokens that begin several labels, or none, or carry no
-    text (part of a UTF-8 character) are left out; the sums are normalised over the
-    labels. For labels of one token each, all among the top tokens, this is the
-    probability the local engine gives; otherwise an approximation. None when no top
-    token begins a label.
-    """
-    written = [(i, spelling) for i, label in enumerate(labels) for spelling in label_spellings(label)]
-    probs = np.zeros(len(labels))
-    for text, logprob in first_top_logprobs:
-        owners = {i for i, spelling in written if text and spelling.startswith(text)}
-        if len(owners) == 1:
-            probs[owners.pop()] += math.exp(logprob)
-    total = probs.sum()
-    return probs / total if total > 0 else None
 
 
 @dataclass(frozen=True)

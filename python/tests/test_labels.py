@@ -16,7 +16,7 @@ PROMPTS = random_prompts(14, seed=21, max_words=40)
 
 def run(model, prompts, n_seq_max, prefix_cache=True, **params):
     with nl.Context(model, n_ctx=256, n_seq_max=n_seq_max, prefix_cache=prefix_cache) as ctx:
-        return ctx.generate_parallel(prompts, **{"choices": LABELS, "temperature": 0, **params})
+        return ctx.generate_parallel(prompts, **{"labels": LABELS, "temperature": 0, **params})
 
 
 def reference_probs(model, prompt, labels):
@@ -82,27 +82,39 @@ def test_sampled_labels_are_reproducible_and_independent_of_n_seq_max(model):
     assert len(draws) > 1  # a high temperature spreads the draws over the labels
 
 
-def test_per_prompt_choices_and_free_text_in_one_call(model):
-    choices = [LABELS, None, ["yes", "no"], None]
+def test_per_prompt_labels_and_free_text_in_one_call(model):
+    labels = [LABELS, None, ["yes", "no"], None]
     with nl.Context(model, n_ctx=256, n_seq_max=3) as ctx:
-        mixed = ctx.generate_parallel(PROMPTS[:4], choices=choices, max_tokens=8, temperature=0)
+        mixed = ctx.generate_parallel(PROMPTS[:4], labels=labels, max_tokens=8, temperature=0)
         free = ctx.generate_parallel(PROMPTS[:4], max_tokens=8, temperature=0)
     assert mixed[0].choice in LABELS and mixed[2].choice in ("yes", "no")
     assert mixed[1].choice is None and mixed[1].text == free[1].text and mixed[3].tokens == free[3].tokens
 
 
-def test_a_bad_prompt_with_choices_fails_alone_and_progress_counts_prompts(model):
+def test_a_bad_prompt_with_labels_fails_alone_and_progress_counts_prompts(model):
     calls = []
     with nl.Context(model, n_ctx=256, n_seq_max=4) as ctx:
         result = ctx.generate_parallel(
-            [PROMPTS[0], "", PROMPTS[1]], choices=LABELS, temperature=0, on_progress=lambda d, t: calls.append((d, t))
+            [PROMPTS[0], "", PROMPTS[1]], labels=LABELS, temperature=0, on_progress=lambda d, t: calls.append((d, t))
         )
     assert [c.finish_reason for c in result] == ["stop", "error", "stop"]
     assert isinstance(result[1].error, nl.EmptyPromptError) and result[1].choice is None
     assert calls == [(1, 3), (2, 3), (3, 3)]
 
 
-@pytest.mark.parametrize("choices", [["only"], ["a", "a"], ["a", ""], "ab", [["a", "b"]], [1, 2], [["a", "b"], 3]])
-def test_bad_choices_name_the_argument(ctx, choices):
-    with pytest.raises(nl.InvalidArgumentError, match="choices"):
-        ctx.generate_parallel(PROMPTS[:2], choices=choices)
+@pytest.mark.parametrize("labels", [["only"], ["a", "a"], ["a", ""], "ab", [["a", "b"]], [1, 2], [["a", "b"], 3]])
+def test_bad_labels_name_the_argument(ctx, labels):
+    with pytest.raises(nl.InvalidArgumentError, match="labels"):
+        ctx.generate_parallel(PROMPTS[:2], labels=labels)
+
+
+def test_choices_is_the_deprecated_name_of_labels(ctx):
+    with pytest.warns(DeprecationWarning, match="`labels`"):
+        old = ctx.generate_parallel(PROMPTS[:2], choices=LABELS, temperature=0)
+    new = ctx.generate_parallel(PROMPTS[:2], labels=LABELS, temperature=0)
+    assert [c.choice_probs for c in old] == [c.choice_probs for c in new]
+    with pytest.warns(DeprecationWarning), pytest.raises(nl.InvalidArgumentError) as caught:
+        ctx.generate_parallel(PROMPTS[:2], choices=["only"])
+    assert caught.value.argument == "choices"  # named as the caller (the R package, for now) passed it
+    with pytest.warns(DeprecationWarning), pytest.raises(nl.InvalidArgumentError, match="one argument"):
+        ctx.generate_parallel(PROMPTS[:2], choices=LABELS, labels=LABELS)

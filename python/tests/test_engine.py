@@ -1,4 +1,4 @@
-"""generate_parallel and generate: results, stopping, text, stats, progress, logging."""
+"""The step loop of a call (engine.py), through generate_parallel and generate: results, stopping, text, stats, progress, logging."""
 
 import logging
 
@@ -163,10 +163,3 @@ def test_llama_cpp_log_lines_are_silent_by_default(tiny_model_path, capfd):
         ctx.generate("hello", max_tokens=2)
     captured = capfd.readouterr()
     assert captured.err == "" and captured.out == ""
-
-
-def test_fast_mode_runs_and_completes(model):
-    prompts = random_prompts(10, seed=9)
-    with nl.Context(model, n_ctx=256, n_seq_max=4, batch_invariant=False) as ctx:
-        result = ctx.generate_parallel(prompts, max_tokens=6, temperature=0)
-    assert [c.finish_reason != "error" for c in result] == [True] * 10
