@@ -77,12 +77,12 @@ test_that("a per-prompt argument is named as R numbers prompts, from 1", {
 test_that("an argument the engine names otherwise has its R name, in the field and the message", {
   expect_identical(r_argument("max_tokens"), "max_tokens")
   expect_identical(r_argument("json_schema[0]"), "json_schema[[1]]")
-  expect_identical(r_argument("choices"), "labels")
-  expect_identical(r_argument("choices[2]"), "labels[[3]]")
+  expect_identical(r_argument("labels"), "labels")
+  expect_identical(r_argument("labels[2]"), "labels[[3]]")
   expect_identical(r_argument("path"), "model_path")
   expect_identical(r_argument("prompts[0][1]"), "prompts[0][1]")  # not one prompt's argument: as the engine says
   skip_without_engine()
-  cnd <- expect_mapped(errors()$InvalidArgumentError("choices[1]", list("a", "a"), "two distinct labels"),
+  cnd <- expect_mapped(errors()$InvalidArgumentError("labels[1]", list("a", "a"), "two distinct labels"),
                        "newrllama4_error_invalid_argument", list(argument = "labels[[2]]"))
   expect_identical(conditionMessage(cnd), "`labels[[2]]` must be two distinct labels, not ['a', 'a'].")
   cnd <- expect_mapped(errors()$InvalidArgumentError("path", "gemma", "a path or a model name: {a}"),
