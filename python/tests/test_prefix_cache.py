@@ -4,10 +4,12 @@ import random
 
 import llama_cpp
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import newrllama4 as nl
 from newrllama4 import _llama
-from newrllama4.attention import TILE
+from newrllama4.attention import TILE, restorable
 from newrllama4.prefix_cache import BLOCK, PrefixCache
 from conftest import WORDS, random_prompts
 
@@ -267,3 +269,110 @@ def test_the_least_recently_used_snapshot_goes_first():
     assert not cache.add([4] * BLOCK, fake(26))  # larger than the whole budget
     cache.clear()
     assert cache.nbytes == 0 and len(cache) == 0 and not cache.covers(a)
+
+
+# -- the radix tree against a brute-force reference -------------------------------------------
+
+
+class ScanningCache:
+    """The cache's rules by brute force: every snapshot compared with the prompt, token by token."""
+
+    def __init__(self, max_bytes, n_swa):
+        self.max_bytes, self.n_swa = max_bytes, n_swa
+        self.snapshots = []  # (tokens, data, n_tiled), least recently used first
+
+    def lookup(self, tokens, limit, n_tiled=0):
+        wanted = tuple(tokens[:max(limit, 0)])
+        best, best_n = None, 0
+        for snapshot in self.snapshots:  # a later one, used more recently, wins a tie
+            there, _, n_there = snapshot
+            common = next((i for i, (a, b) in enumerate(zip(there, wanted)) if a != b), min(len(there), len(wanted)))
+            if common < BLOCK:
+                continue
+            n = restorable(common, n_there, n_tiled)
+            if n < len(there) and not (self.n_swa == 0 or len(there) <= self.n_swa):
+                continue
+            if n > 0 and n >= best_n:
+                best, best_n = snapshot, n
+        if best is not None:
+            self.snapshots = [s for s in self.snapshots if s is not best] + [best]
+        return best, best_n
+
+    def add(self, tokens, data, n_tiled=0):
+        n_tiled = min(n_tiled, len(tokens))
+        if len(data) > self.max_bytes or self.lookup(tokens, len(tokens), n_tiled)[1] == len(tokens):
+            return False
+        while sum(len(s[1]) for s in self.snapshots) + len(data) > self.max_bytes:
+            self.snapshots.pop(0)
+        self.snapshots.append((tuple(tokens), data, n_tiled))
+        return True
+
+
+def check_tree(cache):
+    """The tree's invariants: each node's `extending` counts the cuttable snapshots at or below it
+    and names the most recently used; no branchless node without a snapshot; depths add up."""
+    order = {id(s): i for i, s in enumerate(cache._lru.values())}
+    assert sorted(s.used for s in cache._lru.values()) == [s.used for s in cache._lru.values()]
+
+    def walk(node, depth):
+        assert node.depth == depth + len(node.edge)
+        below = [s for s in node.own.values() if cache._cuttable(s)]
+        assert all(s.node is node and len(s.tokens) == node.depth for s in node.own.values())
+        for first, child in node.children.items():
+            assert child.parent is node and child.edge[0] == first
+            below += walk(child, node.depth)
+        if node.parent is not None:
+            assert node.own or len(node.children) > 1
+            grouped = {}
+            for s in sorted(below, key=lambda s: order[id(s)]):
+                grouped.setdefault(s.n_tiled, []).append(s)
+            assert {n: (count, id(latest)) for n, (count, latest) in node.extending.items()} == {
+                n: (len(group), id(group[-1])) for n, group in grouped.items()
+            }
+        return below
+
+    walk(cache._root, 0)
+
+
+# prompts made of a few pieces, so that they share prefixes and part inside and at the edges of blocks
+PIECES = [[1] * BLOCK, [2] * 7, list(range(3, 26)), [1], [2] * 40, [1] * 9 + [2]]
+token_lists = st.lists(st.sampled_from(range(len(PIECES))), max_size=8).flatmap(
+    lambda pieces: st.lists(st.integers(0, 3), max_size=3).map(
+        lambda tail: [t for p in pieces for t in PIECES[p]] + tail
+    )
+)
+n_tiled = st.sampled_from([0, 0, TILE, 2 * TILE])
+# a few prompts, then operations on their prefixes, each extended by a few tokens or none
+operations = st.tuples(
+    st.lists(token_lists, min_size=1, max_size=4),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "lookup"]), st.integers(0, 3), st.integers(0, 200),
+            st.lists(st.integers(0, 3), max_size=20), st.integers(-1, 200), n_tiled,
+        ),
+        max_size=40,
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(operations, st.sampled_from([0, 20, 100]), st.sampled_from([10, 40, 1000]))
+def test_the_tree_answers_as_a_scan_of_every_snapshot_would(operations, n_swa, max_bytes):
+    cache, reference = PrefixCache(max_bytes, n_swa), ScanningCache(max_bytes, n_swa)
+    prompts, steps = operations
+    for op, which, cut, tail, size, n in steps:
+        tokens = prompts[which % len(prompts)][:cut] + tail
+        if op == "add":
+            data = bytearray(1 + size % 12)  # a new object each time: which snapshot is which
+            assert cache.add(tokens, data, n) == reference.add(tokens, data, n)
+        else:
+            limit = min(size, len(tokens))
+            snapshot, restored = cache.lookup(tokens, limit, n)
+            expected, expected_n = reference.lookup(tokens, limit, n)
+            assert restored == expected_n
+            assert (snapshot and snapshot.data) is (expected and expected[1])
+        assert [s.data for s in cache._lru.values()] == [s[1] for s in reference.snapshots]
+        assert cache.nbytes == sum(len(s[1]) for s in reference.snapshots) <= max_bytes
+        check_tree(cache)
+    cache.clear()
+    assert not cache._root.children and len(cache) == 0
