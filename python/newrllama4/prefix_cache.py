@@ -124,11 +124,16 @@ class PrefixCache:
     the cost grows with the prompt's length and the branch points on its path, not with
     the number of snapshots (benchmarks/bench_scale.py micro: one lookup took 15.6 ms at
     1,000 snapshots and 1.1 s at 100,000 with the hash chain it replaces).
-"""
 
-    def __init__(self, max_bytes: int, n_swa: int):
+    `keep_prompts` (off by default) has a prompt that shares nothing with the others of
+    its call leave a snapshot of itself for later calls, as every such prompt did before:
+    for workloads that send the same texts again (another question after the same text).
+    A call of one prompt always does (PrefixPlan)."""
+
+    def __init__(self, max_bytes: int, n_swa: int, keep_prompts: bool = False):
         self.max_bytes = max_bytes
         self.n_swa = n_swa
+        self.keep_prompts = keep_prompts
         self.nbytes = 0
         self._clock = 0
         self._lru: OrderedDict[int, Snapshot] = OrderedDict()  # id -> snapshot, oldest first
@@ -290,8 +295,16 @@ class PrefixPlan:
     others in the scheduler (`Sequence.awaited`). A shared prefix that the cache holds
     to its last whole block has no owner: its few tokens past that are not worth a
     wait. A sequence that contains a shared prefix it does not own waits until the
-    prefix is cached, then restores it. A sequence that shares nothing and restores
-    nothing leaves a snapshot of its own prompt for later calls.
+    prefix is cached, then restores it.
+
+    A snapshot costs a copy of the KV cells it holds, and each restore another, so the
+    plan keeps only those a later prompt can use: the call's shared prefixes. A sequence
+    that shares nothing and restores nothing leaves a snapshot of its own prompt for
+    later calls only when it is the call's one sequence (calls of one prompt can share
+    only across calls: a chat, a loop) or the cache's `keep_prompts` asks for it
+    (workloads that send the same texts again); a call of many distinct texts took one
+    copy per row for snapshots no later prompt used. `snapshots` counts the snapshots
+    kept, `copied_bytes` the bytes copied to and from snapshots.
     """
 
     def __init__(self, cache: PrefixCache, ctx: Any, sequences: Iterable[Sequence]):
@@ -299,8 +312,11 @@ class PrefixPlan:
         self.ctx = ctx
         self.memory = llama.llama_get_memory(ctx)
         self.snapshots = 0
+        self.copied_bytes = 0
         self._paths: dict[Sequence, list[_Prefix]] = {}  # shared prefixes a sequence contains, shortest first
-        self._plan(list(sequences))
+        sequences = list(sequences)
+        self._keep_prompts = cache.keep_prompts or len(sequences) == 1
+        self._plan(sequences)
 
     def _plan(self, sequences: list[Sequence]) -> None:
         keys = {s: block_keys(s.tokens, (s.n_prompt - 1) // BLOCK) for s in sequences}
@@ -349,6 +365,7 @@ class PrefixPlan:
         """Restore the longest cached prefix into the sequence's (empty) slot and plan its snapshots."""
         snapshot, n_restored = self.cache.lookup(sequence.tokens, sequence.n_prompt - 1, sequence.n_tiled)
         if snapshot is not None:
+            self.copied_bytes += snapshot.nbytes
             if restore_sequence(self.ctx, snapshot.data, sequence.slot):
                 llama.llama_memory_seq_rm(self.memory, sequence.slot, n_restored, -1)
                 sequence.n_cached = sequence.n_restored = n_restored
@@ -361,7 +378,7 @@ class PrefixPlan:
             if prefix.owner is sequence and len(prefix.tokens) <= sequence.n_cached:
                 prefix.owner = None  # restored from a longer snapshot: nothing left to decode
         owned = [len(p.tokens) for p in path if p.owner is sequence]
-        if not path and sequence.n_cached == 0:
+        if not path and sequence.n_cached == 0 and self._keep_prompts:
             # as much of its prompt as a later prompt that starts the same way may restore
             own = restorable(sequence.n_prompt - 1, sequence.n_tiled, sequence.n_tiled) // BLOCK * BLOCK
             owned = [own] if own else []
@@ -376,9 +393,13 @@ class PrefixPlan:
             return
         sequence.snapshot_at.pop(0)
         length = sequence.n_cached
-        if self.cache.add(sequence.tokens[:length], snapshot_sequence(self.ctx, sequence.slot), sequence.n_tiled):
-            self.snapshots += 1
-            log.debug("request %d cached its first %d prompt tokens", sequence.index, length)
+        tokens = sequence.tokens[:length]
+        if not self.cache.covers(tokens, sequence.n_tiled):  # (a longer snapshot taken since may hold it)
+            data = snapshot_sequence(self.ctx, sequence.slot)
+            self.copied_bytes += len(data)
+            if self.cache.add(tokens, data, sequence.n_tiled):
+                self.snapshots += 1
+                log.debug("request %d cached its first %d prompt tokens", sequence.index, length)
         self._release(sequence, length)
 
     def retire(self, sequence: Sequence, waiting: Iterable[Sequence]) -> None:

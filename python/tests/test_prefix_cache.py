@@ -177,6 +177,35 @@ def test_when_the_owner_of_a_shared_prefix_fails_the_others_still_complete(model
     assert result.stats.cached_prompt_tokens > 0  # the next prompt took over the shared prefix
 
 
+def test_a_prompt_that_shares_nothing_leaves_a_snapshot_only_when_asked(model):
+    # a snapshot costs a KV copy: of distinct texts none is kept unless the cache's
+    # keep_prompts asks for it (the same texts sent again); a call of one prompt keeps its own
+    prompts = [p for p in (f"{w} {p}" for w, p in zip(WORDS, random_prompts(30, seed=9))) if len(model.tokenize(p)) > 40]
+    assert len(prompts) >= 4
+    with nl.Context(model, n_ctx=512, n_seq_max=3) as ctx:
+        first = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
+        again = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
+        ctx._prefix_cache.keep_prompts = True
+        kept = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
+        reasked = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
+    assert tokens(first) == tokens(again) == tokens(kept) == tokens(reasked)
+    assert first.stats.prefix_snapshots == first.stats.prefix_cache_snapshots == first.stats.prefix_copied_bytes == 0
+    assert again.stats.cached_prompt_tokens == 0
+    assert kept.stats.prefix_snapshots == kept.stats.prefix_cache_snapshots == len(prompts)
+    assert kept.stats.prefix_copied_bytes == kept.stats.prefix_cache_bytes > 0  # one copy each, no restore
+    assert all(c.n_cached_tokens >= c.n_prompt_tokens - BLOCK for c in reasked)
+    assert reasked.stats.prefix_snapshots == 0 and reasked.stats.prefix_copied_bytes == kept.stats.prefix_copied_bytes
+
+
+def test_the_bytes_copied_are_the_snapshots_taken_and_restored(model):
+    with nl.Context(model, n_ctx=512, n_seq_max=4) as ctx:
+        cold = ctx.generate_parallel(PROMPTS[:12], max_tokens=2, temperature=0)
+        warm = ctx.generate_parallel(PROMPTS[12:24], max_tokens=2, temperature=0)
+    assert cold.stats.prefix_cache_snapshots == cold.stats.prefix_snapshots == 3  # the three instructions
+    assert cold.stats.prefix_copied_bytes > cold.stats.prefix_cache_bytes  # taken, then restored by the others
+    assert warm.stats.prefix_snapshots == 0 and warm.stats.prefix_copied_bytes > 0  # restored only
+
+
 SHAPES = [
     ["hello how are you today"] * 3,  # duplicates
     [" ".join(WORDS[:30]), " ".join(WORDS[:30]) + " king", " ".join(WORDS[:31])],  # prefixes of each other
