@@ -32,6 +32,7 @@ import random
 import resource
 import sys
 import time
+from math import nan
 
 from newrllama4.prefix_cache import BLOCK, PrefixCache
 
@@ -151,7 +152,9 @@ def engine(model_name: str, sizes: list[int], kind: str, prefix_cache_mb: float,
                     stats = ctx.generate_parallel(prompts, **labels).stats
                 print(f"{n:>7} {stats.total_seconds / n * 1e3:>7.1f} "
                       f"{stats.overhead_seconds / stats.total_seconds:>9.1%} {stats.prefix_snapshots:>9} "
-                      f"{stats.prefix_cache_snapshots:>8} {stats.prefix_copied_bytes / n / 1024:>13.1f} "
+                      # (NaN from an engine older than these counters, for a comparison)
+                      f"{getattr(stats, 'prefix_cache_snapshots', nan):>8} "
+                      f"{getattr(stats, 'prefix_copied_bytes', nan) / n / 1024:>13.1f} "
                       f"{stats.cached_prompt_tokens / stats.prompt_tokens:>8.0%} {peak_rss_mb():>11.0f}",
                       flush=True)
 

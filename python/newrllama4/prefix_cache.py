@@ -87,8 +87,9 @@ class _Node:
     count: all of them share this node's tokens with a prompt that gets here, so they
     restore the same number of its tokens, and the latest is the one to take. (Eviction
     takes the least recently used of all, so it never removes the latest of a group that
-    others are left in.) Snapshots that may only be restored whole (sliding windows) are
-    found in `own`, the snapshots of exactly this node's tokens."""
+    others are left in; a discarded snapshot's groups look among their node's own
+    snapshots and children for the next.) Snapshots that may only be restored whole
+    (sliding windows) are found in `own`, the snapshots of exactly this node's tokens."""
 
     __slots__ = ("edge", "parent", "depth", "children", "own", "extending")
 
@@ -196,14 +197,14 @@ class PrefixCache:
         the tiled kernel)."""
         return self.lookup(tokens, len(tokens), n_tiled)[1] == len(tokens)
 
-    def add(self, tokens: list[int], data: Any, n_tiled: int = 0) -> bool:
-        """Keep a snapshot of `tokens`, the first `n_tiled` of which took the tiled kernel;
-        False if it does not fit the budget or is there already."""
+    def add(self, tokens: list[int], data: Any, n_tiled: int = 0) -> Optional[Snapshot]:
+        """Keep a snapshot of `tokens`, the first `n_tiled` of which took the tiled kernel, and
+        return it; None if it does not fit the budget or is there already."""
         n_tiled = min(n_tiled, len(tokens))
         if len(data) > self.max_bytes or self.covers(tokens, n_tiled):
-            return False
+            return None
         while self.nbytes + len(data) > self.max_bytes:
-            self._evict_oldest()
+            self._remove(next(iter(self._lru.values())))  # the least recently used
         key = tuple(tokens)
         node = self._insert(key)
         snapshot = Snapshot(key, data, n_tiled, node)
@@ -214,7 +215,7 @@ class PrefixCache:
             for holder in node.lineage():
                 holder.extending.setdefault(n_tiled, [0, snapshot])[0] += 1
         self._use(snapshot)
-        return True
+        return snapshot
 
     def _use(self, snapshot: Snapshot) -> None:
         self._clock += 1
@@ -223,6 +224,11 @@ class PrefixCache:
         if self._cuttable(snapshot):
             for holder in snapshot.node.lineage():
                 holder.extending[snapshot.n_tiled][1] = snapshot
+
+    def _latest(self, node: _Node, n_tiled: int) -> Iterator[Snapshot]:
+        """The snapshots that may be the latest of a group of `node`: its own, its children's latest."""
+        yield from (s for s in node.own.values() if s.n_tiled == n_tiled and self._cuttable(s))
+        yield from (child.extending[n_tiled][1] for child in node.children.values() if n_tiled in child.extending)
 
     def _insert(self, tokens: tuple[int, ...]) -> _Node:
         """The node of exactly `tokens`, made (and an edge split) if need be."""
@@ -243,16 +249,23 @@ class PrefixCache:
             node, at = child, at + n
         return node
 
-    def _evict_oldest(self) -> None:
-        snapshot_id, snapshot = self._lru.popitem(last=False)
+    def discard(self, snapshot: Snapshot) -> None:
+        """Drop a snapshot no later prompt is expected to use (if it is still here)."""
+        if id(snapshot) in self._lru:
+            self._remove(snapshot)
+
+    def _remove(self, snapshot: Snapshot) -> None:
+        del self._lru[id(snapshot)]
         node = snapshot.node
-        del node.own[snapshot_id]
+        del node.own[id(snapshot)]
         if self._cuttable(snapshot):
-            for holder in node.lineage():
+            for holder in node.lineage():  # from the bottom up
                 group = holder.extending[snapshot.n_tiled]
                 group[0] -= 1
                 if not group[0]:
                     del holder.extending[snapshot.n_tiled]
+                elif group[1] is snapshot:  # (discarded, not evicted) the latest of the others below
+                    group[1] = max(self._latest(holder, snapshot.n_tiled), key=lambda s: s.used)
         self.nbytes -= snapshot.nbytes
         while node.parent is not None and not node.own and not node.children:  # nothing left below
             del node.parent.children[node.edge[0]]
@@ -260,7 +273,8 @@ class PrefixCache:
         if node.parent is not None and not node.own and len(node.children) == 1:  # no branch here any more
             (child,) = node.children.values()
             node.edge += child.edge
-            node.depth, node.children, node.own, node.extending = child.depth, child.children, child.own, child.extending
+            node.depth, node.children = child.depth, child.children
+            node.own, node.extending = child.own, child.extending
             for below in node.children.values():
                 below.parent = node
             for kept in node.own.values():
@@ -278,6 +292,9 @@ class _Prefix:
     tokens: list[int]
     n_tiled: int  # how many of its tokens take the tiled kernel (batch-invariant)
     owner: Optional[Sequence] = None  # None once it is in the cache (or was never needed)
+    prompts: set[int] = field(default_factory=set)  # the prompts (indices) of the sequences holding it
+    to_start: int = 0  # how many of those sequences have yet to start
+    snapshot: Optional[Snapshot] = None  # the snapshot its owner took
 
 
 class PrefixPlan:
@@ -297,14 +314,18 @@ class PrefixPlan:
     wait. A sequence that contains a shared prefix it does not own waits until the
     prefix is cached, then restores it.
 
-    A snapshot costs a copy of the KV cells it holds, and each restore another, so the
-    plan keeps only those a later prompt can use: the call's shared prefixes. A sequence
-    that shares nothing and restores nothing leaves a snapshot of its own prompt for
-    later calls only when it is the call's one sequence (calls of one prompt can share
-    only across calls: a chat, a loop) or the cache's `keep_prompts` asks for it
-    (workloads that send the same texts again); a call of many distinct texts took one
-    copy per row for snapshots no later prompt used. `snapshots` counts the snapshots
-    kept, `copied_bytes` the bytes copied to and from snapshots.
+    A snapshot costs a copy of the KV cells it holds, and each restore another, and what
+    the cache keeps it keeps in memory, so the plan keeps only snapshots a later prompt
+    can use: the prefixes that prompts of the call share, for the call and after it. A
+    prefix that only one prompt's sequences share (the prompt of a label question, which
+    its scoring sequences restore) is dropped once the last of them has started; a
+    sequence that shares nothing and restores nothing leaves no snapshot of its prompt.
+    Both are kept for later calls when the call has one prompt (calls of one prompt can
+    share only across calls: a chat, a loop) or the cache's `keep_prompts` asks for it
+    (workloads that send the same texts again): a call of many distinct texts took one
+    copy per row, and filled the cache's budget, with snapshots no later prompt used.
+    `snapshots` counts the snapshots taken and kept, `copied_bytes` the bytes copied to
+    and from snapshots.
     """
 
     def __init__(self, cache: PrefixCache, ctx: Any, sequences: Iterable[Sequence]):
@@ -315,7 +336,7 @@ class PrefixPlan:
         self.copied_bytes = 0
         self._paths: dict[Sequence, list[_Prefix]] = {}  # shared prefixes a sequence contains, shortest first
         sequences = list(sequences)
-        self._keep_prompts = cache.keep_prompts or len(sequences) == 1
+        self._keep_prompts = cache.keep_prompts or len({s.index for s in sequences}) == 1
         self._plan(sequences)
 
     def _plan(self, sequences: list[Sequence]) -> None:
@@ -348,6 +369,8 @@ class PrefixPlan:
             for prefix in self._paths[sequence]:
                 if prefix in to_decode and prefix.owner is None:
                     prefix.owner = sequence
+                prefix.prompts.add(sequence.index)
+                prefix.to_start += 1
 
     def _cached_enough(self, prefix: _Prefix) -> bool:
         """Whether the cache restores a prefix to its last whole block: the few tokens past it
@@ -377,6 +400,8 @@ class PrefixPlan:
         for prefix in path:
             if prefix.owner is sequence and len(prefix.tokens) <= sequence.n_cached:
                 prefix.owner = None  # restored from a longer snapshot: nothing left to decode
+            prefix.to_start -= 1
+            self._drop_if_done(prefix)
         owned = [len(p.tokens) for p in path if p.owner is sequence]
         if not path and sequence.n_cached == 0 and self._keep_prompts:
             # as much of its prompt as a later prompt that starts the same way may restore
@@ -394,13 +419,15 @@ class PrefixPlan:
         sequence.snapshot_at.pop(0)
         length = sequence.n_cached
         tokens = sequence.tokens[:length]
+        snapshot = None
         if not self.cache.covers(tokens, sequence.n_tiled):  # (a longer snapshot taken since may hold it)
             data = snapshot_sequence(self.ctx, sequence.slot)
             self.copied_bytes += len(data)
-            if self.cache.add(tokens, data, sequence.n_tiled):
+            snapshot = self.cache.add(tokens, data, sequence.n_tiled)
+            if snapshot is not None:
                 self.snapshots += 1
                 log.debug("request %d cached its first %d prompt tokens", sequence.index, length)
-        self._release(sequence, length)
+        self._release(sequence, length, snapshot)
 
     def retire(self, sequence: Sequence, waiting: Iterable[Sequence]) -> None:
         """Hand prefixes a sequence owned but never snapshotted (it failed) to a waiting holder."""
@@ -409,11 +436,19 @@ class PrefixPlan:
             if prefix.owner is sequence:
                 prefix.owner = next((s for s in waiting if prefix in self._paths[s]), None)
 
-    def _release(self, sequence: Sequence, length: int) -> None:
+    def _release(self, sequence: Sequence, length: int, snapshot: Optional[Snapshot]) -> None:
         for prefix in self._paths.get(sequence, ()):
             if prefix.owner is sequence and len(prefix.tokens) == length:
                 prefix.owner = None
+                prefix.snapshot = snapshot
+                self._drop_if_done(prefix)
         self._mark_awaited(sequence)
+
+    def _drop_if_done(self, prefix: _Prefix) -> None:
+        """Drop the snapshot of a prefix that one prompt's sequences share once all have started."""
+        if prefix.snapshot is not None and not prefix.to_start and len(prefix.prompts) == 1 and not self._keep_prompts:
+            self.cache.discard(prefix.snapshot)
+            prefix.snapshot = None
 
     def _mark_awaited(self, sequence: Sequence) -> None:
         sequence.awaited = any(p.owner is sequence for p in self._paths.get(sequence, ()))

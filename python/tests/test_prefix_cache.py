@@ -180,7 +180,8 @@ def test_when_the_owner_of_a_shared_prefix_fails_the_others_still_complete(model
 def test_a_prompt_that_shares_nothing_leaves_a_snapshot_only_when_asked(model):
     # a snapshot costs a KV copy: of distinct texts none is kept unless the cache's
     # keep_prompts asks for it (the same texts sent again); a call of one prompt keeps its own
-    prompts = [p for p in (f"{w} {p}" for w, p in zip(WORDS, random_prompts(30, seed=9))) if len(model.tokenize(p)) > 40]
+    texts = (f"{w} {p}" for w, p in zip(WORDS, random_prompts(30, seed=9)))
+    prompts = [p for p in texts if len(model.tokenize(p)) > 40]
     assert len(prompts) >= 4
     with nl.Context(model, n_ctx=512, n_seq_max=3) as ctx:
         first = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
@@ -204,6 +205,22 @@ def test_the_bytes_copied_are_the_snapshots_taken_and_restored(model):
     assert cold.stats.prefix_cache_snapshots == cold.stats.prefix_snapshots == 3  # the three instructions
     assert cold.stats.prefix_copied_bytes > cold.stats.prefix_cache_bytes  # taken, then restored by the others
     assert warm.stats.prefix_snapshots == 0 and warm.stats.prefix_copied_bytes > 0  # restored only
+
+
+def test_a_label_questions_prompt_is_dropped_once_its_scoring_sequences_have_restored_it(model):
+    prompts, labels = PROMPTS[:9], ["yes", "no", "maybe"]
+    reference = run(model, prompts, n_seq_max=1, prefix_cache=False, choices=labels)
+    with nl.Context(model, n_ctx=512, n_seq_max=4) as ctx:
+        dropped = ctx.generate_parallel(prompts, choices=labels, temperature=0)
+        ctx.clear_cache()
+        ctx._prefix_cache.keep_prompts = True
+        kept = ctx.generate_parallel(prompts, choices=labels, temperature=0)
+    for result in (dropped, kept):
+        assert [c.choice_probs for c in result] == [c.choice_probs for c in reference]
+        assert result.stats.cached_prompt_tokens == kept.stats.cached_prompt_tokens
+    # each prompt was snapshotted for its scoring sequences; only the instructions stay
+    assert dropped.stats.prefix_snapshots == kept.stats.prefix_snapshots == kept.stats.prefix_cache_snapshots
+    assert dropped.stats.prefix_cache_snapshots == 3
 
 
 SHAPES = [
@@ -327,6 +344,9 @@ class ScanningCache:
             self.snapshots = [s for s in self.snapshots if s is not best] + [best]
         return best, best_n
 
+    def discard(self, data):
+        self.snapshots = [s for s in self.snapshots if s[1] is not data]
+
     def add(self, tokens, data, n_tiled=0):
         n_tiled = min(n_tiled, len(tokens))
         if len(data) > self.max_bytes or self.lookup(tokens, len(tokens), n_tiled)[1] == len(tokens):
@@ -370,13 +390,14 @@ token_lists = st.lists(st.sampled_from(range(len(PIECES))), max_size=8).flatmap(
         lambda tail: [t for p in pieces for t in PIECES[p]] + tail
     )
 )
-n_tiled = st.sampled_from([0, 0, TILE, 2 * TILE])
+n_tiled = st.sampled_from([0, 0, 0, TILE, 2 * TILE])
 # a few prompts, then operations on their prefixes, each extended by a few tokens or none
 operations = st.tuples(
     st.lists(token_lists, min_size=1, max_size=4),
     st.lists(
         st.tuples(
-            st.sampled_from(["add", "lookup"]), st.integers(0, 3), st.integers(0, 200),
+            st.sampled_from(["add", "add", "add", "lookup", "lookup", "discard"]),
+            st.integers(0, 3), st.integers(0, 200),
             st.lists(st.integers(0, 3), max_size=20), st.integers(-1, 200), n_tiled,
         ),
         max_size=40,
@@ -393,8 +414,13 @@ def test_the_tree_answers_as_a_scan_of_every_snapshot_would(operations, n_swa, m
         tokens = prompts[which % len(prompts)][:cut] + tail
         if op == "add":
             data = bytearray(1 + size % 12)  # a new object each time: which snapshot is which
-            assert cache.add(tokens, data, n) == reference.add(tokens, data, n)
-        else:
+            assert (cache.add(tokens, data, n) is not None) == reference.add(tokens, data, n)
+        elif op == "discard" and len(cache):  # any one, as the plan drops what one prompt's sequences share
+            snapshot = list(cache._lru.values())[cut % len(cache)]
+            cache.discard(snapshot)
+            cache.discard(snapshot)  # gone already: nothing happens
+            reference.discard(snapshot.data)
+        elif op == "lookup":
             limit = min(size, len(tokens))
             snapshot, restored = cache.lookup(tokens, limit, n)
             expected, expected_n = reference.lookup(tokens, limit, n)
@@ -405,3 +431,21 @@ def test_the_tree_answers_as_a_scan_of_every_snapshot_would(operations, n_swa, m
         check_tree(cache)
     cache.clear()
     assert not cache._root.children and len(cache) == 0
+
+
+def test_a_discarded_snapshot_hands_its_place_to_the_latest_of_the_others():
+    cache = PrefixCache(max_bytes=1000, n_swa=0)
+    base = list(range(100, 164))
+    older, newer, other = fake(10), fake(10), fake(10)
+    cache.add(base[:40] + [1] * 8, older)
+    cache.add(base[:40] + [2] * 8, newer)  # the latest below the node of base[:40]
+    cache.add(base[:40] + [1] * 4 + [3] * 4, other)
+    cache.lookup(base[:40] + [2] * 8, limit=48)
+    (newest,) = [s for s in cache._lru.values() if s.data is newer]
+    cache.discard(newest)
+    check_tree(cache)
+    snapshot, n = cache.lookup(base[:40] + [4], limit=41)
+    assert snapshot.data is other and n == 40  # the most recently used of those left
+    snapshot, n = cache.lookup(base[:40] + [1] * 8 + [5], limit=49)
+    assert snapshot.data is older and n == 48
+    check_tree(cache)
