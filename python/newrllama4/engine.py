@@ -155,6 +155,8 @@ class StepLoop:
         if self.prefixes is not None:
             self.stats.prefix_snapshots = self.prefixes.snapshots
             self.stats.prefix_cache_bytes = self.prefix_cache.nbytes
+            self.stats.prefix_cache_snapshots = len(self.prefix_cache)
+            self.stats.prefix_copied_bytes = self.prefixes.copied_bytes
         self.stats.failures = sum(c.finish_reason == "error" for c in self.completions)
         self.stats.total_seconds = time.perf_counter() - started
         self.stats.close()

@@ -12,9 +12,10 @@ offsets a fresh run would use.
 
 Two parts:
 - `PrefixCache` (one per context, outlives calls): snapshots taken with
-  `llama_state_seq_get_data`, found by a hash chain over blocks of `BLOCK` tokens
-  (as in vLLM's prefix caching) and checked token by token, bounded by a byte
-  budget with least-recently-used eviction.
+  `llama_state_seq_get_data`, found in a radix tree over their tokens (as in SGLang's
+  RadixAttention) by walking the prompt once, bounded by a byte budget with
+  least-recently-used eviction. A snapshot counts for a prompt when they share at
+  least a whole block (`BLOCK` tokens).
 - `PrefixPlan` (one per call): which prefixes the call's prompts share, which
   sequence decodes each of them once and snapshots it, and who waits for it.
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import llama_cpp as llama
 import numpy as np
@@ -39,13 +40,13 @@ from .sequence import Sequence
 
 log = logging.getLogger("newrllama4")
 
-# Prefixes are matched and snapshotted at multiples of this many tokens; a restore
-# then extends the match token by token inside the snapshot.
+# A snapshot is restored into a prompt that shares at least this many tokens with it
+# (then to the token), and the plan names shared prefixes by their whole blocks of it.
 BLOCK = 16
 
 
 def block_keys(tokens: list[int], n_blocks: int) -> list[int]:
-    """Hash-chain keys of the first 1..n_blocks blocks: key k names tokens[:k * BLOCK]."""
+    """Hash-chain keys of the first 1..n_blocks blocks: key k names tokens[:k * BLOCK] (the plan's)."""
     keys, key = [], 0
     for k in range(n_blocks):
         key = hash((key, tuple(tokens[k * BLOCK:(k + 1) * BLOCK])))
@@ -61,10 +62,11 @@ def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
 
 @dataclass(eq=False)
 class Snapshot:
-    tokens: np.ndarray  # the prefix whose cells `data` holds
+    tokens: tuple[int, ...]  # the prefix whose cells `data` holds
     data: Any  # llama_state_seq_get_data bytes
     n_tiled: int  # how many of them took the tiled attention kernel (attention.py)
-    keys: list[int] = field(repr=False)
+    node: "_Node" = field(repr=False)  # where the tree holds it: the node its tokens end at
+    used: int = 0  # when it was last added or restored (PrefixCache._clock): ties go to the latest
 
     @property
     def n_tokens(self) -> int:
@@ -75,22 +77,75 @@ class Snapshot:
         return len(self.data)
 
 
-class PrefixCache:
-    """Snapshots of prompt prefixes, bounded by `max_bytes`, least recently used evicted first."""
+class _Node:
+    """A node of the radix tree: the tokens from the root to it are its parent's and `edge`.
 
-    def __init__(self, max_bytes: int, n_swa: int):
+    Children are keyed by the first token of their edge, so a prompt that takes another
+    child (or none) shares exactly `depth` tokens with every snapshot below. `extending`
+    counts the snapshots of this node and all below it that may be cut shorter, by how
+    many of their tokens took the tiled kernel, with the most recently used of each
+    count: all of them share this node's tokens with a prompt that gets here, so they
+    restore the same number of its tokens, and the latest is the one to take. (Eviction
+    takes the least recently used of all, so it never removes the latest of a group that
+    others are left in; a discarded snapshot's groups look among their node's own
+    snapshots and children for the next.) Snapshots that may only be restored whole
+    (sliding windows) are found in `own`, the snapshots of exactly this node's tokens."""
+
+    __slots__ = ("edge", "parent", "depth", "children", "own", "extending")
+
+    def __init__(self, edge: tuple[int, ...], parent: Optional[_Node], depth: int):
+        self.edge = edge
+        self.parent = parent
+        self.depth = depth
+        self.children: dict[int, _Node] = {}
+        self.own: dict[int, Snapshot] = {}
+        self.extending: dict[int, list] = {}  # n_tiled -> [how many, the most recently used]
+
+    def lineage(self) -> Iterator[_Node]:
+        """This node and its ancestors, the root left out (no prefix is looked up by zero tokens)."""
+        node: Optional[_Node] = self
+        while node is not None and node.parent is not None:
+            yield node
+            node = node.parent
+
+
+def _matched(tokens: tuple[int, ...], start: int, end: int, edge: tuple[int, ...]) -> int:
+    """How many of `tokens[start:end]` agree with the start of `edge`."""
+    n = min(end - start, len(edge))
+    if tokens[start:start + n] == edge[:n]:
+        return n
+    return next(i for i in range(n) if tokens[start + i] != edge[i])
+
+
+class PrefixCache:
+    """Snapshots of prompt prefixes, bounded by `max_bytes`, least recently used evicted first.
+
+    A radix tree over the snapshots' tokens (as SGLang's RadixAttention keeps its KV
+    cache) finds the one that restores the most of a prompt by walking the prompt once:
+    the cost grows with the prompt's length and the branch points on its path, not with
+    the number of snapshots (benchmarks/bench_scale.py micro: one lookup took 15.6 ms at
+    1,000 snapshots and 1.1 s at 100,000 with the hash chain it replaces).
+
+    `keep_prompts` (off by default) has a prompt that shares nothing with the others of
+    its call leave a snapshot of itself for later calls, as every such prompt did before:
+    for workloads that send the same texts again (another question after the same text).
+    A call of one prompt always does (PrefixPlan)."""
+
+    def __init__(self, max_bytes: int, n_swa: int, keep_prompts: bool = False):
         self.max_bytes = max_bytes
         self.n_swa = n_swa
+        self.keep_prompts = keep_prompts
         self.nbytes = 0
+        self._clock = 0
         self._lru: OrderedDict[int, Snapshot] = OrderedDict()  # id -> snapshot, oldest first
-        self._by_key: dict[int, set[int]] = {}  # block key -> ids of snapshots that hold that prefix
+        self._root = _Node((), None, 0)
 
     def __len__(self) -> int:
         return len(self._lru)
 
     def clear(self) -> None:
         self._lru.clear()
-        self._by_key.clear()
+        self._root = _Node((), None, 0)
         self.nbytes = 0
 
     def _cuttable(self, snapshot: Snapshot) -> bool:
@@ -100,54 +155,134 @@ class PrefixCache:
         """The snapshot that restores the most of `tokens[:limit]`, and how many tokens it
         restores: a prompt whose first `n_tiled` tokens take the tiled kernel restores only
         as many as `attention.restorable` allows (all of them where neither has a tiled
-        part: outside batch invariance no sequence has one)."""
-        if limit <= 0:
+        part: outside batch invariance no sequence has one). Only a snapshot that shares
+        a whole block (BLOCK tokens) with the prompt counts; of those that restore as many
+        tokens, the most recently used."""
+        if limit < BLOCK:
             return None, 0
-        wanted = np.asarray(tokens[:limit])
-        keys = block_keys(tokens, limit // BLOCK)
-        best: tuple[Optional[Snapshot], int] = (None, 0)
-        for n_blocks in range(len(keys), 0, -1):  # longest block prefix first
-            if best[1] >= (n_blocks + 1) * BLOCK - 1:
-                break  # a snapshot that diverges in a shorter block shares fewer tokens
-            for snapshot_id in self._by_key.get(keys[n_blocks - 1], ()):
-                snapshot = self._lru[snapshot_id]
-                common = restorable(common_prefix(snapshot.tokens, wanted), snapshot.n_tiled, n_tiled)
-                if common < snapshot.n_tokens and not self._cuttable(snapshot):
-                    continue
-                if common > best[1]:
-                    best = (snapshot, common)
-        if best[0] is not None:
-            self._lru.move_to_end(id(best[0]))
-        return best
+        best: tuple[int, int, Optional[Snapshot]] = (0, -1, None)  # tokens restored, when used, snapshot
+        for shared, node in reversed(self._path(tuple(tokens[:limit]))):  # the longest shared prefix first
+            if shared < max(best[0], BLOCK):
+                break  # restores at most `shared` tokens
+            for n_there, (_, snapshot) in node.extending.items():
+                best = max(best, (restorable(shared, n_there, n_tiled), snapshot.used, snapshot), key=_rank)
+            if shared == node.depth:  # the prompt holds all of the snapshots that end here
+                for snapshot in node.own.values():
+                    common = restorable(shared, snapshot.n_tiled, n_tiled)
+                    if common == shared or self._cuttable(snapshot):
+                        best = max(best, (common, snapshot.used, snapshot), key=_rank)
+        n_restored, _, snapshot = best
+        if snapshot is None or n_restored == 0:
+            return None, 0
+        self._use(snapshot)
+        return snapshot, n_restored
+
+    def _path(self, tokens: tuple[int, ...]) -> list[tuple[int, _Node]]:
+        """Where `tokens` leaves the tree, as (tokens shared, node): every snapshot below the
+        node shares exactly that many tokens with it, unless a later node takes it further."""
+        path, node, at = [], self._root, 0
+        while at < len(tokens):
+            child = node.children.get(tokens[at])
+            if child is None:
+                break
+            at += _matched(tokens, at, len(tokens), child.edge)
+            path.append((at, child))
+            if at < child.depth:
+                break
+            node = child
+        return path
 
     def covers(self, tokens: list[int], n_tiled: int = 0) -> bool:
         """Whether a snapshot restores all of `tokens` (to a prompt whose first `n_tiled` take
         the tiled kernel)."""
         return self.lookup(tokens, len(tokens), n_tiled)[1] == len(tokens)
 
-    def add(self, tokens: list[int], data: Any, n_tiled: int = 0) -> bool:
-        """Keep a snapshot of `tokens`, the first `n_tiled` of which took the tiled kernel;
-        False if it does not fit the budget or is there already."""
+    def add(self, tokens: list[int], data: Any, n_tiled: int = 0) -> Optional[Snapshot]:
+        """Keep a snapshot of `tokens`, the first `n_tiled` of which took the tiled kernel, and
+        return it; None if it does not fit the budget or is there already."""
         n_tiled = min(n_tiled, len(tokens))
         if len(data) > self.max_bytes or self.covers(tokens, n_tiled):
-            return False
-        snapshot = Snapshot(np.asarray(tokens), data, n_tiled, block_keys(tokens, len(tokens) // BLOCK))
-        while self.nbytes + snapshot.nbytes > self.max_bytes:
-            self._evict_oldest()
+            return None
+        while self.nbytes + len(data) > self.max_bytes:
+            self._remove(next(iter(self._lru.values())))  # the least recently used
+        key = tuple(tokens)
+        node = self._insert(key)
+        snapshot = Snapshot(key, data, n_tiled, node)
+        node.own[id(snapshot)] = snapshot
         self._lru[id(snapshot)] = snapshot
-        for key in snapshot.keys:
-            self._by_key.setdefault(key, set()).add(id(snapshot))
         self.nbytes += snapshot.nbytes
-        return True
+        if self._cuttable(snapshot):
+            for holder in node.lineage():
+                holder.extending.setdefault(n_tiled, [0, snapshot])[0] += 1
+        self._use(snapshot)
+        return snapshot
 
-    def _evict_oldest(self) -> None:
-        snapshot_id, snapshot = self._lru.popitem(last=False)
-        for key in snapshot.keys:
-            holders = self._by_key[key]
-            holders.discard(snapshot_id)
-            if not holders:
-                del self._by_key[key]
+    def _use(self, snapshot: Snapshot) -> None:
+        self._clock += 1
+        snapshot.used = self._clock
+        self._lru.move_to_end(id(snapshot))
+        if self._cuttable(snapshot):
+            for holder in snapshot.node.lineage():
+                holder.extending[snapshot.n_tiled][1] = snapshot
+
+    def _latest(self, node: _Node, n_tiled: int) -> Iterator[Snapshot]:
+        """The snapshots that may be the latest of a group of `node`: its own, its children's latest."""
+        yield from (s for s in node.own.values() if s.n_tiled == n_tiled and self._cuttable(s))
+        yield from (child.extending[n_tiled][1] for child in node.children.values() if n_tiled in child.extending)
+
+    def _insert(self, tokens: tuple[int, ...]) -> _Node:
+        """The node of exactly `tokens`, made (and an edge split) if need be."""
+        node, at = self._root, 0
+        while at < len(tokens):
+            child = node.children.get(tokens[at])
+            if child is None:
+                node.children[tokens[at]] = leaf = _Node(tokens[at:], node, len(tokens))
+                return leaf
+            n = _matched(tokens, at, len(tokens), child.edge)
+            if n < len(child.edge):  # the tokens end or turn off inside the edge: a node there
+                middle = _Node(child.edge[:n], node, at + n)
+                middle.extending = {n_there: list(group) for n_there, group in child.extending.items()}
+                node.children[tokens[at]] = middle
+                child.edge, child.parent = child.edge[n:], middle
+                middle.children[child.edge[0]] = child
+                child = middle
+            node, at = child, at + n
+        return node
+
+    def discard(self, snapshot: Snapshot) -> None:
+        """Drop a snapshot no later prompt is expected to use (if it is still here)."""
+        if id(snapshot) in self._lru:
+            self._remove(snapshot)
+
+    def _remove(self, snapshot: Snapshot) -> None:
+        del self._lru[id(snapshot)]
+        node = snapshot.node
+        del node.own[id(snapshot)]
+        if self._cuttable(snapshot):
+            for holder in node.lineage():  # from the bottom up
+                group = holder.extending[snapshot.n_tiled]
+                group[0] -= 1
+                if not group[0]:
+                    del holder.extending[snapshot.n_tiled]
+                elif group[1] is snapshot:  # (discarded, not evicted) the latest of the others below
+                    group[1] = max(self._latest(holder, snapshot.n_tiled), key=lambda s: s.used)
         self.nbytes -= snapshot.nbytes
+        while node.parent is not None and not node.own and not node.children:  # nothing left below
+            del node.parent.children[node.edge[0]]
+            node = node.parent
+        if node.parent is not None and not node.own and len(node.children) == 1:  # no branch here any more
+            (child,) = node.children.values()
+            node.edge += child.edge
+            node.depth, node.children = child.depth, child.children
+            node.own, node.extending = child.own, child.extending
+            for below in node.children.values():
+                below.parent = node
+            for kept in node.own.values():
+                kept.node = node
+
+
+def _rank(candidate: tuple[int, int, Optional[Snapshot]]) -> tuple[int, int]:
+    return candidate[0], candidate[1]
 
 
 @dataclass(eq=False)
@@ -157,6 +292,9 @@ class _Prefix:
     tokens: list[int]
     n_tiled: int  # how many of its tokens take the tiled kernel (batch-invariant)
     owner: Optional[Sequence] = None  # None once it is in the cache (or was never needed)
+    prompts: set[int] = field(default_factory=set)  # the prompts (indices) of the sequences holding it
+    to_start: int = 0  # how many of those sequences have yet to start
+    snapshot: Optional[Snapshot] = None  # the snapshot its owner took
 
 
 class PrefixPlan:
@@ -174,8 +312,20 @@ class PrefixPlan:
     others in the scheduler (`Sequence.awaited`). A shared prefix that the cache holds
     to its last whole block has no owner: its few tokens past that are not worth a
     wait. A sequence that contains a shared prefix it does not own waits until the
-    prefix is cached, then restores it. A sequence that shares nothing and restores
-    nothing leaves a snapshot of its own prompt for later calls.
+    prefix is cached, then restores it.
+
+    A snapshot costs a copy of the KV cells it holds, and each restore another, and what
+    the cache keeps it keeps in memory, so the plan keeps only snapshots a later prompt
+    can use: the prefixes that prompts of the call share, for the call and after it. A
+    prefix that only one prompt's sequences share (the prompt of a label question, which
+    its scoring sequences restore) is dropped once the last of them has started; a
+    sequence that shares nothing and restores nothing leaves no snapshot of its prompt.
+    Both are kept for later calls when the call has one prompt (calls of one prompt can
+    share only across calls: a chat, a loop) or the cache's `keep_prompts` asks for it
+    (workloads that send the same texts again): a call of many distinct texts took one
+    copy per row, and filled the cache's budget, with snapshots no later prompt used.
+    `snapshots` counts the snapshots taken and kept, `copied_bytes` the bytes copied to
+    and from snapshots.
     """
 
     def __init__(self, cache: PrefixCache, ctx: Any, sequences: Iterable[Sequence]):
@@ -183,8 +333,11 @@ class PrefixPlan:
         self.ctx = ctx
         self.memory = llama.llama_get_memory(ctx)
         self.snapshots = 0
+        self.copied_bytes = 0
         self._paths: dict[Sequence, list[_Prefix]] = {}  # shared prefixes a sequence contains, shortest first
-        self._plan(list(sequences))
+        sequences = list(sequences)
+        self._keep_prompts = cache.keep_prompts or len({s.index for s in sequences}) == 1
+        self._plan(sequences)
 
     def _plan(self, sequences: list[Sequence]) -> None:
         keys = {s: block_keys(s.tokens, (s.n_prompt - 1) // BLOCK) for s in sequences}
@@ -216,6 +369,8 @@ class PrefixPlan:
             for prefix in self._paths[sequence]:
                 if prefix in to_decode and prefix.owner is None:
                     prefix.owner = sequence
+                prefix.prompts.add(sequence.index)
+                prefix.to_start += 1
 
     def _cached_enough(self, prefix: _Prefix) -> bool:
         """Whether the cache restores a prefix to its last whole block: the few tokens past it
@@ -233,6 +388,7 @@ class PrefixPlan:
         """Restore the longest cached prefix into the sequence's (empty) slot and plan its snapshots."""
         snapshot, n_restored = self.cache.lookup(sequence.tokens, sequence.n_prompt - 1, sequence.n_tiled)
         if snapshot is not None:
+            self.copied_bytes += snapshot.nbytes
             if restore_sequence(self.ctx, snapshot.data, sequence.slot):
                 llama.llama_memory_seq_rm(self.memory, sequence.slot, n_restored, -1)
                 sequence.n_cached = sequence.n_restored = n_restored
@@ -244,8 +400,10 @@ class PrefixPlan:
         for prefix in path:
             if prefix.owner is sequence and len(prefix.tokens) <= sequence.n_cached:
                 prefix.owner = None  # restored from a longer snapshot: nothing left to decode
+            prefix.to_start -= 1
+            self._drop_if_done(prefix)
         owned = [len(p.tokens) for p in path if p.owner is sequence]
-        if not path and sequence.n_cached == 0:
+        if not path and sequence.n_cached == 0 and self._keep_prompts:
             # as much of its prompt as a later prompt that starts the same way may restore
             own = restorable(sequence.n_prompt - 1, sequence.n_tiled, sequence.n_tiled) // BLOCK * BLOCK
             owned = [own] if own else []
@@ -260,10 +418,16 @@ class PrefixPlan:
             return
         sequence.snapshot_at.pop(0)
         length = sequence.n_cached
-        if self.cache.add(sequence.tokens[:length], snapshot_sequence(self.ctx, sequence.slot), sequence.n_tiled):
-            self.snapshots += 1
-            log.debug("request %d cached its first %d prompt tokens", sequence.index, length)
-        self._release(sequence, length)
+        tokens = sequence.tokens[:length]
+        snapshot = None
+        if not self.cache.covers(tokens, sequence.n_tiled):  # (a longer snapshot taken since may hold it)
+            data = snapshot_sequence(self.ctx, sequence.slot)
+            self.copied_bytes += len(data)
+            snapshot = self.cache.add(tokens, data, sequence.n_tiled)
+            if snapshot is not None:
+                self.snapshots += 1
+                log.debug("request %d cached its first %d prompt tokens", sequence.index, length)
+        self._release(sequence, length, snapshot)
 
     def retire(self, sequence: Sequence, waiting: Iterable[Sequence]) -> None:
         """Hand prefixes a sequence owned but never snapshotted (it failed) to a waiting holder."""
@@ -272,11 +436,19 @@ class PrefixPlan:
             if prefix.owner is sequence:
                 prefix.owner = next((s for s in waiting if prefix in self._paths[s]), None)
 
-    def _release(self, sequence: Sequence, length: int) -> None:
+    def _release(self, sequence: Sequence, length: int, snapshot: Optional[Snapshot]) -> None:
         for prefix in self._paths.get(sequence, ()):
             if prefix.owner is sequence and len(prefix.tokens) == length:
                 prefix.owner = None
+                prefix.snapshot = snapshot
+                self._drop_if_done(prefix)
         self._mark_awaited(sequence)
+
+    def _drop_if_done(self, prefix: _Prefix) -> None:
+        """Drop the snapshot of a prefix that one prompt's sequences share once all have started."""
+        if prefix.snapshot is not None and not prefix.to_start and len(prefix.prompts) == 1 and not self._keep_prompts:
+            self.cache.discard(prefix.snapshot)
+            prefix.snapshot = None
 
     def _mark_awaited(self, sequence: Sequence) -> None:
         sequence.awaited = any(p.owner is sequence for p in self._paths.get(sequence, ()))

@@ -35,7 +35,9 @@ class Stats:
     once, except the `cached_prompt_tokens` restored from the prefix cache, and each
     generated token once, except a last token that ends its sequence by length, which
     is never fed back. `prefix_snapshots` prefixes were cached by this call;
-    `prefix_cache_bytes` is the cache's size after it. `result_cache_hits` prompts
+    `prefix_cache_bytes` and `prefix_cache_snapshots` are the cache's size after it;
+    `prefix_copied_bytes` the KV bytes copied into snapshots and restored from them
+    (divided by `prompts`, what reuse costs per row). `result_cache_hits` prompts
     were answered from the result cache; the token counters and rates cover the
     others, the prompts this call computed.
 
@@ -67,6 +69,8 @@ class Stats:
     retries: int = 0
     prefix_snapshots: int = 0
     prefix_cache_bytes: int = 0
+    prefix_cache_snapshots: int = 0
+    prefix_copied_bytes: int = 0
     peak_active_sequences: int = 0
     seed: int = 0
     prompt_tokens_per_s: float = 0.0

@@ -59,6 +59,8 @@ def work(result):
 def test_successive_calls_give_identical_results(model, prefix_cache):
     prompts = random_prompts(10, seed=2, max_words=150)  # some of 64+ tokens: a whole tile to reuse
     with nl.Context(model, n_ctx=512, n_seq_max=4, prefix_cache=prefix_cache) as ctx:
+        if prefix_cache:  # the same texts asked again: the opt-in that keeps each prompt's snapshot
+            ctx._prefix_cache.keep_prompts = True
         results = [ctx.generate_parallel(prompts, max_tokens=12, temperature=0.7, seed=7) for _ in range(20)]
     assert all(r.texts == results[0].texts for r in results)
     # every call does the same work: nothing is re-sent or left over from the previous one;

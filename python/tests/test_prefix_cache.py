@@ -4,10 +4,12 @@ import random
 
 import llama_cpp
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import newrllama4 as nl
 from newrllama4 import _llama
-from newrllama4.attention import TILE
+from newrllama4.attention import TILE, restorable
 from newrllama4.prefix_cache import BLOCK, PrefixCache
 from conftest import WORDS, random_prompts
 
@@ -175,6 +177,52 @@ def test_when_the_owner_of_a_shared_prefix_fails_the_others_still_complete(model
     assert result.stats.cached_prompt_tokens > 0  # the next prompt took over the shared prefix
 
 
+def test_a_prompt_that_shares_nothing_leaves_a_snapshot_only_when_asked(model):
+    # a snapshot costs a KV copy: of distinct texts none is kept unless the cache's
+    # keep_prompts asks for it (the same texts sent again); a call of one prompt keeps its own
+    texts = (f"{w} {p}" for w, p in zip(WORDS, random_prompts(30, seed=9)))
+    prompts = [p for p in texts if len(model.tokenize(p)) > 40]
+    assert len(prompts) >= 4
+    with nl.Context(model, n_ctx=512, n_seq_max=3) as ctx:
+        first = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
+        again = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
+        ctx._prefix_cache.keep_prompts = True
+        kept = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
+        reasked = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
+    assert tokens(first) == tokens(again) == tokens(kept) == tokens(reasked)
+    assert first.stats.prefix_snapshots == first.stats.prefix_cache_snapshots == first.stats.prefix_copied_bytes == 0
+    assert again.stats.cached_prompt_tokens == 0
+    assert kept.stats.prefix_snapshots == kept.stats.prefix_cache_snapshots == len(prompts)
+    assert kept.stats.prefix_copied_bytes == kept.stats.prefix_cache_bytes > 0  # one copy each, no restore
+    assert all(c.n_cached_tokens >= c.n_prompt_tokens - BLOCK for c in reasked)
+    assert reasked.stats.prefix_snapshots == 0 and reasked.stats.prefix_copied_bytes == kept.stats.prefix_copied_bytes
+
+
+def test_the_bytes_copied_are_the_snapshots_taken_and_restored(model):
+    with nl.Context(model, n_ctx=512, n_seq_max=4) as ctx:
+        cold = ctx.generate_parallel(PROMPTS[:12], max_tokens=2, temperature=0)
+        warm = ctx.generate_parallel(PROMPTS[12:24], max_tokens=2, temperature=0)
+    assert cold.stats.prefix_cache_snapshots == cold.stats.prefix_snapshots == 3  # the three instructions
+    assert cold.stats.prefix_copied_bytes > cold.stats.prefix_cache_bytes  # taken, then restored by the others
+    assert warm.stats.prefix_snapshots == 0 and warm.stats.prefix_copied_bytes > 0  # restored only
+
+
+def test_a_label_questions_prompt_is_dropped_once_its_scoring_sequences_have_restored_it(model):
+    prompts, labels = PROMPTS[:9], ["yes", "no", "maybe"]
+    reference = run(model, prompts, n_seq_max=1, prefix_cache=False, choices=labels)
+    with nl.Context(model, n_ctx=512, n_seq_max=4) as ctx:
+        dropped = ctx.generate_parallel(prompts, choices=labels, temperature=0)
+        ctx.clear_cache()
+        ctx._prefix_cache.keep_prompts = True
+        kept = ctx.generate_parallel(prompts, choices=labels, temperature=0)
+    for result in (dropped, kept):
+        assert [c.choice_probs for c in result] == [c.choice_probs for c in reference]
+        assert result.stats.cached_prompt_tokens == kept.stats.cached_prompt_tokens
+    # each prompt was snapshotted for its scoring sequences; only the instructions stay
+    assert dropped.stats.prefix_snapshots == kept.stats.prefix_snapshots == kept.stats.prefix_cache_snapshots
+    assert dropped.stats.prefix_cache_snapshots == 3
+
+
 SHAPES = [
     ["hello how are you today"] * 3,  # duplicates
     [" ".join(WORDS[:30]), " ".join(WORDS[:30]) + " king", " ".join(WORDS[:31])],  # prefixes of each other
@@ -267,3 +315,137 @@ def test_the_least_recently_used_snapshot_goes_first():
     assert not cache.add([4] * BLOCK, fake(26))  # larger than the whole budget
     cache.clear()
     assert cache.nbytes == 0 and len(cache) == 0 and not cache.covers(a)
+
+
+# -- the radix tree against a brute-force reference -------------------------------------------
+
+
+class ScanningCache:
+    """The cache's rules by brute force: every snapshot compared with the prompt, token by token."""
+
+    def __init__(self, max_bytes, n_swa):
+        self.max_bytes, self.n_swa = max_bytes, n_swa
+        self.snapshots = []  # (tokens, data, n_tiled), least recently used first
+
+    def lookup(self, tokens, limit, n_tiled=0):
+        wanted = tuple(tokens[:max(limit, 0)])
+        best, best_n = None, 0
+        for snapshot in self.snapshots:  # a later one, used more recently, wins a tie
+            there, _, n_there = snapshot
+            common = next((i for i, (a, b) in enumerate(zip(there, wanted)) if a != b), min(len(there), len(wanted)))
+            if common < BLOCK:
+                continue
+            n = restorable(common, n_there, n_tiled)
+            if n < len(there) and not (self.n_swa == 0 or len(there) <= self.n_swa):
+                continue
+            if n > 0 and n >= best_n:
+                best, best_n = snapshot, n
+        if best is not None:
+            self.snapshots = [s for s in self.snapshots if s is not best] + [best]
+        return best, best_n
+
+    def discard(self, data):
+        self.snapshots = [s for s in self.snapshots if s[1] is not data]
+
+    def add(self, tokens, data, n_tiled=0):
+        n_tiled = min(n_tiled, len(tokens))
+        if len(data) > self.max_bytes or self.lookup(tokens, len(tokens), n_tiled)[1] == len(tokens):
+            return False
+        while sum(len(s[1]) for s in self.snapshots) + len(data) > self.max_bytes:
+            self.snapshots.pop(0)
+        self.snapshots.append((tuple(tokens), data, n_tiled))
+        return True
+
+
+def check_tree(cache):
+    """The tree's invariants: each node's `extending` counts the cuttable snapshots at or below it
+    and names the most recently used; no branchless node without a snapshot; depths add up."""
+    order = {id(s): i for i, s in enumerate(cache._lru.values())}
+    assert sorted(s.used for s in cache._lru.values()) == [s.used for s in cache._lru.values()]
+
+    def walk(node, depth):
+        assert node.depth == depth + len(node.edge)
+        below = [s for s in node.own.values() if cache._cuttable(s)]
+        assert all(s.node is node and len(s.tokens) == node.depth for s in node.own.values())
+        for first, child in node.children.items():
+            assert child.parent is node and child.edge[0] == first
+            below += walk(child, node.depth)
+        if node.parent is not None:
+            assert node.own or len(node.children) > 1
+            grouped = {}
+            for s in sorted(below, key=lambda s: order[id(s)]):
+                grouped.setdefault(s.n_tiled, []).append(s)
+            assert {n: (count, id(latest)) for n, (count, latest) in node.extending.items()} == {
+                n: (len(group), id(group[-1])) for n, group in grouped.items()
+            }
+        return below
+
+    walk(cache._root, 0)
+
+
+# prompts made of a few pieces, so that they share prefixes and part inside and at the edges of blocks
+PIECES = [[1] * BLOCK, [2] * 7, list(range(3, 26)), [1], [2] * 40, [1] * 9 + [2]]
+token_lists = st.lists(st.sampled_from(range(len(PIECES))), max_size=8).flatmap(
+    lambda pieces: st.lists(st.integers(0, 3), max_size=3).map(
+        lambda tail: [t for p in pieces for t in PIECES[p]] + tail
+    )
+)
+n_tiled = st.sampled_from([0, 0, 0, TILE, 2 * TILE])
+# a few prompts, then operations on their prefixes, each extended by a few tokens or none
+operations = st.tuples(
+    st.lists(token_lists, min_size=1, max_size=4),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "add", "add", "lookup", "lookup", "discard"]),
+            st.integers(0, 3), st.integers(0, 200),
+            st.lists(st.integers(0, 3), max_size=20), st.integers(-1, 200), n_tiled,
+        ),
+        max_size=40,
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(operations, st.sampled_from([0, 20, 100]), st.sampled_from([10, 40, 1000]))
+def test_the_tree_answers_as_a_scan_of_every_snapshot_would(operations, n_swa, max_bytes):
+    cache, reference = PrefixCache(max_bytes, n_swa), ScanningCache(max_bytes, n_swa)
+    prompts, steps = operations
+    for op, which, cut, tail, size, n in steps:
+        tokens = prompts[which % len(prompts)][:cut] + tail
+        if op == "add":
+            data = bytearray(1 + size % 12)  # a new object each time: which snapshot is which
+            assert (cache.add(tokens, data, n) is not None) == reference.add(tokens, data, n)
+        elif op == "discard" and len(cache):  # any one, as the plan drops what one prompt's sequences share
+            snapshot = list(cache._lru.values())[cut % len(cache)]
+            cache.discard(snapshot)
+            cache.discard(snapshot)  # gone already: nothing happens
+            reference.discard(snapshot.data)
+        elif op == "lookup":
+            limit = min(size, len(tokens))
+            snapshot, restored = cache.lookup(tokens, limit, n)
+            expected, expected_n = reference.lookup(tokens, limit, n)
+            assert restored == expected_n
+            assert (snapshot and snapshot.data) is (expected and expected[1])
+        assert [s.data for s in cache._lru.values()] == [s[1] for s in reference.snapshots]
+        assert cache.nbytes == sum(len(s[1]) for s in reference.snapshots) <= max_bytes
+        check_tree(cache)
+    cache.clear()
+    assert not cache._root.children and len(cache) == 0
+
+
+def test_a_discarded_snapshot_hands_its_place_to_the_latest_of_the_others():
+    cache = PrefixCache(max_bytes=1000, n_swa=0)
+    base = list(range(100, 164))
+    older, newer, other = fake(10), fake(10), fake(10)
+    cache.add(base[:40] + [1] * 8, older)
+    cache.add(base[:40] + [2] * 8, newer)  # the latest below the node of base[:40]
+    cache.add(base[:40] + [1] * 4 + [3] * 4, other)
+    cache.lookup(base[:40] + [2] * 8, limit=48)
+    (newest,) = [s for s in cache._lru.values() if s.data is newer]
+    cache.discard(newest)
+    check_tree(cache)
+    snapshot, n = cache.lookup(base[:40] + [4], limit=41)
+    assert snapshot.data is other and n == 40  # the most recently used of those left
+    snapshot, n = cache.lookup(base[:40] + [1] * 8 + [5], limit=49)
+    assert snapshot.data is older and n == 48
+    check_tree(cache)
