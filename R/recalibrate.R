@@ -23,7 +23,7 @@
 #' (the orders weighed equally, as they are), offsets with a temperature, and
 #' offsets with a weight per order, each with a ridge of strength 0.01, 0.1, 1
 #' or 10; each is scored by its log-loss on the coded rows it was not fitted to
-#' (10-fold cross-validation, in the coded rows' order, so that the same rows
+#' (5-fold cross-validation, in the coded rows' order, so that the same rows
 #' give the same choice), and so are the labels as they are. The lowest wins.
 #' Where no refit beats the labels as they are, they are kept, with a message
 #' (class `newrllama4_message_refit_declined`). Fewer than about 10 coded rows
@@ -166,7 +166,7 @@ refit_penalties <- c(0.01, 0.1, 1, 10)
 # probabilities of `data`), the lowest chosen; "none" keeps the labels.
 choose_refit <- function(log_probs, y, as_given) {
   n <- length(y)
-  fold <- rep_len(seq_len(min(10L, n)), n)
+  fold <- rep_len(seq_len(min(5L, n)), n)
   models <- if (length(log_probs) == 1) refit_models[1:2] else refit_models
   candidates <- expand.grid(penalty = refit_penalties, model = models, stringsAsFactors = FALSE)
   held_out <- lapply(seq_len(nrow(candidates)), function(i) {
