@@ -57,16 +57,14 @@
 #' @examplesIf engine_available()
 #' reviews <- data.frame(review = c(
 #'   "Broke after a day.", "Works well.", "Too loud and too slow.", "Great value.", "Arrived broken.",
-#'   "Does the job.", "Never again.", "Lovely design.", "Stopped working.", "Cheap and bad.",
-#'   "Would buy again.", "A waste of money."
+#'   "Does the job.", "Never again.", "Lovely design."
 #' ))
-#' reviews$gold <- c("negative", "positive", "negative", "positive", "negative", "positive",
-#'                   "negative", "positive", "negative", "negative", "positive", "negative")
+#' reviews$gold <- rep(c("negative", "positive"), 4)
 #' examples <- data.frame(review = c("Awful.", "Love it."), .label = c("negative", "positive"))
 #' labelled <- annotate_texts(reviews, review, "Is the review positive or negative?",
 #'                            labels = c("positive", "negative"), examples = examples,
 #'                            example_orders = 2L, progress = FALSE)
-#' coded <- review_sample(labelled, n = 10, weight = "uniform", seed = 1)
+#' coded <- review_sample(labelled, n = 6, weight = "uniform", seed = 1)
 #' refitted <- recalibrate_labels(labelled, coded, gold)
 #' fit <- manifest(refitted)$prompt
 #' fit[c("calibration", "refit_model", "label_offsets", "order_weights", "cross_validated_accuracy")]
