@@ -169,8 +169,7 @@ subset_rows <- function(data, rows) {
   out <- data[rows, , drop = FALSE]
   attr(out, "manifest") <- attr(data, "manifest", exact = TRUE)
   if (!is.null(record)) {
-    attr(out, "order_probs") <- list(probs = lapply(record$probs, function(p) p[rows, , drop = FALSE]),
-                                     confidence = record$confidence[rows])
+    attr(out, "order_probs") <- order_probs_record(lapply(record$probs, function(p) p[rows, , drop = FALSE]), out)
   }
   out
 }

@@ -98,7 +98,7 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   }
   rownames(table) <- NULL
   structure(table, class = c("newrllama_label_shares", "data.frame"), estimates = estimates, level = level,
-            manifest = attr(estimates[[1]], "manifest", exact = TRUE) %||% estimates[[1]]$manifest)
+            manifest = estimates[[1]]$manifest)
 }
 
 #' @export
