@@ -55,10 +55,10 @@ context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8
   check_flag(prefix_cache, "prefix_cache")
   prefix_cache_mb <- check_number(prefix_cache_mb, "prefix_cache_mb", min = 0)
   check_flag(batch_invariant, "batch_invariant")
-  py <- with_engine(engine()$Context(
+  py <- engine_call(engine()$Context,
     model$py, n_ctx = n_ctx, n_seq_max = n_seq_max, n_batch = max(512L, n_seq_max), n_threads = n_threads,
     prefix_cache = prefix_cache, prefix_cache_mb = prefix_cache_mb, batch_invariant = batch_invariant
-  ))
+  )
   structure(list(py = py, model = model), class = "newrllama_context")
 }
 

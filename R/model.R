@@ -100,8 +100,8 @@ model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE, sh
   sync_source_settings()
   reporter <- if (progress) download_reporter() else NULL
   problems <- unlist(with_engine(engine_for_r$identity_problems()))  # before the first model
-  py <- with_engine(nl$Model(path = model_path, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap,
-                             sha256 = sha256, progress = reporter))
+  py <- engine_call(nl$Model, path = model_path, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap,
+                    sha256 = sha256, progress = reporter)
   warn_identity_once(problems)
   structure(list(py = py), class = "newrllama_model")
 }

@@ -108,10 +108,10 @@ context_remote <- function(base_url, model = NULL, api_key = NULL, max_concurren
   max_concurrency <- check_whole(max_concurrency, "max_concurrency", min = 1)
   timeout <- check_number(timeout, "timeout", min = 0, open_min = TRUE)
   retries <- check_whole(retries, "retries", min = 0)
-  py <- with_engine(engine()$RemoteContext(
+  py <- engine_call(engine()$RemoteContext,
     as.list(base_url), model = model, api_key = api_key, max_concurrency = max_concurrency,
     timeout = timeout, retries = retries
-  ))
+  )
   structure(list(py = py), class = c("newrllama_remote_context", "newrllama_context"))
 }
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from . import _llama
 from .errors import IdentityWarning
+from .interrupts import python_takes_interrupts
 from .results import ParallelResult
 
 REPLACEMENT_CHARACTER = "\ufffd"
@@ -49,8 +50,10 @@ def to_r(value: Any) -> Any:
 
 
 def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call an engine function for R: the one way engine values reach R."""
-    return to_r(function(*args, **kwargs))
+    """Call an engine function for R: the one way engine values reach R. An interrupt
+    meanwhile is Python's KeyboardInterrupt alone (newrllama4.interrupts)."""
+    with python_takes_interrupts():
+        return to_r(function(*args, **kwargs))
 
 
 def identity_problems() -> list[str]:
