@@ -9,6 +9,9 @@ from typing import Callable, Iterable, NamedTuple, Optional
 from .attention import chunk_length, one_row_length, planned_tokens, tiled_step
 from .sequence import Sequence
 
+# how many waiting prompts a slot's admission passes over before it gives up for this step
+HELD_BACK_PER_SLOT = 4
+
 class PlanEntry(NamedTuple):
     """One entry of a batch plan: a sequence and how many of its pending tokens to feed."""
 
@@ -57,9 +60,12 @@ class Scheduler:
     def admit(self, can_start: Optional[Callable[[Sequence], bool]] = None) -> list[Sequence]:
         """Move waiting sequences that `can_start` into free slots, in order, lowest slot
         first; return the newcomers. With nothing running, the first waiting sequence
-        starts anyway, so that a wait can never stall the call."""
+        starts anyway, so that a wait can never stall the call. The search stops after a
+        few held back per slot: where every prompt waits for one shared prefix, a step
+        would otherwise ask about every waiting prompt, and a call of N prompts cost N²."""
         admitted, held_back = [], []
-        while self.waiting and self._free_slots:
+        max_held_back = HELD_BACK_PER_SLOT * self.n_slots
+        while self.waiting and self._free_slots and len(held_back) < max_held_back:
             sequence = self.waiting.popleft()
             if can_start is None or can_start(sequence) or not self.running:
                 sequence.slot = self._free_slots.pop(0)

@@ -146,3 +146,29 @@ def test_prompts_others_wait_for_go_first_and_take_their_whole_one_row_chunk():
     scheduler.add([a, b, c])
     scheduler.admit()
     assert _run_prefill(scheduler)[:2] == [[(1, 64, 64)], [(0, 0, 30), (1, 128, 63), (2, 0, 50)]]
+
+
+def test_admission_asks_about_a_bounded_number_of_waiting_prompts_per_step():
+    # every prompt waits for one shared prefix: each step asks about a few, not all 10,000
+    from newrllama4.scheduler import HELD_BACK_PER_SLOT
+
+    scheduler = Scheduler(n_slots=4, n_batch=64, separate_phases=True)
+    scheduler.add(sequences(*[5] * 10_000))
+    for step in range(4):
+        asked = []
+        admitted = scheduler.admit(lambda s: asked.append(s.index) or False)
+        # nothing running: the first starts anyway
+        assert [s.index for s in admitted] == ([0] if step == 0 else [])
+        assert len(asked) <= HELD_BACK_PER_SLOT * 4 + 1
+    assert [s.index for s in scheduler.waiting][:3] == [1, 2, 3]  # order kept
+    # once they can start they fill the free slots, in order
+    assert [s.index for s in scheduler.admit(lambda s: True)] == [1, 2, 3]
+
+
+def test_a_prompt_that_can_start_behind_a_few_waiting_ones_still_starts():
+    scheduler = Scheduler(n_slots=2, n_batch=64, separate_phases=True)
+    scheduler.add(sequences(5, 5, 5, 5))
+    scheduler.admit(lambda s: True and s.index == 0)
+    (started,) = scheduler.admit(lambda s: s.index == 3)
+    assert started.index == 3
+    assert [s.index for s in scheduler.waiting] == [1, 2]
