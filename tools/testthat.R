@@ -4,4 +4,11 @@ writeLines("0 1", counts_file)  # stays a failure if anything below aborts
 results <- as.data.frame(testthat::test_local(".", reporter = "summary", stop_on_failure = FALSE))
 bad <- results$failed > 0 | results$error | results$skipped
 writeLines(paste(sum(!bad), sum(bad)), counts_file)
+# each failing block, and why, for the end of tools/run-tests' output
+failures <- unlist(lapply(which(bad), function(i) {
+  problems <- Filter(function(r) !inherits(r, c("expectation_success", "expectation_warning")), results$result[[i]])
+  why <- vapply(problems, function(r) gsub("\\s+", " ", substr(conditionMessage(r), 1, 300)), "")
+  c(sprintf("%s: %s", results$file[[i]], results$test[[i]]), if (length(why)) paste("   ", why))
+}))
+writeLines(failures, file.path(dirname(counts_file), "testthat.failures"))
 quit(status = as.integer(any(bad)))

@@ -19,7 +19,6 @@ import numpy as np
 
 from ._llama import TokenBatch
 from .attention import Rows, throwaway_rows, tiled_end
-from .checks import is_conversation
 from .constraints import ConstrainedAnswer, Constraint, mask_logits
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
 from .generation import Progress
@@ -74,13 +73,7 @@ class StepLoop:
     # -- prompts -> sequences ---------------------------------------------------------
 
     def _sequence(self, index: int, prompt: Prompt) -> Sequence:
-        if is_conversation(prompt):
-            # rendered as apply_chat_template() renders it; a model without a template raises
-            prompt = self.model.apply_chat_template(prompt, add_generation_prompt=True)
-        if isinstance(prompt, str):
-            tokens = self.model.tokenize(prompt, add_special=True, parse_special=True) if prompt else []
-        else:
-            tokens = [int(t) for t in prompt]
+        tokens = self.model.prompt_tokens(prompt)
         sequence = Sequence(index, tokens, self.params.stop)
         if self.batch_invariant:
             sequence.n_tiled = tiled_end(len(tokens))

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Optional
 import llama_cpp as llama
 
 from ._llama import ensure_backend, set_fields
-from .checks import check_bool, check_int, check_text
+from .checks import check_bool, check_int, check_text, is_conversation
 from .errors import ChatTemplateError, ClosedError, InvalidArgumentError, ModelLoadError
 from .files import file_sha256
 from .sources import ProgressCallback, resolve_model
@@ -145,6 +145,20 @@ class Model:
             if n >= 0:
                 return list(buf[:n])
             capacity = -n
+
+    def prompt_tokens(self, prompt: Any) -> list[int]:
+        """The tokens a prompt is decoded as: a conversation rendered by the chat template
+        (ChatTemplateError without one), a string with its special tokens parsed, token ids
+        as given."""
+        if is_conversation(prompt):
+            prompt = self.apply_chat_template(prompt, add_generation_prompt=True)
+        if isinstance(prompt, str):
+            return self.tokenize(prompt, add_special=True, parse_special=True) if prompt else []
+        return [int(t) for t in prompt]
+
+    def prompt_lengths(self, prompts: Iterable[Any]) -> list[int]:
+        """How many tokens each prompt is decoded as, without decoding any."""
+        return [len(self.prompt_tokens(prompt)) for prompt in prompts]
 
     def check_tokens(self, name: str, tokens: Any) -> list[int]:
         """Validate a list of token ids: llama.cpp aborts the process on an id outside the vocabulary."""

@@ -93,3 +93,22 @@ def test_gemma_fast_lane_gets_ggml_repacked_weights(caplog, fast_lane_here):
         with nl.Context(model, n_ctx=64, n_seq_max=1, batch_invariant=False) as fast:
             assert fast.generate_parallel(["The capital of France is"], max_tokens=3, temperature=0).texts[0]
     assert "CPU_REPACK" in caplog.text  # llama.cpp logs the buffer of repacked matrices it loads
+
+
+@pytest.mark.parametrize("which", ["model", "smollm2"])
+def test_prompt_lengths_are_what_the_engine_decodes(which, request):
+    model = request.getfixturevalue(which)
+    conversation = [{"role": "system", "content": "Label it."}, {"role": "user", "content": "a long text " * 30}]
+    prompts = ["hello how are you", "<|im_start|>user", [1, 2, 3], conversation] if which == "smollm2" else \
+        ["hello how are you", "<|im_start|>user", [1, 2, 3], "word " * 200]
+    lengths = model.prompt_lengths(prompts)
+    assert lengths == [len(model.prompt_tokens(p)) for p in prompts]
+    assert lengths[2] == 3
+    # the engine's own count, where a prompt outgrows a context of 16 tokens
+    with nl.Context(model, n_ctx=16, n_seq_max=1) as ctx:
+        result = ctx.generate_parallel(prompts, max_tokens=1)
+    for length, completion in zip(lengths, result):
+        if length > 16:
+            assert completion.error.n_tokens == length
+        else:
+            assert completion.error is None

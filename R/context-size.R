@@ -1,0 +1,64 @@
+# The context an annotation needs: every prompt with its answer in one sequence.
+#
+# annotate_texts() counts the tokens of its longest prompt before it sends any, so
+# that the context it makes for itself holds every row the model's window can, and a
+# context given to it that is too small fails once, naming the row, not once per row
+# after minutes of work.
+
+# Rows whose estimate is this close to the longest are counted exactly: a text's
+# tokens inside a prompt differ from its tokens alone only where they meet the
+# template, by a token or two.
+estimate_margin <- 16L
+
+# The tokens the longest row needs: its prompt (under every example order) and its
+# answer. `rows` are the rows of `data` whose texts these are. NULL without rows.
+tokens_needed <- function(model, layout, instruction, turns, texts, rows, orders, calibration, answer, params) {
+  if (length(texts) == 0) return(NULL)
+  prompt_lengths <- function(texts) {
+    # a list, so that one plain prompt stays one prompt in Python, not a string of characters
+    prompts <- as.list(ensemble_prompts(layout, instruction, turns, texts, orders, "none"))
+    lengths <- unlist(engine_call(model$py$prompt_lengths, prompts))
+    apply(matrix(lengths, nrow = length(texts)), 1, max)
+  }
+  # every text alone, and the prompt around a one-token text: an estimate of each row's
+  # prompt, exact where the text's tokens do not merge with the template's
+  text_lengths <- unlist(engine_call(model$py$prompt_lengths, as.list(texts)))
+  around <- prompt_lengths("x") - unlist(engine_call(model$py$prompt_lengths, list("x")))
+  estimates <- around + text_lengths
+  candidates <- which(estimates >= max(estimates) - estimate_margin)
+  exact <- prompt_lengths(texts[candidates])
+  longest <- which.max(exact)
+  prompt_tokens <- exact[[longest]]
+  if (calibration == "content-free") {
+    prompt_tokens <- max(prompt_tokens, prompt_lengths(content_free_texts))
+  }
+  list(row = rows[[candidates[[longest]]]], prompt = prompt_tokens,
+       total = prompt_tokens + answer_tokens(model, answer, params))
+}
+
+# Tokens an answer can take: the longest spelling of a label the engine scores
+# (the label, or the label after a space), or max_tokens.
+answer_tokens <- function(model, answer, params) {
+  if (answer$kind != "labels") return(as.integer(params$max_tokens))
+  spellings <- c(answer$labels, paste0(" ", answer$labels))
+  max(lengths(lapply(spellings, function(spelling) model_tokenize(model, spelling, add_special = FALSE))))
+}
+
+# A given context that cannot hold the longest row fails here, before any row runs.
+check_context_holds <- function(context, needed, call = caller_env()) {
+  n_ctx <- context$py$n_ctx
+  if (is.null(needed) || needed$total <= n_ctx) return(invisible())
+  cli::cli_abort(c(
+    "The context holds {n_ctx} tokens per sequence, but row {needed$row} needs {needed$total}.",
+    "i" = "Its prompt has {needed$prompt} tokens, and its answer can take {needed$total - needed$prompt} more.",
+    "i" = "Create the context with {.code n_ctx = {context_size(needed$total)}L}, or leave {.arg context} out
+           and {.fn annotate_texts} sizes its own."
+  ), class = c("newrllama4_error_context_too_small", "newrllama4_error"), call = call,
+  n_ctx = n_ctx, needed = needed$total, row = needed$row)
+}
+
+# The window to ask for: the need rounded up to llama.cpp's 256-cell padding, never
+# below the 2048 that serves short texts, never past what the model was trained for.
+context_size <- function(tokens, trained = Inf) {
+  as.integer(min(max(2048, ceiling(tokens / 256) * 256), trained))
+}

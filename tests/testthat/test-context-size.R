@@ -1,0 +1,106 @@
+words_of_length <- function(n, seed) {
+  words <- c("the", "river", "ran", "past", "an", "old", "mill,", "and", "nobody", "saw.", "Über", "naïve", "\u00e9t\u00e9")
+  withr::with_seed(seed, paste(sample(words, n, replace = TRUE), collapse = " "))
+}
+
+# The longest prompt counted by tokens_needed(), against every prompt counted whole.
+expect_exact_longest <- function(model, layout, texts, turns = list(), orders = list(integer()), answer) {
+  needed <- tokens_needed(model, layout, "Label the text.", turns, texts, seq_along(texts), orders, "none",
+                          answer, list(max_tokens = 7L))
+  prompts <- ensemble_prompts(layout, "Label the text.", turns, texts, orders, "none")
+  whole <- unlist(model$py$prompt_lengths(as.list(prompts)))
+  expect_identical(needed$prompt, as.integer(max(whole)))
+  expect_identical(whole[[needed$row]], max(whole[seq_along(texts)]))
+  needed
+}
+
+test_that("the longest prompt is counted exactly, on texts whose tokens merge with the template's", {
+  texts <- vapply(1:60, function(i) words_of_length(i %% 17 + 1, i), "")
+  # a space, a newline or punctuation where the text meets the template
+  texts <- c(texts, paste0(" ", texts[1:5]), paste0(texts[6:10], "\n"), paste0(".", texts[11:15]))
+  answer <- list(kind = "text")
+  expect_exact_longest(tiny_model(), "plain", "one text alone", answer = answer)
+  expect_exact_longest(tiny_model(), "chat template", texts, answer = answer)
+  expect_exact_longest(tiny_model(), "plain", texts, answer = answer)
+  expect_exact_longest(model_load("gemma3-270m"), "plain", texts, answer = answer)
+  needed <- expect_exact_longest(model_load("smollm2-135m-instruct"), "chat template", texts, answer = answer)
+  expect_identical(needed$total, needed$prompt + 7L)
+})
+
+test_that("every example order counts, and a label's answer is its longest spelling", {
+  skip_without_engine()
+  model <- model_load("smollm2-135m-instruct")
+  examples <- list(list(text = words_of_length(40, 1), answer = "yes"), list(text = "short", answer = "no"))
+  texts <- vapply(1:20, function(i) words_of_length(i, i), "")
+  answer <- list(kind = "labels", labels = c("yes", "unsure"))
+  needed <- expect_exact_longest(model, "chat template", texts, turns = examples, orders = list(1:2, 2:1),
+                                 answer = answer)
+  spellings <- lengths(lapply(c("yes", "unsure", " yes", " unsure"), model_tokenize, model = model,
+                              add_special = FALSE))
+  expect_identical(needed$total - needed$prompt, max(spellings))
+})
+
+test_that("a given context that cannot hold the longest row fails before any row runs, naming it", {
+  ctx <- tiny_context(n_ctx = 256L, n_seq_max = 2L)
+  on.exit(context_free(ctx))
+  texts <- c("short", words_of_length(400, 2), "also short")
+  cache <- withr::local_tempfile(fileext = ".sqlite")
+  err <- expect_error(annotate_texts(texts, instruction = "Label it.", labels = c("a", "b"), context = ctx,
+                                     cache = cache, progress = FALSE),
+                      class = "newrllama4_error_context_too_small")
+  expect_identical(err$row, 2L)
+  expect_identical(err$n_ctx, 256L)
+  expect_gt(err$needed, 256L)
+  expect_match(conditionMessage(err), "row 2 needs")
+  expect_false(file.exists(cache))  # nothing ran
+  # the size it names holds the row
+  bigger <- context_create(tiny_model(), n_ctx = context_size(err$needed), n_seq_max = 2L)
+  on.exit(context_free(bigger), add = TRUE)
+  out <- annotate_texts(texts, instruction = "Label it.", labels = c("a", "b"), context = bigger, progress = FALSE)
+  expect_true(all(is.na(out$.error)))
+})
+
+test_that("without a context, annotate_texts() makes one that holds a text of 3,000 tokens", {
+  skip_without_engine()
+  withr::defer(if (!is.null(the$annotation_context)) context_free(the$annotation_context))
+  long <- words_of_length(2500, 3)
+  expect_message(
+    out <- annotate_texts(c("A short one.", long), instruction = "Is the text about a river? Answer yes or no.",
+                          labels = c("yes", "no"), progress = FALSE),
+    class = "newrllama4_message_context_size"
+  )
+  expect_true(all(is.na(out$.error)))
+  n_ctx <- the$annotation_context$py$n_ctx
+  expect_gt(n_ctx, 2048L)
+  expect_identical(n_ctx %% 256L, 0L)
+  # the same rows again reuse that context, without a message
+  expect_no_message(annotate_texts(long, instruction = "Is the text about a river? Answer yes or no.",
+                                   labels = c("yes", "no"), progress = FALSE))
+  expect_identical(the$annotation_context$py$n_ctx, n_ctx)
+  # the labels are what a context sized by hand gives
+  by_hand <- context_create(model_load("smollm2-135m-instruct"), n_ctx = n_ctx, n_seq_max = 2L)
+  on.exit(context_free(by_hand))
+  again <- annotate_texts(c("A short one.", long), instruction = "Is the text about a river? Answer yes or no.",
+                          labels = c("yes", "no"), context = by_hand, progress = FALSE)
+  expect_identical(again$.label, out$.label)
+  expect_equal(again$.confidence, out$.confidence, tolerance = 1e-6)
+})
+
+test_that("a context is sized to the need, in llama.cpp's steps, within the model's window", {
+  expect_identical(context_size(100), 2048L)
+  expect_identical(context_size(2049), 2304L)
+  expect_identical(context_size(3038), 3072L)
+  expect_identical(context_size(20000, trained = 8192), 8192L)
+})
+
+test_that("rows longer than the model's window fail one by one, and the message says so", {
+  skip_without_engine()
+  model <- tiny_model()  # trained for 4096 tokens
+  withr::defer(if (!is.null(the$annotation_context)) context_free(the$annotation_context))
+  the$annotation_context <- NULL
+  expect_message(ctx <- annotation_context(model, list(row = 3L, prompt = 5000L, total = 5001L)),
+                 "longer than the model's window", class = "newrllama4_message_context_size")
+  expect_identical(ctx$py$n_ctx, 4096L)
+  # a need within the window is met by the context already made
+  expect_identical(annotation_context(model, list(row = 1L, prompt = 3000L, total = 3001L)), ctx)
+})
