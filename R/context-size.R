@@ -10,8 +10,9 @@
 # template, by a token or two.
 estimate_margin <- 16L
 
-# The tokens the longest row needs: its prompt (under every example order) and its
-# answer. `rows` are the rows of `data` whose texts these are. NULL without rows.
+# The tokens of the longest row: its prompt (under every example order), what must
+# fit beside it for the row to run (`must_fit`), and with its whole answer (`total`).
+# `rows` are the rows of `data` whose texts these are. NULL without rows.
 tokens_needed <- function(model, layout, instruction, turns, texts, rows, orders, calibration, answer, params) {
   if (length(texts) == 0) return(NULL)
   prompt_lengths <- function(texts) {
@@ -32,29 +33,30 @@ tokens_needed <- function(model, layout, instruction, turns, texts, rows, orders
   if (calibration == "content-free") {
     prompt_tokens <- max(prompt_tokens, prompt_lengths(content_free_texts))
   }
-  list(row = rows[[candidates[[longest]]]], prompt = prompt_tokens,
-       total = prompt_tokens + answer_tokens(model, answer, params))
+  # a label is scored, so its tokens must fit beside the prompt; a generated answer
+  # that reaches the end of the window stops there ("length") and the row still runs
+  label_tokens <- if (answer$kind == "labels") longest_label(model, answer$labels) else 0L
+  list(row = rows[[candidates[[longest]]]], prompt = prompt_tokens, must_fit = prompt_tokens + label_tokens,
+       total = prompt_tokens + if (answer$kind == "labels") label_tokens else as.integer(params$max_tokens))
 }
 
-# Tokens an answer can take: the longest spelling of a label the engine scores
-# (the label, or the label after a space), or max_tokens.
-answer_tokens <- function(model, answer, params) {
-  if (answer$kind != "labels") return(as.integer(params$max_tokens))
-  spellings <- c(answer$labels, paste0(" ", answer$labels))
+# The most tokens of a label's spellings that the engine scores: the label, or the label after a space.
+longest_label <- function(model, labels) {
+  spellings <- c(labels, paste0(" ", labels))
   max(lengths(lapply(spellings, function(spelling) model_tokenize(model, spelling, add_special = FALSE))))
 }
 
 # A given context that cannot hold the longest row fails here, before any row runs.
 check_context_holds <- function(context, needed, call = caller_env()) {
   n_ctx <- context$py$n_ctx
-  if (is.null(needed) || needed$total <= n_ctx) return(invisible())
+  if (is.null(needed) || needed$must_fit <= n_ctx) return(invisible())
   cli::cli_abort(c(
-    "The context holds {n_ctx} tokens per sequence, but row {needed$row} needs {needed$total}.",
-    "i" = "Its prompt has {needed$prompt} tokens, and its answer can take {needed$total - needed$prompt} more.",
+    "The context holds {n_ctx} tokens per sequence, but row {needed$row} needs {needed$must_fit}.",
+    "i" = "Its prompt has {needed$prompt} tokens{if (needed$must_fit > needed$prompt) ', with the longest label' else ''}.",
     "i" = "Create the context with {.code n_ctx = {context_size(needed$total)}L}, or leave {.arg context} out
            and {.fn annotate_texts} sizes its own."
   ), class = c("newrllama4_error_context_too_small", "newrllama4_error"), call = call,
-  n_ctx = n_ctx, needed = needed$total, row = needed$row)
+  n_ctx = n_ctx, needed = needed$must_fit, row = needed$row)
 }
 
 # The window to ask for: the need rounded up to llama.cpp's 256-cell padding, never

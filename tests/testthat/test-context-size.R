@@ -25,6 +25,7 @@ test_that("the longest prompt is counted exactly, on texts whose tokens merge wi
   expect_exact_longest(model_load("gemma3-270m"), "plain", texts, answer = answer)
   needed <- expect_exact_longest(model_load("smollm2-135m-instruct"), "chat template", texts, answer = answer)
   expect_identical(needed$total, needed$prompt + 7L)
+  expect_identical(needed$must_fit, needed$prompt)  # a generated answer may stop at the window's end
 })
 
 test_that("every example order counts, and a label's answer is its longest spelling", {
@@ -38,6 +39,15 @@ test_that("every example order counts, and a label's answer is its longest spell
   spellings <- lengths(lapply(c("yes", "unsure", " yes", " unsure"), model_tokenize, model = model,
                               add_special = FALSE))
   expect_identical(needed$total - needed$prompt, max(spellings))
+  expect_identical(needed$must_fit, needed$total)
+})
+
+test_that("a schema's answer may outgrow a given context: the row runs, and stops at the window's end", {
+  ctx <- tiny_context(n_ctx = 256L, n_seq_max = 2L)
+  on.exit(context_free(ctx))
+  out <- annotate_texts(c("one", "two"), instruction = "Extract the fields.", schema = list(word = "string"),
+                        context = ctx, progress = FALSE, max_tokens = 400L)
+  expect_identical(nrow(out), 2L)
 })
 
 test_that("a given context that cannot hold the longest row fails before any row runs, naming it", {
@@ -98,9 +108,9 @@ test_that("rows longer than the model's window fail one by one, and the message 
   model <- tiny_model()  # trained for 4096 tokens
   withr::defer(if (!is.null(the$annotation_context)) context_free(the$annotation_context))
   the$annotation_context <- NULL
-  expect_message(ctx <- annotation_context(model, list(row = 3L, prompt = 5000L, total = 5001L)),
+  expect_message(ctx <- annotation_context(model, list(row = 3L, prompt = 5000L, must_fit = 5001L, total = 5001L)),
                  "longer than the model's window", class = "newrllama4_message_context_size")
   expect_identical(ctx$py$n_ctx, 4096L)
   # a need within the window is met by the context already made
-  expect_identical(annotation_context(model, list(row = 1L, prompt = 3000L, total = 3001L)), ctx)
+  expect_identical(annotation_context(model, list(row = 1L, prompt = 3000L, must_fit = 3001L, total = 3001L)), ctx)
 })
