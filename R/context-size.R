@@ -48,8 +48,9 @@ longest_label <- function(model, labels) {
 
 # A given context that cannot hold the longest row fails here, before any row runs.
 check_context_holds <- function(context, needed, call = caller_env()) {
+  if (is.null(needed)) return(invisible())  # no rows, or a server, which counts its own tokens
   n_ctx <- context$py$n_ctx
-  if (is.null(needed) || needed$must_fit <= n_ctx) return(invisible())
+  if (needed$must_fit <= n_ctx) return(invisible())
   cli::cli_abort(c(
     "The context holds {n_ctx} tokens per sequence, but row {needed$row} needs {needed$must_fit}.",
     "i" = "Its prompt has {needed$prompt} tokens{if (needed$must_fit > needed$prompt) ', with the longest label' else ''}.",
