@@ -10,5 +10,5 @@ failures <- unlist(lapply(which(bad), function(i) {
   why <- vapply(problems, function(r) gsub("\\s+", " ", substr(conditionMessage(r), 1, 300)), "")
   c(sprintf("%s: %s", results$file[[i]], results$test[[i]]), if (length(why)) paste("   ", why))
 }))
-writeLines(failures, file.path(dirname(counts_file), "testthat.failures"))
+writeLines(as.character(failures), file.path(dirname(counts_file), "testthat.failures"))
 quit(status = as.integer(any(bad)))
