@@ -431,8 +431,9 @@ annotation_context <- function(model, needed) {
   fits <- function(context) {
     identical(context$model, model) && (is.null(needed) || context$py$n_ctx >= min(needed$total, model$py$n_ctx_train))
   }
-  if (!is.null(context) && handle_state(context) == "live" && fits(context)) return(context)
-  if (!is.null(context) && handle_state(context) == "live") context_free(context)
+  live <- !is.null(context) && handle_state(context) == "live"
+  if (live && fits(context)) return(context)
+  if (live) context_free(context)
   n_ctx <- context_size(if (is.null(needed)) 0 else needed$total, model$py$n_ctx_train)
   for (n_seq_max in c(8L, 4L, 2L, 1L)) {
     context <- tryCatch(context_create(model, n_ctx = n_ctx, n_seq_max = n_seq_max),

@@ -192,7 +192,7 @@ choose_refit <- function(log_probs, y, as_given) {
   }, logical(n))
   gain <- apply(correct - correct[, 1], 2, function(d) if (all(d == 0)) 0 else mean(d) - stats::sd(d) / sqrt(n))
   table <- data.frame(model = c("none", candidates$model), penalty = c(NA, candidates$penalty),
-                      log_loss = colMeans(matrix(losses, n)), accuracy = colMeans(matrix(correct, n)),
+                      log_loss = colMeans(losses), accuracy = colMeans(correct),
                       stringsAsFactors = FALSE)
   qualified <- which(gain > 0)
   best <- if (length(qualified) == 0) 1L else qualified[which.min(table$log_loss[qualified])]

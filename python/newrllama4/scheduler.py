@@ -12,6 +12,7 @@ from .sequence import Sequence
 # how many waiting prompts a slot's admission passes over before it gives up for this step
 HELD_BACK_PER_SLOT = 4
 
+
 class PlanEntry(NamedTuple):
     """One entry of a batch plan: a sequence and how many of its pending tokens to feed."""
 

@@ -56,17 +56,3 @@ new_tiny_server <- function() {
   skip_without_engine()
   testing_module()$ModelServer(tiny_model_path())
 }
-
-# Replace one of the package's functions for the rest of the calling test
-# (testthat 3.1.6, Debian's, has no local_mocked_bindings()).
-local_binding <- function(name, value, env = parent.frame()) {
-  ns <- environment(annotate_texts)
-  original <- get(name, envir = ns)
-  locked <- bindingIsLocked(name, ns)
-  if (locked) unlockBinding(name, ns)
-  assign(name, value, envir = ns)
-  withr::defer({
-    assign(name, original, envir = ns)
-    if (locked) lockBinding(name, ns)
-  }, envir = env)
-}

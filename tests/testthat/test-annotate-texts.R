@@ -116,7 +116,7 @@ test_that("a row that cannot run gets NA and a reason in .error; the others comp
   ctx <- tiny_context(n_ctx = 128L)
   # the engine's own refusal of a row, as a server's that counts its own tokens: past
   # annotate_texts()' early check of lengths (test-context-size.R)
-  local_binding("check_context_holds", function(...) invisible())
+  local_package_binding("check_context_holds", function(...) invisible())
   data <- reviews
   data$review[[2]] <- NA
   data$review[[4]] <- paste(rep("very long", 200), collapse = " ")

@@ -42,12 +42,22 @@ test_that("every example order counts, and a label's answer is its longest spell
   expect_identical(needed$must_fit, needed$total)
 })
 
-test_that("a schema's answer may outgrow a given context: the row runs, and stops at the window's end", {
+test_that("a schema's max_tokens may outgrow a given context: rows run, and one the window cuts off fails alone", {
   ctx <- tiny_context(n_ctx = 256L, n_seq_max = 2L)
   on.exit(context_free(ctx))
-  out <- annotate_texts(c("one", "two"), instruction = "Extract the fields.", schema = list(word = "string"),
-                        context = ctx, progress = FALSE, max_tokens = 400L)
-  expect_identical(nrow(out), 2L)
+  # max_tokens past n_ctx is no reason to refuse: a short answer completes
+  short <- annotate_texts(c("one", "two"), instruction = "Extract the fields.", schema = list(ok = "boolean"),
+                          context = ctx, progress = FALSE, max_tokens = 400L)
+  expect_true(all(is.na(short$.error)))
+  expect_type(short$ok, "logical")
+  # the random model's free string runs to the window's end: that row fails with the engine's reason
+  long <- suppressWarnings(annotate_texts(c("one", "two"), instruction = "Extract the fields.",
+                                          schema = list(word = "string"), context = ctx, progress = FALSE,
+                                          max_tokens = 400L))
+  expect_identical(nrow(long), 2L)
+  cut_off <- !is.na(long$.error)
+  expect_true(any(cut_off))
+  expect_match(long$.error[cut_off], "cut off by max_tokens or the context size")
 })
 
 test_that("a given context that cannot hold the longest row fails before any row runs, naming it", {
