@@ -79,10 +79,12 @@ choice_probs <- function(x) {
 #' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
-#' schema <- list(type = "object", properties = list(year = list(type = "integer")), required = "year")
-#' answers <- generate_parallel(ctx, c(moon = "The first moon landing, as JSON:"),
-#'                              json_schema = schema, max_tokens = 16L, temperature = 0,
-#'                              progress = FALSE)
+#' schema <- list(type = "object", properties = list(year = list(type = "integer")),
+#'                required = "year", additionalProperties = FALSE)
+#' prompt <- paste0('Q: When did the Berlin Wall fall?\nA: {"year": 1989}\n',
+#'                  "Q: When did Apollo 11 land on the moon?\nA:")
+#' answers <- generate_parallel(ctx, c(moon = prompt), json_schema = schema,
+#'                              max_tokens = 16L, temperature = 0, progress = FALSE)
 #' answers
 #' parsed_answers(answers)$moon$year
 parsed_answers <- function(x) {
