@@ -81,6 +81,12 @@
 #'   the same length. `predicted` comes from the model, `gold` from the
 #'   reference coding. `predicted` can also be a data frame or a named list of
 #'   such vectors, one per annotator (see "Several annotators").
+#' @param field `NULL`, or the name of an answer column: `predicted` is then a
+#'   data frame, such as the value of [annotate_texts()] or the coded rows of
+#'   [review_sample()], and `field` its column to compare (`".label"` for
+#'   labels, or an enum or boolean field of a schema); `gold` may then be a
+#'   column of `predicted` (unquoted). A boolean's values compare as `"true"`
+#'   and `"false"`, so logical codes match them.
 #' @param conf_level Confidence level of the intervals, in (0, 1].
 #' @param n_boot Number of bootstrap resamples; `0` skips the intervals (their
 #'   bounds are then `NA`).
@@ -123,7 +129,15 @@
 #' compared <- agreement(annotators, gold, n_boot = 200, seed = 1)
 #' compared
 #' as.data.frame(compared)
-agreement <- function(predicted, gold, conf_level = 0.95, n_boot = 1000, seed = NULL) {
+agreement <- function(predicted, gold, conf_level = 0.95, n_boot = 1000, seed = NULL, field = NULL) {
+  if (!is.null(field)) {
+    if (!is.data.frame(predicted) || !rlang::is_string(field) || !field %in% names(predicted)) {
+      abort_invalid("With {.arg field}, {.arg predicted} must be a data frame with that column, such as the value of
+                     {.fn annotate_texts} or of {.fn review_sample}.", "field", rlang::current_env())
+    }
+    gold <- field_codes(rlang::eval_tidy(rlang::enquo(gold), predicted))
+    predicted <- field_labels(predicted[[field]])
+  }
   if (is.list(predicted)) return(agreement_of_annotators(predicted, gold, conf_level, n_boot, seed))
   check_labels_vector(predicted, "predicted")
   check_labels_vector(gold, "gold")

@@ -86,7 +86,7 @@ outcome_spec <- function(outcome, data, call) {
 # answer's number.
 outcome_truth <- function(spec, truth, call) {
   if (spec$kind == "label") {
-    truth <- as.character(truth)
+    truth <- field_codes(truth)
     if (!all(truth %in% spec$labels)) {
       outside <- unique(truth[!truth %in% spec$labels])
       abort_coded(c("{.arg truth} must be one of the labels ({.val {spec$labels}}) for every coded row.",

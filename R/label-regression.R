@@ -46,6 +46,11 @@
 #'   with `.row`, `.sample_prob` and the codes.
 #' @param truth The column of `coded` that holds the codes: labels, or the
 #'   answer's true values.
+#' @param field `NULL` for the labels, or the name of an enum or boolean field
+#'   of the `schema` given to [annotate_texts()]: its values are then the
+#'   labels (`.prob_<field>_<value>` their predictions), and the outcome is one
+#'   of them, or for a boolean field the field itself (its `TRUE`). Its codes
+#'   in `truth` are its values (logical for a boolean).
 #' @param family `"gaussian"` (least squares: a linear probability model for a
 #'   label) or `"binomial"` (logistic regression).
 #' @param prediction `"probs"` to predict each row by the model's probability
@@ -87,18 +92,22 @@
 #' fit
 #' confint(fit)
 label_regression <- function(formula, data, coded, truth, family = c("gaussian", "binomial"),
-                             prediction = c("probs", "fit"), folds = 5L, seed = NULL) {
+                             prediction = c("probs", "fit"), folds = 5L, seed = NULL, field = NULL) {
   call <- current_env()
   if (!inherits(formula, "formula") || length(formula) != 3 || length(all.vars(formula[[2]])) != 1) {
     abort_invalid("{.arg formula} must be a formula with one label or answer column on its left, such as
                    {.code positive ~ party + year}.", "formula", call)
   }
   if (!is.data.frame(data)) abort_invalid("{.arg data} must be a data frame of labelled rows.", "data", call)
+  outcome <- all.vars(formula[[2]])
+  # a boolean field is its own outcome: TRUE
+  if (!is.null(field) && identical(outcome, field) && is.logical(data[[field]])) outcome <- "true"
+  data <- labels_view(data, field, call)
   family <- rlang::arg_match(family)
   prediction <- rlang::arg_match(prediction)
   folds <- check_whole(folds, "folds", min = 2)
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
-  spec <- outcome_spec(all.vars(formula[[2]]), data, call)
+  spec <- outcome_spec(outcome, data, call)
   missing <- setdiff(all.vars(formula[[3]]), names(data))
   if (length(missing) > 0) {
     cli::cli_abort("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data}.",

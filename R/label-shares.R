@@ -43,8 +43,9 @@
 #' coded <- review_sample(texts, n = 300, weight = "confidence", seed = 1)
 #' label_shares(texts, coded, truth, by = "outlet")
 label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", "fit"), folds = 5L, seed = NULL,
-                         level = 0.95) {
+                         level = 0.95, field = NULL) {
   call <- current_env()
+  if (is.data.frame(data)) data <- labels_view(data, field, call)
   if (!is.data.frame(data) || !".label" %in% names(data)) {
     abort_invalid("{.arg data} must be labelled rows: the value of {.fn annotate_texts} with {.arg labels}, or a data
                    frame with {.field .label} and {.field .prob_<label>} columns.", "data", call)

@@ -45,11 +45,18 @@
 #' [label_regression()] and [label_shares()] on the refitted labels refit them
 #' fold by fold, with the same choice of model.
 #'
-#' @param data The value of [annotate_texts()] with `labels`.
+#' @param data The value of [annotate_texts()] with `labels`, or with a
+#'   `schema` and `field`.
 #' @param coded Rows of `data` coded by hand, with `.row` (their row numbers in
 #'   `data`, as [review_sample()] gives them) and the people's labels.
 #' @param truth The column of `coded` that holds the people's labels (one of the
 #'   labels for every row).
+#' @param field `NULL` for the labels, or the name of an enum or boolean field
+#'   of the `schema` given to [annotate_texts()]: its values are refitted as
+#'   labels (one order: offsets, or offsets and a temperature), and its column,
+#'   `.prob_<field>_<value>` and `.confidence_<field>` change; the manifest's
+#'   entries of the refit carry the field's name, such as
+#'   `"refit_model (tone)"`.
 #' @return `data` with `.label`, the `.prob_` columns, `.confidence` and
 #'   `.agreement_orders` (each order's own label, under the fitted offsets)
 #'   from the fit. The manifest's `calibration` becomes `"hand-coded"`, with
@@ -75,7 +82,12 @@
 #' fit <- manifest(refitted)$prompt
 #' fit[c("calibration", "refit_model", "label_offsets", "order_weights", "cross_validated_accuracy")]
 #' fit$refit_cross_validation
-recalibrate_labels <- function(data, coded, truth) {
+recalibrate_labels <- function(data, coded, truth, field = NULL) {
+  if (!is.null(field)) {
+    if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", current_env())
+    refitted <- recalibrate_labels(labels_view(data, field), coded, !!rlang::enquo(truth))
+    return(from_labels_view(data, refitted, field))
+  }
   record <- attr(data, "order_probs", exact = TRUE)
   if (!is.data.frame(data) || is.null(record) || !identical(record$confidence, data$.confidence)) {
     abort_invalid(c("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, as it returned it.",
@@ -90,7 +102,7 @@ recalibrate_labels <- function(data, coded, truth) {
                   "coded", current_env())
   }
   rows <- coded$.row
-  truth <- as.character(rlang::eval_tidy(rlang::enquo(truth), coded))
+  truth <- field_codes(rlang::eval_tidy(rlang::enquo(truth), coded))
   if (!is.numeric(rows) || !all(rows %in% seq_len(nrow(data))) || anyDuplicated(rows) || anyNA(data$.label[rows])) {
     abort_invalid("{.field .row} of {.arg coded} must name distinct labelled rows of {.arg data}.", "coded",
                   current_env())

@@ -30,7 +30,8 @@
 #' again a stratified random sample, and every row's `.sample_prob` is its
 #' probability of being in the combined sample.
 #'
-#' @param data The value of [annotate_texts()] with `labels`.
+#' @param data The value of [annotate_texts()] with `labels`, or with a
+#'   `schema` and `field`.
 #' @param n How many rows to draw.
 #' @param weight `"confidence"` or `"uniform"`: see Details.
 #' @param seed `NULL` to draw from R's random number generator as it stands,
@@ -39,6 +40,9 @@
 #' @param previous `NULL`, or the rows drawn from `data` before (a value of
 #'   `review_sample()` with the same `weight`, perhaps coded since), to add `n`
 #'   rows to them.
+#' @param field `NULL` for the labels, or the name of an enum or boolean field
+#'   of the `schema` given to [annotate_texts()]: the strata are then its values
+#'   and the confidence bands those of `.confidence_<field>`.
 #' @return The drawn rows of `data`, in their order there, with `.row`, their
 #'   row numbers in `data`, `.stratum` and `.sample_prob`; with `previous`,
 #'   its rows (and their columns, such as the codes) and the new ones, and
@@ -57,20 +61,27 @@
 #' first
 #' attr(first, "design")
 #' review_sample(labelled, n = 3, seed = 2, previous = first)
-review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = NULL, previous = NULL) {
-  if (!is.data.frame(data) || !all(c(".label", ".confidence") %in% names(data))) {
-    abort_invalid("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}: it needs
-                   {.field .label} and {.field .confidence}.", "data", current_env())
+review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = NULL, previous = NULL,
+                          field = NULL) {
+  if (!is.data.frame(data)) {
+    abort_invalid("{.arg data} must be the value of {.fn annotate_texts}, not {.obj_type_friendly {data}}.", "data",
+                  current_env())
+  }
+  labelled <- labels_view(data, field)
+  if (!all(c(".label", ".confidence") %in% names(labelled))) {
+    abort_invalid("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, or {.arg field} must
+                   name one of its schema's fields: it needs {.field .label} and {.field .confidence}.", "data",
+                  current_env())
   }
   n <- check_whole(n, "n", min = 1)
   weight <- rlang::arg_match(weight)
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   n_bands <- if (weight == "uniform") 1L else if (is.null(previous)) {
-    max(1L, min(3L, n %/% nlevels(droplevels(as.factor(data$.label)))))
+    max(1L, min(3L, n %/% nlevels(droplevels(as.factor(labelled$.label)))))
   } else {
     previous_bands(previous)
   }
-  design <- sample_design(data, weight, n_bands)
+  design <- sample_design(labelled, weight, n_bands)
   drawn_before <- if (is.null(previous)) integer() else previous_rows(previous, data, design, weight)
   available <- sum(!is.na(design$stratum)) - length(drawn_before)
   if (n > available) {
@@ -112,7 +123,7 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
   sample$.sample_prob <- strata$prob[design$stratum[sample$.row]]
   rownames(sample) <- NULL
   attr(sample, "design") <- structure(
-    list(weight = weight, n_bands = n_bands, strata = strata[c("name", "label", "band", "rows", "drawn", "prob")],
+    list(weight = weight, field = field %||% ".label", n_bands = n_bands, strata = strata[c("name", "label", "band", "rows", "drawn", "prob")],
          rounds = if (is.null(previous)) 1L else round + 1L),
     class = "newrllama_sample_design"
   )

@@ -1,0 +1,92 @@
+# A schema field as labels. An annotation with `labels` has `.label`,
+# `.prob_<label>` and `.confidence`; one with a `schema` has, for each enum or
+# boolean field `f`, the column `f`, `.prob_<f>_<value>` and `.confidence_<f>`
+# (a boolean's values are "true" and "false", as JSON writes them). Everything
+# that works on labels -- review_sample(), agreement(), recalibrate_labels(),
+# label_regression(), label_shares() -- works on a field through its view: the
+# data with the field's columns renamed to the labels' names.
+
+# The view of `data` in which `field` stands for the labels; `field = NULL` is
+# `data` itself. The field's refit record (attribute "field_order_probs") becomes
+# the view's "order_probs".
+labels_view <- function(data, field, call = caller_env()) {
+  if (is.null(field)) return(data)
+  if (!rlang::is_string(field) || !field %in% names(data)) {
+    abort_invalid("{.arg field} must name a column of {.arg data}: a field of the {.arg schema} given to
+                   {.fn annotate_texts}.", "field", call)
+  }
+  values <- field_levels(data[[field]])
+  prob_columns <- paste0(".prob_", field, "_", values)
+  confidence_column <- paste0(".confidence_", field)
+  missing <- setdiff(c(prob_columns, confidence_column), names(data))
+  if (is.null(values) || length(missing) > 0) {
+    cli::cli_abort(
+      c("Field {.field {field}} has no probabilities: {.arg field} must be an enum or boolean field of a schema
+         annotation, with {.field .prob_{field}_<value>} and {.field .confidence_{field}} columns.",
+        "i" = if (!is.null(values)) "Missing: {.field {missing}}."),
+      class = c("newrllama4_error_missing_column", "newrllama4_error_invalid_argument", "newrllama4_error"),
+      argument = "field", call = call
+    )
+  }
+  clashing <- names(data) == ".label" | names(data) == ".confidence" | startsWith(names(data), ".prob_")
+  view <- data[!clashing]
+  view$.label <- field_labels(data[[field]])
+  for (value in values) view[[paste0(".prob_", value)]] <- data[[paste0(".prob_", field, "_", value)]]
+  view$.confidence <- data[[confidence_column]]
+  attr(view, "manifest") <- field_manifest(attr(data, "manifest", exact = TRUE), field)
+  attr(view, "order_probs") <- attr(data, "field_order_probs", exact = TRUE)[[field]]
+  view
+}
+
+# A field's values as labels: a factor's levels, or a boolean's JSON spellings;
+# NULL for a column that is neither (a number or free text has no labels).
+field_levels <- function(column) {
+  if (is.factor(column)) return(levels(column))
+  if (is.logical(column)) return(c("true", "false"))
+  NULL
+}
+
+# Codes of a field as its labels are spelled: logical values as JSON writes them.
+field_codes <- function(x) {
+  if (is.logical(x)) return(ifelse(x, "true", "false"))
+  as.character(x)
+}
+
+# The manifest as the view sees it: the field's refit entries ("refit_model
+# (tone)") under the labels' names, which label_regression() and label_shares()
+# read to refit fold by fold.
+field_manifest <- function(record, field) {
+  if (is.null(record)) return(NULL)
+  suffix <- paste0(" (", field, ")")
+  mine <- endsWith(names(record$prompt), suffix)
+  record$prompt[substr(names(record$prompt)[mine], 1, nchar(names(record$prompt)[mine]) - nchar(suffix))] <-
+    record$prompt[mine]
+  record
+}
+
+# An answer column as labels: a factor keeps its levels, a boolean's are "true"
+# and "false"; other columns as strings.
+field_labels <- function(column) {
+  levels <- field_levels(column)
+  if (is.null(levels)) as.character(column) else factor(field_codes(column), levels = levels)
+}
+
+# `data` with its field's columns and refit record taken from `view` (a labels
+# view that recalibrate_labels() refitted), and the refit's manifest entries
+# named after the field, since the other fields keep theirs.
+from_labels_view <- function(data, view, field) {
+  values <- levels(view$.label)
+  label <- as.character(view$.label)
+  data[[field]] <- if (is.logical(data[[field]])) label == "true" else factor(label, levels = values)
+  for (value in values) data[[paste0(".prob_", field, "_", value)]] <- view[[paste0(".prob_", value)]]
+  data[[paste0(".confidence_", field)]] <- view$.confidence
+  records <- attr(data, "field_order_probs", exact = TRUE)
+  records[[field]] <- attr(view, "order_probs", exact = TRUE)
+  attr(data, "field_order_probs") <- records
+  record <- attr(data, "manifest", exact = TRUE)
+  refit <- attr(view, "manifest", exact = TRUE)$prompt
+  refit <- refit[setdiff(names(refit), names(record$prompt))]
+  record$prompt[paste0(names(refit), " (", field, ")")] <- refit
+  attr(data, "manifest") <- record
+  data
+}
