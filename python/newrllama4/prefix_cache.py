@@ -430,8 +430,8 @@ class PrefixPlan:
         self._release(sequence, length, snapshot)
 
     def retire(self, sequence: Sequence, waiting: Iterable[Sequence]) -> None:
-        """Hand prefixes a sequence owned but never snapshotted (it failed) to a waiting holder."""
-        waiting = list(waiting)
+        """Hand prefixes a sequence owned but never snapshotted (it failed) to a waiting holder.
+        The waiting list is searched only then: a retire per row must not cost the rows left."""
         for prefix in self._paths.get(sequence, ()):
             if prefix.owner is sequence:
                 prefix.owner = next((s for s in waiting if prefix in self._paths[s]), None)
