@@ -12,7 +12,7 @@ from .constraints import Constraint
 from .context_settings import ContextSettings
 from .engine import StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
-from .field_probs import run_rounds
+from .field_probs import run_rounds, writing
 from .generation import Generator, OneCallAtATime, Progress
 from .labels import Labels
 from .memory import check_context_fits, head_sizes
@@ -245,6 +245,7 @@ class Context(Generator):
 
         return run_rounds(
             run, prompts, labels, constraints, sampling, self.model.prompt_tokens,
-            lambda text: self.model.tokenize(text, add_special=False), lookup,
+            lambda text: writing(text, lambda t: self.model.tokenize(t, add_special=False), self.model.token_piece),
+            lookup,
             (lambda i, c: None) if result_cache is None else result_cache.store, report,
         )

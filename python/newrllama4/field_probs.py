@@ -158,13 +158,15 @@ class _Answer:
 
 
 def run_rounds(run: RunLoop, prompts: list[Any], labels: list[Any], constraints: list[Optional[Constraint]],
-               params: SamplingParams, prompt_tokens: Callable[[Any], list[int]], tokenize: Callable[[str], list[int]],
+               params: SamplingParams, prompt_tokens: Callable[[Any], list[int]],
+               tokenize: Callable[[str], Optional[list[int]]],
                lookup: Callable[[int], Optional[Completion]], store: Callable[[int, Completion], None],
                report: Callable[[], None]) -> ParallelResult:
     """A call whose JSON schemas score fields: the prompts with scored fields in rounds,
     the others in the first round as they are. `lookup` and `store` reach the result
     cache by the prompt's position, `report` counts a prompt done; `prompt_tokens` renders
-    a prompt as the engine does, `tokenize` a value's text (no BOS, no special tokens)."""
+    a prompt as the engine does, `tokenize` gives the tokens that write a value after its
+    colon (`writing`), None where none do."""
     n = len(prompts)
     completions: list[Optional[Completion]] = [None] * n
     stats: list[Stats] = []
@@ -236,7 +238,7 @@ def _take_generated(a: _Answer, completion: Completion, params: SamplingParams, 
 
 
 def _take_value(a: _Answer, completion: Completion, params: SamplingParams, k: int,
-                tokenize: Callable[[str], list[int]]) -> None:
+                tokenize: Callable[[str], Optional[list[int]]]) -> None:
     if completion.finish_reason == "error":
         _fail(a, completion.error, True)
         return
@@ -245,8 +247,23 @@ def _take_value(a: _Answer, completion: Completion, params: SamplingParams, k: i
     chosen = pick_label(probs, params.temperature, a.generator)
     a.probs[a.fields.names[k]] = dict(zip(values, probs.tolist()))
     written = " " + texts[chosen]  # as the compact style writes it, after ": "
-    a.tokens += tokenize(written)
+    tokens = tokenize(written)
+    if tokens is None:
+        _fail(a, ConstraintError(a.index, f"cannot write {written!r} in the model's tokens."))
+        return
+    a.tokens += tokens
     a.text += written
+
+
+def writing(text: str, tokenize: Callable[[str], list[int]], piece: Callable[[int], bytes]) -> Optional[list[int]]:
+    """Tokens whose bytes are exactly `text`, which starts with a space: the tokens of the
+    text, or of the text without its space where the tokenizer adds one (SentencePiece's
+    space prefix); None if neither is."""
+    for candidate in (text, text[1:]):
+        tokens = tokenize(candidate)
+        if b"".join(map(piece, tokens)) == text.encode("utf-8"):
+            return tokens
+    return None
 
 
 def _fail(a: _Answer, error: Optional[BaseException], later_round: bool = False) -> None:
