@@ -41,6 +41,9 @@ class Generator(ABC):
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    # whether `field_probs` can score a schema's fields here (field_probs.py)
+    scores_fields = True
+
     def generate(self, prompt: Any, **params: Any) -> Completion:
         """Generate from one prompt: `generate_parallel` of a one-prompt list."""
         return self.generate_parallel([prompt], **params)[0]
