@@ -56,6 +56,9 @@ class ScoredFields:
     values: tuple[tuple[str, ...], ...]  # each field's values as reported: enum strings, "true"/"false"
     texts: tuple[tuple[str, ...], ...]  # the same values as JSON, the labels scored
     rounds: tuple[str, ...]
+    # each round's text in order: literal strings and the schemas of the fields generated
+    # between (with the JSON style), from which a server's grammar is made (remote/fields.py)
+    pieces: tuple[tuple[Any, ...], ...] = ()
 
 
 def scored_field_values(schema: Any) -> Optional[tuple[str, ...]]:
@@ -97,28 +100,34 @@ def scored_fields(schema: dict, argument: str = "json_schema") -> Optional[Score
         key = json.dumps(name, ensure_ascii=False)
         if name in scored:
             pieces.append(key + ":")
-            rounds.append(_lark(pieces))
+            rounds.append(_merged(pieces))
             pieces = []
         else:
-            pieces += [key + ": ", {**sub, **definitions, "x-guidance": JSON_STYLE}]
-    rounds.append(_lark(pieces + ["}"]))
+            pieces += [key + ": ", {**sub, **definitions}]
+    rounds.append(_merged(pieces + ["}"]))
     return ScoredFields(
         names=tuple(scored), values=tuple(scored.values()),
         texts=tuple(tuple(v if properties[n].get("enum") is None else json.dumps(v, ensure_ascii=False) for v in vs)
                     for n, vs in scored.items()),
-        rounds=tuple(rounds),
+        rounds=tuple(map(_lark, rounds)), pieces=tuple(rounds),
     )
 
 
-def _lark(pieces: list[Any]) -> str:
-    """A Lark grammar of literal texts and embedded JSON schemas, in order."""
+def _merged(pieces: list[Any]) -> tuple[Any, ...]:
+    """Literal texts joined where they follow each other."""
     merged: list[Any] = []
     for piece in pieces:
         if isinstance(piece, str) and merged and isinstance(merged[-1], str):
             merged[-1] += piece
         elif piece != "":
             merged.append(piece)
-    items = [json.dumps(p, ensure_ascii=False) if isinstance(p, str) else "%json" + json.dumps(p) for p in merged]
+    return tuple(merged)
+
+
+def _lark(pieces: tuple[Any, ...]) -> str:
+    """An llguidance Lark grammar of literal texts and embedded JSON schemas, in order."""
+    items = [json.dumps(p, ensure_ascii=False) if isinstance(p, str) else "%json" + json.dumps(
+        {**p, "x-guidance": JSON_STYLE}) for p in pieces]
     return llguidance.grammar_from("lark", "start: " + " ".join(items))
 
 
@@ -141,7 +150,7 @@ RunLoop = Callable[[list[Any], list[Any], list[Optional[Constraint]], SamplingPa
                     Optional[list[np.random.Generator]]], ParallelResult]
 
 
-class _Answer:
+class Answer:
     """One prompt's answer on its way through the rounds."""
 
     def __init__(self, index: int, constraint: Constraint, seed: int):
@@ -170,11 +179,11 @@ def run_rounds(run: RunLoop, prompts: list[Any], labels: list[Any], constraints:
     n = len(prompts)
     completions: list[Optional[Completion]] = [None] * n
     stats: list[Stats] = []
-    answers: dict[int, _Answer] = {}
+    answers: dict[int, Answer] = {}
     for i, c in enumerate(constraints):
         completions[i] = lookup(i)
         if completions[i] is None and c is not None and c.fields is not None:
-            answers[i] = _Answer(i, c, params.seed)
+            answers[i] = Answer(i, c, params.seed)
     # round 0: every prompt not in the cache; those with scored fields up to their first value
     first = [i for i in range(n) if completions[i] is None]
     result = run([prompts[i] for i in first], [labels[i] for i in first],
@@ -214,42 +223,47 @@ def run_rounds(run: RunLoop, prompts: list[Any], labels: list[Any], constraints:
                 _take_generated(a, completion, params, k + 1)
         else:
             for a in live:
-                _fail(a, IncompleteOutputError(a.index, "json_schema", len(a.tokens), "length"))
+                fail(a, IncompleteOutputError(a.index, "json_schema", len(a.tokens), "length"))
     for i, a in answers.items():
-        completions[i] = a.failed if a.failed is not None else _finished(a)
+        completions[i] = a.failed if a.failed is not None else finished(a)
         if a.failed is None:
             store(i, completions[i])
         report()
     return ParallelResult(completions, _combined(stats, n, n - len(first), completions))
 
 
-def _round_constraint(a: _Answer, k: int) -> Constraint:
+def _round_constraint(a: Answer, k: int) -> Constraint:
     return Constraint("grammar", a.fields.rounds[k], None)
 
 
-def _take_generated(a: _Answer, completion: Completion, params: SamplingParams, k: int) -> None:
+def _take_generated(a: Answer, completion: Completion, params: SamplingParams, k: int) -> None:
     if completion.finish_reason == "error":
-        _fail(a, completion.error, k > 0)
+        fail(a, completion.error, k > 0)
         return
     a.tokens += completion.tokens
     a.text += completion.text
     if len(a.tokens) > params.max_tokens:
-        _fail(a, IncompleteOutputError(a.index, "json_schema", len(a.tokens), "length"))
+        fail(a, IncompleteOutputError(a.index, "json_schema", len(a.tokens), "length"))
 
 
-def _take_value(a: _Answer, completion: Completion, params: SamplingParams, k: int,
+def _take_value(a: Answer, completion: Completion, params: SamplingParams, k: int,
                 tokenize: Callable[[str], Optional[list[int]]]) -> None:
     if completion.finish_reason == "error":
-        _fail(a, completion.error, True)
+        fail(a, completion.error, True)
         return
+    choose_value(a, np.array([completion.choice_probs[t] for t in a.fields.texts[k]]), params, k, tokenize)
+
+
+def choose_value(a: Answer, probs: np.ndarray, params: SamplingParams, k: int,
+                 tokenize: Callable[[str], Optional[list[int]]]) -> None:
+    """Pick field k's value from its probabilities as a label is picked, and write it."""
     texts, values = a.fields.texts[k], a.fields.values[k]
-    probs = np.array([completion.choice_probs[t] for t in texts])
     chosen = pick_label(probs, params.temperature, a.generator)
     a.probs[a.fields.names[k]] = dict(zip(values, probs.tolist()))
     written = " " + texts[chosen]  # as the compact style writes it, after ": "
     tokens = tokenize(written)
     if tokens is None:
-        _fail(a, ConstraintError(a.index, f"cannot write {written!r} in the model's tokens."))
+        fail(a, ConstraintError(a.index, f"cannot write {written!r} in the model's tokens."))
         return
     a.tokens += tokens
     a.text += written
@@ -266,7 +280,7 @@ def writing(text: str, tokenize: Callable[[str], list[int]], piece: Callable[[in
     return None
 
 
-def _fail(a: _Answer, error: Optional[BaseException], later_round: bool = False) -> None:
+def fail(a: Answer, error: Optional[BaseException], later_round: bool = False) -> None:
     """The prompt fails with `error`, numbered as the caller's prompt: a later round's
     prompt too long for the context is the answer cut off by n_ctx."""
     if later_round and isinstance(error, PromptTooLongError):
@@ -286,7 +300,7 @@ def _numbered(error: Optional[BaseException], index: int) -> Optional[BaseExcept
     return error
 
 
-def _finished(a: _Answer) -> Completion:
+def finished(a: Answer) -> Completion:
     problem = text_error(a.constraint, a.text)
     if problem is not None:  # the rounds and the schema disagree: a bug, but only this prompt's
         return Completion("", [], len(a.prompt), len(a.tokens), 0, "error",
