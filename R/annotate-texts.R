@@ -39,7 +39,11 @@
 #'   its type: `"string"`, `"integer"`, `"number"`, `"boolean"`, a character
 #'   vector of allowed values (a factor column), or a JSON schema of the field
 #'   as a list (such as `list(type = "integer", minimum = 0)`). Answers are JSON
-#'   objects with every field.
+#'   objects with every field. Each categorical field (allowed values, or a
+#'   list with an `enum` of strings) and each boolean field gets
+#'   probabilities, as labels do: the model's probability of each value where
+#'   the value starts in the JSON, and the most likely value (see
+#'   `field_probs` in [generate_parallel()]).
 #' @param examples A data frame of worked examples: the columns that `text`
 #'   uses, and the answer -- a `.label` column with `labels`, one column per
 #'   field with `schema`, an `.answer` column otherwise. An example whose
@@ -104,7 +108,13 @@
 #'   the row's label, and with several `example_orders` `.agreement_orders`,
 #'   the share of orders whose own most likely label is the row's; the
 #'   `.prob_` columns are then averaged over the orders, and calibrated with
-#'   `calibrate` (the manifest's `calibration` says how). When the orders disagree on more
+#'   `calibrate` (the manifest's `calibration` says how). With `schema`, each
+#'   categorical or boolean field `f` also gets `.prob_<f>_<value>` for each
+#'   allowed value (`.prob_<f>_true` and `.prob_<f>_false` for a boolean),
+#'   summing to 1, and `.confidence_<f>`, the probability of the row's value;
+#'   the manifest's `prompt$field_probs` names the fields scored. A server that
+#'   cannot score fields (only llama-server can) leaves these columns `NA`, with
+#'   a warning of class `newrllama4_warning_field_probs`. When the orders disagree on more
 #'   than a tenth of the rows, a warning of class
 #'   `newrllama4_warning_order_sensitive` says so. [review_sample()] draws
 #'   rows to code by hand, most of them where the model was least sure, and
@@ -167,9 +177,11 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   }
   if (is.null(context)) context <- annotation_context(model, needed) else check_context_holds(context, needed)
   prompts <- ensemble_prompts(layout, instruction, turns, texts[runnable], orders, calibration)
+  scored <- scored_field_names(answer)
+  field_probs <- length(scored) > 0 && context_scores_fields(context)
   answers <- withCallingHandlers(
-    rlang::exec(generate_parallel, context, prompts, labels = labels,
-                json_schema = answer$json_schema, cache = cache, on_error = "warn", !!!params),
+    rlang::exec(generate_parallel, context, prompts, labels = labels, json_schema = answer$json_schema,
+                field_probs = field_probs, cache = cache, on_error = "warn", !!!params),
     newrllama4_warning_partial_failure = function(w) rlang::cnd_muffle(w)
   )
   labelled <- if (answer$kind == "labels") combine_orders(answers, length(runnable), orders, labels, calibration)
@@ -192,6 +204,7 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   attr(result, "manifest") <- annotation_manifest(attr(answers, "manifest"), compact(list(
     layout = layout, instruction = instruction, labels = labels,
     schema = if (is.null(answer$json_schema)) NULL else as.character(jsonlite::toJSON(answer$json_schema, auto_unbox = TRUE)),
+    field_probs = if (field_probs) scored,
     examples = length(turns),
     example_orders = if (answer$kind == "labels") order_names(orders),
     order_disagreement = if (length(orders) > 1) disagreement,
@@ -390,9 +403,22 @@ add_answer_columns <- function(data, answer, answers, runnable, skipped, labelle
     errors[runnable[failed$index]] <- failed$message
     if (answer$kind == "fields") {
       parsed <- parsed_answers(answers)
+      probs <- field_probs(answers)
       for (field in names(answer$fields)) {
         values <- vapply(parsed, function(p) if (is.null(p)) NA_character_ else as.character(p[[field]]), "")
         data[[field]] <- typed_column(answer$fields[[field]], by_row(values, NA_character_))
+        allowed <- scored_values(answer$fields[[field]])
+        if (is.null(allowed)) next
+        # NA columns where the context could not score the field (annotate_texts() warned)
+        value_probs <- probs[[field]] %||% matrix(NA_real_, length(values), length(allowed),
+                                                  dimnames = list(NULL, allowed))
+        for (value in allowed) {
+          data[[paste0(".prob_", field, "_", value)]] <- by_row(unname(value_probs[, value]), NA_real_)
+        }
+        # the value written, as its column is named: TRUE is "true"
+        written <- if (identical(allowed, c("true", "false"))) tolower(values) else values
+        chosen <- unname(value_probs[cbind(seq_along(values), match(written, allowed))])
+        data[[paste0(".confidence_", field)]] <- by_row(chosen, NA_real_)
       }
     } else {
       data[[".answer"]] <- by_row(as.vector(answers), NA_character_)
@@ -400,6 +426,38 @@ add_answer_columns <- function(data, answer, answers, runnable, skipped, labelle
   }
   data[[".error"]] <- errors
   data
+}
+
+# The values a field's probabilities are given for, as the engine scores them
+# (field_probs.py): an enum of strings, or "true" and "false" for a boolean;
+# NULL for other fields.
+scored_values <- function(field) {
+  if (!is.null(field$enum)) {
+    values <- field$enum
+    is_strings <- all(vapply(values, rlang::is_string, NA))
+    if (is_strings && length(values) >= 2 && !anyDuplicated(unlist(values)) &&
+        (is.null(field$type) || identical(field$type, "string")) && is.null(field$const)) {
+      return(unlist(values))
+    }
+    return(NULL)
+  }
+  if (identical(field$type, "boolean") && is.null(field$const)) c("true", "false")
+}
+
+scored_field_names <- function(answer) {
+  if (answer$kind != "fields") return(character())
+  names(Filter(Negate(is.null), lapply(answer$fields, scored_values)))
+}
+
+# Whether a context scores fields; a server that cannot is said so once per call,
+# and its fields' probability columns are NA.
+context_scores_fields <- function(context, call = caller_env()) {
+  if (isTRUE(context$py$scores_fields)) return(TRUE)
+  cli::cli_warn(c(
+    "The server cannot score a schema's fields: their {.field .prob_} and {.field .confidence_} columns are {.code NA}.",
+    "i" = "llama-server and the local engine score them."
+  ), class = "newrllama4_warning_field_probs", call = call)
+  FALSE
 }
 
 # A field's column from the answers' values (as strings, NA where no answer).

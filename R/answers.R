@@ -5,9 +5,9 @@
 # dplyr verbs through vctrs) gives plain strings, since the call's stats do not
 # describe a subset, a combination or a table.
 
-new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL, manifest = NULL) {
+new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL, manifest = NULL, field_probs = NULL) {
   structure(texts, errors = errors, stats = stats, probs = probs, parsed = parsed, manifest = manifest,
-            class = c("newrllama_answers", "character"))
+            field_probs = field_probs, class = c("newrllama_answers", "character"))
 }
 
 #' Stats and failures of a generate_parallel() call
@@ -90,6 +90,37 @@ choice_probs <- function(x) {
 parsed_answers <- function(x) {
   check_answers(x)
   attr(x, "parsed")
+}
+
+#' Field probabilities of a generate_parallel() call with a JSON schema
+#'
+#' With `field_probs = TRUE`, [generate_parallel()] scores every top-level
+#' field of a JSON schema that is an `enum` of strings or a `boolean` where its
+#' value starts, as it scores `labels`.
+#'
+#' @param x The value of [generate_parallel()] called with `json_schema` and
+#'   `field_probs = TRUE`.
+#' @return A named list with one element per scored field: a numeric matrix
+#'   with one row per prompt (named after the prompts) and one column per
+#'   allowed value (`"true"` and `"false"` for a boolean), each row summing to
+#'   1; `NA` where a prompt failed or had another schema. `NULL` for a call
+#'   without scored fields.
+#' @export
+#' @examplesIf engine_available()
+#' model <- model_load()
+#' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
+#' schema <- list(type = "object",
+#'                properties = list(sentiment = list(enum = c("positive", "negative")),
+#'                                  sarcastic = list(type = "boolean")),
+#'                required = c("sentiment", "sarcastic"), additionalProperties = FALSE)
+#' prompts <- paste0("Review: ", c("Great kettle.", "Oh wonderful, it broke on day one."), "\nJSON:")
+#' answers <- generate_parallel(ctx, prompts, json_schema = schema, field_probs = TRUE,
+#'                              max_tokens = 32L, temperature = 0, progress = FALSE)
+#' answers
+#' field_probs(answers)$sentiment
+field_probs <- function(x) {
+  check_answers(x)
+  attr(x, "field_probs")
 }
 
 check_answers <- function(x, call = caller_env()) {

@@ -76,6 +76,19 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 #'   them with one warning of class `newrllama4_warning_partial_failure`;
 #'   `"stop"` raises the first failure's error, with the partial results in its
 #'   `result` field.
+#' @param field_probs With `json_schema`: `TRUE` scores each top-level field
+#'   that is an `enum` of strings or a `boolean` where its value starts, as
+#'   `labels` are scored (every value's tokens, written as JSON, as they are and
+#'   after a space, normalised over the values), takes the most likely value
+#'   (with `temperature = 0`; else drawn from the probabilities) and goes on
+#'   after it; numbers and free text are generated as without it.
+#'   [field_probs()] gives the probabilities. The schema must fix where each
+#'   value starts: an object whose properties are all `required` and the only
+#'   ones (`additionalProperties = FALSE`), else
+#'   `newrllama4_error_invalid_argument`. A server scores them where it can
+#'   score labels (llama-server), and refuses with
+#'   `newrllama4_error_invalid_argument` where it cannot (see
+#'   [context_remote()]).
 #' @param choices Deprecated: the old name of `labels`, which still works,
 #'   with a warning of class `newrllama4_warning_deprecated` once a session.
 #' @return A character vector of class `newrllama_answers`, one answer per
@@ -84,7 +97,8 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 #'   failed prompts. A NUL the model emits, which R strings cannot hold, arrives
 #'   as U+FFFD, as do bytes that are not valid UTF-8; other control characters
 #'   arrive unchanged. With `labels`, [choice_probs()] gives the labels'
-#'   probabilities; with `json_schema`, [parsed_answers()] the parsed answers;
+#'   probabilities; with `json_schema`, [parsed_answers()] the parsed answers,
+#'   and with `field_probs` [field_probs()] the fields' probabilities;
 #'   [manifest()] says how they were made (model and SHA-256, every parameter,
 #'   versions, timings). No prompts give no answers.
 #' @seealso [generate()] for a single prompt.
@@ -108,12 +122,13 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p, temperature, repeat_last_n,
                               penalty_repeat, seed, stop, labels = NULL, json_schema = NULL, grammar = NULL,
                               cache = NULL, progress = rlang::is_interactive(), on_error = c("warn", "stop"),
-                              choices = NULL) {
+                              choices = NULL, field_probs = FALSE) {
   check_context(context)
   prompts <- check_prompts(prompts)
   labels <- labels_argument(labels, choices)
   params <- c(sampling_params(current_env()), constraint_params(labels, json_schema, grammar, length(prompts)))
   params$cache <- check_cache(cache)
+  params$field_probs <- check_flag(field_probs, "field_probs")
   check_flag(progress, "progress")
   on_error <- rlang::arg_match(on_error)
   result <- run_engine(context, as.list(unname(prompts)), params, progress)
@@ -121,7 +136,8 @@ generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p,
   names(answers) <- names(prompts)
   answers <- new_answers(answers, result$errors, result$stats, probs_matrix(result$label_probs, names(prompts)),
                          parse_answers(answers, params$json_schema),
-                         new_manifest(context, params, result, constraints_record(params)))
+                         new_manifest(context, params, result, constraints_record(params, result$field_probs)),
+                         field_probs_matrices(result$field_probs, names(prompts)))
   n_failed <- nrow(result$errors)
   if (n_failed > 0) {
     first <- result$conditions[[1]]
@@ -221,7 +237,8 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
     ),
     conditions = conditions,
     stats = result$stats,
-    label_probs = result$choice_probs
+    label_probs = result$choice_probs,
+    field_probs = result$field_probs
   )
 }
 
@@ -236,4 +253,15 @@ probs_matrix <- function(label_probs, prompt_names) {
     probs[i, names(label_probs[[i]])] <- unlist(label_probs[[i]])
   }
   probs
+}
+
+# Each scored field's probabilities: a matrix per field (in the order the fields
+# come), one row per prompt and one column per value, NA where a prompt did not
+# score that field (it failed, or had another schema); NULL when none did.
+field_probs_matrices <- function(field_probs, prompt_names) {
+  fields <- unique(unlist(lapply(field_probs, names)))
+  if (is.null(fields)) return(NULL)
+  lapply(stats::setNames(nm = fields), function(field) {
+    probs_matrix(lapply(field_probs, function(p) p[[field]]), prompt_names)
+  })
 }

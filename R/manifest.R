@@ -90,12 +90,15 @@ new_manifest <- function(context, params, result, prompt) {
 
 # What a call's constraints were, as sent to the engine: labels, a schema (its
 # JSON) or a grammar, shared by all prompts, or "per prompt" where each has its own.
-constraints_record <- function(params) {
+# With `field_probs`, the fields that were scored (`field_probs`: their names, in
+# the order the answers gave them).
+constraints_record <- function(params, field_probs = NULL) {
   shared <- function(value, is_one) if (is.null(value)) NULL else if (is_one(value)) unlist(value) else "per prompt"
   compact(list(
     labels = shared(params$labels, function(x) all(vapply(x, rlang::is_string, NA))),
     schema = shared(params$json_schema, is.character),
-    grammar = shared(params$grammar, is.character)
+    grammar = shared(params$grammar, is.character),
+    field_probs = if (isTRUE(params$field_probs)) unique(unlist(lapply(field_probs, names))) %||% character()
   ))
 }
 

@@ -39,7 +39,7 @@ from .checks import per_prompt
 from .errors import ConstraintError, IncompleteOutputError, InvalidArgumentError
 from .model import Model
 
-_JSON_STYLE = {"item_separator": ", ", "key_separator": ": ", "whitespace_flexible": False}
+JSON_STYLE = {"item_separator": ", ", "key_separator": ": ", "whitespace_flexible": False}
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,8 @@ class Constraint:
     kind: str  # "json_schema" or "grammar"
     grammar: str
     source: Any  # the schema (a dict) or the GBNF text, as a server is sent it
+    # with `field_probs`: the fields a JSON schema scores and how (field_probs.ScoredFields)
+    fields: Any = None
 
     @property
     def parses_json(self) -> bool:
@@ -88,7 +90,7 @@ def _compile(kind: str, name: str, value: Any, vocabulary: Optional[Any]) -> Con
                 value = json.loads(value)
             if not isinstance(value, dict):
                 raise ValueError("a JSON schema is a JSON object")
-            grammar = llguidance.LLMatcher.grammar_from_json_schema(value, overrides=_JSON_STYLE)
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(value, overrides=JSON_STYLE)
         else:
             grammar = llguidance.grammar_from("gbnf", value)
     except ValueError as exc:  # json.JSONDecodeError is one

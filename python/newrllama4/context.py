@@ -12,13 +12,14 @@ from .constraints import Constraint
 from .context_settings import ContextSettings
 from .engine import StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
+from .field_probs import run_rounds, writing
 from .generation import Generator, OneCallAtATime, Progress
 from .labels import Labels
 from .memory import check_context_fits, head_sizes
 from .model import Model
 from .prefix_cache import PrefixCache
 from .result_cache import CachedCall, ModelFile
-from .results import ParallelResult
+from .results import Completion, ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
 from .worker import WorkerContext
@@ -193,7 +194,6 @@ class Context(Generator):
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
         with self._calls.call():
             handle = self._live_handle()
-            scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
             # what decides answers beside the model, the prompt and the arguments: llama.cpp's
             # kernels, and whether prompts of different lengths share a batch
             # (the KV cache types follow from these and the model file, which the key names by its hash)
@@ -201,12 +201,23 @@ class Context(Generator):
             result_cache = None if cache is None else CachedCall(
                 cache, ModelFile(self.model.path), setup, sampling, labels, constraints, self.n_ctx
             )
-            loop = StepLoop(
-                self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress, self._prefix_cache,
-                result_cache, self.batch_invariant,
-            )
+
+            def run(prompts: list[Any], labels: list[Optional[Labels]], constraints: list[Optional[Constraint]],
+                    sampling: SamplingParams, generators: Any = None, result_cache: Optional[CachedCall] = None,
+                    on_progress: Progress = None) -> ParallelResult:
+                scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
+                loop = StepLoop(
+                    self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress,
+                    self._prefix_cache, result_cache, self.batch_invariant,
+                )
+                return loop.run(prompts, labels, constraints, generators)
+
             try:
-                result = loop.run(prompts, labels, constraints)
+                if any(c is not None and c.fields is not None for c in constraints):
+                    result = self._scored_fields(run, prompts, labels, constraints, sampling, on_progress,
+                                                 result_cache)
+                else:
+                    result = run(prompts, labels, constraints, sampling, None, result_cache, on_progress)
                 result.stats.batch_invariant = self.batch_invariant
                 result.stats.kv_cache = KV_CACHE_NAME
                 result.stats.identity_guaranteed = self.batch_invariant and identity_guaranteed()
@@ -214,3 +225,27 @@ class Context(Generator):
             finally:
                 if result_cache is not None:
                     result_cache.close()
+
+    def _scored_fields(self, run: Any, prompts: list[Any], labels: list[Optional[Labels]],
+                       constraints: list[Optional[Constraint]], sampling: SamplingParams, on_progress: Progress,
+                       result_cache: Optional[CachedCall]) -> ParallelResult:
+        """A call whose JSON schemas score fields, in rounds (field_probs.py), each a step loop."""
+        done = [0]
+
+        def report() -> None:
+            done[0] += 1
+            if on_progress is not None:
+                on_progress(done[0], len(prompts))
+
+        def lookup(index: int) -> Optional[Completion]:
+            if result_cache is None:
+                return None
+            tokens = self.model.prompt_tokens(prompts[index])
+            return result_cache.lookup(index, tokens) if tokens else None
+
+        return run_rounds(
+            run, prompts, labels, constraints, sampling, self.model.prompt_tokens,
+            lambda text: writing(text, lambda t: self.model.tokenize(t, add_special=False), self.model.token_piece),
+            lookup,
+            (lambda i, c: None) if result_cache is None else result_cache.store, report,
+        )

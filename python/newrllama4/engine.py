@@ -65,6 +65,7 @@ class StepLoop:
         self.result_cache = result_cache
         self.sequences: list[Sequence] = []
         self.label_prompts: dict[int, LabelPrompt] = {}
+        self.generators: Optional[list[np.random.Generator]] = None
         self.completions: list[Optional[Completion]] = []
         self.stats = Stats(seed=params.seed)
         self._n_done = 0
@@ -101,8 +102,12 @@ class StepLoop:
         return label_prompt
 
     def run(self, prompts: list[Prompt], labels: list[Optional[Labels]],
-            constraints: list[Optional[Constraint]]) -> ParallelResult:
+            constraints: list[Optional[Constraint]],
+            generators: Optional[list[np.random.Generator]] = None) -> ParallelResult:
+        """`generators`: each prompt's random stream, when the caller carries it over
+        calls (field_probs.py); by default `sequence_generator(seed, index)`."""
         started = time.perf_counter()
+        self.generators = generators
         sequences = self.sequences = [self._sequence(i, p) for i, p in enumerate(prompts)]
         self.completions = [
             self.result_cache.lookup(s.index, s.tokens) if self.result_cache is not None and not s.finished else None
@@ -157,7 +162,7 @@ class StepLoop:
         return ParallelResult(self.completions, self.stats)
 
     def _start(self, sequence: Sequence) -> None:
-        sequence.generator = sequence_generator(self.params.seed, sequence.index)
+        sequence.generator = self._generator(sequence.index)
         if self.prefixes is not None:
             self.prefixes.start(sequence)
         log.debug("request %d started in slot %d with %d prompt tokens", sequence.index, sequence.slot, sequence.n_prompt)
@@ -181,7 +186,7 @@ class StepLoop:
         if self.completions[index] is None:
             label_prompt = self.label_prompts.get(index)
             self.completions[index] = (
-                label_prompt.completion(self.params.temperature, sequence_generator(self.params.seed, index))
+                label_prompt.completion(self.params.temperature, self._generator(index))
                 if label_prompt is not None else self.sequences[index].completion()
             )
             if self.result_cache is not None:
@@ -189,6 +194,11 @@ class StepLoop:
         self._n_done += 1
         if self.on_progress is not None:
             self.on_progress(self._n_done, self._n_total)
+
+    def _generator(self, index: int) -> np.random.Generator:
+        if self.generators is not None:
+            return self.generators[index]
+        return sequence_generator(self.params.seed, index)
 
     def _release_all(self) -> None:
         self.scheduler.running.clear()

@@ -12,9 +12,10 @@ from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Sequence as SequenceType
 
-from .checks import check_callable, check_prompts
+from .checks import check_bool, check_callable, check_prompts
 from .constraints import Constraint, check_constraints
 from .errors import ContextError, InvalidArgumentError
+from .field_probs import with_scored_fields
 from .labels import Labels, check_labels
 from .model import Model
 from .result_cache import check_cache_path
@@ -40,6 +41,9 @@ class Generator(ABC):
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    # whether `field_probs` can score a schema's fields here (field_probs.py)
+    scores_fields = True
+
     def generate(self, prompt: Any, **params: Any) -> Completion:
         """Generate from one prompt: `generate_parallel` of a one-prompt list."""
         return self.generate_parallel([prompt], **params)[0]
@@ -62,6 +66,7 @@ class Generator(ABC):
         grammar: Any = None,
         cache: Any = None,
         choices: Any = None,
+        field_probs: bool = False,
     ) -> ParallelResult:
         """Generate one completion per prompt, in prompt order. The sampling arguments and
         their defaults are SamplingParams' (sampling.py).
@@ -84,6 +89,13 @@ class Generator(ABC):
         before it is complete fails with IncompleteOutputError (see constraints.py). A
         prompt has at most one of `labels`, `json_schema` and `grammar`.
 
+        `field_probs=True` scores the `enum` (of strings) and `boolean` top-level fields of
+        a JSON schema as labels at the point where their values start, picks each value as
+        a label is picked and goes on after it: a completion's `field_probs` holds
+        {field: {value: probability}} ("true"/"false" for a boolean); see field_probs.py.
+        Such a schema must fix its layout (every property required, no others), else
+        InvalidArgumentError.
+
         `cache`, the path of a SQLite file (created if missing), keeps answers across
         calls and crashes: prompts it answers are not run again, and each other answer
         is committed as its prompt finishes (see result_cache.py for what the key covers).
@@ -92,6 +104,8 @@ class Generator(ABC):
         labels_name, labels = _labels_argument(labels, choices)
         prompt_labels = check_labels(labels, len(prompts), labels_name)
         constraints = check_constraints(json_schema, grammar, len(prompts), self._vocabulary())
+        if check_bool("field_probs", field_probs):
+            constraints = with_scored_fields(constraints)
         for i, (one, constraint) in enumerate(zip(prompt_labels, constraints)):
             if one is not None and constraint is not None:
                 raise InvalidArgumentError(

@@ -24,7 +24,9 @@ An answer's key is the SHA-256 of a canonical JSON of everything that decides it
   the same model gives the same answers from another address);
 - every argument of `generate_parallel` by name except those in `NOT_IN_KEY`, which
   cannot change an answer: all `SamplingParams` fields, and the arguments given
-  per prompt (a prompt's own labels, ...) with that prompt's value;
+  per prompt (a prompt's own labels, ...) with that prompt's value; `field_probs` only
+  where it scores a prompt's fields (field_probs.py), so that the answers of other
+  prompts, which it leaves alone, are found again;
 - with temperature > 0 only, the seed and the prompt's index, which seed its random
   stream (`sampling.sequence_generator`) and, remotely, its request's seed. A greedy
   answer depends on neither, so it is found again whatever the seed and wherever the
@@ -215,6 +217,7 @@ class CachedCall:
         self._common = {"format": CACHE_FORMAT, "model": model_id, **setup}
         self._arguments = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "seed"}
         self._per_prompt = per_prompt_arguments(labels, constraints)
+        self._scores_fields = [c is not None and c.fields is not None for c in constraints]
         self._seed = None if params.greedy else params.seed
         self._n_ctx = n_ctx
         self._max_tokens = params.max_tokens
@@ -229,7 +232,8 @@ class CachedCall:
         material = dict(
             self._common,
             prompt=prompt,
-            arguments=dict(self._arguments, **{name: values[index] for name, values in self._per_prompt.items()}),
+            arguments=dict(self._arguments, **{name: values[index] for name, values in self._per_prompt.items()},
+                           **({"field_probs": True} if self._scores_fields[index] else {})),
             random=None if self._seed is None else {"seed": self._seed, "index": index},
         )
         if self._n_ctx is not None:

@@ -21,6 +21,9 @@ class Completion:
     choice: Optional[str] = None  # with `labels`: the label, also in `text`
     choice_probs: Optional[dict[str, float]] = None  # with `labels`: each label's probability
     parsed: Any = None  # with `json_schema`: the answer as a Python value
+    # with `json_schema` and `field_probs`: {field: {value: probability}} for each enum and
+    # boolean field ("true"/"false" for a boolean), the value in `parsed` picked from them
+    field_probs: Optional[dict[str, dict[str, float]]] = None
     from_cache: bool = False  # read from the result cache (`cache=`), as an earlier call stored it
 
 
@@ -121,6 +124,11 @@ class ParallelResult(SequenceABC):
     @property
     def texts(self) -> list[str]:
         return [c.text for c in self._completions]
+
+    @property
+    def field_probs(self) -> list[Optional[dict[str, dict[str, float]]]]:
+        """Each completion's field probabilities (None where it has none)."""
+        return [c.field_probs for c in self._completions]
 
     def __repr__(self) -> str:
         return (

@@ -3,6 +3,8 @@ from source by the test extra): labels scored exactly on its native endpoints an
 with the local engine's probabilities, on the tiny model and on SmolLM2 135M Instruct;
 JSON schemas, grammars, seeds, stop strings, token-id prompts and the result cache."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,8 @@ from conftest import random_prompts
 from fault_proxy import Fault
 from newrllama4.labels import pick_label
 from newrllama4.sampling import sequence_generator
+from newrllama4.constraints import check_constraints, text_error
+from test_field_probs import value_prefix
 from test_remote_call import CONVERSATION, SCHEMA, remote
 
 # Server and local probabilities of the same labels differ only through the kernels
@@ -202,3 +206,50 @@ def test_smollm2_labels_on_llama_server_match_the_local_engine(smollm2_llama_ser
     schema = {"type": "object", "properties": {"topic": {"type": "string", "enum": TOPICS}}, "required": ["topic"]}
     for completion in server.generate_parallel(prompts[-2:], json_schema=schema, max_tokens=40, temperature=0):
         assert completion.error is None and completion.parsed["topic"] in TOPICS
+
+
+# -- field_probs: a JSON answer's enum and boolean fields scored as labels -----------------
+
+FIELD_SCHEMA = {
+    "type": "object",
+    "properties": {"topic": {"type": "string", "maxLength": 8}, "relevant": {"type": "boolean"},
+                   "tone": {"enum": ["king", "queen", "river mountain"]},
+                   "note": {"type": "string", "maxLength": 4}},
+    "required": ["topic", "relevant", "tone", "note"], "additionalProperties": False,
+}
+# (no integer range: llama-cpp-python's GBNF converter, which makes the server's grammar of
+# the fields between, leaves minimum and maximum out; an answer beyond them fails alone)
+FIELDS = {"relevant": ["true", "false"], "tone": ["king", "queen", "river mountain"]}
+
+
+def test_fields_on_llama_server_have_the_local_probabilities(tiny_llama_server, ctx, model):
+    # no repetition penalty: llama-server keeps its own window of tokens for it
+    arguments = dict(json_schema=FIELD_SCHEMA, field_probs=True, temperature=0, max_tokens=200, penalty_repeat=1.0)
+    server = remote(tiny_llama_server.url)
+    assert server.scores_fields
+    remote_result = server.generate_parallel(PROMPTS, **arguments)
+    # the server's grammar may spell the same text in other tokens than llguidance's mask
+    # lets the engine pick (the tiny vocabulary writes '"' with two tokens), so each field
+    # is scored locally as labels on the server's own answer up to the value
+    for prompt, there in zip(PROMPTS, remote_result):
+        assert there.error is None, there.error
+        assert text_error(check_constraints(FIELD_SCHEMA, None, 1, None)[0], there.text) is None
+        for field, values in FIELDS.items():
+            assert list(there.field_probs[field]) == values
+            written = [json.dumps(v) if field == "tone" else v for v in values]
+            prefix = model.prompt_tokens(prompt) + value_prefix(model, there, field)
+            here = ctx.generate(prefix, labels=written, temperature=0)
+            # measured up to 6e-3 on a value after 47 tokens (3.5e-30 after 33): more than labels
+            # after a prompt of that length part by, not yet explained (open); the labels' SmolLM2 bound
+            tolerance = SMOLLM2_TOLERANCE
+            difference = max(abs(there.field_probs[field][v] - here.choice_probs[w]) for v, w in zip(values, written))
+            print(f"{field}: {len(prefix)} tokens, |server - local| = {difference:.1e}")
+            assert difference < tolerance
+            assert json.dumps(there.parsed[field]).strip('"') == max(values, key=there.field_probs[field].get)
+
+
+def test_servers_that_cannot_score_fields_refuse_field_probs(tiny_server):
+    server = remote(tiny_server.url)
+    assert not server.scores_fields
+    with pytest.raises(nl.InvalidArgumentError, match="cannot score a schema's fields"):
+        server.generate_parallel(PROMPTS[:1], json_schema=FIELD_SCHEMA, field_probs=True)

@@ -111,10 +111,10 @@ def test_sampled_answers_are_keyed_by_seed_and_index(ctx, tmp_path):
 
 # a value other than the base call's for every argument of generate_parallel in the key
 BASE = dict(max_tokens=6, temperature=0.7, top_k=40, top_p=0.9, min_p=0.0, repeat_last_n=64, penalty_repeat=1.1,
-            seed=1, stop=None, labels=None, json_schema=None, grammar=None)
+            seed=1, stop=None, labels=None, json_schema=None, grammar=None, field_probs=False)
 OTHER = dict(max_tokens=7, temperature=0.9, top_k=20, top_p=0.8, min_p=0.05, repeat_last_n=8, penalty_repeat=1.3,
              seed=2, stop=["zzz"], labels=["yes", "no"], json_schema={"type": "integer", "minimum": 0, "maximum": 99},
-             grammar='root ::= "a" | "b"')
+             grammar='root ::= "a" | "b"', field_probs=True)
 
 
 def test_every_argument_that_can_change_an_answer_is_in_the_key():
@@ -128,10 +128,23 @@ def test_every_argument_that_can_change_an_answer_is_in_the_key():
 def test_changing_one_argument_misses(ctx, tmp_path, argument):
     cache = tmp_path / "answers.sqlite"
     prompts = random_prompts(3, seed=5)
-    ctx.generate_parallel(prompts, **BASE, cache=cache)
-    assert ctx.generate_parallel(prompts, **BASE, cache=cache).stats.result_cache_hits == 3
-    assert ctx.generate_parallel(prompts, **dict(BASE, **{argument: OTHER[argument]}), cache=cache) \
+    # field_probs changes the answers to a schema with an enum or a boolean field, and only those
+    base = dict(BASE, json_schema=WITH_ENUM, max_tokens=40) if argument == "field_probs" else BASE
+    ctx.generate_parallel(prompts, **base, cache=cache)
+    assert ctx.generate_parallel(prompts, **base, cache=cache).stats.result_cache_hits == 3
+    assert ctx.generate_parallel(prompts, **dict(base, **{argument: OTHER[argument]}), cache=cache) \
         .stats.result_cache_hits == 0
+
+
+WITH_ENUM = {"type": "object", "properties": {"a": {"enum": ["x", "y"]}}, "required": ["a"],
+             "additionalProperties": False}
+
+
+def test_field_probs_leaves_the_keys_of_other_answers_alone(ctx, tmp_path):
+    cache = tmp_path / "answers.sqlite"
+    prompts = random_prompts(3, seed=6)
+    ctx.generate_parallel(prompts, **BASE, cache=cache)
+    assert ctx.generate_parallel(prompts, **dict(BASE, field_probs=True), cache=cache).stats.result_cache_hits == 3
 
 
 def test_the_prompt_tokens_the_model_file_and_the_context_are_in_the_key(model, tmp_path):

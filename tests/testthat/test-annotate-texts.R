@@ -48,6 +48,57 @@ test_that("a schema gives one typed column per field", {
   expect_s3_class(out$mood, "factor")
   expect_identical(levels(out$mood), c("happy", "angry", "calm"))
   expect_false(anyNA(out$mood))
+  # the categorical and boolean fields have probabilities; the others none
+  expect_named(out, c(names(reviews), "stars", "product", "recommend", ".prob_recommend_true",
+                      ".prob_recommend_false", ".confidence_recommend", "mood", ".prob_mood_happy",
+                      ".prob_mood_angry", ".prob_mood_calm", ".confidence_mood", ".error"))
+  expect_identical(manifest(out)$prompt$field_probs, c("recommend", "mood"))
+})
+
+# Each field's probability columns sum to 1 and its confidence is its value's probability.
+expect_field_probs <- function(out, field, values) {
+  probs <- as.matrix(out[paste0(".prob_", field, "_", values)])
+  expect_equal(unname(rowSums(probs)), rep(1, nrow(out)))
+  written <- as.character(out[[field]])
+  if (is.logical(out[[field]])) written <- tolower(written)
+  expect_equal(out[[paste0(".confidence_", field)]], unname(probs[cbind(seq_len(nrow(out)), match(written, values))]))
+}
+
+test_that("a field's probabilities are its values' probabilities as labels, on the answer up to the value", {
+  ctx <- tiny_context()
+  schema <- list(recommend = "boolean", mood = c("happy", "angry", "calm"), stars = list(type = "integer", minimum = 1, maximum = 5))
+  out <- annotate_texts(reviews, review, "Extract the fields.", schema = schema, context = ctx, progress = FALSE)
+  expect_field_probs(out, "recommend", c("true", "false"))
+  expect_field_probs(out, "mood", c("happy", "angry", "calm"))
+  prompt <- apply_chat_template(ctx$model, render_prompts("chat template", "Extract the fields.", list(),
+                                                          reviews$review[[2]])[[1]])
+  answer <- generate_parallel(ctx, prompt, json_schema = attr(out, "manifest")$prompt$schema, field_probs = TRUE,
+                              max_tokens = 256L, temperature = 0)
+  expect_identical(as.vector(answer), sprintf('{"recommend": %s, "mood": "%s", "stars": %d}',
+                                              tolower(out$recommend[[2]]), out$mood[[2]], out$stars[[2]]))
+  # the mood's values scored as labels after the answer's tokens up to its colon
+  tokens <- model_tokenize(ctx$model, paste0(prompt, sub('(.*"mood":).*', "\\1", answer)))
+  direct <- generate(ctx, tokens, labels = c('"happy"', '"angry"', '"calm"'), temperature = 0)
+  expect_equal(unname(unlist(out[2, paste0(".prob_mood_", c("happy", "angry", "calm"))])),
+               unname(attr(direct, "probs")), tolerance = 1e-6)
+  expect_equal(unname(field_probs(answer)$mood[1, ]), unname(attr(direct, "probs")), tolerance = 1e-6)
+})
+
+test_that("a codebook of three yes/no fields and a category over 40 texts: every row with its probabilities", {
+  skip_without_engine()
+  model <- model_load("smollm2-135m-instruct")
+  ctx <- context_create(model, n_ctx = 512L, n_seq_max = 4L)
+  topics <- c("sport", "politics", "weather", "food")
+  texts <- sprintf(c("The team won the %s final after extra time.", "Parliament passed the %s bill at night.",
+                     "Heavy rain is expected over %s tomorrow.", "This %s restaurant serves great soup."),
+                   rep(c("cup", "city", "coast", "new", "old", "river", "north", "south", "east", "west"), each = 4))
+  codebook <- list(mentions_place = "boolean", positive = "boolean", about_people = "boolean", topic = topics)
+  out <- annotate_texts(texts, instruction = "Code the text.", schema = codebook, context = ctx, progress = FALSE)
+  expect_identical(nrow(out), 40L)
+  expect_true(all(is.na(out$.error)))
+  for (field in c("mentions_place", "positive", "about_people")) expect_field_probs(out, field, c("true", "false"))
+  expect_field_probs(out, "topic", topics)
+  expect_identical(manifest(out)$prompt$field_probs, names(codebook))
 })
 
 test_that("each field type has its column type, NA where a row has no answer", {

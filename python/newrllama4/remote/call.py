@@ -32,6 +32,7 @@ from ..result_cache import CachedCall
 from ..results import Completion, ParallelResult, Stats
 from ..sampling import SamplingParams, sequence_generator, sequence_seed
 from .dialects import Answer, endpoint_path, read_answer
+from .fields import scored_answer
 from .http import StatusError, client_timeout, describe_error, retry_after_seconds, server_message
 from .labels import answer_label, label_probs
 from .pool import Endpoint, EndpointPool
@@ -195,7 +196,15 @@ class RemoteCall:
                        seed: int) -> Completion:
         """One attempt at prompt `index` on `endpoint`: its request, or its labels' scoring
         requests; StatusError or httpx's errors for a failure that may be worth a retry."""
-        prompt, labels = self.prompts[index], self.labels[index]
+        prompt, labels, constraint = self.prompts[index], self.labels[index], self.constraints[index]
+        if constraint is not None and constraint.fields is not None:  # RemoteContext checked that it can
+            scoring = endpoint.api.label_scoring(client, endpoint.url, self.context.model)
+            try:
+                return await scored_answer(scoring, prompt, index, constraint, self.params, seed)
+            except (KeyError, IndexError, TypeError, ValueError) as error:
+                return _failed(RemoteResponseError(
+                    index, endpoint.url, attempt, f"the fields could not be scored ({type(error).__name__}: {error})."
+                ))
         if labels is not None and endpoint.api.label_scoring is not None:
             scoring = endpoint.api.label_scoring(client, endpoint.url, self.context.model)
             try:

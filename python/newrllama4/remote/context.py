@@ -143,6 +143,11 @@ class RemoteContext(Generator):
         return sorted({endpoint.api.name for endpoint in self.endpoints})
 
     @property
+    def scores_fields(self) -> bool:  # type: ignore[override]
+        """Whether every endpoint can score a schema's fields (`field_probs`): llama-server's."""
+        return all(e.api.label_scoring is not None and e.api.label_scoring.scores_fields for e in self.endpoints)
+
+    @property
     def model_identity(self) -> str:
         """What names this context's model in a result cache's key: the model id the
         servers report, whichever endpoints serve it."""
@@ -165,6 +170,11 @@ class RemoteContext(Generator):
             name, value = used[0]
             raise InvalidArgumentError(
                 name, value, f"None: {', '.join(unable)} has no structured outputs newrllama4 knows of"
+            )
+        if not self.scores_fields and any(c is not None and c.fields is not None for c in constraints):
+            raise InvalidArgumentError(
+                "field_probs", True, f"False: {', '.join(self.server_kinds)} cannot score a schema's fields "
+                "(llama-server can)"
             )
         call = RemoteCall(self, prompts, labels, constraints, sampling, on_progress, cache)
         return run_to_completion(call.run())

@@ -44,6 +44,8 @@ Prompt = Any  # str, a list of token ids, or chat messages
 
 
 class LlamaServerScoring(LabelScoring):
+    scores_fields = True
+
     async def _tokenize(self, text: str, special: bool) -> list[int]:
         answer = await post_json(self.client, f"{self.root}/tokenize",
                                  {"content": text, "add_special": special, "parse_special": special})

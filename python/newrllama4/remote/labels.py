@@ -55,6 +55,10 @@ class LabelScores:
 class LabelScoring:
     """How one kind of server scores a token continuation; `label_scores` does the rest."""
 
+    # whether it also generates on token ids under a grammar, returning tokens, as
+    # `field_probs` needs (remote/fields.py)
+    scores_fields = False
+
     def __init__(self, client: httpx.AsyncClient, base_url: str, model: str):
         self.client = client
         self.base_url = base_url
