@@ -193,6 +193,7 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
       all_rows
     }), result)
   }
+  if (field_probs) attr(result, "field_order_probs") <- field_probs_record(result, scored)
   n_failed <- sum(!is.na(result$.error))
   if (n_failed > 0) {
     cli::cli_warn(c("{n_failed} of {nrow(data)} row{?s} {?has/have} no answer; {.field .error} says why.",

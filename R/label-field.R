@@ -52,6 +52,16 @@ field_codes <- function(x) {
   as.character(x)
 }
 
+# Each scored field's probabilities as recalibrate_labels() keeps a labels
+# annotation's: one order, whose matrix is the field's columns as annotated.
+field_probs_record <- function(data, fields) {
+  lapply(stats::setNames(nm = fields), function(field) {
+    view <- labels_view(data, field)
+    values <- levels(view$.label)
+    order_probs_record(list(`colnames<-`(as.matrix(view[paste0(".prob_", values)]), values)), view)
+  })
+}
+
 # The manifest as the view sees it: the field's refit entries ("refit_model
 # (tone)") under the labels' names, which label_regression() and label_shares()
 # read to refit fold by fold.

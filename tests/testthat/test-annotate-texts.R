@@ -99,6 +99,13 @@ test_that("a codebook of three yes/no fields and a category over 40 texts: every
   for (field in c("mentions_place", "positive", "about_people")) expect_field_probs(out, field, c("true", "false"))
   expect_field_probs(out, "topic", topics)
   expect_identical(manifest(out)$prompt$field_probs, names(codebook))
+  # each field goes on as labels do: a sample to code by hand, then a refit to it
+  coded <- review_sample(out, n = 24, weight = "uniform", seed = 1, field = "positive")
+  expect_setequal(unique(coded$.stratum), as.character(unique(tolower(out$positive))))
+  coded$truth <- grepl("won|great", coded$text)
+  refitted <- suppressWarnings(suppressMessages(recalibrate_labels(out, coded, truth, field = "positive")))
+  expect_true(manifest(refitted)$prompt[["refit_model (positive)"]] %in% c("none", refit_models))
+  expect_identical(refitted[c("topic", ".prob_topic_sport")], out[c("topic", ".prob_topic_sport")])
 })
 
 test_that("each field type has its column type, NA where a row has no answer", {
