@@ -96,6 +96,18 @@
 #'   needs.
 #' @param cache Path of a SQLite file that keeps every finished answer, or
 #'   `NULL`.
+#' @param segments For texts longer than the context: `NULL` or `FALSE` to
+#'   send every text whole (a row too long for the context fails); `TRUE`, or
+#'   [passage_options()] to choose the passages' size, their overlap and how
+#'   their answers combine, to split every text longer than a passage on its
+#'   paragraphs and sentences, annotate each passage as a text of its own (the
+#'   instruction and examples stay a shared prefix, read once), and combine
+#'   the passages' answers into the row's. With `TRUE` a passage is as long as
+#'   the context allows beside the instruction, the examples and the answer --
+#'   without `context`, the model's whole window -- so a text that fits stays
+#'   whole. [passage_answers()] gives each passage's own answers, and the
+#'   manifest's `segments` section records the split. Needs a local model,
+#'   whose tokenizer counts the passages.
 #' @param ... Passed to [generate_parallel()]: `max_tokens`, `temperature`
 #'   (`0` unless given), `seed`, `progress`, ...
 #' @return `data` (a data frame; a character vector becomes a data frame with
@@ -110,10 +122,12 @@
 #'   rows to code by hand, most of them where the model was least sure, and
 #'   [recalibrate_labels()] refits the labels to a random sample of them. Rows keep their order and their other columns. A row
 #'   whose text is missing, empty or only white space is not sent to the model:
-#'   its answer is `NA` and `.error` says why. A data frame without rows gives
-#'   one without rows, with the answer columns.
+#'   its answer is `NA` and `.error` says why; with `segments`, so is a row
+#'   one of whose passages failed (`.error` names the passage). A data frame
+#'   without rows gives one without rows, with the answer columns.
 #' @seealso [agreement()] to compare the labels with human coding,
-#'   [manifest()] for how the result was made.
+#'   [manifest()] for how the result was made, [passage_options()] for texts
+#'   longer than the context.
 #' @export
 #' @examplesIf engine_available()
 #' reviews <- data.frame(id = 1:3, review = c("Great value, works well.",
