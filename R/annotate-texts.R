@@ -187,7 +187,7 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   sent_rows <- runnable
   if (!is.null(segments)) {
     overhead <- prompt_around(model, layout, instruction, turns, orders) + answer_tokens(model, answer, params)
-    size <- passage_size(segments, model, if (is.null(context)) model$py$n_ctx_train else context$py$n_ctx, overhead)
+    size <- passage_size(segments, if (is.null(context)) model$py$n_ctx_train else context$py$n_ctx, overhead)
     passages <- split_passages(model, sent, runnable, size, segments$overlap)
     sent <- passages$.text
     sent_rows <- passages$.row

@@ -106,7 +106,8 @@ passage_answers <- function(x) {
   passages <- attr(x, "passages", exact = TRUE)
   if (!is.data.frame(passages)) {
     abort_invalid(c("{.arg x} must be the value of {.fn annotate_texts} with {.arg segments}.",
-                    "i" = "Data frame verbs that rebuild the table drop the passages; take them from the result first."),
+                    "i" = "Data frame verbs that rebuild the table drop the passages; take them from the result
+                           first."),
                   "x", caller_env())
   }
   passages
@@ -151,7 +152,7 @@ passage_margin <- 8L
 # The most tokens a passage may have: the options' size, which must fit the
 # context (or the model's window, when annotate_texts() makes its own) beside
 # the longest prompt around a text and the answer.
-passage_size <- function(segments, model, n_ctx, overhead, call = caller_env()) {
+passage_size <- function(segments, n_ctx, overhead, call = caller_env()) {
   room <- n_ctx - overhead - passage_margin
   if (room < 1) {
     abort_invalid(c("The instruction, the examples and the answer fill the context of {n_ctx} tokens: no passage fits.",
@@ -329,7 +330,9 @@ combine_passages <- function(passages, options) {
       if (!is.null(combined$prob)) {
         out[[paste0(prefix, "true")]] <- combined$prob
         out[[paste0(prefix, "false")]] <- 1 - combined$prob
-        if (confidence %in% names(passages)) out[[confidence]] <- ifelse(combined$value, combined$prob, 1 - combined$prob)
+        if (confidence %in% names(passages)) {
+          out[[confidence]] <- ifelse(combined$value, combined$prob, 1 - combined$prob)
+        }
       }
       done <- c(done, paste0(prefix, c("true", "false")), confidence)
     } else {
@@ -345,7 +348,7 @@ combine_passages <- function(passages, options) {
   failed <- failed[!duplicated(owner[failed])]
   texts_failed <- owner[failed]
   out[texts_failed, columns] <- NA
-  out$.error <- NA_character_
+  out$.error <- rep(NA_character_, nrow(out))
   out$.error[texts_failed] <- sprintf("Passage %d of %d: %s", passages$.passage[failed],
                                       tabulate(owner, length(rows))[texts_failed], passages$.error[failed])
   out

@@ -250,6 +250,25 @@ test_that("example orders and calibration per passage; review, refit and regress
   refitted <- suppressWarnings(suppressMessages(recalibrate_labels(out, coded, gold)))
   expect_identical(nrow(refitted), length(texts))
   expect_true(all(abs(refitted$.prob_yes + refitted$.prob_no - 1) < 1e-9))
+  refitted$x <- seq_along(texts) / length(texts)
+  fit <- suppressWarnings(suppressMessages(label_regression(yes ~ x, refitted, coded, gold, seed = 1)))
+  expect_length(coef(fit), 2L)
+})
+
+test_that("without a context: the default model's context holds passages of the given size; no rows, no passages", {
+  skip_without_engine()
+  long <- prose(10, 5, sentences = 2:3)
+  out <- annotate_texts(long, instruction = "Is there a flood?", labels = c("yes", "no"), progress = FALSE,
+                        segments = passage_options(size = 120L, overlap = 1L))
+  passages <- passage_answers(out)
+  expect_gte(nrow(passages), 2)
+  expect_true(all(is.na(passages$.error)))
+  expect_true(all(passages$.tokens <= 120L))
+  expect_identical(manifest(out)$segments$overlap_sentences, 1L)
+  none <- annotate_texts(data.frame(text = character()), instruction = "Flood?", labels = c("yes", "no"),
+                         context = tiny_context(), progress = FALSE, segments = TRUE)
+  expect_identical(names(none), c("text", ".label", ".prob_yes", ".prob_no", ".confidence", ".error"))
+  expect_identical(nrow(passage_answers(none)), 0L)
 })
 
 test_that("Gemma: a 6,000-token novel chapter, segmented in the default 2048-token context, every passage answered", {
