@@ -94,6 +94,9 @@ test_that("the passages' answers combine by hand-checkable rules", {
   expect_equal(mean_rule$.prob_flag_true, c(1 - 0.8 * 0.4 * 0.9, 0.3))
   expect_equal(mean_rule$.prob_flag_false, c(0.8 * 0.4 * 0.9, 0.7))
   expect_equal(mean_rule$.confidence_flag, c(1 - 0.8 * 0.4 * 0.9, 0.7))
+  # the combined field stands where labels stand downstream
+  drawn <- review_sample(mean_rule, n = 2, weight = "uniform", seed = 1, field = "flag")
+  expect_identical(drawn$.row, c(1L, 2L))
   # an enum field without probability columns: its most frequent value
   expect_identical(as.character(mean_rule$tone), c("angry", "calm"))
   expect_identical(mean_rule$count, c(4L, 1L))
