@@ -100,6 +100,18 @@
 #'   needs.
 #' @param cache Path of a SQLite file that keeps every finished answer, or
 #'   `NULL`.
+#' @param segments For texts longer than the context: `NULL` or `FALSE` to
+#'   send every text whole (a row too long for the context fails); `TRUE`, or
+#'   [passage_options()] to choose the passages' size, their overlap and how
+#'   their answers combine, to split every text longer than a passage on its
+#'   paragraphs and sentences, annotate each passage as a text of its own (the
+#'   instruction and examples stay a shared prefix, read once), and combine
+#'   the passages' answers into the row's. With `TRUE` a passage is as long as
+#'   the context allows beside the instruction, the examples and the answer --
+#'   without `context`, the model's whole window -- so a text that fits stays
+#'   whole. [passage_answers()] gives each passage's own answers, and the
+#'   manifest's `segments` section records the split. Needs a local model,
+#'   whose tokenizer counts the passages.
 #' @param ... Passed to [generate_parallel()]: `max_tokens`, `temperature`
 #'   (`0` unless given), `seed`, `progress`, ...
 #' @return `data` (a data frame; a character vector becomes a data frame with
@@ -120,10 +132,12 @@
 #'   rows to code by hand, most of them where the model was least sure, and
 #'   [recalibrate_labels()] refits the labels to a random sample of them. Rows keep their order and their other columns. A row
 #'   whose text is missing, empty or only white space is not sent to the model:
-#'   its answer is `NA` and `.error` says why. A data frame without rows gives
-#'   one without rows, with the answer columns.
+#'   its answer is `NA` and `.error` says why; with `segments`, so is a row
+#'   one of whose passages failed (`.error` names the passage). A data frame
+#'   without rows gives one without rows, with the answer columns.
 #' @seealso [agreement()] to compare the labels with human coding,
-#'   [manifest()] for how the result was made.
+#'   [manifest()] for how the result was made, [passage_options()] for texts
+#'   longer than the context.
 #' @export
 #' @examplesIf engine_available()
 #' reviews <- data.frame(id = 1:3, review = c("Great value, works well.",
@@ -140,7 +154,8 @@
 #' labelled[c("review", ".label", ".confidence", ".agreement_orders")]
 #' manifest(labelled)$prompt[c("example_orders", "calibration", "label_prior")]
 annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL, examples = NULL,
-                           example_orders = 1L, calibrate = FALSE, context = NULL, cache = NULL, ...) {
+                           example_orders = 1L, calibrate = FALSE, context = NULL, cache = NULL, segments = NULL,
+                           ...) {
   if (is.character(data)) data <- data.frame(text = data, stringsAsFactors = FALSE)
   if (!is.data.frame(data)) {
     abort_invalid("{.arg data} must be a data frame or a character vector, not {.obj_type_friendly {data}}.",
@@ -166,17 +181,33 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
     abort_invalid(c("With {.arg example_orders} or {.arg calibrate} a row gets its most likely label: {.arg temperature} must be 0.",
                     "x" = "It is {params$temperature}."), "temperature", current_env())
   }
+  segments <- check_segments(segments)
   if (!is.null(context)) check_context(context)
+  if (!is.null(segments) && inherits(context, "newrllama_remote_context")) {
+    abort_invalid(c("{.arg segments} needs a local model: it counts the passages' tokens with its tokenizer.",
+                    "i" = "Split the texts before sending them to a server."), "segments", current_env())
+  }
   model <- if (is.null(context)) annotation_model() else context$model
   layout <- if (is.null(context)) model_layout(model) else prompts_layout(context)
   skipped <- text_problems(texts)
   runnable <- which(is.na(skipped))
+  # what the model reads: each row's text, or each passage of it
+  passages <- NULL
+  sent <- texts[runnable]
+  sent_rows <- runnable
+  if (!is.null(segments)) {
+    overhead <- prompt_around(model, layout, instruction, turns, orders) + answer_tokens(model, answer, params)
+    size <- passage_size(segments, if (is.null(context)) model$py$n_ctx_train else context$py$n_ctx, overhead)
+    passages <- split_passages(model, sent, runnable, size, segments$overlap)
+    sent <- passages$.text
+    sent_rows <- passages$.row
+  }
   # a server counts its own tokens
   needed <- if (!is.null(model)) {
-    tokens_needed(model, layout, instruction, turns, texts[runnable], runnable, orders, calibration, answer, params)
+    tokens_needed(model, layout, instruction, turns, sent, sent_rows, orders, calibration, answer, params)
   }
   if (is.null(context)) context <- annotation_context(model, needed) else check_context_holds(context, needed)
-  prompts <- ensemble_prompts(layout, instruction, turns, texts[runnable], orders, calibration)
+  prompts <- ensemble_prompts(layout, instruction, turns, sent, orders, calibration)
   scored <- scored_field_names(answer)
   field_probs <- length(scored) > 0 && context_scores_fields(context)
   answers <- withCallingHandlers(
@@ -184,10 +215,24 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
                 field_probs = field_probs, cache = cache, on_error = "warn", !!!params),
     newrllama4_warning_partial_failure = function(w) rlang::cnd_muffle(w)
   )
-  labelled <- if (answer$kind == "labels") combine_orders(answers, length(runnable), orders, labels, calibration)
-  result <- add_answer_columns(data, answer, answers, runnable, skipped, labelled, length(orders))
+  labelled <- if (answer$kind == "labels") combine_orders(answers, length(sent), orders, labels, calibration)
+  order_probs <- labelled$order_probs
+  if (is.null(segments)) {
+    result <- add_answer_columns(data, answer, answers, runnable, skipped, labelled, length(orders))
+    disagreement <- if (!is.null(labelled)) order_disagreement(labelled)
+  } else {
+    passages <- add_answer_columns(passages, answer, answers, seq_along(sent), rep(NA_character_, length(sent)),
+                                   labelled, length(orders))
+    result <- spread_texts(data, combine_passages(passages, segments), skipped)
+    order_probs <- lapply(order_probs, combine_probs, owner = match(sent_rows, runnable), n = length(runnable),
+                          rule = segments$combine)
+    disagreement <- if (length(orders) > 1) {
+      order_disagreement(list(label = result$.label, agreement_orders = result$.agreement_orders))
+    }
+    attr(result, "passages") <- passages
+  }
   if (!is.null(labelled)) {
-    attr(result, "order_probs") <- order_probs_record(lapply(labelled$order_probs, function(probs) {
+    attr(result, "order_probs") <- order_probs_record(lapply(order_probs, function(probs) {
       all_rows <- matrix(NA_real_, nrow(data), length(labels), dimnames = list(NULL, labels))
       all_rows[runnable, ] <- probs
       all_rows
@@ -200,7 +245,6 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
                     "i" = "First: {result$.error[!is.na(result$.error)][[1]]}"),
                   class = "newrllama4_warning_partial_failure")
   }
-  disagreement <- if (!is.null(labelled)) order_disagreement(labelled)
   warn_if_order_sensitive(disagreement, length(orders), calibration)
   attr(result, "manifest") <- annotation_manifest(attr(answers, "manifest"), compact(list(
     layout = layout, instruction = instruction, labels = labels,
@@ -211,7 +255,7 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
     order_disagreement = if (length(orders) > 1) disagreement,
     calibration = if (answer$kind == "labels") calibration,
     label_prior = if (!is.null(labelled$prior)) prior_record(labelled$prior)
-  )), result, skipped)
+  )), result, skipped, if (!is.null(segments)) segments_record(segments, size, passages))
   result
 }
 
@@ -232,12 +276,15 @@ text_problems <- function(texts) {
 }
 
 # The manifest of the engine call, with the annotation's prompt and its rows.
-annotation_manifest <- function(record, prompt, result, skipped) {
+annotation_manifest <- function(record, prompt, result, skipped, segments = NULL) {
   record$prompt <- c(prompt, record$prompt["chat_template_sha256"])
   answered <- is.na(result$.error)
   record$rows <- list(total = nrow(result), skipped_missing_text = sum(!is.na(skipped)), answered = sum(answered),
                       failed = sum(!answered & is.na(skipped)))
-  structure(record[c("created", "model", "prompt", "parameters", "rows", "prompts", "timings", "versions")],
+  record$segments <- segments
+  sections <- c("created", "model", "prompt", if (!is.null(segments)) "segments", "parameters", "rows", "prompts",
+                "timings", "versions")
+  structure(record[sections],
             class = class(record), file_state = attr(record, "file_state"))
 }
 

@@ -15,17 +15,10 @@ estimate_margin <- 16L
 # `rows` are the rows of `data` whose texts these are. NULL without rows.
 tokens_needed <- function(model, layout, instruction, turns, texts, rows, orders, calibration, answer, params) {
   if (length(texts) == 0) return(NULL)
-  prompt_lengths <- function(texts) {
-    # a list, so that one plain prompt stays one prompt in Python, not a string of characters
-    prompts <- as.list(ensemble_prompts(layout, instruction, turns, texts, orders, "none"))
-    lengths <- unlist(engine_call(model$py$prompt_lengths, prompts))
-    apply(matrix(lengths, nrow = length(texts)), 1, max)
-  }
-  # every text alone, and the prompt around a one-token text: an estimate of each row's
-  # prompt, exact where the text's tokens do not merge with the template's
-  text_lengths <- unlist(engine_call(model$py$prompt_lengths, as.list(texts)))
-  around <- prompt_lengths("x") - unlist(engine_call(model$py$prompt_lengths, list("x")))
-  estimates <- around + text_lengths
+  prompt_lengths <- function(texts) order_prompt_lengths(model, layout, instruction, turns, texts, orders)
+  # every text alone, and the prompt around it: an estimate of each row's prompt,
+  # exact where the text's tokens do not merge with the template's
+  estimates <- prompt_around(model, layout, instruction, turns, orders) + text_tokens(model, texts)
   candidates <- which(estimates >= max(estimates) - estimate_margin)
   exact <- prompt_lengths(texts[candidates])
   longest <- which.max(exact)
@@ -35,9 +28,37 @@ tokens_needed <- function(model, layout, instruction, turns, texts, rows, orders
   }
   # a label is scored, so its tokens must fit beside the prompt; a generated answer
   # that reaches the end of the window stops there ("length") and the row still runs
-  label_tokens <- if (answer$kind == "labels") longest_label(model, answer$labels) else 0L
-  list(row = rows[[candidates[[longest]]]], prompt = prompt_tokens, must_fit = prompt_tokens + label_tokens,
-       total = prompt_tokens + if (answer$kind == "labels") label_tokens else as.integer(params$max_tokens))
+  answer_tokens <- answer_tokens(model, answer, params)
+  list(row = rows[[candidates[[longest]]]], prompt = prompt_tokens,
+       must_fit = prompt_tokens + if (answer$kind == "labels") answer_tokens else 0L,
+       total = prompt_tokens + answer_tokens)
+}
+
+# Each text's longest prompt over the example orders.
+order_prompt_lengths <- function(model, layout, instruction, turns, texts, orders) {
+  # a list, so that one plain prompt stays one prompt in Python, not a string of characters
+  prompts <- as.list(ensemble_prompts(layout, instruction, turns, texts, orders, "none"))
+  lengths <- unlist(engine_call(model$py$prompt_lengths, prompts))
+  apply(matrix(lengths, nrow = length(texts)), 1, max)
+}
+
+# The tokens of the longest prompt besides its text: the prompt around a
+# one-token text, less that token.
+prompt_around <- function(model, layout, instruction, turns, orders) {
+  order_prompt_lengths(model, layout, instruction, turns, "x", orders) - text_tokens(model, "x")
+}
+
+# The tokens an answer needs: the longest label's spelling, or max_tokens.
+answer_tokens <- function(model, answer, params) {
+  if (answer$kind == "labels") longest_label(model, answer$labels) else as.integer(params$max_tokens)
+}
+
+# Each text's tokens alone, without the special tokens (such as beginning of
+# sequence) that a prompt gets once.
+text_tokens <- function(model, texts) {
+  if (length(texts) == 0) return(integer())
+  special <- unlist(engine_call(model$py$prompt_lengths, list("x"))) - length(model_tokenize(model, "x", FALSE))
+  pmax(as.integer(unlist(engine_call(model$py$prompt_lengths, as.list(texts)))) - special, 0L)
 }
 
 # The most tokens of a label's spellings that the engine scores: the label, or the label after a space.

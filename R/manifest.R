@@ -13,7 +13,10 @@
 #' `identity_guaranteed`: whether every answer is the one its prompt gets
 #' alone, which servers never guarantee),
 #' the prompts answered, taken from the cache or failed (for [annotate_texts()]
-#' also the rows answered, failed or skipped for want of a text), the
+#' also the rows answered, failed or skipped for want of a text, and with
+#' `segments` how the texts were split: the passages' size in tokens, their
+#' overlap, the rules that combine them and how many passages the texts
+#' gave), the
 #' timings, and the versions of R, Python, the engine, llama-cpp-python and
 #' llama.cpp. Print it in a report, or turn it into a table with
 #' [as.data.frame()].
