@@ -218,7 +218,14 @@ test_that("schema fields and free text combine per text", {
   passages <- passage_answers(out)
   expect_gte(sum(passages$.row == 1), 2)
   answered <- is.na(out$.error)
-  for (row in which(answered)) expect_identical(out$flood[row], any(passages$flood[passages$.row == row]))
+  expect_true(answered[[1]])
+  for (row in which(answered)) {
+    mine <- passages$.row == row
+    expect_identical(out$flood[row], any(passages$flood[mine]))
+    # the engine's probabilities of each passage, combined: at least one passage says yes
+    expect_equal(out$.prob_flood_true[row], 1 - prod(1 - passages$.prob_flood_true[mine]))
+    expect_equal(out$.prob_flood_true[row] + out$.prob_flood_false[row], 1)
+  }
   expect_passages_fit(ctx, out, "Extract the fields.", answer_tokens = 16L)
 
   text <- suppressWarnings(annotate_texts(long, instruction = "Summarise.", context = ctx, progress = FALSE,
