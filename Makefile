@@ -5,7 +5,8 @@
 #               llama-cpp-python's server) and the R packages of the tests and benchmarks
 # make test   - setup-test, then every suite; prints one line "N passed, N failed"
 # make bench  - the benchmarks: throughput, prefill, prefix reuse, labels, servers, study scale,
-#               example order, findings (default models; about an hour); docs/benchmarks.md has their latest figures
+#               example order, codebooks, findings (default models; about an hour and a half);
+#               docs/benchmarks.md has their latest figures
 
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv
@@ -109,7 +110,9 @@ bench: setup-test
 	$(PYTHON) python/benchmarks/bench_scale.py engine
 	$(PYTHON) python/benchmarks/bench_scale.py engine --model gemma3-270m
 	$(PYTHON) python/benchmarks/bench_scale.py engine --model gemma3-270m --texts near-duplicate --prefix-cache-mb 8192
+	Rscript tools/bench_annotate_scale.R 1000 10000
 	Rscript tools/bench_annotation.R
+	Rscript tools/bench_codebook.R
 	Rscript tools/bench_findings.R
 	Rscript tools/bench_findings_corpus.R
 

@@ -12,8 +12,9 @@ stays put) of new prompts of the same kind, at each N.
 `engine`: `generate_parallel` with labels (yes/no), `n_seq_max=16`, over N prompts of one
 instruction and a text each: ms per row, the engine's overhead share of the wall time
 (Stats.overhead_seconds: its Python work), snapshots taken, bytes copied to and from
-snapshots per row, and the process's peak RSS. Texts are `distinct` (one sentence each)
-or `near-duplicate` (pairs sharing an opening line, as retweets or wire stories do).
+snapshots per row, and the process's peak RSS. CPU ms per row (every thread of the
+process) is the figure to compare on a shared machine, where other work inflates wall
+time. Texts are `distinct` (one sentence each) or `near-duplicate` (pairs sharing an opening line, as retweets or wire stories do).
 The tiny random-weight model (newrllama4.testing, byte-level vocabulary) by default, or
 `--model gemma3-270m`; `--prefix-cache-mb` sets the cache's budget. One size per process
 when peak RSS matters (`--sizes 1000`), since peak RSS only grows.
@@ -138,7 +139,7 @@ def engine(model_name: str, sizes: list[int], kind: str, prefix_cache_mb: float,
         with nl.Model(path) as model:
             print(f"{model_name}, {kind} texts, n_seq_max={n_seq_max}, prefix_cache_mb={prefix_cache_mb:g}, "
                   f"{threads} threads; labels yes/no")
-            print(f"{'rows':>7} {'ms/row':>7} {'overhead':>9} {'snapshots':>9} {'in cache':>8} "
+            print(f"{'rows':>7} {'ms/row':>7} {'CPU ms/row':>10} {'overhead':>9} {'snapshots':>9} {'in cache':>8} "
                   f"{'KB copied/row':>13} {'restored':>8} {'peak RSS MB':>11}", flush=True)
             for n in sizes:
                 prompts = [f"{INSTRUCTION}Sentence: {t}\nAnswer:" for t in texts(n, kind)]
@@ -149,8 +150,10 @@ def engine(model_name: str, sizes: list[int], kind: str, prefix_cache_mb: float,
                     params = inspect.signature(ctx.generate_parallel).parameters
                     labels = {"labels" if "labels" in params else "choices": ["yes", "no"]}
                     ctx.generate_parallel(["warm-up"], max_tokens=1)
+                    cpu_started = time.process_time()
                     stats = ctx.generate_parallel(prompts, **labels).stats
-                print(f"{n:>7} {stats.total_seconds / n * 1e3:>7.1f} "
+                    cpu = time.process_time() - cpu_started
+                print(f"{n:>7} {stats.total_seconds / n * 1e3:>7.1f} {cpu / n * 1e3:>10.1f} "
                       f"{stats.overhead_seconds / stats.total_seconds:>9.1%} {stats.prefix_snapshots:>9} "
                       # (NaN from an engine older than these counters, for a comparison)
                       f"{getattr(stats, 'prefix_cache_snapshots', nan):>8} "
