@@ -35,6 +35,12 @@ log = logging.getLogger("newrllama4")
 
 Prompt = Any  # str, a list of token ids, or chat messages
 
+# How many prompts a call turns into sequences at a time. A call then holds the tokens
+# and sequences of one window, whatever its rows (100,000 prompts all at once took
+# 2.3 GB on the tiny model, 22 KB a row); the slots drain at each window's end, a few
+# steps in thousands. Shared prefixes carry over through the prefix cache.
+WINDOW = 4096
+
 
 class StepLoop:
     def __init__(
@@ -63,7 +69,7 @@ class StepLoop:
         self.prefix_cache = prefix_cache
         self.prefixes: Optional[PrefixPlan] = None
         self.result_cache = result_cache
-        self.sequences: list[Sequence] = []
+        self.sequences: dict[int, Sequence] = {}  # the window's, by prompt index
         self.label_prompts: dict[int, LabelPrompt] = {}
         self.generators: Optional[list[np.random.Generator]] = None
         self.completions: list[Optional[Completion]] = []
@@ -108,12 +114,30 @@ class StepLoop:
         calls (field_probs.py); by default `sequence_generator(seed, index)`."""
         started = time.perf_counter()
         self.generators = generators
-        sequences = self.sequences = [self._sequence(i, p) for i, p in enumerate(prompts)]
-        self.completions = [
-            self.result_cache.lookup(s.index, s.tokens) if self.result_cache is not None and not s.finished else None
-            for s in sequences
-        ]
-        to_compute = [s for s in sequences if self.completions[s.index] is None]
+        self.completions = [None] * len(prompts)
+        self._n_total = self.stats.prompts = len(prompts)
+        try:
+            for first in range(0, len(prompts), WINDOW):
+                self._run_window(range(first, min(len(prompts), first + WINDOW)), prompts, labels, constraints)
+        finally:
+            self._release_all()
+        if self.prefix_cache is not None:
+            self.stats.prefix_cache_bytes = self.prefix_cache.nbytes
+            self.stats.prefix_cache_snapshots = len(self.prefix_cache)
+        self.stats.failures = sum(c.finish_reason == "error" for c in self.completions)
+        self.stats.total_seconds = time.perf_counter() - started
+        self.stats.close()
+        log.debug("stats: %s", self.stats)
+        return ParallelResult(self.completions, self.stats)
+
+    def _run_window(self, indices: range, prompts: list[Prompt], labels: list[Optional[Labels]],
+                    constraints: list[Optional[Constraint]]) -> None:
+        """Run the prompts at `indices` to their answers; every KV stream is empty after."""
+        sequences = self.sequences = {i: self._sequence(i, prompts[i]) for i in indices}
+        for i, s in sequences.items():
+            if self.result_cache is not None and not s.finished:
+                self.completions[i] = self.result_cache.lookup(i, s.tokens)
+        to_compute = [s for s in sequences.values() if self.completions[s.index] is None]
         for sequence in to_compute:
             if constraints[sequence.index] is not None and not sequence.finished:
                 sequence.constrained = ConstrainedAnswer(constraints[sequence.index], self.model)
@@ -123,43 +147,29 @@ class StepLoop:
         }
         live = [s for s in to_compute if not s.finished and s.index not in label_prompts]
         live += [s for p in label_prompts.values() for s in p.sequences if not s.finished]
-        self._n_total = len(sequences)
         self._n_left = Counter(s.index for s in live)
-        self.stats.prompts = len(sequences)
-        self.stats.result_cache_hits = len(sequences) - len(to_compute)
-        self.stats.prompt_tokens = sum(s.n_prompt for s in live)
-        try:
-            for index in range(len(sequences)):
-                if not self._n_left[index]:
-                    log.debug("request %d answered before start (from the result cache, or failed)", index)
-                    self._finish_prompt(index)
-            if self.prefix_cache is not None:
-                self.prefixes = PrefixPlan(self.prefix_cache, self.ctx, live)
-            self.scheduler.add(live)
-            can_start = self.prefixes.can_start if self.prefixes else None
-            while not self.scheduler.done:
-                for sequence in self.scheduler.admit(can_start):
-                    self._start(sequence)
-                self.stats.peak_active_sequences = max(
-                    self.stats.peak_active_sequences, len(self.scheduler.running)
-                )
-                self._run_batch(self.scheduler.next_batch())
-                for sequence in [s for s in self.scheduler.running if s.finished]:
-                    self._retire(sequence)
-        finally:
-            self._release_all()
-        self.stats.generated_tokens = sum(len(s.generated) for s in sequences)
-        self.stats.cached_prompt_tokens = sum(s.n_restored for s in live)
+        self.stats.result_cache_hits += len(sequences) - len(to_compute)
+        self.stats.prompt_tokens += sum(s.n_prompt for s in live)
+        for index in indices:
+            if not self._n_left[index]:
+                log.debug("request %d answered before start (from the result cache, or failed)", index)
+                self._finish_prompt(index)
+        if self.prefix_cache is not None:
+            self.prefixes = PrefixPlan(self.prefix_cache, self.ctx, live)
+        self.scheduler.add(live)
+        can_start = self.prefixes.can_start if self.prefixes else None
+        while not self.scheduler.done:
+            for sequence in self.scheduler.admit(can_start):
+                self._start(sequence)
+            self.stats.peak_active_sequences = max(self.stats.peak_active_sequences, len(self.scheduler.running))
+            self._run_batch(self.scheduler.next_batch())
+            for sequence in [s for s in self.scheduler.running if s.finished]:
+                self._retire(sequence)
+        self.stats.generated_tokens += sum(len(s.generated) for s in sequences.values())
+        self.stats.cached_prompt_tokens += sum(s.n_restored for s in live)
         if self.prefixes is not None:
-            self.stats.prefix_snapshots = self.prefixes.snapshots
-            self.stats.prefix_cache_bytes = self.prefix_cache.nbytes
-            self.stats.prefix_cache_snapshots = len(self.prefix_cache)
-            self.stats.prefix_copied_bytes = self.prefixes.copied_bytes
-        self.stats.failures = sum(c.finish_reason == "error" for c in self.completions)
-        self.stats.total_seconds = time.perf_counter() - started
-        self.stats.close()
-        log.debug("stats: %s", self.stats)
-        return ParallelResult(self.completions, self.stats)
+            self.stats.prefix_snapshots += self.prefixes.snapshots
+            self.stats.prefix_copied_bytes += self.prefixes.copied_bytes
 
     def _start(self, sequence: Sequence) -> None:
         sequence.generator = self._generator(sequence.index)

@@ -163,3 +163,28 @@ def test_llama_cpp_log_lines_are_silent_by_default(tiny_model_path, capfd):
         ctx.generate("hello", max_tokens=2)
     captured = capfd.readouterr()
     assert captured.err == "" and captured.out == ""
+
+
+def test_a_call_longer_than_a_window_gives_what_one_window_gives(ctx, monkeypatch, tmp_path):
+    """A call runs its prompts a window at a time (engine.WINDOW), so that its memory does not
+    grow with its rows: answers, probabilities, progress and counters are those of one window."""
+    import newrllama4.engine as engine
+
+    prompts = random_prompts(11, seed=12) + [""]
+    labelled = [None, ["yes", "no"]] * 6
+    arguments = dict(max_tokens=6, temperature=0, labels=labelled)
+    whole = ctx.generate_parallel(prompts, **arguments)
+    monkeypatch.setattr(engine, "WINDOW", 4)
+    seen = []
+    windowed = ctx.generate_parallel(prompts, on_progress=lambda done, total: seen.append((done, total)), **arguments)
+    assert [c.text for c in windowed] == [c.text for c in whole]
+    assert [c.choice_probs for c in windowed] == [c.choice_probs for c in whole]
+    assert [type(c.error) for c in windowed] == [type(c.error) for c in whole]
+    assert seen == [(k, 12) for k in range(1, 13)]
+    for counter in ("prompts", "failures", "prompt_tokens", "generated_tokens"):
+        assert getattr(windowed.stats, counter) == getattr(whole.stats, counter), counter
+    # a result cache across windows: the second call finds every answer
+    cache = tmp_path / "answers.sqlite"
+    ctx.generate_parallel(prompts, cache=cache, **arguments)
+    again = ctx.generate_parallel(prompts, cache=cache, **arguments)
+    assert again.stats.result_cache_hits == 11 and [c.text for c in again] == [c.text for c in whole]
