@@ -28,6 +28,7 @@ import argparse
 import ctypes
 import os
 import time
+from typing import Any
 
 import llama_cpp as llama
 import numpy as np
@@ -141,26 +142,30 @@ CODEBOOK = {
 }
 
 
-def codebook_prompts() -> list[list[dict[str, str]]]:
-    """The 40 texts of test-annotate-texts.R's codebook, as chat messages after an instruction."""
+def codebook_prompts(model: nl.Model) -> list[Any]:
+    """The 40 texts of test-annotate-texts.R's codebook after an instruction: chat messages,
+    or plain text for a model without a chat template (the default Gemma 3 270M file)."""
     shapes = ["The team won the %s final after extra time.", "Parliament passed the %s bill at night.",
               "Heavy rain is expected over %s tomorrow.", "This %s restaurant serves great soup."]
     words = ["cup", "city", "coast", "new", "old", "river", "north", "south", "east", "west"]
     instruction = ("Code the text. Answer in JSON with the fields mentions_place (true or false), positive "
                    "(true or false), about_people (true or false) and topic (sport, politics, weather or food).")
-    return [[{"role": "system", "content": instruction}, {"role": "user", "content": shape % word}]
-            for word in words for shape in shapes]
+    texts = [shape % word for word in words for shape in shapes]
+    try:
+        model.apply_chat_template([{"role": "user", "content": "x"}], add_generation_prompt=True)
+    except nl.ChatTemplateError:
+        return [f"{instruction}\n\nText: {text}\nJSON: " for text in texts]
+    return [[{"role": "system", "content": instruction}, {"role": "user", "content": text}] for text in texts]
 
 
-def field_table(threads: int) -> None:
-    batch = codebook_prompts()
-    print(f"\nA schema against the same schema with field_probs: {len(batch)} texts, n_seq_max=4, greedy, "
-          f"{threads} threads\n")
+def field_table(threads: int, models: tuple[str, ...] = ("smollm2-135m-instruct", nl.models.DEFAULT_MODEL)) -> None:
+    print(f"\nA schema against the same schema with field_probs: 40 texts, n_seq_max=4, greedy, {threads} threads\n")
     print("| model                 | schema, s | field_probs, s | ratio | field_probs: prompt tokens restored |")
     print("|-----------------------|----------:|---------------:|------:|------------------------------------:|")
-    for name in ("smollm2-135m-instruct", nl.models.DEFAULT_MODEL):
+    for name in models:
         seconds = {}
         with nl.Model(name) as model:
+            batch = codebook_prompts(model)
             for field_probs in (False, True):
                 with nl.Context(model, n_ctx=512, n_seq_max=4, n_threads=threads) as ctx:
                     ctx.generate_parallel(["warm-up"], max_tokens=2, temperature=0, json_schema=CODEBOOK)
@@ -176,10 +181,11 @@ def field_table(threads: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
-    parser.add_argument("--fields-only", action="store_true", help="only the schema against field_probs")
+    parser.add_argument("--fields-only", nargs="*", metavar="MODEL",
+                        help="only the schema against field_probs (on these models)")
     args = parser.parse_args()
-    if args.fields_only:
-        field_table(args.threads)
+    if args.fields_only is not None:
+        field_table(args.threads, *([tuple(args.fields_only)] if args.fields_only else []))
         return
     with nl.Model() as model:
         generation_table(model, args.threads)
