@@ -67,6 +67,7 @@ class Snapshot:
     n_tiled: int  # how many of them took the tiled attention kernel (attention.py)
     node: "_Node" = field(repr=False)  # where the tree holds it: the node its tokens end at
     used: int = 0  # when it was last added or restored (PrefixCache._clock): ties go to the latest
+    continued: bool = False  # one prompt's own, kept for the next call to go on from (PrefixPlan)
 
     @property
     def n_tokens(self) -> int:
@@ -191,6 +192,11 @@ class PrefixCache:
                 break
             node = child
         return path
+
+    def prefixes_of(self, tokens: list[int]) -> list[Snapshot]:
+        """The snapshots whose tokens all begin `tokens`."""
+        return [snapshot for shared, node in self._path(tuple(tokens)) if shared == node.depth
+                for snapshot in node.own.values()]
 
     def covers(self, tokens: list[int], n_tiled: int = 0) -> bool:
         """Whether a snapshot restores all of `tokens` (to a prompt whose first `n_tiled` take
@@ -351,6 +357,7 @@ class PrefixPlan:
         self._to_continue = to_continue
         self._continuing = continuing
         self._superseded: dict[int, list[Snapshot]] = {}  # a prompt's own snapshots of the previous call
+        self._question: dict[int, list[int]] = {}  # a label question's prefix to keep (_plan)
         self._keep_prompts = cache.keep_prompts or to_continue or len(self._n_sequences) == 1
         self._plan(sequences)
 
@@ -386,6 +393,11 @@ class PrefixPlan:
                     prefix.owner = sequence
                 prefix.prompts.add(sequence.index)
                 prefix.to_start += 1
+        # what to_continue keeps of a label question: the shortest prefix only its sequences share,
+        # its prompt (or more, where every spelling starts the same way), not the spellings' longer ones
+        for prefix in sorted({p for path in self._paths.values() for p in path if len(p.prompts) == 1},
+                             key=lambda p: -len(p.tokens)):
+            self._question[next(iter(prefix.prompts))] = prefix.tokens
 
     def _cached_enough(self, prefix: _Prefix) -> bool:
         """Whether the cache restores a prefix to its last whole block: the few tokens past it
@@ -429,22 +441,25 @@ class PrefixPlan:
             # as much of its prompt as a later prompt that starts the same way may restore
             own = restorable(sequence.n_prompt - 1, sequence.n_tiled, sequence.n_tiled) // BLOCK * BLOCK
             owned = [own] if own else []
-        if self._continuing and self._superseded_by(sequence, snapshot, path, owned):
-            self._superseded.setdefault(sequence.index, []).append(snapshot)
+        if self._continuing:
+            self._superseded.setdefault(sequence.index, []).extend(self._superseded_by(sequence, snapshot, path, owned))
         if not self._to_start[sequence.index]:
             for superseded in self._superseded.pop(sequence.index, ()):
                 self.cache.discard(superseded)
         sequence.snapshot_at = owned
         self._mark_awaited(sequence)
 
-    def _superseded_by(self, sequence: Sequence, snapshot: Optional[Snapshot], path: list[_Prefix],
-                       owned: list[int]) -> bool:
-        """Whether the snapshot a continuing sequence restored is its prompt's own from the
-        previous call, to drop: it restores past the prefixes the prompt shares with others,
-        is no prefix of this call, and (if the prompt goes on) a longer one replaces it."""
-        return (snapshot is not None and sequence.n_cached > max([0] + [len(p.tokens) for p in path if len(p.prompts) > 1])
-                and all(snapshot is not p.snapshot for p in path)
-                and (not self._to_continue or max(owned, default=0) > sequence.n_cached))
+    def _superseded_by(self, sequence: Sequence, restored: Optional[Snapshot], path: list[_Prefix],
+                       owned: list[int]) -> list[Snapshot]:
+        """The snapshots of a continuing sequence's prompt from earlier calls, to drop: those
+        kept for it (`continued`, never a prefix prompts share), but this call's, and the
+        one it restored if it goes on with no longer one to replace it (a snapshot whose
+        tiled part ends elsewhere restores nothing of it any more: attention.restorable)."""
+        keep = {id(p.snapshot) for p in path}
+        if restored is not None and self._to_continue and max(owned, default=0) <= sequence.n_cached:
+            keep.add(id(restored))
+        return [s for s in self.cache.prefixes_of(sequence.tokens[:sequence.n_prompt])
+                if s.continued and id(s) not in keep]
 
     # -- after each decode ----------------------------------------------------------------
 
@@ -461,6 +476,8 @@ class PrefixPlan:
             self.copied_bytes += len(data)
             snapshot = self.cache.add(tokens, data, sequence.n_tiled)
             if snapshot is not None:
+                snapshot.continued = self._to_continue and not any(
+                    len(p.tokens) == length and len(p.prompts) > 1 for p in self._paths.get(sequence, ()))
                 self.snapshots += 1
                 log.debug("request %d cached its first %d prompt tokens", sequence.index, length)
         self._release(sequence, length, snapshot)
@@ -482,7 +499,9 @@ class PrefixPlan:
 
     def _drop_if_done(self, prefix: _Prefix) -> None:
         """Drop the snapshot of a prefix that one prompt's sequences share once all have started."""
-        if prefix.snapshot is not None and not prefix.to_start and len(prefix.prompts) == 1 and not self._keep_prompts:
+        if (prefix.snapshot is not None and not prefix.to_start and len(prefix.prompts) == 1
+                and (not self._keep_prompts or self._to_continue
+                     and prefix.tokens != self._question.get(next(iter(prefix.prompts)), prefix.tokens))):
             self.cache.discard(prefix.snapshot)
             prefix.snapshot = None
 
