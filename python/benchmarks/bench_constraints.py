@@ -17,7 +17,9 @@ of tests/testthat/test-annotate-texts.R (three booleans and an enum of four topi
 its 40 short texts, n_ctx=512, n_seq_max=4, greedy, on SmolLM2 135M and on the default
 model. With field_probs each scored field is a round of its own (field_probs.py); a
 later round restores each text's previous round from the prefix cache instead of
-prefilling it again.
+prefilling it again. Measured on 1 thread of a busy 2-core machine (before -> after,
+each pair run back to back): SmolLM2 field_probs 186 s -> 56 s and 249 s -> 93 s
+(6.8x / 8.6x a plain schema's time -> 2.8x / 2.7x); Gemma 3 270M 76 s -> 49 s (2.9x -> 1.9x).
 
 Usage: python bench_constraints.py [--threads N] [--fields-only]
 """
