@@ -28,6 +28,8 @@ from .worker import WorkerContext
 # fastest. Batch invariance holds the kernel each token gets fixed by the batch
 # discipline of attention.py, not by the cache type.
 KV_CACHE_TYPE, KV_CACHE_NAME = llama.GGML_TYPE_F16, "f16/f16"
+# field_probs' rounds run over windows of this many times n_seq_max prompts (_scored_fields)
+ROUND_WINDOW = 4
 
 
 class Context(Generator):
@@ -204,11 +206,11 @@ class Context(Generator):
 
             def run(prompts: list[Any], labels: list[Optional[Labels]], constraints: list[Optional[Constraint]],
                     sampling: SamplingParams, generators: Any = None, result_cache: Optional[CachedCall] = None,
-                    on_progress: Progress = None) -> ParallelResult:
+                    on_progress: Progress = None, to_continue: bool = False, continuing: bool = False) -> ParallelResult:
                 scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
                 loop = StepLoop(
                     self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress,
-                    self._prefix_cache, result_cache, self.batch_invariant,
+                    self._prefix_cache, result_cache, self.batch_invariant, to_continue, continuing,
                 )
                 return loop.run(prompts, labels, constraints, generators)
 
@@ -248,4 +250,10 @@ class Context(Generator):
             lambda text: writing(text, lambda t: self.model.tokenize(t, add_special=False), self.model.token_piece),
             lookup,
             (lambda i, c: None) if result_cache is None else result_cache.store, report,
+            # rounds over windows of ROUND_WINDOW * n_seq_max prompts (field_probs.run_rounds): enough to keep
+            # every slot busy through a round's call, few enough that the snapshots a window holds between
+            # rounds (one per prompt, up to n_ctx tokens of KV each) stay within the prefix cache's budget at
+            # the usual sizes; where they do not, the cache evicts the oldest and those prompts are decoded
+            # again, exactly as before, only slower
+            ROUND_WINDOW * self.n_seq_max,
         )

@@ -55,8 +55,14 @@ class StepLoop:
         prefix_cache: Optional[PrefixCache],
         result_cache: Optional[CachedCall],
         batch_invariant: bool,
+        to_continue: bool = False,
+        continuing: bool = False,
     ):
+        """`to_continue`, `continuing`: the next call goes on from this call's prompts, this
+        call from the previous call's (PrefixPlan keeps one snapshot of each prompt between)."""
         self.model = model
+        self.to_continue = to_continue
+        self.continuing = continuing
         self.batch_invariant = batch_invariant
         self.ctx = ctx
         self.memory = llama.llama_get_memory(ctx)
@@ -155,7 +161,7 @@ class StepLoop:
                 log.debug("request %d answered before start (from the result cache, or failed)", index)
                 self._finish_prompt(index)
         if self.prefix_cache is not None:
-            self.prefixes = PrefixPlan(self.prefix_cache, self.ctx, live)
+            self.prefixes = PrefixPlan(self.prefix_cache, self.ctx, live, self.to_continue, self.continuing)
         self.scheduler.add(live)
         can_start = self.prefixes.can_start if self.prefixes else None
         while not self.scheduler.done:

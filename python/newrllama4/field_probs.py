@@ -145,9 +145,10 @@ def with_scored_fields(constraints: list[Optional[Constraint]]) -> list[Optional
 
 # -- the rounds ---------------------------------------------------------------------------
 
-# one engine call: prompts, labels, constraints, sampling, random streams -> completions
-RunLoop = Callable[[list[Any], list[Any], list[Optional[Constraint]], SamplingParams,
-                    Optional[list[np.random.Generator]]], ParallelResult]
+# one engine call: prompts, labels, constraints, sampling, random streams -> completions; with
+# keywords `to_continue` and `continuing` (engine.StepLoop) when the next call goes on from
+# these prompts, or these from the previous call's
+RunLoop = Callable[..., ParallelResult]
 
 
 class Answer:
@@ -170,12 +171,18 @@ def run_rounds(run: RunLoop, prompts: list[Any], labels: list[Any], constraints:
                params: SamplingParams, prompt_tokens: Callable[[Any], list[int]],
                tokenize: Callable[[str], Optional[list[int]]],
                lookup: Callable[[int], Optional[Completion]], store: Callable[[int, Completion], None],
-               report: Callable[[], None]) -> ParallelResult:
+               report: Callable[[], None], window: int) -> ParallelResult:
     """A call whose JSON schemas score fields: the prompts with scored fields in rounds,
     the others in the first round as they are. `lookup` and `store` reach the result
     cache by the prompt's position, `report` counts a prompt done; `prompt_tokens` renders
     a prompt as the engine does, `tokenize` gives the tokens that write a value after its
-    colon (`writing`), None where none do."""
+    colon (`writing`), None where none do.
+
+    The prompts go through their rounds `window` at a time, a window through all its
+    rounds before the next starts: between rounds each of its prompts keeps a snapshot of
+    its KV in the prefix cache (to_continue / continuing), which the next round restores
+    instead of decoding the prompt and the answer so far again, and a window bounds how
+    many snapshots are held at once."""
     n = len(prompts)
     completions: list[Optional[Completion]] = [None] * n
     stats: list[Stats] = []
@@ -184,31 +191,47 @@ def run_rounds(run: RunLoop, prompts: list[Any], labels: list[Any], constraints:
         completions[i] = lookup(i)
         if completions[i] is None and c is not None and c.fields is not None:
             answers[i] = Answer(i, c, params.seed)
-    # round 0: every prompt not in the cache; those with scored fields up to their first value
     first = [i for i in range(n) if completions[i] is None]
-    result = run([prompts[i] for i in first], [labels[i] for i in first],
-                 [_round_constraint(answers[i], 0) if i in answers else constraints[i] for i in first],
-                 params, [sequence_generator(params.seed, i) for i in first])
+    for i in range(n):
+        if completions[i] is not None:
+            report()
+    for start in range(0, len(first), window):
+        indices = first[start:start + window]
+        for i, completion in _window(run, indices, prompts, labels, constraints, answers, params,
+                                     prompt_tokens, tokenize, stats).items():
+            completions[i] = completion
+            if not completion.from_cache and (i not in answers or answers[i].failed is None):
+                store(i, completion)
+            report()
+    return ParallelResult(completions, _combined(stats, params.seed, n, n - len(first), completions))
+
+
+def _window(run: RunLoop, indices: list[int], prompts: list[Any], labels: list[Any],
+            constraints: list[Optional[Constraint]], answers: dict[int, Answer], params: SamplingParams,
+            prompt_tokens: Callable[[Any], list[int]], tokenize: Callable[[str], Optional[list[int]]],
+            stats: list[Stats]) -> dict[int, Completion]:
+    """The completions of the prompts `indices`, through all their rounds."""
+    mine = [answers[i] for i in indices if i in answers]
+    done: dict[int, Completion] = {}
+    # round 0: those with scored fields up to their first value
+    result = run([prompts[i] for i in indices], [labels[i] for i in indices],
+                 [_round_constraint(answers[i], 0) if i in answers else constraints[i] for i in indices],
+                 params, [sequence_generator(params.seed, i) for i in indices], to_continue=bool(mine))
     stats.append(result.stats)
-    for i, completion in zip(first, result):
+    for i, completion in zip(indices, result):
         if i in answers:
             answers[i].prompt = prompt_tokens(prompts[i]) if completion.finish_reason != "error" else []
             answers[i].n_cached = completion.n_cached_tokens
             _take_generated(answers[i], completion, params, 0)
         else:
-            completions[i] = completion if completion.error is None else dataclasses.replace(
+            done[i] = completion if completion.error is None else dataclasses.replace(
                 completion, error=_numbered(completion.error, i))
-    for i in range(n):
-        if completions[i] is not None:
-            if i not in answers and not completions[i].from_cache:
-                store(i, completions[i])
-            report()
-    for k in range(max((len(a.fields.names) for a in answers.values()), default=0)):
-        live = [a for a in answers.values() if a.failed is None and k < len(a.fields.names)]
+    for k in range(max((len(a.fields.names) for a in mine), default=0)):
+        live = [a for a in mine if a.failed is None and k < len(a.fields.names)]
         if not live:
             continue
         scored = run([a.prompt + a.tokens for a in live], [a.fields.texts[k] for a in live], [None] * len(live),
-                     params, [a.generator for a in live])
+                     params, [a.generator for a in live], to_continue=True, continuing=True)
         stats.append(scored.stats)
         for a, completion in zip(live, scored):
             _take_value(a, completion, params, k, tokenize)
@@ -217,19 +240,17 @@ def run_rounds(run: RunLoop, prompts: list[Any], labels: list[Any], constraints:
         if live and budget > 0:
             grammars = [_round_constraint(a, k + 1) for a in live]
             generated = run([a.prompt + a.tokens for a in live], [None] * len(live), grammars,
-                            dataclasses.replace(params, max_tokens=budget), [a.generator for a in live])
+                            dataclasses.replace(params, max_tokens=budget), [a.generator for a in live],
+                            to_continue=any(k + 1 < len(a.fields.names) for a in live), continuing=True)
             stats.append(generated.stats)
             for a, completion in zip(live, generated):
                 _take_generated(a, completion, params, k + 1)
         else:
             for a in live:
                 fail(a, IncompleteOutputError(a.index, "json_schema", len(a.tokens), "length"))
-    for i, a in answers.items():
-        completions[i] = a.failed if a.failed is not None else finished(a)
-        if a.failed is None:
-            store(i, completions[i])
-        report()
-    return ParallelResult(completions, _combined(stats, n, n - len(first), completions))
+    for a in mine:
+        done[a.index] = a.failed if a.failed is not None else finished(a)
+    return done
 
 
 def _round_constraint(a: Answer, k: int) -> Constraint:
@@ -311,16 +332,17 @@ def finished(a: Answer) -> Completion:
     )
 
 
-def _combined(stats: list[Stats], n: int, n_hits: int, completions: list[Completion]) -> Stats:
-    """One call's stats from its rounds'."""
-    total = Stats(seed=stats[0].seed, prompts=n, result_cache_hits=n_hits)
+def _combined(stats: list[Stats], seed: int, n: int, n_hits: int, completions: list[Completion]) -> Stats:
+    """One call's stats from its rounds' (none when the result cache answered every prompt)."""
+    total = Stats(seed=seed, prompts=n, result_cache_hits=n_hits)
     for s in stats:
         for f in ("prompt_tokens", "cached_prompt_tokens", "prefill_seconds", "decode_seconds", "sample_seconds",
                   "request_seconds", "total_seconds", "llama_decode_calls", "decoded_tokens", "retries",
                   "prefix_snapshots", "prefix_copied_bytes"):
             setattr(total, f, getattr(total, f) + getattr(s, f))
         total.peak_active_sequences = max(total.peak_active_sequences, s.peak_active_sequences)
-    total.prefix_cache_bytes, total.prefix_cache_snapshots = stats[-1].prefix_cache_bytes, stats[-1].prefix_cache_snapshots
+    if stats:
+        total.prefix_cache_bytes, total.prefix_cache_snapshots = stats[-1].prefix_cache_bytes, stats[-1].prefix_cache_snapshots
     total.generated_tokens = sum(c.n_tokens for c in completions if not c.from_cache)
     total.failures = sum(c.finish_reason == "error" for c in completions)
     total.close()

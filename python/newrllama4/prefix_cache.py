@@ -27,7 +27,7 @@ cut shorter: a shorter prefix would lack SWA cells it needs.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
@@ -67,6 +67,7 @@ class Snapshot:
     n_tiled: int  # how many of them took the tiled attention kernel (attention.py)
     node: "_Node" = field(repr=False)  # where the tree holds it: the node its tokens end at
     used: int = 0  # when it was last added or restored (PrefixCache._clock): ties go to the latest
+    continued: bool = False  # one prompt's own, kept for the next call to go on from (PrefixPlan)
 
     @property
     def n_tokens(self) -> int:
@@ -191,6 +192,11 @@ class PrefixCache:
                 break
             node = child
         return path
+
+    def prefixes_of(self, tokens: list[int]) -> list[Snapshot]:
+        """The snapshots whose tokens all begin `tokens`."""
+        return [snapshot for shared, node in self._path(tuple(tokens)) if shared == node.depth
+                for snapshot in node.own.values()]
 
     def covers(self, tokens: list[int], n_tiled: int = 0) -> bool:
         """Whether a snapshot restores all of `tokens` (to a prompt whose first `n_tiled` take
@@ -326,9 +332,19 @@ class PrefixPlan:
     copy per row, and filled the cache's budget, with snapshots no later prompt used.
     `snapshots` counts the snapshots taken and kept, `copied_bytes` the bytes copied to
     and from snapshots.
+
+    A caller that goes on from a call's prompts in the next call (the rounds of
+    field_probs.py: each round's prompts are the previous round's, longer) says so:
+    `to_continue`, each prompt keeps a snapshot of itself past all it restores and
+    shares (a label question's prompt: the snapshot its scoring sequences share);
+    `continuing`, the snapshot a prompt restores past the prefixes it shares with other
+    prompts of the call is its own from the previous call, superseded by the one it
+    now takes or no longer needed, and is dropped once the prompt's sequences have
+    started. So a prompt holds one snapshot between calls, not one per call.
     """
 
-    def __init__(self, cache: PrefixCache, ctx: Any, sequences: Iterable[Sequence]):
+    def __init__(self, cache: PrefixCache, ctx: Any, sequences: Iterable[Sequence],
+                 to_continue: bool = False, continuing: bool = False):
         self.cache = cache
         self.ctx = ctx
         self.memory = llama.llama_get_memory(ctx)
@@ -336,7 +352,13 @@ class PrefixPlan:
         self.copied_bytes = 0
         self._paths: dict[Sequence, list[_Prefix]] = {}  # shared prefixes a sequence contains, shortest first
         sequences = list(sequences)
-        self._keep_prompts = cache.keep_prompts or len({s.index for s in sequences}) == 1
+        self._n_sequences = Counter(s.index for s in sequences)  # each prompt's sequences
+        self._to_start = Counter(self._n_sequences)  # and how many of them have yet to start
+        self._to_continue = to_continue
+        self._continuing = continuing
+        self._superseded: dict[int, list[Snapshot]] = {}  # a prompt's own snapshots of the previous call
+        self._question: dict[int, list[int]] = {}  # a label question's prefix to keep (_plan)
+        self._keep_prompts = cache.keep_prompts or to_continue or len(self._n_sequences) == 1
         self._plan(sequences)
 
     def _plan(self, sequences: list[Sequence]) -> None:
@@ -371,12 +393,18 @@ class PrefixPlan:
                     prefix.owner = sequence
                 prefix.prompts.add(sequence.index)
                 prefix.to_start += 1
+        # what to_continue keeps of a label question: the shortest prefix only its sequences share,
+        # its prompt (or more, where every spelling starts the same way), not the spellings' longer ones
+        for prefix in sorted({p for path in self._paths.values() for p in path if len(p.prompts) == 1},
+                             key=lambda p: -len(p.tokens)):
+            self._question[next(iter(prefix.prompts))] = prefix.tokens
 
     def _cached_enough(self, prefix: _Prefix) -> bool:
         """Whether the cache restores a prefix to its last whole block: the few tokens past it
-        are decoded with each prompt rather than make the prompts wait for an owner."""
+        are decoded with each prompt rather than make the prompts wait for an owner. A call
+        `to_continue` wants them whole: the next call restores a label question's prompt."""
         restored = self.cache.lookup(prefix.tokens, len(prefix.tokens), prefix.n_tiled)[1]
-        return restored >= len(prefix.tokens) // BLOCK * BLOCK
+        return restored >= (len(prefix.tokens) if self._to_continue else len(prefix.tokens) // BLOCK * BLOCK)
 
     # -- admission ----------------------------------------------------------------------
 
@@ -387,6 +415,7 @@ class PrefixPlan:
     def start(self, sequence: Sequence) -> None:
         """Restore the longest cached prefix into the sequence's (empty) slot and plan its snapshots."""
         snapshot, n_restored = self.cache.lookup(sequence.tokens, sequence.n_prompt - 1, sequence.n_tiled)
+        self._to_start[sequence.index] -= 1
         if snapshot is not None:
             self.copied_bytes += snapshot.nbytes
             if restore_sequence(self.ctx, snapshot.data, sequence.slot):
@@ -403,12 +432,34 @@ class PrefixPlan:
             prefix.to_start -= 1
             self._drop_if_done(prefix)
         owned = [len(p.tokens) for p in path if p.owner is sequence]
-        if not path and sequence.n_cached == 0 and self._keep_prompts:
+        if self._to_continue and self._n_sequences[sequence.index] == 1:  # (a label question's prompt: its path)
+            # all of its prompt but the last token, which the next call's prompt starts with
+            own = restorable(sequence.n_prompt - 1, sequence.n_tiled, sequence.n_tiled)
+            if own > max([sequence.n_cached] + owned):
+                owned.append(own)
+        elif not path and sequence.n_cached == 0 and self._keep_prompts:
             # as much of its prompt as a later prompt that starts the same way may restore
             own = restorable(sequence.n_prompt - 1, sequence.n_tiled, sequence.n_tiled) // BLOCK * BLOCK
             owned = [own] if own else []
+        if self._continuing:
+            self._superseded.setdefault(sequence.index, []).extend(self._superseded_by(sequence, snapshot, path, owned))
+        if not self._to_start[sequence.index]:
+            for superseded in self._superseded.pop(sequence.index, ()):
+                self.cache.discard(superseded)
         sequence.snapshot_at = owned
         self._mark_awaited(sequence)
+
+    def _superseded_by(self, sequence: Sequence, restored: Optional[Snapshot], path: list[_Prefix],
+                       owned: list[int]) -> list[Snapshot]:
+        """The snapshots of a continuing sequence's prompt from earlier calls, to drop: those
+        kept for it (`continued`, never a prefix prompts share), but this call's, and the
+        one it restored if it goes on with no longer one to replace it (a snapshot whose
+        tiled part ends elsewhere restores nothing of it any more: attention.restorable)."""
+        keep = {id(p.snapshot) for p in path}
+        if restored is not None and self._to_continue and max(owned, default=0) <= sequence.n_cached:
+            keep.add(id(restored))
+        return [s for s in self.cache.prefixes_of(sequence.tokens[:sequence.n_prompt])
+                if s.continued and id(s) not in keep]
 
     # -- after each decode ----------------------------------------------------------------
 
@@ -425,6 +476,8 @@ class PrefixPlan:
             self.copied_bytes += len(data)
             snapshot = self.cache.add(tokens, data, sequence.n_tiled)
             if snapshot is not None:
+                snapshot.continued = self._to_continue and not any(
+                    len(p.tokens) == length and len(p.prompts) > 1 for p in self._paths.get(sequence, ()))
                 self.snapshots += 1
                 log.debug("request %d cached its first %d prompt tokens", sequence.index, length)
         self._release(sequence, length, snapshot)
@@ -446,7 +499,9 @@ class PrefixPlan:
 
     def _drop_if_done(self, prefix: _Prefix) -> None:
         """Drop the snapshot of a prefix that one prompt's sequences share once all have started."""
-        if prefix.snapshot is not None and not prefix.to_start and len(prefix.prompts) == 1 and not self._keep_prompts:
+        if (prefix.snapshot is not None and not prefix.to_start and len(prefix.prompts) == 1
+                and (not self._keep_prompts or self._to_continue
+                     and prefix.tokens != self._question.get(next(iter(prefix.prompts)), prefix.tokens))):
             self.cache.discard(prefix.snapshot)
             prefix.snapshot = None
 
