@@ -11,7 +11,7 @@ from fault_proxy import Fault, FaultProxy
 from newrllama4.remote.dialects import LlamaServer
 from newrllama4.testing import ModelServer
 from test_remote_call import kill_after_first_answer, remote
-from test_result_cache import BASE, OTHER, answers, stored_rows
+from test_result_cache import BASE, OTHER, WITH_ENUM, answers, stored_rows
 
 GREEDY = dict(max_tokens=6, temperature=0)
 
@@ -82,9 +82,10 @@ def test_sampled_answers_are_keyed_by_seed_and_index(tiny_server, tmp_path):
     assert ctx.generate_parallel(prompts, **dict(GREEDY, seed=3), cache=cache).stats.result_cache_hits == 4
 
 
-@pytest.mark.parametrize("argument", sorted(OTHER))
+@pytest.mark.parametrize("argument", sorted(set(OTHER) - {"field_probs"}))
 def test_changing_one_argument_misses(tiny_server, tmp_path, argument):
-    # the arguments test_result_cache checks against generate_parallel's signature
+    # the arguments test_result_cache checks against generate_parallel's signature; field_probs
+    # below, on the one server that scores fields
     cache = tmp_path / "answers.sqlite"
     prompts = random_prompts(3, seed=44, max_words=8)
     ctx = remote(tiny_server.url)
@@ -92,6 +93,19 @@ def test_changing_one_argument_misses(tiny_server, tmp_path, argument):
     assert ctx.generate_parallel(prompts, **BASE, cache=cache).stats.result_cache_hits == 3
     assert ctx.generate_parallel(prompts, **dict(BASE, **{argument: OTHER[argument]}), cache=cache) \
         .stats.result_cache_hits == 0
+
+
+def test_field_probs_misses_on_llama_server(tiny_llama_server, tmp_path):
+    # field_probs changes only the answers to a schema with an enum or a boolean field
+    cache = tmp_path / "answers.sqlite"
+    prompts = random_prompts(3, seed=44, max_words=8)
+    ctx = remote(tiny_llama_server.url)
+    base = dict(BASE, json_schema=WITH_ENUM, max_tokens=40)
+    ctx.generate_parallel(prompts, **base, cache=cache)
+    assert ctx.generate_parallel(prompts, **base, cache=cache).stats.result_cache_hits == 3
+    scored = ctx.generate_parallel(prompts, **dict(base, field_probs=True), cache=cache)
+    assert scored.stats.result_cache_hits == 0 and all(c.field_probs for c in scored)
+    assert ctx.generate_parallel(prompts, **dict(base, field_probs=True), cache=cache).stats.result_cache_hits == 3
 
 
 def test_local_and_remote_answers_never_meet_in_one_file(model, tiny_server, tmp_path):
