@@ -31,7 +31,7 @@ labels_view <- function(data, field, call = caller_env()) {
   clashing <- names(data) == ".label" | names(data) == ".confidence" | startsWith(names(data), ".prob_")
   view <- data[!clashing]
   view$.label <- field_labels(data[[field]])
-  for (value in values) view[[paste0(".prob_", value)]] <- data[[paste0(".prob_", field, "_", value)]]
+  view[paste0(".prob_", values)] <- data[prob_columns]
   view$.confidence <- data[[confidence_column]]
   attr(view, "manifest") <- field_manifest(attr(data, "manifest", exact = TRUE), field)
   attr(view, "order_probs") <- attr(data, "field_order_probs", exact = TRUE)[[field]]
