@@ -56,7 +56,7 @@ def plan_seconds(cache: PrefixCache, prompts: list[list[int]]) -> float:
     import llama_cpp
 
     from newrllama4.attention import tiled_end
-    from newrllama4.prefix_cache import PrefixPlan
+    from newrllama4.prefix_plan import PrefixPlan
     from newrllama4.sequence import Sequence
 
     sequences = [Sequence(i, p, ()) for i, p in enumerate(prompts)]

@@ -24,7 +24,8 @@ from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooL
 from .generation import Progress
 from .labels import LabelPrompt, Labels, score
 from .model import Model
-from .prefix_cache import PrefixCache, PrefixPlan
+from .prefix_cache import PrefixCache
+from .prefix_plan import PrefixPlan
 from .result_cache import CachedCall
 from .results import Completion, ParallelResult, Stats
 from .sampling import BatchSampler, SamplingParams, sequence_generator

@@ -13,7 +13,7 @@ import pytest
 import newrllama4 as nl
 from newrllama4.testing import write_tiny_model
 from conftest import random_prompts
-from test_prefix_cache import grouped_prompts
+from test_prefix_plan import grouped_prompts
 
 SHAPES = {  # head size: (heads, layers, tokens only the model writes)
     16: (4, 3, 37),
