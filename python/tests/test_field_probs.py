@@ -5,6 +5,7 @@ import json
 import pytest
 
 import newrllama4 as nl
+from newrllama4.attention import TILE
 from newrllama4.constraints import check_constraints, text_error
 from newrllama4.errors import IncompleteOutputError
 from newrllama4.field_probs import scored_fields
@@ -81,6 +82,41 @@ def test_fields_on_gemma(gemma):
         assert result.stats.identity_guaranteed
         solo = [ctx.generate_parallel([p], **GREEDY)[0] for p in prompts]
         assert answers(solo) == answers(result)
+
+
+def test_fields_on_gemma_after_a_long_shared_instruction_over_windows(gemma):
+    # the users' case at realistic sizes: an instruction with worked examples of some 250
+    # tokens (whole tiles of the tiled kernel, restored from the prefix cache), 14 texts
+    # through the rounds in windows of 4 x n_seq_max = 12 (one boundary), each round going
+    # on from the prompt's snapshot of the previous one
+    worked = "".join(f"Text: {text}\nJSON: {answer}\n\n" for text, answer in [
+        ("The queen opened the new bridge over the river.",
+         '{"topic": "royalty", "relevant": true, "tone": "queen", "year": 12, "mentions": true}'),
+        ("Wheat prices fell again after the harvest of 1987.",
+         '{"topic": "markets", "relevant": false, "tone": "red", "year": 87, "mentions": false}'),
+        ("The old king and his court rode north through the mountains at dawn.",
+         '{"topic": "history", "relevant": true, "tone": "king", "year": 45, "mentions": true}'),
+        ("Rivers and mountains cover most of the northern region of the country.",
+         '{"topic": "geography", "relevant": false, "tone": "river mountain", "year": 3, "mentions": false}'),
+    ])
+    instruction = ("Code each text as JSON: its topic in a word, whether it is relevant to the monarchy, its "
+                   "tone (king, queen, river mountain, red or re), a year from 0 to 99, and whether it mentions "
+                   "a person.\n\n" + worked)
+    texts = ["The king rode to the river.", "Prices rose by 3% in 1999.", "I love red apples.",
+             "The queen spoke to parliament about the budget.", "A storm crossed the mountains last night.",
+             "The prince visited a school in the north.", "Stocks of copper rose sharply this week.",
+             "Her majesty's ship sailed from the harbour.", "Farmers expect a good harvest this year.",
+             "The crown jewels were shown to visitors again.", "A new road links the two valleys.",
+             "The royal family attended the ceremony.", "Rain is expected over the weekend.",
+             "The king's speech was broadcast at noon."]
+    prompts = [f"{instruction}Text: {text}\nJSON:" for text in texts]
+    assert len(gemma.tokenize(instruction)) > 3 * TILE
+    with nl.Context(gemma, n_ctx=1024, n_seq_max=3) as ctx:
+        result = check_fields_are_labels_on_the_same_prefix(gemma, ctx, prompts)
+        assert result.stats.identity_guaranteed and result.stats.cached_prompt_tokens > 0
+    with nl.Context(gemma, n_ctx=1024, n_seq_max=1) as ctx:
+        solo = [ctx.generate_parallel([p], **GREEDY)[0] for p in (prompts[0], prompts[-1])]
+    assert answers(solo) == [answers(result)[0], answers(result)[-1]]
 
 
 @pytest.mark.parametrize("n_seq_max", [1, 4])
