@@ -1,4 +1,5 @@
-"""The package's modules import each other without a cycle, read from their source (ast)."""
+"""The package's shape: its modules import each other without a cycle, read from their source
+(ast), and none grows past one job's length."""
 
 import ast
 from pathlib import Path
@@ -93,3 +94,11 @@ def test_imports_for_type_checkers_only_are_left_out():
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_module_grows_past_one_job():
+    # a module past ~400 lines has been doing two jobs (issue 31); the test fixtures are one
+    # job of many small parts
+    long = {path.relative_to(PACKAGE).as_posix(): n for path in PACKAGE.rglob("*.py")
+            if path.name != "testing.py" and (n := len(path.read_text().splitlines())) > 420}
+    assert not long
