@@ -453,7 +453,8 @@ add_answer_columns <- function(data, answer, answers, runnable, skipped, labelle
       parsed <- parsed_answers(answers)
       probs <- field_probs(answers)
       for (field in names(answer$fields)) {
-        values <- vapply(parsed, function(p) if (is.null(p)) NA_character_ else as.character(p[[field]]), "")
+        # as the field's probabilities name them (field_codes(): TRUE is "true")
+        values <- vapply(parsed, function(p) if (is.null(p)) NA_character_ else field_codes(p[[field]]), "")
         data[[field]] <- typed_column(answer$fields[[field]], by_row(values, NA_character_))
         allowed <- scored_values(answer$fields[[field]])
         if (is.null(allowed)) next
@@ -463,9 +464,7 @@ add_answer_columns <- function(data, answer, answers, runnable, skipped, labelle
         for (value in allowed) {
           data[[paste0(".prob_", field, "_", value)]] <- by_row(unname(value_probs[, value]), NA_real_)
         }
-        # the value written, as its column is named: TRUE is "true"
-        written <- if (identical(allowed, c("true", "false"))) tolower(values) else values
-        chosen <- unname(value_probs[cbind(seq_along(values), match(written, allowed))])
+        chosen <- unname(value_probs[cbind(seq_along(values), match(values, allowed))])
         data[[paste0(".confidence_", field)]] <- by_row(chosen, NA_real_)
       }
     } else {
