@@ -11,6 +11,7 @@ import pytest
 import newrllama4 as nl
 from conftest import random_prompts
 from fault_proxy import Fault
+from newrllama4.attention import TILE
 from newrllama4.labels import pick_label
 from newrllama4.sampling import sequence_generator
 from newrllama4.constraints import check_constraints, text_error
@@ -220,6 +221,7 @@ FIELD_SCHEMA = {
 # (no integer range: llama-cpp-python's GBNF converter, which makes the server's grammar of
 # the fields between, leaves minimum and maximum out; an answer beyond them fails alone)
 FIELDS = {"relevant": ["true", "false"], "tone": ["king", "queen", "river mountain"]}
+FIELD_TILED_TOLERANCE = 5e-3
 
 
 def test_fields_on_llama_server_have_the_local_probabilities(tiny_llama_server, ctx, model):
@@ -239,9 +241,12 @@ def test_fields_on_llama_server_have_the_local_probabilities(tiny_llama_server, 
             written = [json.dumps(v) if field == "tone" else v for v in values]
             prefix = model.prompt_tokens(prompt) + value_prefix(model, there, field)
             here = ctx.generate(prefix, labels=written, temperature=0)
-            # measured up to 6e-3 on a value after 47 tokens (3.5e-30 after 33): more than labels
-            # after a prompt of that length part by, not yet explained (open); the labels' SmolLM2 bound
-            tolerance = SMOLLM2_TOLERANCE
+            # as labels after a prompt under a tile (TINY_TOLERANCE; measured 2.8e-7). A longer
+            # prefix may be prefilled in one chunk of 64 rows or more, the tiled kernel, where a
+            # scoring request lands on a slot that does not hold it (four slots, six requests
+            # per value): measured up to 1.7e-3 then, 1e-7 with one slot or in chunks under a tile
+            tolerance = TINY_TOLERANCE if len(prefix) < TILE else FIELD_TILED_TOLERANCE
+            assert not any(model.is_eog(t) for t in there.tokens)  # llama-server's EOS left out
             difference = max(abs(there.field_probs[field][v] - here.choice_probs[w]) for v, w in zip(values, written))
             print(f"{field}: {len(prefix)} tokens, |server - local| = {difference:.1e}")
             assert difference < tolerance

@@ -64,6 +64,12 @@ async def scored_answer(scoring: LabelScoring, prompt: Any, index: int, constrai
             "seed": seed, **_sampling(params),
         })
         tokens = [int(t) for t in answer["tokens"]]
+        if tokens and (answer.get("stop_type") == "eos" or answer.get("stopped_eos")):
+            # llama-server returns the end-of-generation token it stopped on (its
+            # process_token keeps every sampled token before checking for one), which is
+            # no part of the answer: the values are scored, and the next round goes on,
+            # right after the text, as locally
+            tokens.pop()
         a.tokens += tokens
         a.text += answer["content"]
         if answer.get("stop_type") == "limit" or answer.get("stopped_limit"):
