@@ -36,11 +36,12 @@ log = logging.getLogger("newrllama4")
 
 Prompt = Any  # str, a list of token ids, or chat messages
 
-# How many prompts a call turns into sequences at a time. A call then holds the tokens
-# and sequences of one window, whatever its rows (100,000 prompts all at once took
-# 2.3 GB on the tiny model, 22 KB a row); the slots drain at each window's end, a few
-# steps in thousands. Shared prefixes carry over through the prefix cache.
-WINDOW = 4096
+# How many prompts a call turns into sequences at a time, per slot. A call then holds the
+# tokens and sequences of one window (some 20 KB a row on the tiny model: 100,000 prompts
+# at once took 2.3 GB), so its memory follows n_seq_max, not its rows; the slots drain at
+# each window's end, a step or two in a window's 64 rounds of prompts. Shared prefixes
+# carry over through the prefix cache.
+WINDOW_PER_SLOT = 64
 
 
 class StepLoop:
@@ -124,8 +125,9 @@ class StepLoop:
         self.completions = [None] * len(prompts)
         self._n_total = self.stats.prompts = len(prompts)
         try:
-            for first in range(0, len(prompts), WINDOW):
-                self._run_window(range(first, min(len(prompts), first + WINDOW)), prompts, labels, constraints)
+            window = WINDOW_PER_SLOT * self.scheduler.n_slots
+            for first in range(0, len(prompts), window):
+                self._run_window(range(first, min(len(prompts), first + window)), prompts, labels, constraints)
         finally:
             self._release_all()
         if self.prefix_cache is not None:

@@ -166,15 +166,15 @@ def test_llama_cpp_log_lines_are_silent_by_default(tiny_model_path, capfd):
 
 
 def test_a_call_longer_than_a_window_gives_what_one_window_gives(ctx, monkeypatch, tmp_path):
-    """A call runs its prompts a window at a time (engine.WINDOW), so that its memory does not
-    grow with its rows: answers, probabilities, progress and counters are those of one window."""
+    """A call runs its prompts a window at a time (engine.WINDOW_PER_SLOT x n_seq_max), so that
+    its memory does not grow with its rows: answers, probabilities, progress and counters are those of one window."""
     import newrllama4.engine as engine
 
     prompts = random_prompts(11, seed=12) + [""]
     labelled = [None, ["yes", "no"]] * 6
     arguments = dict(max_tokens=6, temperature=0, labels=labelled)
     whole = ctx.generate_parallel(prompts, **arguments)
-    monkeypatch.setattr(engine, "WINDOW", 4)
+    monkeypatch.setattr(engine, "WINDOW_PER_SLOT", 1)  # windows of 4 prompts (n_seq_max = 4)
     seen = []
     windowed = ctx.generate_parallel(prompts, on_progress=lambda done, total: seen.append((done, total)), **arguments)
     assert [c.text for c in windowed] == [c.text for c in whole]
