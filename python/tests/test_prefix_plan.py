@@ -197,6 +197,32 @@ def test_a_prompt_that_shares_nothing_leaves_a_snapshot_only_when_asked(model):
     assert reasked.stats.prefix_snapshots == 0 and reasked.stats.prefix_copied_bytes == kept.stats.prefix_copied_bytes
 
 
+def test_an_opening_that_few_texts_share_past_the_instruction_is_not_kept_after_the_call(model):
+    # near-duplicate texts (pairs sharing an opening line) after one instruction: each pair's
+    # opening is decoded once and restored by the other text, then dropped, where the
+    # instruction and an opening that many texts share stay for later calls (and every
+    # opening when keep_prompts asks for them)
+    rng = random.Random(4)
+    instruction = "Say whether the text is about the sea. " * 4
+    openings = [" ".join(rng.choice(WORDS) for _ in range(8)) for _ in range(5)]
+    texts = [f"{o} then {rng.choice(WORDS)}" for o in openings for _ in range(2)]
+    texts += [f"{openings[0]} and so {w}" for w in WORDS[:3]]  # five texts share the first opening
+    prompts = [f"{instruction}Text: {t}" for t in texts]
+    with nl.Context(model, n_ctx=512, n_seq_max=3) as ctx:
+        reference = run(model, prompts, n_seq_max=1, prefix_cache=False, max_tokens=4)
+        first = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
+        kept = sorted(len(s.tokens) for s in ctx._prefix_cache._lru.values())
+        ctx._prefix_cache.keep_prompts = True
+        ctx._prefix_cache.clear()
+        asked = ctx.generate_parallel(prompts, max_tokens=4, temperature=0)
+        all_kept = len(ctx._prefix_cache)
+    assert tokens(first) == tokens(asked) == tokens(reference)
+    assert first.stats.prefix_snapshots == 6  # the instruction, then each opening
+    n_instruction = len(model.tokenize(f"{instruction}Text: "))
+    assert len(kept) == 2 and n_instruction - BLOCK < kept[0] <= n_instruction < kept[1]
+    assert all_kept >= 6  # every opening
+
+
 def test_the_bytes_copied_are_the_snapshots_taken_and_restored(model):
     with nl.Context(model, n_ctx=512, n_seq_max=4) as ctx:
         cold = ctx.generate_parallel(PROMPTS[:12], max_tokens=2, temperature=0)
