@@ -12,9 +12,9 @@ stays put) of new prompts of the same kind, at each N.
 `engine`: `generate_parallel` with labels (yes/no), `n_seq_max=16`, over N prompts of one
 instruction and a text each: ms per row, the engine's overhead share of the wall time
 (Stats.overhead_seconds: its Python work), snapshots taken, bytes copied to and from
-snapshots per row, and the process's peak RSS. CPU ms per row (every thread of the
-process) is the figure to compare on a shared machine, where other work inflates wall
-time. Texts are `distinct` (one sentence each) or `near-duplicate` (pairs sharing an opening line, as retweets or wire stories do).
+snapshots per row, the process's peak RSS, and the memory the returned answers hold.
+CPU ms per row (every thread of the process) is the figure to compare on a shared
+machine, where other work inflates wall time. Texts are `distinct` (one sentence each) or `near-duplicate` (pairs sharing an opening line, as retweets or wire stories do).
 The tiny random-weight model (newrllama4.testing, byte-level vocabulary) by default, or
 `--model gemma3-270m`; `--prefix-cache-mb` sets the cache's budget. One size per process
 when peak RSS matters (`--sizes 1000`), since peak RSS only grows.
@@ -123,6 +123,27 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
 
 
+def deep_mb(value: object) -> float:
+    """The memory a value holds, following its containers and objects (each object once):
+    the returned answers, which the issue's memory bound leaves out."""
+    seen: set[int] = set()
+    pending, total = [value], 0
+    while pending:
+        v = pending.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        total += sys.getsizeof(v)
+        if isinstance(v, dict):
+            pending.extend(v.keys())
+            pending.extend(v.values())
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            pending.extend(v)
+        elif hasattr(v, "__dict__"):
+            pending.append(vars(v))
+    return total / 2**20
+
+
 def engine(model_name: str, sizes: list[int], kind: str, prefix_cache_mb: float, threads: int,
            n_seq_max: int) -> None:
     import inspect
@@ -140,7 +161,7 @@ def engine(model_name: str, sizes: list[int], kind: str, prefix_cache_mb: float,
             print(f"{model_name}, {kind} texts, n_seq_max={n_seq_max}, prefix_cache_mb={prefix_cache_mb:g}, "
                   f"{threads} threads; labels yes/no")
             print(f"{'rows':>7} {'ms/row':>7} {'CPU ms/row':>10} {'overhead':>9} {'snapshots':>9} {'in cache':>8} "
-                  f"{'KB copied/row':>13} {'restored':>8} {'peak RSS MB':>11}", flush=True)
+                  f"{'KB copied/row':>13} {'restored':>8} {'peak RSS MB':>11} {'answers MB':>10}", flush=True)
             for n in sizes:
                 prompts = [f"{INSTRUCTION}Sentence: {t}\nAnswer:" for t in texts(n, kind)]
                 n_ctx = max(len(model.tokenize(p)) for p in prompts) + 16
@@ -151,14 +172,16 @@ def engine(model_name: str, sizes: list[int], kind: str, prefix_cache_mb: float,
                     labels = {"labels" if "labels" in params else "choices": ["yes", "no"]}
                     ctx.generate_parallel(["warm-up"], max_tokens=1)
                     cpu_started = time.process_time()
-                    stats = ctx.generate_parallel(prompts, **labels).stats
+                    result = ctx.generate_parallel(prompts, **labels)
                     cpu = time.process_time() - cpu_started
+                    stats = result.stats
                 print(f"{n:>7} {stats.total_seconds / n * 1e3:>7.1f} {cpu / n * 1e3:>10.1f} "
                       f"{stats.overhead_seconds / stats.total_seconds:>9.1%} {stats.prefix_snapshots:>9} "
                       # (NaN from an engine older than these counters, for a comparison)
                       f"{getattr(stats, 'prefix_cache_snapshots', nan):>8} "
                       f"{getattr(stats, 'prefix_copied_bytes', nan) / n / 1024:>13.1f} "
-                      f"{stats.cached_prompt_tokens / stats.prompt_tokens:>8.0%} {peak_rss_mb():>11.0f}",
+                      f"{stats.cached_prompt_tokens / stats.prompt_tokens:>8.0%} {peak_rss_mb():>11.0f} "
+                      f"{deep_mb(list(result)):>10.1f}",
                       flush=True)
 
 
