@@ -12,12 +12,14 @@ stays put) of new prompts of the same kind, at each N.
 `engine`: `generate_parallel` with labels (yes/no), `n_seq_max=16`, over N prompts of one
 instruction and a text each: ms per row, the engine's overhead share of the wall time
 (Stats.overhead_seconds: its Python work), snapshots taken, bytes copied to and from
-snapshots per row, the process's peak RSS, and the memory the returned answers hold.
-CPU ms per row (every thread of the process) is the figure to compare on a shared
-machine, where other work inflates wall time. Texts are `distinct` (one sentence each) or `near-duplicate` (pairs sharing an opening line, as retweets or wire stories do).
-The tiny random-weight model (newrllama4.testing, byte-level vocabulary) by default, or
-`--model gemma3-270m`; `--prefix-cache-mb` sets the cache's budget. One size per process
-when peak RSS matters (`--sizes 1000`), since peak RSS only grows.
+snapshots per row, the process's peak RSS, and the memory the prompts given and the
+answers returned hold. CPU ms per row (every thread of the process) is the figure to
+compare on a shared machine, where other work inflates wall time. Texts are `distinct`
+(one sentence each) or `near-duplicate` (pairs sharing an opening line, as retweets or
+wire stories do). The tiny random-weight model (newrllama4.testing, byte-level
+vocabulary) by default, or `--model gemma3-270m`; `--prefix-cache-mb` sets the cache's
+budget. Sizes run smallest first in one process, so each peak RSS is that size's own
+(peak RSS only grows).
 
 Usage:
   python bench_scale.py micro [--sizes 1000 10000 100000] [--ops 200]
@@ -125,7 +127,7 @@ def peak_rss_mb() -> float:
 
 def deep_mb(value: object) -> float:
     """The memory a value holds, following its containers and objects (each object once):
-    the returned answers, which the issue's memory bound leaves out."""
+    the prompts given and the answers returned, which the issue's memory bound leaves out."""
     seen: set[int] = set()
     pending, total = [value], 0
     while pending:
@@ -161,7 +163,8 @@ def engine(model_name: str, sizes: list[int], kind: str, prefix_cache_mb: float,
             print(f"{model_name}, {kind} texts, n_seq_max={n_seq_max}, prefix_cache_mb={prefix_cache_mb:g}, "
                   f"{threads} threads; labels yes/no")
             print(f"{'rows':>7} {'ms/row':>7} {'CPU ms/row':>10} {'overhead':>9} {'snapshots':>9} {'in cache':>8} "
-                  f"{'KB copied/row':>13} {'restored':>8} {'peak RSS MB':>11} {'answers MB':>10}", flush=True)
+                  f"{'KB copied/row':>13} {'restored':>8} {'peak RSS MB':>11} {'prompts MB':>10} {'answers MB':>10}",
+                  flush=True)
             for n in sizes:
                 prompts = [f"{INSTRUCTION}Sentence: {t}\nAnswer:" for t in texts(n, kind)]
                 n_ctx = max(len(model.tokenize(p)) for p in prompts) + 16
@@ -181,7 +184,7 @@ def engine(model_name: str, sizes: list[int], kind: str, prefix_cache_mb: float,
                       f"{getattr(stats, 'prefix_cache_snapshots', nan):>8} "
                       f"{getattr(stats, 'prefix_copied_bytes', nan) / n / 1024:>13.1f} "
                       f"{stats.cached_prompt_tokens / stats.prompt_tokens:>8.0%} {peak_rss_mb():>11.0f} "
-                      f"{deep_mb(list(result)):>10.1f}",
+                      f"{deep_mb(prompts):>10.1f} {deep_mb(list(result)):>10.1f}",
                       flush=True)
 
 
