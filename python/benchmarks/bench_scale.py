@@ -18,8 +18,8 @@ compare on a shared machine, where other work inflates wall time. Texts are `dis
 (one sentence each) or `near-duplicate` (pairs sharing an opening line, as retweets or
 wire stories do). The tiny random-weight model (newrllama4.testing, byte-level
 vocabulary) by default, or `--model gemma3-270m`; `--prefix-cache-mb` sets the cache's
-budget. Sizes run smallest first in one process, so each peak RSS is that size's own
-(peak RSS only grows).
+budget. The sizes run in one process in the order given; peak RSS only grows, so a
+size's figure is its own only when it is the largest so far.
 
 Usage:
   python bench_scale.py micro [--sizes 1000 10000 100000] [--ops 200]
