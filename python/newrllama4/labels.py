@@ -32,7 +32,14 @@ def check_labels(labels: Any, n_prompts: int, name: str = "labels") -> list[Opti
     """Each prompt's labels (or None): `labels` is None, one list of labels for every
     prompt, or a list with one list of labels (or None) per prompt. `name` is the
     argument's, as the caller passed it."""
-    return [None if value is None else _checked_labels(argument, value)
+    checked: dict[int, Labels] = {}  # by the list given: labels given once are one tuple, not one per prompt
+
+    def one(argument: str, value: Any) -> Labels:
+        if id(value) not in checked:
+            checked[id(value)] = _checked_labels(argument, value)
+        return checked[id(value)]
+
+    return [None if value is None else one(argument, value)
             for argument, value in per_prompt(name, labels, n_prompts, _is_label_list, "a list of labels")]
 
 

@@ -8,6 +8,7 @@ import pytest
 
 import newrllama4 as nl
 from newrllama4._llama import TokenBatch
+from newrllama4.labels import check_labels
 from conftest import random_prompts
 
 LABELS = ["king", "queen", "river mountain", "red", "re"]  # multi-token, and "re" a prefix of "red"
@@ -118,3 +119,10 @@ def test_choices_is_the_deprecated_name_of_labels(ctx):
     assert caught.value.argument == "choices"  # named as the caller (the R package, for now) passed it
     with pytest.warns(DeprecationWarning), pytest.raises(nl.InvalidArgumentError, match="one argument"):
         ctx.generate_parallel(PROMPTS[:2], choices=LABELS, labels=LABELS)
+
+
+def test_labels_given_once_are_one_tuple_for_every_prompt():
+    # a call of 100,000 prompts holds one copy of its labels, not one per prompt
+    once = check_labels(["yes", "no"], 4)
+    assert once == [("yes", "no")] * 4 and all(labels is once[0] for labels in once)
+    assert check_labels([["a", "b"], None, ["c", "d"]], 3) == [("a", "b"), None, ("c", "d")]
