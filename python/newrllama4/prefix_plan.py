@@ -17,14 +17,14 @@ import llama_cpp as llama
 import numpy as np
 
 from ._llama import restore_sequence, snapshot_sequence
-from .attention import restorable
+from .attention import TILE, restorable
 from .prefix_cache import BLOCK, PrefixCache, Snapshot
 from .sequence import Sequence
 
 log = logging.getLogger("newrllama4")
 
-# A prefix past an instruction that at least this many of a call's prompts share is kept
-# for later calls (PrefixPlan): fewer share a text's opening by chance.
+# A short prefix past an instruction that at least this many of a call's prompts share is
+# kept for later calls (PrefixPlan): fewer share a text's opening by chance.
 KEEP_SHARED = 4
 
 
@@ -75,14 +75,14 @@ class PrefixPlan:
     A snapshot costs a copy of the KV cells it holds, and each restore another, and what
     the cache keeps it keeps in memory, so the plan keeps only snapshots a later prompt
     can use: the prefixes that prompts of the call share, for the call, and after it
-    those that begin the prompts holding them (no shorter shared prefix before them: an
-    instruction) or that many share (`KEEP_SHARED`). An instruction comes again in later
-    calls; a text's opening that a few texts after it happen to share seldom does (a
-    near-duplicate corpus kept a snapshot per pair, 1.6 GB after 5,000 rows of Gemma). A
-    prefix shared by few past an instruction, or that only one prompt's sequences share
-    (the prompt of a label question, which its scoring sequences restore), is dropped
-    once the last of them has started; a sequence that shares nothing and restores
-    nothing leaves no snapshot of its prompt.
+    all but the openings: a prefix that few prompts share (under `KEEP_SHARED`) and that
+    adds less than a tile (TILE tokens) to a shorter shared prefix. An instruction, or
+    worked examples after it, come again in later calls; a text's opening line that a
+    few texts after the instruction happen to share seldom does (a near-duplicate corpus
+    kept a snapshot per pair, 1.6 GB after 5,000 rows of Gemma). Such an opening, or a
+    prefix that only one prompt's sequences share (the prompt of a label question,
+    which its scoring sequences restore), is dropped once the last of them has started;
+    a sequence that shares nothing and restores nothing leaves no snapshot of its prompt.
     Both are kept for later calls when the call has one prompt (calls of one prompt can
     share only across calls: a chat, a loop) or the cache's `keep_prompts` asks for it
     (workloads that send the same texts again): a call of many distinct texts took one
@@ -115,7 +115,7 @@ class PrefixPlan:
         self._continuing = continuing
         self._superseded: dict[int, list[Snapshot]] = {}  # a prompt's own snapshots of the previous call
         self._question: dict[int, list[int]] = {}  # a label question's prefix to keep (_plan)
-        self._first: set[_Prefix] = set()  # shared prefixes with none shorter before them (_plan)
+        self._openings: set[_Prefix] = set()  # shared prefixes a little past a shorter one (_plan)
         self._keep_prompts = cache.keep_prompts or to_continue or len(self._n_sequences) == 1
         self._plan(sequences)
 
@@ -151,7 +151,8 @@ class PrefixPlan:
                     prefix.owner = sequence
                 prefix.prompts.add(sequence.index)
                 prefix.to_start += 1
-        self._first.update(path[0] for path in self._paths.values() if path)
+        self._openings.update(longer for path in self._paths.values() for shorter, longer in zip(path, path[1:])
+                              if len(longer.tokens) - len(shorter.tokens) < TILE)
         # what to_continue keeps of a label question: the shortest prefix only its sequences share,
         # its prompt (or more, where every spelling starts the same way), not the spellings' longer ones
         for prefix in sorted({p for path in self._paths.values() for p in path if len(p.prompts) == 1},
@@ -265,7 +266,7 @@ class PrefixPlan:
             drop = not self._keep_prompts or self._to_continue and \
                 prefix.tokens != self._question.get(next(iter(prefix.prompts)), prefix.tokens)
         else:
-            drop = not self._keep_prompts and len(prefix.prompts) < KEEP_SHARED and prefix not in self._first
+            drop = not self._keep_prompts and len(prefix.prompts) < KEEP_SHARED and prefix in self._openings
         if drop:
             self.cache.discard(prefix.snapshot)
             prefix.snapshot = None

@@ -204,7 +204,7 @@ def test_an_opening_that_few_texts_share_past_the_instruction_is_not_kept_after_
     # opening when keep_prompts asks for them)
     rng = random.Random(4)
     instruction = "Say whether the text is about the sea. " * 4
-    openings = [" ".join(rng.choice(WORDS) for _ in range(8)) for _ in range(5)]
+    openings = [" ".join(rng.choice(WORDS) for _ in range(5)) for _ in range(5)]  # under a tile
     texts = [f"{o} then {rng.choice(WORDS)}" for o in openings for _ in range(2)]
     texts += [f"{openings[0]} and so {w}" for w in WORDS[:3]]  # five texts share the first opening
     prompts = [f"{instruction}Text: {t}" for t in texts]
