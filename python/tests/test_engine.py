@@ -188,3 +188,25 @@ def test_a_call_longer_than_a_window_gives_what_one_window_gives(ctx, monkeypatc
     ctx.generate_parallel(prompts, cache=cache, **arguments)
     again = ctx.generate_parallel(prompts, cache=cache, **arguments)
     assert again.stats.result_cache_hits == 11 and [c.text for c in again] == [c.text for c in whole]
+
+
+def test_windows_on_gemma_after_a_long_shared_instruction(gemma, monkeypatch):
+    # the users' case at realistic sizes across window boundaries: an instruction of some
+    # 300 tokens, restored from the prefix cache in every window, labels scored and text
+    # generated, each answer what the call in one window gives it (windows of 2 prompts)
+    import newrllama4.engine as engine
+
+    instruction = "Decide whether each sentence below is about the weather. " * 30
+    texts = ["It rained all day.", "The bank raised its rates.", "Snow fell on the hills.",
+             "She read a long novel.", "A storm is coming.", "Prices of wheat went up.", "The sun came out."]
+    prompts = [f"{instruction}\nSentence: {t}\nAnswer:" for t in texts]
+    assert len(gemma.tokenize(prompts[0])) > 256
+    arguments = dict(max_tokens=4, temperature=0, labels=[["yes", "no"], None] * 3 + [["yes", "no"]])
+    with nl.Context(gemma, n_ctx=512, n_seq_max=2) as ctx:
+        whole = ctx.generate_parallel(prompts, **arguments)
+    monkeypatch.setattr(engine, "WINDOW_PER_SLOT", 1)
+    with nl.Context(gemma, n_ctx=512, n_seq_max=2) as ctx:
+        windowed = ctx.generate_parallel(prompts, **arguments)
+    assert [c.text for c in windowed] == [c.text for c in whole]
+    assert [c.choice_probs for c in windowed] == [c.choice_probs for c in whole]
+    assert windowed.stats.identity_guaranteed and windowed.stats.cached_prompt_tokens > 0
