@@ -1,14 +1,14 @@
-# agreement() of several annotators (models, prompts, coders) against one gold
+# agreement() of several annotators (models, prompts, coders) against one truth
 # coding: each annotator's agreement, side by side, and how the annotators
 # agree with each other.
 
-agreement_of_annotators <- function(predicted, gold, conf_level, n_boot, seed, call = caller_env()) {
-  check_annotators(predicted, gold, call)
+agreement_of_annotators <- function(predicted, truth, level, n_boot, seed, call = caller_env()) {
+  check_annotators(predicted, truth, call)
   each <- lapply(stats::setNames(nm = names(predicted)), function(annotator) {
     withCallingHandlers(
-      agreement(predicted[[annotator]], gold, conf_level = conf_level, n_boot = n_boot, seed = seed),
+      agreement(predicted[[annotator]], truth, level = level, n_boot = n_boot, seed = seed),
       newrllama4_error_invalid_argument = function(e) {
-        abort_invalid("Annotator {.val {annotator}} of {.arg predicted} cannot be compared with {.arg gold}.",
+        abort_invalid("Annotator {.val {annotator}} of {.arg predicted} cannot be compared with {.arg truth}.",
                       "predicted", call, parent = e)
       }
     )
@@ -18,15 +18,15 @@ agreement_of_annotators <- function(predicted, gold, conf_level, n_boot, seed, c
       annotators = annotators_table(each),
       pairwise = pairwise_agreement(predicted),
       each = each,
-      conf_level = conf_level,
+      level = level,
       n_boot = n_boot,
       seed = seed
     ),
-    class = "newrllama_agreements"
+    class = "newrllama4_agreements"
   )
 }
 
-check_annotators <- function(predicted, gold, call) {
+check_annotators <- function(predicted, truth, call) {
   if (length(predicted) == 0 || !rlang::is_named(predicted) || anyDuplicated(names(predicted))) {
     abort_invalid(c(
       "{.arg predicted} must be a label vector, or a data frame or a list of them with one distinct name per annotator.",
@@ -35,9 +35,9 @@ check_annotators <- function(predicted, gold, call) {
   }
   for (annotator in names(predicted)) {
     labels <- predicted[[annotator]]
-    if (!is.factor(labels) && !is.character(labels) || length(labels) != length(gold)) {
+    if (!is.factor(labels) && !is.character(labels) || length(labels) != length(truth)) {
       abort_invalid(
-        "Annotator {.val {annotator}} of {.arg predicted} must be {length(gold)} label{?s} (a factor or character vector, as {.arg gold}), not {.obj_type_friendly {labels}}.",
+        "Annotator {.val {annotator}} of {.arg predicted} must be {length(truth)} label{?s} (a factor or character vector, as {.arg truth}), not {.obj_type_friendly {labels}}.",
         "predicted", call
       )
     }
@@ -76,7 +76,7 @@ pairwise_agreement <- function(predicted) {
 }
 
 #' @export
-as.data.frame.newrllama_agreements <- function(x, ...) {
+as.data.frame.newrllama4_agreements <- function(x, ...) {
   rows <- lapply(names(x$each), function(annotator) {
     data.frame(annotator = annotator, n = x$each[[annotator]]$n, x$each[[annotator]]$metrics)
   })
@@ -84,7 +84,7 @@ as.data.frame.newrllama_agreements <- function(x, ...) {
 }
 
 #' @export
-format.newrllama_agreements <- function(x, digits = 3, ...) {
+format.newrllama4_agreements <- function(x, digits = 3, ...) {
   table <- data.frame(annotator = x$annotators$annotator, n = x$annotators$n)
   for (metric in names(metric_names)) {
     estimate <- format_figure(x$annotators[[metric]], digits)
@@ -100,7 +100,7 @@ format.newrllama_agreements <- function(x, digits = 3, ...) {
   names(pairwise) <- c("annotator", "annotator", "n", "agreement", "Krippendorff's alpha")
   n_annotators <- nrow(x$annotators)
   c(
-    cli::format_inline("{.cls newrllama_agreements}: {n_annotators} annotator{?s} against one gold coding"),
+    cli::format_inline("{.cls newrllama4_agreements}: {n_annotators} annotator{?s} against one hand coding"),
     "",
     utils::capture.output(print(table, right = FALSE, row.names = FALSE)),
     cli::col_grey(bootstrap_note(x)),
@@ -112,27 +112,27 @@ format.newrllama_agreements <- function(x, digits = 3, ...) {
 }
 
 #' @export
-print.newrllama_agreements <- function(x, ...) print_lines(x, ...)
+print.newrllama4_agreements <- function(x, ...) print_lines(x, ...)
 
 #' Metrics of several annotators, side by side
 #'
 #' One panel per metric, one row per annotator: the estimate as a point and
 #' its bootstrap interval as a line.
 #'
-#' Needs the ggplot2 package, as [plot.newrllama_agreement()] does.
+#' Needs the ggplot2 package, as [plot.newrllama4_agreement()] does.
 #'
 #' @param x The value of [agreement()] with several annotators.
 #' @param ... Not used.
 #' @return A ggplot object.
 #' @export
 #' @examples
-#' gold <- c("pos", "pos", "neg", "neg", "neutral", "neutral", "pos", "neg")
+#' truth <- c("pos", "pos", "neg", "neg", "neutral", "neutral", "pos", "neg")
 #' annotators <- list(a = c("pos", "pos", "neg", "pos", "neutral", "pos", "pos", "neg"),
 #'                    b = c("pos", "neg", "neg", "neg", "neutral", "neutral", "neg", "neg"))
 #' if (requireNamespace("ggplot2", quietly = TRUE)) {
-#'   plot(agreement(annotators, gold, n_boot = 200, seed = 1))
+#'   plot(agreement(annotators, truth, n_boot = 200, seed = 1))
 #' }
-plot.newrllama_agreements <- function(x, ...) {
+plot.newrllama4_agreements <- function(x, ...) {
   rlang::check_installed("ggplot2", reason = "to plot agreement.")
   points <- as.data.frame(x)
   points$metric <- factor(metric_names[points$metric], levels = metric_names)
@@ -142,7 +142,7 @@ plot.newrllama_agreements <- function(x, ...) {
                             colour = "grey40", linewidth = 0.8) +
     ggplot2::geom_point(size = 2.5, colour = "#08519c", na.rm = TRUE) +
     ggplot2::facet_wrap(ggplot2::vars(.data$metric), nrow = 1) +
-    ggplot2::labs(x = if (x$n_boot > 0) sprintf("Estimate and %s%% interval", format(100 * x$conf_level)) else "Estimate",
-                  y = NULL, title = "Agreement with the gold labels") +
+    ggplot2::labs(x = if (x$n_boot > 0) sprintf("Estimate and %s%% interval", format(100 * x$level)) else "Estimate",
+                  y = NULL, title = "Agreement with the hand-coded labels") +
     ggplot2::theme_minimal()
 }

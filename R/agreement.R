@@ -1,19 +1,19 @@
-# agreement(): how well predicted labels match gold (human-coded) labels.
+# agreement(): how well predicted labels match labels coded by people (the truth).
 #
 # Every figure is a function of the confusion matrix, so the estimates and each
 # bootstrap replicate are computed from one: a replicate resamples the pairs,
 # tabulates their cells and recomputes the four metrics.
 
-#' Agreement of predicted labels with gold labels
+#' Agreement of predicted labels with hand-coded labels
 #'
 #' Compares labels from a model (such as the `.label` column of an annotated
-#' data frame) with gold labels coded by people, pair by pair: accuracy,
+#' data frame) with the labels coded by people (`truth`), pair by pair: accuracy,
 #' macro-F1, Cohen's kappa and Krippendorff's alpha, each with a bootstrap
 #' confidence interval, the confusion matrix, and precision, recall and F1 for
 #' each label.
 #'
 #' @section Labels:
-#' The labels are the levels of `gold` then those of `predicted` (for factors,
+#' The labels are the levels of `truth` then those of `predicted` (for factors,
 #' in their level order), then any other label found in a complete pair, in
 #' alphabetical order (C locale). A level of a factor is a label even when no
 #' pair uses it: it gets a row and a column of zeros in the confusion matrix.
@@ -24,21 +24,21 @@
 #' @section Missing labels:
 #' A pair with `NA` on either side is left out of every figure, and counted:
 #' the result reports how many pairs were dropped, how many of them lack a
-#' prediction and how many lack a gold label (a failed row of an annotation has
+#' prediction and how many lack a hand-coded label (a failed row of an annotation has
 #' a missing prediction). To count a failed prediction as an error instead,
 #' give it a label of its own first, for example
 #' `replace(as.character(predicted), is.na(predicted), "(failed)")`.
 #'
 #' @section Metrics:
-#' With \eqn{n} complete pairs, \eqn{n_{ij}} of them with gold label \eqn{i}
+#' With \eqn{n} complete pairs, \eqn{n_{ij}} of them with hand-coded label \eqn{i}
 #' and predicted label \eqn{j}, and row and column totals \eqn{g_i} and
 #' \eqn{p_j}:
 #' * **Accuracy**: the share of pairs that agree, \eqn{\sum_i n_{ii} / n}.
 #' * **Per label**: precision \eqn{n_{ii} / p_i} (`NA` for a label never
 #'   predicted), recall \eqn{n_{ii} / g_i} (`NA` for a label absent from the
-#'   gold labels) and F1 \eqn{2 n_{ii} / (g_i + p_i)}, the harmonic mean of the
+#'   hand-coded labels) and F1 \eqn{2 n_{ii} / (g_i + p_i)}, the harmonic mean of the
 #'   two. F1 is therefore 0, not `NA`, for a label that is never predicted but
-#'   occurs in the gold labels, or the reverse; it is `NA` only for a label
+#'   occurs in the hand-coded labels, or the reverse; it is `NA` only for a label
 #'   that no pair uses on either side.
 #' * **Macro-F1**: the mean F1 over the labels that at least one pair uses,
 #'   on either side: each label counts equally, however rare.
@@ -59,35 +59,35 @@
 #' Percentile bootstrap intervals: `n_boot` times, `n` pairs are drawn with
 #' replacement from the complete pairs and the metrics recomputed; the bounds
 #' are the quantiles of those replicates at \eqn{(1 - c)/2} and
-#' \eqn{(1 + c)/2}, with \eqn{c} the `conf_level`: 2.5% and 97.5% for 0.95
+#' \eqn{(1 + c)/2}, with \eqn{c} the `level`: 2.5% and 97.5% for 0.95
 #' (replicates where a metric is undefined are left out for that metric). With
 #' few pairs or rare labels the intervals are wide, which is the point: they
 #' show how much a figure from a small hand-coded sample can be trusted.
 #'
 #' @section Several annotators:
 #' Give `predicted` as a data frame or a named list of label vectors (models,
-#' prompts, human coders), each compared with the one `gold`: the result, of
-#' class `newrllama_agreements`, has one row per annotator in `annotators`
+#' prompts, human coders), each compared with the one `truth`: the result, of
+#' class `newrllama4_agreements`, has one row per annotator in `annotators`
 #' (`n`, then each metric's estimate and its interval bounds, such as
 #' `accuracy`, `accuracy_lower`, `accuracy_upper`), the agreement between each
 #' pair of annotators in `pairwise` (the pairs where both gave a label: their
 #' `n`, the share that agree and Krippendorff's alpha), and each annotator's
-#' own `newrllama_agreement` in `each`. Every annotator's intervals are drawn
+#' own `newrllama4_agreement` in `each`. Every annotator's intervals are drawn
 #' from the same `seed`. `as.data.frame()` gives a tidy table (one row per
 #' annotator and metric), and `plot()` the metrics with their intervals side
 #' by side.
 #'
-#' @param predicted,gold Labels, one per unit: factors or character vectors of
-#'   the same length. `predicted` comes from the model, `gold` from the
+#' @param predicted,truth Labels, one per unit: factors or character vectors of
+#'   the same length. `predicted` comes from the model, `truth` from the
 #'   reference coding. `predicted` can also be a data frame or a named list of
 #'   such vectors, one per annotator (see "Several annotators").
 #' @param field `NULL`, or the name of an answer column: `predicted` is then a
 #'   data frame, such as the value of [annotate_texts()] or the coded rows of
 #'   [review_sample()], and `field` its column to compare (`".label"` for
-#'   labels, or an enum or boolean field of a schema); `gold` may then be a
+#'   labels, or an enum or boolean field of a schema); `truth` may then be a
 #'   column of `predicted` (unquoted). A boolean's values compare as `"true"`
 #'   and `"false"`, so logical codes match them.
-#' @param conf_level Confidence level of the intervals, in (0, 1].
+#' @param level Confidence level of the intervals, in (0, 1].
 #' @param n_boot Number of bootstrap resamples; `0` skips the intervals (their
 #'   bounds are then `NA`).
 #' @param seed `NULL` to draw the resamples from R's random number generator
@@ -95,80 +95,80 @@
 #'   number to draw them from this seed alone: the result is then
 #'   reproducible, and the session's random number generator is left exactly
 #'   as it was.
-#' @return An object of class `newrllama_agreement`, a list with
+#' @return An object of class `newrllama4_agreement`, a list with
 #'   * `metrics`: a data frame with one row per metric (`accuracy`,
 #'     `macro_f1`, `cohen_kappa`, `krippendorff_alpha`) and columns `metric`,
 #'     `estimate`, `lower` and `upper`; also given by `as.data.frame()`.
-#'   * `confusion`: the confusion matrix, a [table] with gold labels in rows
+#'   * `confusion`: the confusion matrix, a [table] with hand-coded labels in rows
 #'     and predicted labels in columns.
-#'   * `per_label`: a data frame with one row per label: `label`, `n_gold`,
+#'   * `per_label`: a data frame with one row per label: `label`, `n_truth`,
 #'     `n_predicted`, `precision`, `recall` and `f1`.
 #'   * `n`: the number of complete pairs; `n_dropped`: the number of pairs left
 #'     out; `n_missing`: how many pairs lack a label, by side (`predicted`,
-#'     `gold`; a pair that lacks both counts on each side).
-#'   * `conf_level`, `n_boot` and `seed`, as given.
+#'     `truth`; a pair that lacks both counts on each side).
+#'   * `level`, `n_boot` and `seed`, as given.
 #'
 #'   It prints the metrics, the confusion matrix and the per-label figures;
 #'   `plot()` draws the confusion matrix as a heat map.
-#' @seealso [plot.newrllama_agreement()] for the heat map.
+#' @seealso [plot.newrllama4_agreement()] for the heat map.
 #' @export
 #' @examples
-#' gold <- c("pos", "pos", "pos", "neg", "neg", "neg", "neutral", "neutral", NA)
+#' truth <- c("pos", "pos", "pos", "neg", "neg", "neg", "neutral", "neutral", NA)
 #' predicted <- c("pos", "pos", "neg", "neg", "neg", "pos", "neutral", NA, "pos")
-#' result <- agreement(predicted, gold, seed = 1)
+#' result <- agreement(predicted, truth, seed = 1)
 #' result
 #' result$metrics
 #' result$confusion
 #'
 #' # a factor keeps its level order, and every level is a label
-#' agreement(factor(predicted, levels = c("neg", "neutral", "pos", "mixed")), gold, n_boot = 0)
+#' agreement(factor(predicted, levels = c("neg", "neutral", "pos", "mixed")), truth, n_boot = 0)
 #'
-#' # several annotators against one gold coding
+#' # several annotators against one hand coding
 #' annotators <- list(model_a = predicted,
 #'                    model_b = c("pos", "neg", "neg", "neg", "pos", "neg", "neutral", "pos", "pos"))
-#' compared <- agreement(annotators, gold, n_boot = 200, seed = 1)
+#' compared <- agreement(annotators, truth, n_boot = 200, seed = 1)
 #' compared
 #' as.data.frame(compared)
-agreement <- function(predicted, gold, conf_level = 0.95, n_boot = 1000, seed = NULL, field = NULL) {
+agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL, field = NULL) {
   if (!is.null(field)) {
     if (!is.data.frame(predicted) || !rlang::is_string(field) || !field %in% names(predicted)) {
       abort_invalid("With {.arg field}, {.arg predicted} must be a data frame with that column, such as the value of
                      {.fn annotate_texts} or of {.fn review_sample}.", "field", rlang::current_env())
     }
-    gold <- field_codes(rlang::eval_tidy(rlang::enquo(gold), predicted))
+    truth <- field_codes(rlang::eval_tidy(rlang::enquo(truth), predicted))
     predicted <- field_labels(predicted[[field]])
   }
-  if (is.list(predicted)) return(agreement_of_annotators(predicted, gold, conf_level, n_boot, seed))
+  if (is.list(predicted)) return(agreement_of_annotators(predicted, truth, level, n_boot, seed))
   check_labels_vector(predicted, "predicted")
-  check_labels_vector(gold, "gold")
-  if (length(predicted) != length(gold)) {
+  check_labels_vector(truth, "truth")
+  if (length(predicted) != length(truth)) {
     abort_invalid(
-      "{.arg predicted} and {.arg gold} must have the same length, not {length(predicted)} and {length(gold)}.",
-      "gold", rlang::current_env()
+      "{.arg predicted} and {.arg truth} must have the same length, not {length(predicted)} and {length(truth)}.",
+      "truth", rlang::current_env()
     )
   }
-  conf_level <- check_number(conf_level, "conf_level", min = 0, max = 1, open_min = TRUE)
+  level <- check_number(level, "level", min = 0, max = 1, open_min = TRUE)
   n_boot <- check_whole(n_boot, "n_boot", min = 0)
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
 
-  n_missing <- c(predicted = sum(is.na(predicted)), gold = sum(is.na(gold)))
-  complete <- !is.na(predicted) & !is.na(gold)
+  n_missing <- c(predicted = sum(is.na(predicted)), truth = sum(is.na(truth)))
+  complete <- !is.na(predicted) & !is.na(truth)
   if (!any(complete)) {
-    problem <- if (length(gold) == 0) {
-      "{.arg predicted} and {.arg gold} hold no labels."
+    problem <- if (length(truth) == 0) {
+      "{.arg predicted} and {.arg truth} hold no labels."
     } else {
-      "No pair has both a predicted and a gold label: each of the {length(gold)} pair{?s} has a missing value."
+      "No pair has both a predicted and a hand-coded label: each of the {length(truth)} pair{?s} has a missing value."
     }
     abort_invalid(problem, "predicted", rlang::current_env())
   }
-  warn_if_no_common_label(predicted[complete], gold[complete])
-  labels <- agreement_labels(predicted[complete], gold[complete])
-  gold <- factor(as.character(gold[complete]), levels = labels)
+  warn_if_no_common_label(predicted[complete], truth[complete])
+  labels <- agreement_labels(predicted[complete], truth[complete])
+  truth <- factor(as.character(truth[complete]), levels = labels)
   predicted <- factor(as.character(predicted[complete]), levels = labels)
-  confusion <- table(gold = gold, predicted = predicted)
+  confusion <- table(truth = truth, predicted = predicted)
 
   estimates <- agreement_metrics(unclass(confusion))
-  bounds <- bootstrap_bounds(gold, predicted, conf_level, n_boot, seed)
+  bounds <- bootstrap_bounds(truth, predicted, level, n_boot, seed)
   structure(
     list(
       metrics = data.frame(
@@ -182,11 +182,11 @@ agreement <- function(predicted, gold, conf_level = 0.95, n_boot = 1000, seed = 
       n = sum(complete),
       n_dropped = sum(!complete),
       n_missing = n_missing,
-      conf_level = conf_level,
+      level = level,
       n_boot = n_boot,
       seed = seed
     ),
-    class = "newrllama_agreement"
+    class = "newrllama4_agreement"
   )
 }
 
@@ -202,37 +202,37 @@ check_labels_vector <- function(x, arg, call = caller_env()) {
 
 # "Positive" against "positive": agreement is then 0, which is more likely a
 # coding mismatch than a finding.
-warn_if_no_common_label <- function(predicted, gold) {
+warn_if_no_common_label <- function(predicted, truth) {
   predicted_labels <- unique(as.character(predicted))
-  gold_labels <- unique(as.character(gold))
-  if (length(intersect(predicted_labels, gold_labels)) == 0) {
+  truth_labels <- unique(as.character(truth))
+  if (length(intersect(predicted_labels, truth_labels)) == 0) {
     cli::cli_warn(
-      c("{.arg predicted} and {.arg gold} have no label in common, so no pair agrees.",
-        "i" = "Predicted labels: {.val {predicted_labels}}; gold labels: {.val {gold_labels}}.",
+      c("{.arg predicted} and {.arg truth} have no label in common, so no pair agrees.",
+        "i" = "Predicted labels: {.val {predicted_labels}}; hand-coded labels: {.val {truth_labels}}.",
         "i" = "Labels must match exactly, case and spaces included."),
       class = "newrllama4_warning_no_common_label"
     )
   }
 }
 
-# The levels of the factors (gold first: it is the reference coding), then the
+# The levels of the factors (truth first: it is the reference coding), then the
 # other labels found, in an order that does not depend on the locale.
-agreement_labels <- function(predicted, gold) {
-  found <- unique(c(as.character(gold), as.character(predicted)))
-  union(union(levels(gold), levels(predicted)), sort(found, method = "radix"))
+agreement_labels <- function(predicted, truth) {
+  found <- unique(c(as.character(truth), as.character(predicted)))
+  union(union(levels(truth), levels(predicted)), sort(found, method = "radix"))
 }
 
-# Accuracy, macro-F1, kappa and alpha of a confusion matrix (gold in rows).
+# Accuracy, macro-F1, kappa and alpha of a confusion matrix (truth in rows).
 agreement_metrics <- function(confusion) {
   n <- sum(confusion)
   agreeing <- sum(diag(confusion))
-  gold_totals <- rowSums(confusion)
+  truth_totals <- rowSums(confusion)
   predicted_totals <- colSums(confusion)
   accuracy <- agreeing / n
-  chance <- sum(gold_totals * predicted_totals) / n^2
+  chance <- sum(truth_totals * predicted_totals) / n^2
   # Krippendorff's coincidence matrix holds each pair twice, once each way
   n_values <- 2 * n
-  value_totals <- gold_totals + predicted_totals
+  value_totals <- truth_totals + predicted_totals
   c(
     accuracy = accuracy,
     macro_f1 = mean(label_f1(confusion), na.rm = TRUE),
@@ -257,14 +257,14 @@ nan_to_na <- function(x) {
 
 per_label_figures <- function(confusion) {
   correct <- diag(confusion)
-  n_gold <- rowSums(confusion)
+  n_truth <- rowSums(confusion)
   n_predicted <- colSums(confusion)
   data.frame(
     label = rownames(confusion),
-    n_gold = as.integer(n_gold),
+    n_truth = as.integer(n_truth),
     n_predicted = as.integer(n_predicted),
     precision = nan_to_na(correct / n_predicted),
-    recall = nan_to_na(correct / n_gold),
+    recall = nan_to_na(correct / n_truth),
     f1 = nan_to_na(label_f1(confusion)),
     row.names = NULL
   )
@@ -272,56 +272,56 @@ per_label_figures <- function(confusion) {
 
 # Percentile bootstrap bounds: a matrix with one row per metric, columns lower
 # and upper (NA without resamples).
-bootstrap_bounds <- function(gold, predicted, conf_level, n_boot, seed) {
+bootstrap_bounds <- function(truth, predicted, level, n_boot, seed) {
   n_metrics <- length(metric_names)
   if (n_boot == 0) return(matrix(NA_real_, n_metrics, 2))
-  n_labels <- nlevels(gold)
+  n_labels <- nlevels(truth)
   # each pair as the index of its cell in the (column-major) confusion matrix
-  cells <- (as.integer(predicted) - 1L) * n_labels + as.integer(gold)
+  cells <- (as.integer(predicted) - 1L) * n_labels + as.integer(truth)
   resample <- function() {
     replicates <- vapply(seq_len(n_boot), function(i) {
       drawn <- cells[sample.int(length(cells), replace = TRUE)]
       agreement_metrics(matrix(tabulate(drawn, n_labels^2), n_labels))
     }, numeric(n_metrics))
-    probs <- (1 + c(-1, 1) * conf_level) / 2
+    probs <- (1 + c(-1, 1) * level) / 2
     t(apply(replicates, 1, stats::quantile, probs = probs, na.rm = TRUE, names = FALSE))
   }
   if (is.null(seed)) resample() else withr::with_seed(seed, resample())
 }
 
 #' @export
-as.data.frame.newrllama_agreement <- function(x, ...) {
+as.data.frame.newrllama4_agreement <- function(x, ...) {
   x$metrics
 }
 
 # Printed to standard output, as print() methods are, so that a report shows
 # it as output and capture.output() catches it.
 #' @export
-print.newrllama_agreement <- function(x, ...) {
+print.newrllama4_agreement <- function(x, ...) {
   writeLines(format(x, ...))
   invisible(x)
 }
 
 #' @export
-format.newrllama_agreement <- function(x, digits = 3, ...) {
+format.newrllama4_agreement <- function(x, digits = 3, ...) {
   n_labels <- nrow(x$confusion)
   dropped <- if (x$n_dropped > 0) {
     paste(cli::col_yellow("!"), cli::format_inline(
       "{x$n_dropped} pair{?s} with a missing label left out: ",
-      "{x$n_missing[['predicted']]} without a prediction, {x$n_missing[['gold']]} without a gold label."
+      "{x$n_missing[['predicted']]} without a prediction, {x$n_missing[['truth']]} without a hand-coded label."
     ))
   }
   per_label <- x$per_label
   figures <- c("precision", "recall", "f1")
   per_label[figures] <- lapply(per_label[figures], format_figure, digits = digits, missing = "-")
   c(
-    cli::format_inline("{.cls newrllama_agreement}: {x$n} pair{?s} of labels, {n_labels} label{?s}"),
+    cli::format_inline("{.cls newrllama4_agreement}: {x$n} pair{?s} of labels, {n_labels} label{?s}"),
     dropped,
     "",
     utils::capture.output(print(metrics_table(x, digits), right = FALSE, row.names = FALSE)),
     cli::col_grey(bootstrap_note(x)),
     "",
-    "Confusion matrix (rows: gold, columns: predicted):",
+    "Confusion matrix (rows: truth, columns: predicted):",
     utils::capture.output(print(x$confusion)),
     "",
     "Per label:",
@@ -334,7 +334,7 @@ metrics_table <- function(x, digits) {
   table <- data.frame(unname(metric_names[metrics$metric]), format_figure(metrics$estimate, digits))
   names(table) <- c("", "estimate")
   if (x$n_boot > 0) {
-    interval_name <- sprintf("%s%% interval", format(100 * x$conf_level))
+    interval_name <- sprintf("%s%% interval", format(100 * x$level))
     table[[interval_name]] <- ifelse(
       is.na(metrics$lower),
       "",
@@ -363,7 +363,7 @@ bootstrap_note <- function(x) {
 
 #' Heat map of an agreement's confusion matrix
 #'
-#' One tile per pair of gold and predicted labels, gold labels in rows as in
+#' One tile per pair of truth and predicted labels, hand-coded labels in rows as in
 #' the confusion matrix. A tile shows its count of pairs; its colour is the
 #' share of its row, so that the diagonal reads as each label's recall
 #' whatever its frequency. The title gives accuracy and kappa.
@@ -378,22 +378,22 @@ bootstrap_note <- function(x) {
 #'   and themes with `+`.
 #' @export
 #' @examples
-#' gold <- c("pos", "pos", "pos", "neg", "neg", "neg", "neutral", "neutral")
+#' truth <- c("pos", "pos", "pos", "neg", "neg", "neg", "neutral", "neutral")
 #' predicted <- c("pos", "pos", "neg", "neg", "neg", "pos", "neutral", "pos")
 #' if (requireNamespace("ggplot2", quietly = TRUE)) {
-#'   plot(agreement(predicted, gold, n_boot = 0))
+#'   plot(agreement(predicted, truth, n_boot = 0))
 #' }
-plot.newrllama_agreement <- function(x, ...) {
+plot.newrllama4_agreement <- function(x, ...) {
   rlang::check_installed("ggplot2", reason = "to plot a confusion matrix.")
   tiles <- as.data.frame(x$confusion, responseName = "n")
-  gold_totals <- rowSums(x$confusion)[as.integer(tiles$gold)]
-  tiles$share <- ifelse(gold_totals > 0, tiles$n / gold_totals, NA_real_)
+  truth_totals <- rowSums(x$confusion)[as.integer(tiles$truth)]
+  tiles$share <- ifelse(truth_totals > 0, tiles$n / truth_totals, NA_real_)
   # dark tiles take white text
   tiles$text_colour <- ifelse(!is.na(tiles$share) & tiles$share > 0.6, "white", "black")
   estimates <- x$metrics$estimate
   names(estimates) <- x$metrics$metric
 
-  ggplot2::ggplot(tiles, ggplot2::aes(x = .data$predicted, y = .data$gold)) +
+  ggplot2::ggplot(tiles, ggplot2::aes(x = .data$predicted, y = .data$truth)) +
     ggplot2::geom_tile(ggplot2::aes(fill = .data$share), colour = "white") +
     ggplot2::geom_text(ggplot2::aes(label = .data$n, colour = .data$text_colour)) +
     ggplot2::scale_fill_gradient(
@@ -402,7 +402,7 @@ plot.newrllama_agreement <- function(x, ...) {
     ) +
     ggplot2::scale_colour_identity() +
     ggplot2::scale_x_discrete(position = "top") +
-    ggplot2::scale_y_discrete(limits = rev(levels(tiles$gold))) +
+    ggplot2::scale_y_discrete(limits = rev(levels(tiles$truth))) +
     ggplot2::coord_equal() +
     ggplot2::labs(
       x = "Predicted", y = "Gold", fill = "Share of\ngold label",

@@ -183,7 +183,7 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   }
   segments <- check_segments(segments)
   if (!is.null(context)) check_context(context)
-  if (!is.null(segments) && inherits(context, "newrllama_remote_context")) {
+  if (!is.null(segments) && inherits(context, "newrllama4_remote_context")) {
     abort_invalid(c("{.arg segments} needs a local model: it counts the passages' tokens with its tokenizer.",
                     "i" = "Split the texts before sending them to a server."), "segments", current_env())
   }
@@ -418,7 +418,7 @@ render_prompts <- function(layout, instruction, turns, texts) {
 # A server is sent chat messages: an instruction model behind vLLM or llama-server
 # has its template there, and its /models list does not say whether it has one.
 prompts_layout <- function(context) {
-  if (inherits(context, "newrllama_remote_context")) return("server chat template")
+  if (inherits(context, "newrllama4_remote_context")) return("server chat template")
   model_layout(context$model)
 }
 

@@ -7,7 +7,7 @@
 
 new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL, manifest = NULL, field_probs = NULL) {
   structure(texts, errors = errors, stats = stats, probs = probs, parsed = parsed, manifest = manifest,
-            field_probs = field_probs, class = c("newrllama_answers", "character"))
+            field_probs = field_probs, class = c("newrllama4_answers", "character"))
 }
 
 #' Stats and failures of a generate_parallel() call
@@ -124,7 +124,7 @@ field_probs <- function(x) {
 }
 
 check_answers <- function(x, call = caller_env()) {
-  if (!inherits(x, "newrllama_answers")) {
+  if (!inherits(x, "newrllama4_answers")) {
     abort_invalid(c(
       "{.arg x} must be the value of {.fn generate_parallel}, not {.obj_type_friendly {x}}.",
       "i" = "Subsets and combinations of answers are plain strings, without the call's stats."
@@ -134,31 +134,31 @@ check_answers <- function(x, call = caller_env()) {
 }
 
 #' @export
-print.newrllama_answers <- function(x, ...) {
+print.newrllama4_answers <- function(x, ...) {
   print(answer_texts(x), ...)
   cat(answers_summary(x), "\n", sep = "")
   invisible(x)
 }
 
 #' @export
-format.newrllama_answers <- function(x, ...) {
+format.newrllama4_answers <- function(x, ...) {
   format(answer_texts(x), ...)
 }
 
 #' @export
-as.data.frame.newrllama_answers <- function(x, ..., nm = deparse1(substitute(x))) {
+as.data.frame.newrllama4_answers <- function(x, ..., nm = deparse1(substitute(x))) {
   as.data.frame(answer_texts(x), ..., nm = nm)
 }
 
 # vctrs (dplyr, tidyr, tibble) stores and slices the answers as plain strings,
 # and combines answers of different calls as it combines character vectors.
 #' @exportS3Method vctrs::vec_proxy
-vec_proxy.newrllama_answers <- function(x, ...) {
+vec_proxy.newrllama4_answers <- function(x, ...) {
   answer_texts(x)
 }
 
 #' @exportS3Method vctrs::vec_restore
-vec_restore.newrllama_answers <- function(x, to, ...) {
+vec_restore.newrllama4_answers <- function(x, to, ...) {
   x
 }
 

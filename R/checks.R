@@ -3,15 +3,8 @@
 # generate_parallel()'s own arguments are converted in generate-args.R, where the
 # engine checks their ranges.
 
-abort_invalid <- function(message, arg, call, ...) {
-  cli::cli_abort(
-    message,
-    class = c("newrllama4_error_invalid_argument", "newrllama4_error"),
-    argument = arg,
-    call = call,
-    ...,
-    .envir = parent.frame()
-  )
+abort_invalid <- function(message, arg, call, ..., subclass = "invalid_argument") {
+  abort_newrllama4(subclass, message, argument = arg, ..., call = call, .envir = parent.frame())
 }
 
 check_string <- function(x, arg, call = caller_env()) {
@@ -76,11 +69,11 @@ show_value <- function(x) {
 
 # `live = FALSE` also accepts a freed one, or one from another R session.
 check_model <- function(model, live = TRUE, call = caller_env()) {
-  check_handle(model, "model", "newrllama_model", "model_load", live, call)
+  check_handle(model, "model", "newrllama4_model", "model_load", live, call)
 }
 
 check_context <- function(context, live = TRUE, call = caller_env()) {
-  check_handle(context, "context", "newrllama_context", "context_create", live, call)
+  check_handle(context, "context", "newrllama4_context", "context_create", live, call)
 }
 
 # A model or context object, as made by its constructor `maker`; if `live`, one

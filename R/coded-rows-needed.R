@@ -37,11 +37,11 @@
 #' pilot <- review_sample(texts, n = 100, weight = "uniform", seed = 1)
 #' coded_rows_needed(label_regression(yes ~ x, texts, pilot, truth, seed = 1), se = 0.01)
 coded_rows_needed <- function(x, se, terms = NULL) {
-  if (!inherits(x, c("newrllama_label_regression", "newrllama_label_shares"))) {
+  if (!inherits(x, c("newrllama4_label_regression", "newrllama4_label_shares"))) {
     abort_invalid("{.arg x} must be the value of {.fn label_regression} or {.fn label_shares}.", "x", current_env())
   }
   se <- check_number(se, "se", min = 0, open_min = TRUE)
-  estimates <- if (inherits(x, "newrllama_label_shares")) attr(x, "estimates", exact = TRUE) else list(x)
+  estimates <- if (inherits(x, "newrllama4_label_shares")) attr(x, "estimates", exact = TRUE) else list(x)
   rows <- do.call(rbind, lapply(names(estimates) %||% "", function(label) {
     estimate <- estimates[[if (nzchar(label)) label else 1]]
     coefficient_names <- names(estimate$fits$corrected$coefficients)

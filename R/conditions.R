@@ -8,6 +8,41 @@
 
 engine_error_prefix <- "newrllama4.errors."
 
+# Every condition the package signals is made here, its classes derived from one
+# subclass as httr2 derives them from a status: "missing_column" gives
+# c("newrllama4_error_missing_column", "newrllama4_error_invalid_argument",
+#   "newrllama4_error"), following `condition_parents`, so that a handler for a
+# general kind also catches each special one.
+condition_parents <- c(
+  missing_column = "invalid_argument",
+  example_label = "invalid_argument",
+  coded_rows = "invalid_argument",
+  coded_truth = "coded_rows",
+  too_few_coded = "coded_rows"
+)
+
+condition_classes <- function(subclass, kind) {
+  chain <- character()
+  while (!is.null(subclass) && !is.na(subclass)) {
+    chain <- c(chain, subclass)
+    subclass <- condition_parents[subclass][[1]]
+  }
+  c(paste0("newrllama4_", kind, "_", chain), paste0("newrllama4_", kind))
+}
+
+# cli's message, interpolated in the caller's frame; `...` become the condition's fields.
+abort_newrllama4 <- function(subclass, message, ..., call = caller_env(), .envir = parent.frame()) {
+  cli::cli_abort(message, class = condition_classes(subclass, "error"), ..., call = call, .envir = .envir)
+}
+
+warn_newrllama4 <- function(subclass, message, ..., .envir = parent.frame()) {
+  cli::cli_warn(message, class = condition_classes(subclass, "warning"), ..., .envir = .envir)
+}
+
+inform_newrllama4 <- function(subclass, message, ..., .envir = parent.frame()) {
+  cli::cli_inform(message, class = condition_classes(subclass, "message"), ..., .envir = .envir)
+}
+
 # Run an engine call; re-signal a Python exception as its R condition.
 with_engine <- function(expr, call = caller_env()) {
   reticulate::py_last_error(NULL)  # so that an exception found afterwards is this call's

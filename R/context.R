@@ -39,7 +39,7 @@
 #'   batch-invariant contexts of this R session cannot share; answers may then
 #'   differ in the last digits, and now and then in a token, with what runs
 #'   beside them. The result's `stats` and [manifest()] record the mode.
-#' @return A `newrllama_context` object.
+#' @return A `newrllama4_context` object.
 #' @seealso [generate_parallel()], [context_free()], [context_clear_cache()]
 #' @export
 #' @examplesIf engine_available()
@@ -59,7 +59,7 @@ context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8
     model$py, n_ctx = n_ctx, n_seq_max = n_seq_max, n_batch = max(512L, n_seq_max), n_threads = n_threads,
     prefix_cache = prefix_cache, prefix_cache_mb = prefix_cache_mb, batch_invariant = batch_invariant
   )
-  structure(list(py = py, model = model), class = "newrllama_context")
+  structure(list(py = py, model = model), class = "newrllama4_context")
 }
 
 #' Free a context
@@ -98,7 +98,7 @@ context_free <- function(context) {
 #' context_clear_cache(ctx)
 context_clear_cache <- function(context) {
   check_context(context)
-  if (inherits(context, "newrllama_remote_context")) {
+  if (inherits(context, "newrllama4_remote_context")) {
     abort_invalid("{.arg context} is a remote context: its servers keep their own caches.", "context", environment())
   }
   with_engine(context$py$clear_cache())
@@ -106,9 +106,9 @@ context_clear_cache <- function(context) {
 }
 
 #' @export
-format.newrllama_context <- function(x, ...) {
+format.newrllama4_context <- function(x, ...) {
   py <- x$py
-  format_handle(x, "{.cls newrllama_context} for {.path {basename(py$model$path)}}", c(
+  format_handle(x, "{.cls newrllama4_context} for {.path {basename(py$model$path)}}", c(
     "n_ctx: {py$n_ctx} tokens per sequence",
     "n_seq_max: {py$n_seq_max} sequences at once",
     "threads: {py$n_threads}",
@@ -118,4 +118,4 @@ format.newrllama_context <- function(x, ...) {
 }
 
 #' @export
-print.newrllama_context <- function(x, ...) print_lines(x, ...)
+print.newrllama4_context <- function(x, ...) print_lines(x, ...)

@@ -1,6 +1,6 @@
 #' Is the Python engine installed?
 #'
-#' `TRUE` when the engine that [install_newrllama()] installs can be used in
+#' `TRUE` when the engine that [install_newrllama4()] installs can be used in
 #' this session: its Python environment exists (or `RETICULATE_PYTHON` names
 #' one, or Python is already running) and holds the engine of this package's
 #' version. It never installs anything, never raises an error, and starts no
@@ -9,7 +9,7 @@
 #'
 #' When the answer is `FALSE`, its attribute `reason` says what is wrong and
 #' how to fix it, in the words of the error that a function needing the engine
-#' would raise; `quiet = FALSE` also shows it as a message. [newrllama_sitrep()]
+#' would raise; `quiet = FALSE` also shows it as a message. [newrllama4_sitrep()]
 #' reports the whole setup, for a bug report.
 #'
 #' @section Engine errors:
@@ -23,7 +23,7 @@
 #'     empty, or the engine's virtual environment lost its Python (deleted, or
 #'     the Python it was made from was upgraded or removed).}
 #'   \item{`newrllama4_error_engine_not_installed`}{The Python in use has no
-#'     engine: run [install_newrllama()].}
+#'     engine: run [install_newrllama4()].}
 #'   \item{`newrllama4_error_engine_other_python`}{Python was already started in
 #'     this session with another interpreter than the engine's (by reticulate
 #'     or another package): restart R.}
@@ -34,14 +34,14 @@
 #'     `newrllama4` (a folder in the working directory) hides the engine.}
 #'   \item{`newrllama4_error_engine_version`}{The engine's version is not the
 #'     R package's, as after updating the package without running
-#'     [install_newrllama()] again; fields `engine_version` and
+#'     [install_newrllama4()] again; fields `engine_version` and
 #'     `package_version`.}
 #' }
 #' Every one has the field `python`: the Python in use (`NA` if none started).
 #'
 #' @param quiet If `FALSE`, say why the engine cannot be used, as a message.
 #' @return `TRUE` or `FALSE`; a `FALSE` has the attribute `reason`.
-#' @seealso [newrllama_sitrep()], [install_newrllama()]
+#' @seealso [newrllama4_sitrep()], [install_newrllama4()]
 #' @export
 #' @examples
 #' engine_available()
@@ -129,7 +129,7 @@ version_problem <- function(engine_version, python) {
   if (identical(engine_version, r_version)) return(NULL)
   problem("version", python, c(
     "The Python engine is version {engine_version}, but the newrllama4 R package is {package_version}.",
-    "i" = paste("Run {.code newrllama4::install_newrllama()} again to install the engine this package carries,",
+    "i" = paste("Run {.code newrllama4::install_newrllama4()} again to install the engine this package carries,",
                 "then restart R."),
     python_bullet(python)
   ), engine_version = engine_version, package_version = r_version)
@@ -163,7 +163,7 @@ not_installed_problem <- function(python = NA_character_) {
     return(problem("not_installed", python, c(
       paste("The Python engine of newrllama4 is not installed: no virtual environment {.val {envname}}",
             "under {.path {root}}, and no Python chosen with {.envvar RETICULATE_PYTHON}."),
-      "i" = "Run {.code newrllama4::install_newrllama()} once, then restart R.",
+      "i" = "Run {.code newrllama4::install_newrllama4()} once, then restart R.",
       if (!is.null(stale)) c("!" = paste(
         "{.envvar {variable}} names no Python", if (nzchar(stale$value)) "({.path {value}})" else "(it is empty)",
         "and would stop reticulate: unset it ({.code Sys.unsetenv(\"{variable}\")}, and in {.file ~/.Renviron})."
@@ -179,9 +179,9 @@ not_installed_problem <- function(python = NA_character_) {
         "unset it ({.code Sys.unsetenv(\"RETICULATE_PYTHON\")}, and in {.file ~/.Renviron}), then restart R."
       ))
     } else {
-      c("i" = "Run {.code newrllama4::install_newrllama()} once, then restart R.",
+      c("i" = "Run {.code newrllama4::install_newrllama4()} once, then restart R.",
         if (by_variable) c("i" = paste(
-          "{.envvar RETICULATE_PYTHON} chose that Python; {.code install_newrllama()} installs into the",
+          "{.envvar RETICULATE_PYTHON} chose that Python; {.code install_newrllama4()} installs into the",
           "virtual environment {.val {envname}}, which is used when {.envvar RETICULATE_PYTHON} is unset."
         )))
     }
@@ -206,7 +206,7 @@ broken_env_problem <- function(env) {
   problem("python", NA_character_, c(
     "The engine's virtual environment {.path {env_path}} has no Python: {.path {env_python}} is gone.",
     "i" = "Its Python was deleted, or the Python it was made from was upgraded or removed.",
-    "i" = "Run {.code newrllama4::install_newrllama()} again: it makes the environment anew. Then restart R."
+    "i" = "Run {.code newrllama4::install_newrllama4()} again: it makes the environment anew. Then restart R."
   ), env_path = env$path, env_python = env$python)
 }
 
@@ -225,13 +225,13 @@ no_python_problem <- function(error) {
       },
       "i" = "Unset it ({.code Sys.unsetenv(\"{variable}\")}, and remove it from {.file ~/.Renviron}) or point it at a Python, then restart R.",
       if (env$exists && env$python_exists) c("i" = "The engine's Python is {.path {env_python}}."),
-      if (!env$exists) c("i" = "Then run {.code newrllama4::install_newrllama()} once, if you have not.")
+      if (!env$exists) c("i" = "Then run {.code newrllama4::install_newrllama4()} once, if you have not.")
     )
   } else {
     c(
       "No Python could be started for the engine of newrllama4.",
       if (nzchar(said)) c("x" = "reticulate: {said}"),
-      "i" = "Run {.code newrllama4::install_newrllama()} once, then restart R."
+      "i" = "Run {.code newrllama4::install_newrllama4()} once, then restart R."
     )
   }
   problem("python", NA_character_, message, variable = stale$variable %||% "", value = stale$value %||% "",
@@ -253,7 +253,7 @@ import_problem <- function(python, error) {
       if (said_how) "Rebuild it as said above, in a shell, then restart R."
       else "Rebuild it for this one, in a shell: {.code {reinstall}}; then restart R."
     )),
-    "i" = "Or run {.code newrllama4::install_newrllama()} again, then restart R."
+    "i" = "Or run {.code newrllama4::install_newrllama4()} again, then restart R."
   ), said = said, reinstall = reinstall)
 }
 

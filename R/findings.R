@@ -185,16 +185,16 @@ moment_fit <- function(x, y, w = rep(1, length(y)), binary = FALSE, penalty = 0)
   mu <- moment_mean(x %*% beta, binary)
   slope <- if (binary) mu * (1 - mu) else rep(1, length(mu))
   structure(list(coefficients = beta, x = x, y = y, w = w, mu = mu, slope = slope),
-            class = "newrllama_moment_fit")
+            class = "newrllama4_moment_fit")
 }
 
 # sandwich's generics: the estimating functions and the bread, so that
 # sandwich::sandwich() gives the robust variance of moment_fit().
 #' @exportS3Method sandwich::estfun
-estfun.newrllama_moment_fit <- function(x, ...) x$x * (x$w * (x$y - x$mu))
+estfun.newrllama4_moment_fit <- function(x, ...) x$x * (x$w * (x$y - x$mu))
 
 #' @exportS3Method sandwich::bread
-bread.newrllama_moment_fit <- function(x, ...) {
+bread.newrllama4_moment_fit <- function(x, ...) {
   nrow(x$x) * solve(crossprod(x$x, x$x * (x$w * x$slope)))
 }
 
@@ -232,7 +232,7 @@ scaled_vcov <- function(estimate, scale) {
   residual <- ifelse(weight > 0, (fit$y - estimate$g) / weight, 0)  # y - g on coded rows
   per_row <- g_error^2 + 2 * g_error * weight * residual + weight * residual^2 / pmin(prob * scale, 1)
   n <- nrow(fit$x)
-  bread <- bread.newrllama_moment_fit(fit)
+  bread <- bread.newrllama4_moment_fit(fit)
   meat <- crossprod(fit$x, fit$x * per_row) / n
   bread %*% meat %*% bread / n
 }

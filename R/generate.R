@@ -91,7 +91,7 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 #'   [context_remote()]).
 #' @param choices Deprecated: the old name of `labels`, which still works,
 #'   with a warning of class `newrllama4_warning_deprecated` once a session.
-#' @return A character vector of class `newrllama_answers`, one answer per
+#' @return A character vector of class `newrllama4_answers`, one answer per
 #'   prompt, with the prompts' names. It prints the answers and a summary line;
 #'   [generation_stats()] and [generation_errors()] give the call's counters and
 #'   failed prompts. A NUL the model emits, which R strings cannot hold, arrives

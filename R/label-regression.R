@@ -58,7 +58,7 @@
 #' @param folds The number of folds for cross-fitting.
 #' @param seed `NULL`, or a whole number that makes the folds reproducible
 #'   (the session's random number generator is left as it was).
-#' @return A `newrllama_label_regression` object: [coef()], [vcov()] and
+#' @return A `newrllama4_label_regression` object: [coef()], [vcov()] and
 #'   [confint()] give the corrected estimate; [print()] and [summary()] show it
 #'   beside the naive fit (labels as if true) and the coded rows alone
 #'   (weighted by \eqn{1/\pi}{1/pi}); [plot()] draws the three; `tidy()` and
@@ -121,7 +121,7 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   estimate$family <- family
   record <- estimate$manifest
   estimate$manifest <- NULL
-  structure(estimate, class = "newrllama_label_regression", manifest = record)
+  structure(estimate, class = "newrllama4_label_regression", manifest = record)
 }
 
 # The corrected, naive and coded-only fits of `terms` on one outcome, on the
@@ -187,8 +187,8 @@ subset_rows <- function(data, rows) {
 # design: the coded rows, their probabilities, the folds and the prediction model.
 findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model) {
   record <- attr(data, "manifest", exact = TRUE)
-  if (!inherits(record, "newrllama_manifest")) {
-    record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama_manifest")
+  if (!inherits(record, "newrllama4_manifest")) {
+    record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama4_manifest")
   }
   record$estimation <- list(
     estimator = "design-based (DSL): prediction + R / pi * (truth - prediction), sandwich variance",
@@ -204,13 +204,13 @@ findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model
 }
 
 #' @export
-coef.newrllama_label_regression <- function(object, ...) object$fits$corrected$coefficients
+coef.newrllama4_label_regression <- function(object, ...) object$fits$corrected$coefficients
 
 #' @export
-vcov.newrllama_label_regression <- function(object, ...) object$vcov$corrected
+vcov.newrllama4_label_regression <- function(object, ...) object$vcov$corrected
 
 #' @export
-confint.newrllama_label_regression <- function(object, parm, level = 0.95, ...) {
+confint.newrllama4_label_regression <- function(object, parm, level = 0.95, ...) {
   table <- estimate_table(object, "corrected", level)
   out <- cbind(table$conf.low, table$conf.high)
   dimnames(out) <- list(table$term, sprintf("%g %%", 100 * c((1 - level) / 2, (1 + level) / 2)))
@@ -230,16 +230,16 @@ estimate_table <- function(object, estimator, level = 0.95) {
 estimators <- c("corrected", "naive", "coded_only")
 
 #' @export
-summary.newrllama_label_regression <- function(object, level = 0.95, ...) {
+summary.newrllama4_label_regression <- function(object, level = 0.95, ...) {
   structure(list(table = do.call(rbind, lapply(estimators, estimate_table, object = object, level = level)),
-                 object = object, level = level), class = "summary.newrllama_label_regression")
+                 object = object, level = level), class = "summary.newrllama4_label_regression")
 }
 
 #' @export
-format.summary.newrllama_label_regression <- function(x, ...) {
+format.summary.newrllama4_label_regression <- function(x, ...) {
   object <- x$object
   table <- x$table
-  header <- paste0(cli::format_inline("{.cls newrllama_label_regression}"), ": ",
+  header <- paste0(cli::format_inline("{.cls newrllama4_label_regression}"), ": ",
                    sprintf("%s, %s; %s rows, %d coded by hand", format(object$formula), object$family,
                            format_count(length(object$rows)), length(object$coded_rows)))
   cells <- sprintf("%.3f [%.3f, %.3f]", table$estimate, table$conf.low, table$conf.high)
@@ -256,19 +256,19 @@ format.summary.newrllama_label_regression <- function(x, ...) {
 }
 
 #' @export
-print.summary.newrllama_label_regression <- function(x, ...) print_lines(x, ...)
+print.summary.newrllama4_label_regression <- function(x, ...) print_lines(x, ...)
 
 #' @export
-format.newrllama_label_regression <- function(x, ...) format(summary(x), ...)
+format.newrllama4_label_regression <- function(x, ...) format(summary(x), ...)
 
 #' @export
-print.newrllama_label_regression <- function(x, ...) print_lines(x, ...)
+print.newrllama4_label_regression <- function(x, ...) print_lines(x, ...)
 
 #' @export
-nobs.newrllama_label_regression <- function(object, ...) length(object$rows)
+nobs.newrllama4_label_regression <- function(object, ...) length(object$rows)
 
 #' @export
-plot.newrllama_label_regression <- function(x, y = NULL, level = 0.95, ...) {
+plot.newrllama4_label_regression <- function(x, y = NULL, level = 0.95, ...) {
   table <- summary(x, level = level)$table
   table <- table[table$term != "(Intercept)" | all(table$term == "(Intercept)"), ]
   terms <- unique(table$term)
@@ -301,13 +301,13 @@ NULL
 
 #' @rdname label_regression_tidiers
 #' @exportS3Method generics::tidy
-tidy.newrllama_label_regression <- function(x, conf.int = TRUE, conf.level = 0.95, ...) {
+tidy.newrllama4_label_regression <- function(x, conf.int = TRUE, conf.level = 0.95, ...) {
   summary(x, level = conf.level)$table
 }
 
 #' @rdname label_regression_tidiers
 #' @exportS3Method generics::glance
-glance.newrllama_label_regression <- function(x, ...) {
+glance.newrllama4_label_regression <- function(x, ...) {
   data.frame(nobs = length(x$rows), coded = length(x$coded_rows), family = x$family, outcome = x$outcome,
              prediction = x$prediction, folds = length(unique(x$folds)), stringsAsFactors = FALSE)
 }

@@ -98,12 +98,12 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
     table$.group <- NULL
   }
   rownames(table) <- NULL
-  structure(table, class = c("newrllama_label_shares", "data.frame"), estimates = estimates, level = level,
+  structure(table, class = c("newrllama4_label_shares", "data.frame"), estimates = estimates, level = level,
             manifest = estimates[[1]]$manifest)
 }
 
 #' @export
-format.newrllama_label_shares <- function(x, ...) {
+format.newrllama4_label_shares <- function(x, ...) {
   estimates <- attr(x, "estimates", exact = TRUE)
   corrected <- x[x$estimator == "corrected", , drop = FALSE]
   naive <- x$estimate[x$estimator == "naive"]
@@ -113,7 +113,7 @@ format.newrllama_label_shares <- function(x, ...) {
   shown$naive <- sprintf("%.3f", naive)
   shown$coded_only <- sprintf("%.3f [%.3f, %.3f]", coded$estimate, coded$conf.low, coded$conf.high)
   level <- attr(x, "level", exact = TRUE)
-  c(paste0(cli::format_inline("{.cls newrllama_label_shares}: "),
+  c(paste0(cli::format_inline("{.cls newrllama4_label_shares}: "),
            sprintf("corrected shares with %g%% intervals, beside the model's labels (naive) and the coded rows alone",
                    100 * level)),
     utils::capture.output(print.data.frame(shown, row.names = FALSE)),
@@ -121,4 +121,4 @@ format.newrllama_label_shares <- function(x, ...) {
 }
 
 #' @export
-print.newrllama_label_shares <- function(x, ...) print_lines(x, ...)
+print.newrllama4_label_shares <- function(x, ...) print_lines(x, ...)

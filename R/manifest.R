@@ -28,7 +28,7 @@
 #'
 #' @param x The value of [generate_parallel()], [generate()] or
 #'   [annotate_texts()].
-#' @return A `newrllama_manifest` object: a named list of sections.
+#' @return A `newrllama4_manifest` object: a named list of sections.
 #' @export
 #' @examplesIf engine_available()
 #' ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 2L)
@@ -41,7 +41,7 @@
 #' manifest(answers)$parameters$temperature
 manifest <- function(x) {
   record <- attr(x, "manifest", exact = TRUE)
-  if (!inherits(record, "newrllama_manifest")) {
+  if (!inherits(record, "newrllama4_manifest")) {
     abort_invalid(c(
       "{.arg x} must be the value of {.fn generate_parallel}, {.fn generate} or {.fn annotate_texts},
        not {.obj_type_friendly {x}}.",
@@ -54,7 +54,7 @@ manifest <- function(x) {
 # The manifest of one engine call; annotate_texts() fills in its own prompt and rows.
 new_manifest <- function(context, params, result, prompt) {
   nl <- engine()
-  remote <- inherits(context, "newrllama_remote_context")
+  remote <- inherits(context, "newrllama4_remote_context")
   model <- if (remote) {
     engine_call(nl$server_record, context$py)
   } else {
@@ -88,7 +88,7 @@ new_manifest <- function(context, params, result, prompt) {
     timings = stats[c("total_seconds", "prefill_seconds", "decode_seconds", "sample_seconds",
                       "prompt_tokens", "cached_prompt_tokens", "generated_tokens")],
     versions = engine_versions()
-  ), class = "newrllama_manifest", file_state = file_state)
+  ), class = "newrllama4_manifest", file_state = file_state)
 }
 
 # What a call's constraints were, as sent to the engine: labels, a schema (its
@@ -142,7 +142,7 @@ manifest_model_fields <- c("file", "path", "sha256", "file_bytes", "description"
 #' @param row.names,optional Unused; for the generic.
 #' @param ... Unused.
 #' @export
-as.data.frame.newrllama_manifest <- function(x, row.names = NULL, optional = FALSE, ...) {
+as.data.frame.newrllama4_manifest <- function(x, row.names = NULL, optional = FALSE, ...) {
   sections <- unclass(x)
   rows <- lapply(names(sections), function(section) {
     value <- sections[[section]]
@@ -163,9 +163,9 @@ manifest_value <- function(value) {
 }
 
 #' @export
-format.newrllama_manifest <- function(x, ...) {
+format.newrllama4_manifest <- function(x, ...) {
   table <- as.data.frame(x)
-  lines <- cli::format_inline("{.cls newrllama_manifest} created {x$created}")
+  lines <- cli::format_inline("{.cls newrllama4_manifest} created {x$created}")
   for (section in setdiff(unique(table$section), "created")) {
     rows <- table[table$section == section, ]
     # a SHA-256 is 64 characters: shown whole, since it is what a report keeps
@@ -176,4 +176,4 @@ format.newrllama_manifest <- function(x, ...) {
 }
 
 #' @export
-print.newrllama_manifest <- function(x, ...) print_lines(x, ...)
+print.newrllama4_manifest <- function(x, ...) print_lines(x, ...)

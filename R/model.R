@@ -4,7 +4,7 @@
 #' Without a path, loads the embedded default model, Gemma 3 270M (a small
 #' base model: good for trying things out, not for hard tasks).
 #'
-#' Two models come with the engine ([install_newrllama()]) and load by name:
+#' Two models come with the engine ([install_newrllama4()]) and load by name:
 #' `"gemma3-270m"`, the default, for plain completion, and
 #' `"smollm2-135m-instruct"`, SmolLM2 135M Instruct, an instruction-tuned model
 #' with a chat template (see [apply_chat_template()]). A string without a
@@ -70,7 +70,7 @@
 #' @param sha256 For a URL: the SHA-256 the file must have (64 hexadecimal
 #'   digits), or `NULL` not to check.
 #' @param progress Say when a download starts and show its progress bar.
-#' @return A `newrllama_model` object.
+#' @return A `newrllama4_model` object.
 #' @seealso [context_create()], [model_free()]
 #' @export
 #' @examplesIf engine_available()
@@ -103,7 +103,7 @@ model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE, sh
   py <- engine_call(nl$Model, path = model_path, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap,
                     sha256 = sha256, progress = reporter)
   warn_identity_once(problems)
-  structure(list(py = py), class = "newrllama_model")
+  structure(list(py = py), class = "newrllama4_model")
 }
 
 # ggml reads its settings once per process; where something set it up before the
@@ -177,9 +177,9 @@ model_free <- function(model) {
 }
 
 #' @export
-format.newrllama_model <- function(x, ...) {
+format.newrllama4_model <- function(x, ...) {
   py <- x$py
-  format_handle(x, "{.cls newrllama_model} {.path {py$path}}", c(
+  format_handle(x, "{.cls newrllama4_model} {.path {py$path}}", c(
     "{py$description}: {format_count(py$n_params)} parameters, {format_bytes(py$size)}",
     "vocabulary: {format_count(py$n_vocab)} tokens; trained context: {py$n_ctx_train} tokens",
     "GPU layers: {py$n_gpu_layers}; mmap: {py$use_mmap}"
@@ -187,4 +187,4 @@ format.newrllama_model <- function(x, ...) {
 }
 
 #' @export
-print.newrllama_model <- function(x, ...) print_lines(x, ...)
+print.newrllama4_model <- function(x, ...) print_lines(x, ...)

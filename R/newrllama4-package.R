@@ -3,7 +3,7 @@
 #' Load a model with [model_load()], create a context with [context_create()],
 #' then run many prompts at once with [generate_parallel()]. The engine is a
 #' Python package on top of llama.cpp; install it once with
-#' [install_newrllama()].
+#' [install_newrllama4()].
 #'
 #' @keywords internal
 "_PACKAGE"

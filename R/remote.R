@@ -81,8 +81,8 @@
 #' @param max_concurrency Most requests in flight at once per endpoint.
 #' @param timeout Seconds one request may wait for its answer.
 #' @param retries How many times a failed request is sent again.
-#' @return A `newrllama_remote_context` object, which is also a
-#'   `newrllama_context`.
+#' @return A `newrllama4_remote_context` object, which is also a
+#'   `newrllama4_context`.
 #' @seealso [generate_parallel()], [context_create()] for a local model.
 #' @export
 #' @examples
@@ -112,7 +112,7 @@ context_remote <- function(base_url, model = NULL, api_key = NULL, max_concurren
     as.list(base_url), model = model, api_key = api_key, max_concurrency = max_concurrency,
     timeout = timeout, retries = retries
   )
-  structure(list(py = py), class = c("newrllama_remote_context", "newrllama_context"))
+  structure(list(py = py), class = c("newrllama4_remote_context", "newrllama4_context"))
 }
 
 check_base_url <- function(base_url, call = caller_env()) {
@@ -124,10 +124,10 @@ check_base_url <- function(base_url, call = caller_env()) {
 }
 
 #' @export
-format.newrllama_remote_context <- function(x, ...) {
+format.newrllama4_remote_context <- function(x, ...) {
   py <- x$py
   endpoint_names <- function() vapply(py$endpoints, function(e) reticulate::py_str(e), "")
-  format_handle(x, "{.cls newrllama_remote_context} for model {.val {py$model}}", c(
+  format_handle(x, "{.cls newrllama4_remote_context} for model {.val {py$model}}", c(
     "endpoint{?s}: {endpoint_names()}",
     "max_concurrency: {py$max_concurrency} request{?s} at once per endpoint",
     "timeout: {py$timeout} s; retries: {py$retries}"

@@ -125,7 +125,7 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
   attr(sample, "design") <- structure(
     list(weight = weight, field = field %||% ".label", n_bands = n_bands, strata = strata[c("name", "label", "band", "rows", "drawn", "prob")],
          rounds = if (is.null(previous)) 1L else round + 1L),
-    class = "newrllama_sample_design"
+    class = "newrllama4_sample_design"
   )
   sample
 }
@@ -224,9 +224,9 @@ allocate_sample <- function(n, sizes, weights = rep(1, length(sizes))) {
 }
 
 #' @export
-format.newrllama_sample_design <- function(x, ...) {
+format.newrllama4_sample_design <- function(x, ...) {
   strata <- x$strata
-  c(paste0(cli::format_inline("{.cls newrllama_sample_design}: "),
+  c(paste0(cli::format_inline("{.cls newrllama4_sample_design}: "),
            cli::pluralize("{x$weight} weights, {sum(strata$drawn)} of {sum(strata$rows)} rows in {nrow(strata)} ",
                           "strat{?um/a}, {x$rounds} round{?s}")),
     bullet_lines(sprintf("%s: %d of %d rows (probability %.3f)", strata$name, strata$drawn, strata$rows,
@@ -234,4 +234,4 @@ format.newrllama_sample_design <- function(x, ...) {
 }
 
 #' @export
-print.newrllama_sample_design <- function(x, ...) print_lines(x, ...)
+print.newrllama4_sample_design <- function(x, ...) print_lines(x, ...)

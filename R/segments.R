@@ -69,7 +69,7 @@
 #'   make the text's (see Details).
 #' @param booleans `"any"` or `"all"`: how the passages' boolean fields make
 #'   the text's (see Details).
-#' @return `passage_options()`: a `newrllama_passage_options` object, for
+#' @return `passage_options()`: a `newrllama4_passage_options` object, for
 #'   `segments` of [annotate_texts()]. `passage_answers()`: the passages, a row
 #'   each, in the texts' order: `.row` (the row of the result whose text it is
 #'   part of), `.passage` (its number within the text), `.start` and `.end`
@@ -96,7 +96,7 @@ passage_options <- function(size = NULL, overlap = 0L, combine = c("mean", "max"
   combine <- check_choice(combine, c("mean", "max"), "combine")
   booleans <- check_choice(booleans, c("any", "all"), "booleans")
   structure(list(size = size, overlap = overlap, combine = combine, booleans = booleans),
-            class = "newrllama_passage_options")
+            class = "newrllama4_passage_options")
 }
 
 #' @rdname passage_options
@@ -114,15 +114,15 @@ passage_answers <- function(x) {
 }
 
 #' @export
-format.newrllama_passage_options <- function(x, ...) {
+format.newrllama4_passage_options <- function(x, ...) {
   size <- if (is.null(x$size)) "as many tokens as fit the context" else paste(x$size, "tokens")
-  c(cli::format_inline("{.cls newrllama_passage_options}"),
+  c(cli::format_inline("{.cls newrllama4_passage_options}"),
     bullet_lines(c(paste("size:", size), paste("overlap:", x$overlap, "sentences"),
                    paste("combine:", x$combine), paste("booleans:", x$booleans))))
 }
 
 #' @export
-print.newrllama_passage_options <- function(x, ...) print_lines(x, ...)
+print.newrllama4_passage_options <- function(x, ...) print_lines(x, ...)
 
 # One of `choices`; the first (the default) when given all of them.
 check_choice <- function(x, choices, arg, call = caller_env()) {
@@ -138,7 +138,7 @@ check_choice <- function(x, choices, arg, call = caller_env()) {
 check_segments <- function(segments, call = caller_env()) {
   if (is.null(segments) || isFALSE(segments)) return(NULL)
   if (isTRUE(segments)) return(passage_options())
-  if (!inherits(segments, "newrllama_passage_options")) {
+  if (!inherits(segments, "newrllama4_passage_options")) {
     abort_invalid("{.arg segments} must be {.code TRUE}, {.code FALSE}, {.code NULL} or {.fn passage_options},
                    not {.obj_type_friendly {segments}}.", "segments", call)
   }

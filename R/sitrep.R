@@ -17,14 +17,14 @@
 #' `RETICULATE_PYTHON`) exists; without one it starts none, and says what is
 #' missing. Secrets are not shown: of `HF_TOKEN`, only whether it is set.
 #'
-#' @return The report (an object of class `newrllama_sitrep`: a list of
+#' @return The report (an object of class `newrllama4_sitrep`: a list of
 #'   sections, each a data frame with the columns `label`, `value`, `problem`
 #'   and `fix`), invisibly.
-#' @seealso [engine_available()], [install_newrllama()]
+#' @seealso [engine_available()], [install_newrllama4()]
 #' @export
 #' @examples
-#' newrllama_sitrep()
-newrllama_sitrep <- function() {
+#' newrllama4_sitrep()
+newrllama4_sitrep <- function() {
   report <- tryCatch(sitrep_collect(), error = function(e) {
     sitrep_report(list(Report = sitrep_section(
       sitrep_item("error", paste("the report could not be made:", safe_message(e)), problem = TRUE,
@@ -63,7 +63,7 @@ sitrep_section <- function(...) {
   do.call(rbind, c(items, list(make.row.names = FALSE)))
 }
 
-sitrep_report <- function(sections) structure(sections, class = "newrllama_sitrep")
+sitrep_report <- function(sections) structure(sections, class = "newrllama4_sitrep")
 
 # A value as one string, whatever came back (NULL, NA, a vector, a failure).
 one_line <- function(value, empty = "") {
@@ -78,7 +78,7 @@ sitrep_try <- function(expr) {
 }
 
 #' @export
-format.newrllama_sitrep <- function(x, ...) {
+format.newrllama4_sitrep <- function(x, ...) {
   cross <- try_or(cli::symbol$cross, "x")
   arrow <- try_or(cli::symbol$arrow_right, "->")
   lines <- "newrllama4 situation report"
@@ -97,7 +97,7 @@ format.newrllama_sitrep <- function(x, ...) {
 }
 
 #' @export
-print.newrllama_sitrep <- function(x, ...) {
+print.newrllama4_sitrep <- function(x, ...) {
   cat(format(x), sep = "\n")
   invisible(x)
 }
@@ -176,7 +176,7 @@ sitrep_env_item <- function(env) {
   }
   if (!env$python_exists) {
     return(sitrep_item(label, paste0(env$path, " (its Python, ", env$python, ", is gone)"), problem = TRUE,
-                       fix = "Run newrllama4::install_newrllama() again: it makes the environment anew. Then restart R."))
+                       fix = "Run newrllama4::install_newrllama4() again: it makes the environment anew. Then restart R."))
   }
   sitrep_item(label, paste0(env$path, " (Python: ", env$python, ")"))
 }
@@ -196,7 +196,7 @@ sitrep_engine <- function(available) {
   sitrep_section(
     status,
     sitrep_item("engine (newrllama4, Python)", engine_version, problem = other_version, fix = if (other_version) {
-      "Run newrllama4::install_newrllama() again, then restart R: the engine must be the R package's version."
+      "Run newrllama4::install_newrllama4() again, then restart R: the engine must be the R package's version."
     }),
     sitrep_item("llama-cpp-python", versions[["llama_cpp_python"]])
   )

@@ -4,7 +4,7 @@
 when it has no path separator ("/" or "\\") and does not end in ".gguf";
 anything else is a path (so a file in the working directory named like a model
 is "./name"). Nothing is downloaded here: the packages come with the engine's
-setup (`make setup`, R's install_newrllama()).
+setup (`make setup`, R's install_newrllama4()).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import platformdirs
 from .errors import InvalidArgumentError, ModelLoadError
 
 DEFAULT_MODEL = "gemma3-270m"
-_SETUP_HINT = "from R: `install_newrllama()`; in a checkout: `make setup`"
+_SETUP_HINT = "from R: `install_newrllama4()`; in a checkout: `make setup`"
 _assemble_lock = threading.Lock()
 
 

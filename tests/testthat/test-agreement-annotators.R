@@ -1,16 +1,16 @@
-gold <- c("pos", "pos", "pos", "neg", "neg", "neg", "neutral", "neutral", "pos", "neg")
+truth <- c("pos", "pos", "pos", "neg", "neg", "neg", "neutral", "neutral", "pos", "neg")
 annotators <- data.frame(
   model_a = c("pos", "pos", "neg", "neg", "neg", "pos", "neutral", NA, "pos", "neg"),
   model_b = c("pos", "neg", "neg", "neg", "pos", "pos", "neutral", "neutral", "neg", "neg"),
-  coder = gold
+  coder = truth
 )
 
 test_that("each annotator gets the figures agreement() gives it alone, one row each", {
-  compared <- agreement(annotators, gold, n_boot = 100, seed = 4)
-  expect_s3_class(compared, "newrllama_agreements")
+  compared <- agreement(annotators, truth, n_boot = 100, seed = 4)
+  expect_s3_class(compared, "newrllama4_agreements")
   expect_identical(compared$annotators$annotator, names(annotators))
   for (annotator in names(annotators)) {
-    alone <- agreement(annotators[[annotator]], gold, n_boot = 100, seed = 4)
+    alone <- agreement(annotators[[annotator]], truth, n_boot = 100, seed = 4)
     row <- compared$annotators[compared$annotators$annotator == annotator, ]
     expect_identical(row$n, alone$n)
     for (metric in alone$metrics$metric) {
@@ -25,7 +25,7 @@ test_that("each annotator gets the figures agreement() gives it alone, one row e
 })
 
 test_that("annotators are compared pair by pair over the units both labelled", {
-  compared <- agreement(as.list(annotators), gold, n_boot = 0)
+  compared <- agreement(as.list(annotators), truth, n_boot = 0)
   pairs <- compared$pairwise
   expect_identical(paste(pairs$annotator_1, pairs$annotator_2),
                    c("model_a model_b", "model_a coder", "model_b coder"))
@@ -40,11 +40,11 @@ test_that("annotators are compared pair by pair over the units both labelled", {
   expect_equal(pairs$krippendorff_alpha[[1]], alpha(annotators$model_a[both], annotators$model_b[both]))
   expect_equal(pairs$krippendorff_alpha[[1]], alpha(annotators$model_b[both], annotators$model_a[both]))
   expect_equal(pairs$krippendorff_alpha[[3]], alpha(annotators$model_b, annotators$coder))
-  expect_identical(nrow(agreement(list(only = gold), gold, n_boot = 0)$pairwise), 0L)
+  expect_identical(nrow(agreement(list(only = truth), truth, n_boot = 0)$pairwise), 0L)
 })
 
 test_that("as.data.frame() is tidy, print() shows both tables, plot() is a ggplot of every metric", {
-  compared <- agreement(annotators, gold, n_boot = 50, seed = 1)
+  compared <- agreement(annotators, truth, n_boot = 50, seed = 1)
   table <- as.data.frame(compared)
   expect_named(table, c("annotator", "n", "metric", "estimate", "lower", "upper"))
   expect_identical(nrow(table), 3L * 4L)
@@ -62,14 +62,14 @@ test_that("as.data.frame() is tidy, print() shows both tables, plot() is a ggplo
 
 test_that("bad annotators are classed errors that name them", {
   bad <- function(predicted, pattern) {
-    expect_error(agreement(predicted, gold), pattern, class = "newrllama4_error_invalid_argument")
+    expect_error(agreement(predicted, truth), pattern, class = "newrllama4_error_invalid_argument")
   }
-  bad(list(gold), "one distinct name per annotator")
-  bad(list(a = gold, a = gold), "one distinct name")
+  bad(list(truth), "one distinct name per annotator")
+  bad(list(a = truth, a = truth), "one distinct name")
   bad(list(), "one distinct name")
-  bad(list(a = gold, b = gold[-1]), "Annotator \"b\"")
-  bad(list(a = gold, b = seq_along(gold)), "Annotator \"b\"")
-  err <- expect_error(agreement(list(a = gold, empty = rep(NA_character_, 10)), gold),
+  bad(list(a = truth, b = truth[-1]), "Annotator \"b\"")
+  bad(list(a = truth, b = seq_along(truth)), "Annotator \"b\"")
+  err <- expect_error(agreement(list(a = truth, empty = rep(NA_character_, 10)), truth),
                       class = "newrllama4_error_invalid_argument")
   expect_match(conditionMessage(err), "empty")
 })

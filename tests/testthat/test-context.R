@@ -1,6 +1,6 @@
 test_that("context_create makes a context that prints its settings", {
   ctx <- context_create(tiny_model(), n_ctx = 128L, n_threads = 1L, n_seq_max = 3L)
-  expect_s3_class(ctx, "newrllama_context")
+  expect_s3_class(ctx, "newrllama4_context")
   out <- paste(utils::capture.output(print(ctx)), collapse = "\n")
   expect_match(out, "n_ctx: 128")
   expect_match(out, "n_seq_max: 3")

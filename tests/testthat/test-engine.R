@@ -12,7 +12,7 @@ test_that("the engine's version is the R package's", {
 test_that("an engine of another version is one classed error that says to install it again", {
   err <- expect_error(check_engine_version("0.0.0.9"), class = "newrllama4_error_engine_version")
   expect_match(conditionMessage(err), "0.0.0.9", fixed = TRUE)
-  expect_match(conditionMessage(err), "install_newrllama()", fixed = TRUE)
+  expect_match(conditionMessage(err), "install_newrllama4()", fixed = TRUE)
   expect_equal(err$engine_version, "0.0.0.9")
   expect_equal(err$package_version, format(utils::packageVersion("newrllama4")))
   expect_no_error(check_engine_version(format(utils::packageVersion("newrllama4"))))
@@ -30,10 +30,10 @@ test_that("a missing engine is one classed error that says how to install it", {
   out <- system2(file.path(R.home("bin"), "Rscript"), script, stdout = TRUE, stderr = TRUE,
                  env = paste0("RETICULATE_PYTHON=", file.path(empty_venv, "bin", "python")))
   expect_equal(out[1], "newrllama4_error_engine_not_installed")
-  expect_match(paste(out, collapse = "\n"), "install_newrllama")
+  expect_match(paste(out, collapse = "\n"), "install_newrllama4")
 })
 
-test_that("without an engine, library() says nothing and the first call that needs it names install_newrllama()", {
+test_that("without an engine, library() says nothing and the first call that needs it names install_newrllama4()", {
   script <- tempfile(fileext = ".R")
   writeLines(c(
     "attached <- capture.output(type = 'message', invisible(capture.output(library(newrllama4))))",
@@ -43,7 +43,7 @@ test_that("without an engine, library() says nothing and the first call that nee
   ), script)
   empty_root <- tempfile("virtualenvs-")
   dir.create(empty_root)
-  # as on a machine that never ran install_newrllama(): no Python chosen, no engine environment,
+  # as on a machine that never ran install_newrllama4(): no Python chosen, no engine environment,
   # nor the virtualenv reticulate activated in this session (its variables, and its bin/ in PATH)
   path <- strsplit(Sys.getenv("PATH"), .Platform$path.sep)[[1]]
   venv <- Sys.getenv("VIRTUAL_ENV")
@@ -56,7 +56,7 @@ test_that("without an engine, library() says nothing and the first call that nee
   )
   expect_identical(out[[1]], "attached: 0 FALSE ")
   expect_identical(out[[2]], "newrllama4_error_engine_not_installed")
-  expect_match(paste(out, collapse = "\n"), "install_newrllama()", fixed = TRUE)
+  expect_match(paste(out, collapse = "\n"), "install_newrllama4()", fixed = TRUE)
 })
 
 
@@ -91,7 +91,7 @@ test_that("RETICULATE_PYTHON_FALLBACK set but empty: FALSE, and an error that na
   expect_match(result$reason, "not installed", fixed = TRUE)
   expect_match(result$reason, "`RETICULATE_PYTHON_FALLBACK` names no Python (it is empty)", fixed = TRUE)
   expect_match(result$message, "`RETICULATE_PYTHON_FALLBACK` is set, but empty", fixed = TRUE)
-  expect_match(result$message, "install_newrllama()", fixed = TRUE)
+  expect_match(result$message, "install_newrllama4()", fixed = TRUE)
   expect_true(any(grepl("RETICULATE_PYTHON_FALLBACK: (set, empty)", result$sitrep, fixed = TRUE)))
 })
 
@@ -101,15 +101,15 @@ test_that("the engine's virtual environment without its Python: FALSE, and an er
   unlink(list.files(dirname(python), pattern = "^python", full.names = TRUE))
   result <- expect_engine_problem(probe(root = root), "newrllama4_error_engine_python")
   expect_match(result$reason, "has no Python", fixed = TRUE)
-  expect_match(result$message, "install_newrllama()` again: it makes the environment anew", fixed = TRUE)
+  expect_match(result$message, "install_newrllama4()` again: it makes the environment anew", fixed = TRUE)
   expect_true(any(grepl("virtual environment r-newrllama4: .* \\(its Python, .* is gone\\)", result$sitrep)))
 })
 
-test_that("a Python without the engine: FALSE, and an error that names install_newrllama() and the Python", {
+test_that("a Python without the engine: FALSE, and an error that names install_newrllama4() and the Python", {
   python <- make_venv(file.path(empty_dir("venv-"), "plain"))
   result <- expect_engine_problem(probe(c(RETICULATE_PYTHON = python)), "newrllama4_error_engine_not_installed")
   expect_match(result$message, "not installed in the Python in use", fixed = TRUE)
-  expect_match(result$message, "install_newrllama()", fixed = TRUE)
+  expect_match(result$message, "install_newrllama4()", fixed = TRUE)
   expect_identical(result$python, python)
   expect_true(any(grepl(paste("Python:", python), result$sitrep, fixed = TRUE)))
   expect_true(any(grepl("engine (newrllama4, Python): not installed", result$sitrep, fixed = TRUE)))
@@ -121,7 +121,7 @@ test_that("a Python without the engine: FALSE, and an error that names install_n
   expect_match(result$message, "`RETICULATE_PYTHON` chose that Python over the engine's virtual environment", fixed = TRUE)
 })
 
-test_that("an engine of another version than the package's: FALSE, and an error that says to rerun install_newrllama()", {
+test_that("an engine of another version than the package's: FALSE, and an error that says to rerun install_newrllama4()", {
   python <- make_venv(file.path(empty_dir("venv-"), "plain"))
   for (other in c("0.0.0.9", "99.0.0")) {  # older and newer
     stub <- python_packages(list("newrllama4/__init__.py" = c(sprintf("__version__ = '%s'", other), "class Model: pass")))
@@ -129,7 +129,7 @@ test_that("an engine of another version than the package's: FALSE, and an error 
                                     "newrllama4_error_engine_version")
     expect_match(result$message, sprintf("The Python engine is version %s, but the newrllama4 R package is %s",
                                          other, format(utils::packageVersion("newrllama4"))), fixed = TRUE)
-    expect_match(result$message, "Run `newrllama4::install_newrllama()` again", fixed = TRUE)
+    expect_match(result$message, "Run `newrllama4::install_newrllama4()` again", fixed = TRUE)
     expect_identical(result$engine_version, other)
     expect_identical(result$package_version, format(utils::packageVersion("newrllama4")))
     expect_true(any(grepl(paste("engine (newrllama4, Python):", other), result$sitrep, fixed = TRUE)))

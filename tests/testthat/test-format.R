@@ -21,9 +21,9 @@ test_that("a model, a context, answers and a manifest print to standard output a
 })
 
 test_that("agreement tables print to standard output alone", {
-  gold <- c("a", "b", "a", "b")
-  expect_match(printed(agreement(c("a", "b", "b", "b"), gold, n_boot = 0)), "Accuracy")
-  expect_match(printed(agreement(list(x = c("a", "b", "b", "b"), y = gold), gold, n_boot = 0)), "Between annotators")
+  truth <- c("a", "b", "a", "b")
+  expect_match(printed(agreement(c("a", "b", "b", "b"), truth, n_boot = 0)), "Accuracy")
+  expect_match(printed(agreement(list(x = c("a", "b", "b", "b"), y = truth), truth, n_boot = 0)), "Between annotators")
 })
 
 test_that("a report knitted with message = FALSE shows the context, the answers and the manifest, either lane", {
@@ -50,7 +50,7 @@ test_that("a report knitted with message = FALSE shows the context, the answers 
   output <- rmarkdown::render(report, output_format = rmarkdown::md_document(), output_dir = tempdir(),
                               quiet = TRUE, envir = new.env())
   text <- paste(readLines(output), collapse = "\n")
-  expect_match(text, "newrllama_model")
+  expect_match(text, "newrllama4_model")
   expect_match(text, "n_seq_max: 2")
   expect_match(text, "# 2 prompts, 0 failed")
   expect_match(text, "fast lane: answers may depend on the batch\n.*runs in worker process [0-9]+")

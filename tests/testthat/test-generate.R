@@ -209,7 +209,7 @@ test_that("random bytes in any declared encoding give answers or a classed argum
         expect_equal(outcome$argument, "prompts")
         expect_false(all(validUTF8(prompts)))
       } else {
-        expect_s3_class(outcome, "newrllama_answers")
+        expect_s3_class(outcome, "newrllama4_answers")
         expect_false(anyNA(outcome))
         expect_true(all(validUTF8(outcome)))
       }
@@ -217,7 +217,7 @@ test_that("random bytes in any declared encoding give answers or a classed argum
     }
   }
   # latin1 reads any bytes, and these bytes are rarely valid UTF-8: both outcomes occur
-  expect_setequal(unique(unlist(outcomes)), c("newrllama_answers", "newrllama4_error_invalid_argument"))
+  expect_setequal(unique(unlist(outcomes)), c("newrllama4_answers", "newrllama4_error_invalid_argument"))
 })
 
 test_that("a latin1 prompt is the same prompt as its UTF-8 spelling", {

@@ -6,10 +6,10 @@ fake_engine_dir <- function(pyproject = c("[project]", 'name = "newrllama4"', 'v
   dir
 }
 
-test_that("install_newrllama checks its arguments before touching Python", {
-  expect_error(install_newrllama(envname = NA), class = "newrllama4_error_invalid_argument")
-  expect_error(install_newrllama(python_source = 1), class = "newrllama4_error_invalid_argument")
-  expect_error(install_newrllama(python = c("a", "b")), class = "newrllama4_error_invalid_argument")
+test_that("install_newrllama4 checks its arguments before touching Python", {
+  expect_error(install_newrllama4(envname = NA), class = "newrllama4_error_invalid_argument")
+  expect_error(install_newrllama4(python_source = 1), class = "newrllama4_error_invalid_argument")
+  expect_error(install_newrllama4(python = c("a", "b")), class = "newrllama4_error_invalid_argument")
 })
 
 test_that("the default source is the engine the package carries, unless NEWRLLAMA4_PYTHON_SOURCE says otherwise", {
@@ -65,7 +65,7 @@ test_that("a failed pip install is one classed error with pip's last lines and t
   python <- Sys.which("python3")
   skip_if(python == "", "no python3 to create a virtual environment with")
   capture.output(err <- suppressMessages(expect_error(
-    install_newrllama(venv, python_source = engine_dir, python = python),
+    install_newrllama4(venv, python_source = engine_dir, python = python),
     class = "newrllama4_error_engine_install"
   )))
   expect_length(err$output, pip_lines_shown)
@@ -80,7 +80,7 @@ test_that("a failed pip install is one classed error with pip's last lines and t
 test_that("a virtual environment that cannot be created is the same classed error", {
   venv <- file.path(tempfile("venvs-"), "engine")
   capture.output(err <- suppressMessages(expect_error(
-    install_newrllama(venv, python_source = fake_engine_dir(), python = file.path(tempdir(), "no-such-python")),
+    install_newrllama4(venv, python_source = fake_engine_dir(), python = file.path(tempdir(), "no-such-python")),
     class = "newrllama4_error_engine_install"
   )))
   expect_match(conditionMessage(err), "Could not create the virtual environment")

@@ -22,7 +22,7 @@ as_field <- function(labelled, field, boolean = FALSE) {
 one_order <- function(labelled) {
   attr(labelled, "order_probs") <- order_probs_record(list(as.matrix(labelled[c(".prob_yes", ".prob_no")])),
                                                       labelled)
-  attr(labelled, "manifest") <- structure(list(prompt = list(schema = "{}")), class = "newrllama_manifest")
+  attr(labelled, "manifest") <- structure(list(prompt = list(schema = "{}")), class = "newrllama4_manifest")
   labelled
 }
 

@@ -71,7 +71,7 @@ test_that("recalibrate_labels() output is refitted fold by fold, never on a row'
   probs <- as.matrix(data[c(".prob_yes", ".prob_no")])
   attr(data, "order_probs") <- order_probs_record(list(probs), data)
   attr(data, "manifest") <- structure(list(created = "now", prompt = list(labels = c("yes", "no"))),
-                                      class = "newrllama_manifest")
+                                      class = "newrllama4_manifest")
   coded <- review_sample(data, 100, weight = "uniform", seed = 2)
   refitted <- recalibrate_labels(data, coded, truth)
   expect_identical(manifest(refitted)$prompt$calibration, "hand-coded")

@@ -15,7 +15,7 @@ test_that("shares are per-group means of the pseudo-outcomes, and sum to one", {
   data <- simulated_labels(1000, 41)
   coded <- review_sample(data, 150, weight = "uniform", seed = 41)
   shares <- label_shares(data, coded, truth, by = "group", seed = 1)
-  expect_s3_class(shares, "newrllama_label_shares")
+  expect_s3_class(shares, "newrllama4_label_shares")
   expect_named(shares, c("group", "label", "estimator", "estimate", "std.error", "conf.low", "conf.high", "rows",
                          "coded"))
   corrected <- shares[shares$estimator == "corrected", ]

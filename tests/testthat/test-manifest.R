@@ -4,7 +4,7 @@ test_that("the manifest records the model, the prompt, every parameter, the rows
   out <- suppressWarnings(annotate_texts(data, text, "Label it.", labels = c("king", "queen"), context = ctx,
                                    seed = 9L, min_p = 0.05, progress = FALSE))
   record <- manifest(out)
-  expect_s3_class(record, "newrllama_manifest")
+  expect_s3_class(record, "newrllama4_manifest")
   expect_identical(record$model$file, basename(tiny_model_path()))
   expect_identical(record$model$sha256, reticulate::import("newrllama4.sources")$file_sha256(tiny_model_path()))
   expect_match(record$prompt$chat_template_sha256, "^[0-9a-f]{64}$")

@@ -1,6 +1,6 @@
 test_that("model_load loads a GGUF and prints what it is", {
   model <- tiny_model()
-  expect_s3_class(model, "newrllama_model")
+  expect_s3_class(model, "newrllama4_model")
   out <- utils::capture.output(print(model))
   expect_match(paste(out, collapse = "\n"), "newrllama4-tiny.gguf")
   expect_match(paste(out, collapse = "\n"), "parameters")

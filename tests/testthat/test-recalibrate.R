@@ -15,7 +15,7 @@ annotated_rows <- function(n, majority, seed = 1) {
                      .confidence = apply(mean_probs, 1, max), .agreement_orders = 1, .error = NA_character_)
   attr(data, "order_probs") <- order_probs_record(order_probs, data)
   attr(data, "manifest") <- structure(list(prompt = list(example_orders = c("1,2", "2,1"), calibration = "none")),
-                                      class = "newrllama_manifest")
+                                      class = "newrllama4_manifest")
   data
 }
 
@@ -174,7 +174,7 @@ five_label_rows <- function(n, lean = 0, noise_order = TRUE, seed = 1) {
   for (k in seq_along(labels)) data[[paste0(".prob_", labels[k])]] <- mean_probs[, k]
   attr(data, "order_probs") <- order_probs_record(order_probs, data)
   attr(data, "manifest") <- structure(list(prompt = list(example_orders = c("1,2", "2,1"), calibration = "none")),
-                                      class = "newrllama_manifest")
+                                      class = "newrllama4_manifest")
   data
 }
 
@@ -219,7 +219,7 @@ test_that("where no refit beats the labels as they are, they are kept, with a me
                .label = factor(ifelse(p > 0.5, "a", "b"), levels = labels), .confidence = pmax(p, 1 - p))
   })
   attr(data, "order_probs") <- order_probs_record(list(cbind(a = data$.prob_a, b = data$.prob_b)), data)
-  attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama_manifest")
+  attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
   declined <- 0
   for (seed in 1:10) {
     coded <- review_sample(data, n = 40, weight = "uniform", seed = seed)

@@ -50,7 +50,7 @@ test_that(".sample_prob is each row's inclusion probability, for either weight",
   for (weight in c("uniform", "confidence")) {
     first <- review_sample(data, n = 12, weight = weight, seed = 1)
     design <- attr(first, "design")
-    expect_s3_class(design, "newrllama_sample_design")
+    expect_s3_class(design, "newrllama4_sample_design")
     expect_identical(sum(design$strata$drawn), 12L)
     expect_equal(design$strata$prob, design$strata$drawn / design$strata$rows)
     # every row's probability, from the strata of the rows drawn

@@ -2,14 +2,14 @@ test_that("the situation report prints on stdout, with the engine: versions, bui
   skip_without_engine()
   messages <- character()
   out <- withCallingHandlers(
-    capture.output(report <- newrllama_sitrep()),
+    capture.output(report <- newrllama4_sitrep()),
     message = function(m) {
       messages <<- c(messages, conditionMessage(m))
       invokeRestart("muffleMessage")
     }
   )
   expect_length(messages, 0)
-  expect_s3_class(report, "newrllama_sitrep")
+  expect_s3_class(report, "newrllama4_sitrep")
   expect_identical(out, format(report))
   text <- paste(out, collapse = "\n")
   version <- format(utils::packageVersion("newrllama4"))
@@ -31,7 +31,7 @@ test_that("the situation report prints on stdout, with the engine: versions, bui
 
 test_that("the report never shows HF_TOKEN's value", {
   withr::local_envvar(HF_TOKEN = "hf_secret_value_123")
-  out <- capture.output(newrllama_sitrep())
+  out <- capture.output(newrllama4_sitrep())
   expect_false(any(grepl("hf_secret_value_123", out, fixed = TRUE)))
   expect_true(any(grepl("HF_TOKEN: (set)", out, fixed = TRUE)))
 })
@@ -75,6 +75,6 @@ test_that("cached models are listed with their sizes, the Hub's through its link
 
 test_that("a report that fails to be made still prints, with the failure", {
   local_package_binding("sitrep_collect", function() stop("broken {here}"))
-  out <- capture.output(report <- newrllama_sitrep())
+  out <- capture.output(report <- newrllama4_sitrep())
   expect_match(paste(out, collapse = "\n"), "the report could not be made: broken {here}", fixed = TRUE)
 })
