@@ -149,7 +149,7 @@ agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL
   }
   level <- check_number(level, "level", min = 0, max = 1, open_min = TRUE)
   n_boot <- check_whole(n_boot, "n_boot", min = 0)
-  if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
+  seed <- check_seed(seed)
 
   n_missing <- c(predicted = sum(is.na(predicted)), truth = sum(is.na(truth)))
   complete <- !is.na(predicted) & !is.na(truth)
@@ -206,11 +206,11 @@ warn_if_no_common_label <- function(predicted, truth) {
   predicted_labels <- unique(as.character(predicted))
   truth_labels <- unique(as.character(truth))
   if (length(intersect(predicted_labels, truth_labels)) == 0) {
-    cli::cli_warn(
+    warn_newrllama4(
+      "no_common_label",
       c("{.arg predicted} and {.arg truth} have no label in common, so no pair agrees.",
         "i" = "Predicted labels: {.val {predicted_labels}}; hand-coded labels: {.val {truth_labels}}.",
-        "i" = "Labels must match exactly, case and spaces included."),
-      class = "newrllama4_warning_no_common_label"
+        "i" = "Labels must match exactly, case and spaces included.")
     )
   }
 }
@@ -294,13 +294,8 @@ as.data.frame.newrllama4_agreement <- function(x, ...) {
   x$metrics
 }
 
-# Printed to standard output, as print() methods are, so that a report shows
-# it as output and capture.output() catches it.
 #' @export
-print.newrllama4_agreement <- function(x, ...) {
-  writeLines(format(x, ...))
-  invisible(x)
-}
+print.newrllama4_agreement <- function(x, ...) print_lines(x, ...)
 
 #' @export
 format.newrllama4_agreement <- function(x, digits = 3, ...) {

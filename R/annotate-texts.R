@@ -100,7 +100,7 @@
 #'   needs.
 #' @param cache Path of a SQLite file that keeps every finished answer, or
 #'   `NULL`.
-#' @param segments For texts longer than the context: `NULL` or `FALSE` to
+#' @param passages For texts longer than the context: `NULL` or `FALSE` to
 #'   send every text whole (a row too long for the context fails); `TRUE`, or
 #'   [passage_options()] to choose the passages' size, their overlap and how
 #'   their answers combine, to split every text longer than a passage on its
@@ -110,7 +110,7 @@
 #'   the context allows beside the instruction, the examples and the answer --
 #'   without `context`, the model's whole window -- so a text that fits stays
 #'   whole. [passage_answers()] gives each passage's own answers, and the
-#'   manifest's `segments` section records the split. Needs a local model,
+#'   manifest's `passages` section records the split. Needs a local model,
 #'   whose tokenizer counts the passages.
 #' @param ... Passed to [generate_parallel()]: `max_tokens`, `temperature`
 #'   (`0` unless given), `seed`, `progress`, ...
@@ -132,7 +132,7 @@
 #'   rows to code by hand, most of them where the model was least sure, and
 #'   [recalibrate_labels()] refits the labels to a random sample of them. Rows keep their order and their other columns. A row
 #'   whose text is missing, empty or only white space is not sent to the model:
-#'   its answer is `NA` and `.error` says why; with `segments`, so is a row
+#'   its answer is `NA` and `.error` says why; with `passages`, so is a row
 #'   one of whose passages failed (`.error` names the passage). A data frame
 #'   without rows gives one without rows, with the answer columns.
 #' @seealso [agreement()] to compare the labels with human coding,
@@ -154,7 +154,7 @@
 #' labelled[c("review", ".label", ".confidence", ".agreement_orders")]
 #' manifest(labelled)$prompt[c("example_orders", "calibration", "label_prior")]
 annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL, examples = NULL,
-                           example_orders = 1L, calibrate = FALSE, context = NULL, cache = NULL, segments = NULL,
+                           example_orders = 1L, calibrate = FALSE, context = NULL, cache = NULL, passages = NULL,
                            ...) {
   if (is.character(data)) data <- data.frame(text = data, stringsAsFactors = FALSE)
   if (!is.data.frame(data)) {
@@ -181,26 +181,26 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
     abort_invalid(c("With {.arg example_orders} or {.arg calibrate} a row gets its most likely label: {.arg temperature} must be 0.",
                     "x" = "It is {params$temperature}."), "temperature", current_env())
   }
-  segments <- check_segments(segments)
+  passages <- check_passages(passages)
   if (!is.null(context)) check_context(context)
-  if (!is.null(segments) && inherits(context, "newrllama4_remote_context")) {
-    abort_invalid(c("{.arg segments} needs a local model: it counts the passages' tokens with its tokenizer.",
-                    "i" = "Split the texts before sending them to a server."), "segments", current_env())
+  if (!is.null(passages) && inherits(context, "newrllama4_remote_context")) {
+    abort_invalid(c("{.arg passages} needs a local model: it counts the passages' tokens with its tokenizer.",
+                    "i" = "Split the texts before sending them to a server."), "passages", current_env())
   }
   model <- if (is.null(context)) annotation_model() else context$model
   layout <- if (is.null(context)) model_layout(model) else prompts_layout(context)
   skipped <- text_problems(texts)
   runnable <- which(is.na(skipped))
   # what the model reads: each row's text, or each passage of it
-  passages <- NULL
+  passage_rows <- NULL
   sent <- texts[runnable]
   sent_rows <- runnable
-  if (!is.null(segments)) {
+  if (!is.null(passages)) {
     overhead <- prompt_around(model, layout, instruction, turns, orders) + answer_tokens(model, answer, params)
-    size <- passage_size(segments, if (is.null(context)) model$py$n_ctx_train else context$py$n_ctx, overhead)
-    passages <- split_passages(model, sent, runnable, size, segments$overlap)
-    sent <- passages$.text
-    sent_rows <- passages$.row
+    size <- passage_size(passages, if (is.null(context)) model$py$n_ctx_train else context$py$n_ctx, overhead)
+    passage_rows <- split_passages(model, sent, runnable, size, passages$overlap)
+    sent <- passage_rows$.text
+    sent_rows <- passage_rows$.row
   }
   # a server counts its own tokens
   needed <- if (!is.null(model)) {
@@ -217,19 +217,19 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   )
   labelled <- if (answer$kind == "labels") combine_orders(answers, length(sent), orders, labels, calibration)
   order_probs <- labelled$order_probs
-  if (is.null(segments)) {
+  if (is.null(passages)) {
     result <- add_answer_columns(data, answer, answers, runnable, skipped, labelled, length(orders))
     disagreement <- if (!is.null(labelled)) order_disagreement(labelled)
   } else {
-    passages <- add_answer_columns(passages, answer, answers, seq_along(sent), rep(NA_character_, length(sent)),
+    passage_rows <- add_answer_columns(passage_rows, answer, answers, seq_along(sent), rep(NA_character_, length(sent)),
                                    labelled, length(orders))
-    result <- spread_texts(data, combine_passages(passages, segments), skipped)
+    result <- spread_texts(data, combine_passages(passage_rows, passages), skipped)
     order_probs <- lapply(order_probs, combine_probs, owner = match(sent_rows, runnable), n = length(runnable),
-                          rule = segments$combine)
+                          rule = passages$combine)
     disagreement <- if (length(orders) > 1) {
       order_disagreement(list(label = result$.label, agreement_orders = result$.agreement_orders))
     }
-    attr(result, "passages") <- passages
+    attr(result, "passages") <- passage_rows
   }
   if (!is.null(labelled)) {
     attr(result, "order_probs") <- order_probs_record(lapply(order_probs, function(probs) {
@@ -241,9 +241,8 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   if (field_probs) attr(result, "field_order_probs") <- field_probs_record(result, scored)
   n_failed <- sum(!is.na(result$.error))
   if (n_failed > 0) {
-    cli::cli_warn(c("{n_failed} of {nrow(data)} row{?s} {?has/have} no answer; {.field .error} says why.",
-                    "i" = "First: {result$.error[!is.na(result$.error)][[1]]}"),
-                  class = "newrllama4_warning_partial_failure")
+    warn_newrllama4("partial_failure", c("{n_failed} of {nrow(data)} row{?s} {?has/have} no answer; {.field .error} says why.",
+                    "i" = "First: {result$.error[!is.na(result$.error)][[1]]}"))
   }
   warn_if_order_sensitive(disagreement, length(orders), calibration)
   attr(result, "manifest") <- annotation_manifest(attr(answers, "manifest"), compact(list(
@@ -255,7 +254,7 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
     order_disagreement = if (length(orders) > 1) disagreement,
     calibration = if (answer$kind == "labels") calibration,
     label_prior = if (!is.null(labelled$prior)) prior_record(labelled$prior)
-  )), result, skipped, if (!is.null(segments)) segments_record(segments, size, passages))
+  )), result, skipped, if (!is.null(passages)) passages_record(passages, size, passage_rows))
   result
 }
 
@@ -276,13 +275,13 @@ text_problems <- function(texts) {
 }
 
 # The manifest of the engine call, with the annotation's prompt and its rows.
-annotation_manifest <- function(record, prompt, result, skipped, segments = NULL) {
+annotation_manifest <- function(record, prompt, result, skipped, passages = NULL) {
   record$prompt <- c(prompt, record$prompt["chat_template_sha256"])
   answered <- is.na(result$.error)
   record$rows <- list(total = nrow(result), skipped_missing_text = sum(!is.na(skipped)), answered = sum(answered),
                       failed = sum(!answered & is.na(skipped)))
-  record$segments <- segments
-  sections <- c("created", "model", "prompt", if (!is.null(segments)) "segments", "parameters", "rows", "prompts",
+  record$passages <- passages
+  sections <- c("created", "model", "prompt", if (!is.null(passages)) "passages", "parameters", "rows", "prompts",
                 "timings", "versions")
   structure(record[sections],
             class = class(record), file_state = attr(record, "file_state"))
@@ -308,249 +307,4 @@ row_texts <- function(data, text, arg, call = caller_env()) {
     abort_invalid("{.arg {arg}} must give one string per row, not {.obj_type_friendly {value}}.", arg, call)
   }
   as_utf8(value, arg, call)
-}
-
-# What an answer is: labels, JSON with typed fields, or free text; how to make
-# its columns and its examples' answers.
-answer_shape <- function(labels, schema, call = caller_env()) {
-  if (!is.null(labels)) {
-    return(list(kind = "labels", labels = labels, max_tokens = 1L, example_answer = function(example) example[[".label"]],
-                example_columns = ".label"))
-  }
-  if (is.null(schema)) {
-    return(list(kind = "text", max_tokens = 64L, example_answer = function(example) example[[".answer"]],
-                example_columns = ".answer"))
-  }
-  if (!is.list(schema) || !rlang::is_named(schema) || length(schema) == 0) {
-    abort_invalid("{.arg schema} must be a named list of fields.", "schema", call)
-  }
-  properties <- Map(field_schema, schema, names(schema), MoreArgs = list(call = call))
-  json_schema <- list(type = "object", properties = properties, required = as.list(names(schema)),
-                      additionalProperties = FALSE)
-  list(
-    kind = "fields", max_tokens = 256L, json_schema = json_schema, fields = properties,
-    example_columns = names(schema),
-    example_answer = function(example) {
-      values <- lapply(names(schema), function(field) {
-        value <- example[[field]]
-        if (is.factor(value)) as.character(value) else value
-      })
-      as.character(jsonlite::toJSON(stats::setNames(values, names(schema)), auto_unbox = TRUE, digits = NA))
-    }
-  )
-}
-
-field_types <- c("string", "integer", "number", "boolean")
-
-field_schema <- function(field, name, call) {
-  if (rlang::is_string(field) && field %in% field_types) return(list(type = field))
-  if (is.character(field) && length(field) >= 2 && !anyNA(field) && !anyDuplicated(field)) {
-    return(list(enum = as.list(field)))
-  }
-  if (is.list(field) && rlang::is_named(field) && (rlang::is_string(field$type, field_types) || !is.null(field$enum))) {
-    if (!is.null(field$enum)) field$enum <- as.list(field$enum)
-    return(field)
-  }
-  abort_invalid(c(
-    "Field {.field {name}} of {.arg schema} must be one of {.or {.val {field_types}}}, a character vector of allowed values, or a list with a {.field type} or an {.field enum}.",
-    "x" = "It is {.obj_type_friendly {field}}."
-  ), "schema", call)
-}
-
-# Each worked example as a (user text, assistant answer) pair.
-example_turns <- function(examples, text, answer, call = caller_env()) {
-  if (is.null(examples)) return(list())
-  if (!is.data.frame(examples) || nrow(examples) == 0) {
-    abort_invalid("{.arg examples} must be a data frame with one row per worked example.", "examples", call)
-  }
-  missing_columns <- setdiff(answer$example_columns, names(examples))
-  if (length(missing_columns) > 0) {
-    abort_invalid("{.arg examples} needs the answer column{?s} {.field {missing_columns}}.", "examples", call)
-  }
-  if (answer$kind == "labels") check_example_labels(examples$.label, answer$labels, call)
-  texts <- row_texts(examples, text, "examples", call)
-  lapply(seq_len(nrow(examples)), function(i) {
-    list(text = texts[[i]], answer = as.character(answer$example_answer(examples[i, , drop = FALSE])))
-  })
-}
-
-# Labels are checked here, before the examples are and anything runs; for
-# generate_parallel() the engine checks them.
-check_labels <- function(labels, arg, call) {
-  if (!is.character(labels) || length(labels) < 2 || anyNA(labels) || any(labels == "") || anyDuplicated(labels)) {
-    abort_invalid("{.arg {arg}} must hold at least two distinct, non-empty labels.", arg, call)
-  }
-  as_utf8(labels, arg, call)
-}
-
-# A worked example answered with a label the model may not give teaches it a
-# wrong answer, silently: refused, naming the examples.
-check_example_labels <- function(example_labels, labels, call) {
-  example_labels <- as.character(example_labels)
-  wrong <- which(is.na(example_labels) | !example_labels %in% labels)
-  if (length(wrong) > 0) {
-    cli::cli_abort(
-      c("{cli::qty(length(wrong))}Worked example{?s} {positions(wrong)} of {.arg examples} {?has a/have}
-         {.field .label} not among {.arg labels}: {.val {example_labels[wrong]}}.",
-        "i" = "{.arg labels}: {.val {labels}}."),
-      class = c("newrllama4_error_example_label", "newrllama4_error_invalid_argument", "newrllama4_error"),
-      argument = "examples", examples = wrong, call = call
-    )
-  }
-}
-
-# One prompt per text: a conversation -- the instruction as the system turn, each
-# example as a user and an assistant turn, the text as the last user turn -- that
-# the engine lays out with the model's chat template, or the server with its own;
-# for a local model without a template, a plain layout.
-render_prompts <- function(layout, instruction, turns, texts) {
-  if (layout == "plain") {
-    shots <- vapply(turns, function(t) sprintf("Text: %s\nAnswer: %s\n\n", t$text, t$answer), "")
-    return(sprintf("%s\n\n%sText: %s\nAnswer:", instruction, paste(shots, collapse = ""), texts))
-  }
-  shots <- unlist(lapply(turns, function(t) {
-    list(list(role = "user", content = t$text), list(role = "assistant", content = t$answer))
-  }), recursive = FALSE)
-  conversation <- c(list(list(role = "system", content = instruction)), shots)
-  lapply(texts, function(text) c(conversation, list(list(role = "user", content = text))))
-}
-
-# A server is sent chat messages: an instruction model behind vLLM or llama-server
-# has its template there, and its /models list does not say whether it has one.
-prompts_layout <- function(context) {
-  if (inherits(context, "newrllama4_remote_context")) return("server chat template")
-  model_layout(context$model)
-}
-
-model_layout <- function(model) {
-  if (is.null(model$py$chat_template)) "plain" else "chat template"
-}
-
-# The answers as columns of `data`; rows that did not run (missing text) or
-# failed get NA and their reason in `.error`.
-add_answer_columns <- function(data, answer, answers, runnable, skipped, labelled, n_orders) {
-  by_row <- function(values, missing) {
-    column <- rep(missing, nrow(data))
-    column[runnable] <- values
-    column
-  }
-  errors <- skipped
-  if (answer$kind == "labels") {
-    errors[runnable] <- labelled$error
-    data[[".label"]] <- factor(by_row(labelled$label, NA_character_), levels = answer$labels)
-    for (label in answer$labels) {
-      data[[paste0(".prob_", label)]] <- by_row(labelled$probs[, label], NA_real_)
-    }
-    data[[".confidence"]] <- by_row(labelled$confidence, NA_real_)
-    if (n_orders > 1) {
-      data[[".agreement_orders"]] <- by_row(ifelse(is.na(labelled$label), NA_real_, labelled$agreement_orders),
-                                            NA_real_)
-    }
-  } else {
-    failed <- generation_errors(answers)
-    errors[runnable[failed$index]] <- failed$message
-    if (answer$kind == "fields") {
-      parsed <- parsed_answers(answers)
-      probs <- field_probs(answers)
-      for (field in names(answer$fields)) {
-        # as the field's probabilities name them (field_codes(): TRUE is "true")
-        values <- vapply(parsed, function(p) if (is.null(p)) NA_character_ else field_codes(p[[field]]), "")
-        data[[field]] <- typed_column(answer$fields[[field]], by_row(values, NA_character_))
-        allowed <- scored_values(answer$fields[[field]])
-        if (is.null(allowed)) next
-        # NA columns where the context could not score the field (annotate_texts() warned)
-        value_probs <- probs[[field]] %||% matrix(NA_real_, length(values), length(allowed),
-                                                  dimnames = list(NULL, allowed))
-        for (value in allowed) {
-          data[[paste0(".prob_", field, "_", value)]] <- by_row(unname(value_probs[, value]), NA_real_)
-        }
-        chosen <- unname(value_probs[cbind(seq_along(values), match(values, allowed))])
-        data[[paste0(".confidence_", field)]] <- by_row(chosen, NA_real_)
-      }
-    } else {
-      data[[".answer"]] <- by_row(as.vector(answers), NA_character_)
-    }
-  }
-  data[[".error"]] <- errors
-  data
-}
-
-# The values a field's probabilities are given for, as the engine scores them
-# (field_probs.py): an enum of strings, or "true" and "false" for a boolean;
-# NULL for other fields.
-scored_values <- function(field) {
-  if (!is.null(field$enum)) {
-    values <- field$enum
-    is_strings <- all(vapply(values, rlang::is_string, NA))
-    if (is_strings && length(values) >= 2 && !anyDuplicated(unlist(values)) &&
-        (is.null(field$type) || identical(field$type, "string")) && is.null(field$const)) {
-      return(unlist(values))
-    }
-    return(NULL)
-  }
-  if (identical(field$type, "boolean") && is.null(field$const)) c("true", "false")
-}
-
-scored_field_names <- function(answer) {
-  if (answer$kind != "fields") return(character())
-  names(Filter(Negate(is.null), lapply(answer$fields, scored_values)))
-}
-
-# Whether a context scores fields; a server that cannot is said so once per call,
-# and its fields' probability columns are NA.
-context_scores_fields <- function(context, call = caller_env()) {
-  if (isTRUE(context$py$scores_fields)) return(TRUE)
-  cli::cli_warn(c(
-    "The server cannot score a schema's fields: their {.field .prob_} and {.field .confidence_} columns are {.code NA}.",
-    "i" = "llama-server and the local engine score them."
-  ), class = "newrllama4_warning_field_probs", call = call)
-  FALSE
-}
-
-# A field's column from the answers' values (as strings, NA where no answer).
-typed_column <- function(field, values) {
-  if (!is.null(field$enum)) return(factor(values, levels = unlist(field$enum)))
-  switch(field$type,
-    integer = as.integer(values),
-    number = as.double(values),
-    boolean = as.logical(values),
-    values
-  )
-}
-
-the <- new.env(parent = emptyenv())
-
-# The model annotate_texts() uses without a context: SmolLM2 135M Instruct, loaded once per session.
-annotation_model <- function() {
-  if (is.null(the$annotation_model) || handle_state(the$annotation_model) != "live") {
-    the$annotation_model <- model_load("smollm2-135m-instruct")
-  }
-  the$annotation_model
-}
-
-# Its context, kept for the session while it holds the longest row; otherwise one made
-# to hold it, as far as the model's window allows, with fewer sequences where the
-# memory cannot hold eight. Rows longer than the model's window fail one by one.
-annotation_context <- function(model, needed) {
-  context <- the$annotation_context
-  fits <- function(context) {
-    identical(context$model, model) && (is.null(needed) || context$py$n_ctx >= min(needed$total, model$py$n_ctx_train))
-  }
-  live <- !is.null(context) && handle_state(context) == "live"
-  if (live && fits(context)) return(context)
-  if (live) context_free(context)
-  n_ctx <- context_size(if (is.null(needed)) 0 else needed$total, model$py$n_ctx_train)
-  for (n_seq_max in c(8L, 4L, 2L, 1L)) {
-    context <- tryCatch(context_create(model, n_ctx = n_ctx, n_seq_max = n_seq_max),
-                        newrllama4_error_context_too_large = function(e) if (n_seq_max == 1L) stop(e) else NULL)
-    if (!is.null(context)) break
-  }
-  the$annotation_context <- context
-  if (!is.null(needed) && n_ctx > 2048L) {
-    cli::cli_inform(c(
-      "i" = "Made a context of {n_ctx} tokens per sequence ({n_seq_max} sequence{?s}): row {needed$row} needs {needed$total}.",
-      "!" = if (needed$total > n_ctx) "Rows longer than the model's window ({n_ctx} tokens) fail: {.field .error} says which."
-    ), class = "newrllama4_message_context_size")
-  }
-  context
 }

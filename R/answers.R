@@ -62,8 +62,8 @@ generation_errors <- function(x) {
 #' answers <- generate_parallel(ctx, prompts, labels = c("Paris", "oxygen", "Rome"),
 #'                              temperature = 0, progress = FALSE)
 #' answers
-#' choice_probs(answers)
-choice_probs <- function(x) {
+#' label_probs(answers)
+label_probs <- function(x) {
   check_answers(x)
   attr(x, "probs")
 }

@@ -38,6 +38,12 @@ check_whole <- function(x, arg, min, max = Inf, call = caller_env()) {
   if (abs(x) <= .Machine$integer.max) as.integer(x) else x
 }
 
+# NULL, or a seed R's RNG takes (set.seed() wants an integer).
+check_seed <- function(seed, call = caller_env()) {
+  if (is.null(seed)) return(NULL)
+  check_whole(seed, "seed", min = 0, max = .Machine$integer.max, call = call)
+}
+
 # A single number in [min, max] (or (min, max] with `open_min`).
 check_number <- function(x, arg, min, max = Inf, open_min = FALSE, call = caller_env()) {
   ok <- is.numeric(x) && length(x) == 1 && !is.na(x) && is.finite(x) &&
@@ -90,9 +96,9 @@ check_handle <- function(x, arg, class, maker, live, call) {
     } else {
       "This {arg} comes from another R session (saved, then read back); its engine object stayed there."
     }
-    cli::cli_abort(
+    abort_newrllama4(
+      "closed",
       c(problem, "i" = "Create it again with {.fn {maker}}."),
-      class = c("newrllama4_error_closed", "newrllama4_error"),
       what = arg,
       call = call
     )
@@ -114,16 +120,16 @@ is_model_name <- function(x) {
 }
 
 check_model_path <- function(path, call = caller_env()) {
-  check_string(path, "model_path", call)
+  check_string(path, "source", call)
   if (!file.exists(path)) {
-    abort_invalid("{.arg model_path} {.path {path}} does not exist.", "model_path", call)
+    abort_invalid("{.arg source} {.path {path}} does not exist.", "source", call)
   }
   if (dir.exists(path)) {
-    abort_invalid("{.arg model_path} {.path {path}} is a directory, not a GGUF file.", "model_path", call)
+    abort_invalid("{.arg source} {.path {path}} is a directory, not a GGUF file.", "source", call)
   }
   magic <- readBin(path, "raw", n = 4)
   if (!identical(magic, charToRaw("GGUF"))) {
-    abort_invalid("{.arg model_path} {.path {path}} is not a GGUF file.", "model_path", call)
+    abort_invalid("{.arg source} {.path {path}} is not a GGUF file.", "source", call)
   }
   normalizePath(path)
 }
@@ -144,3 +150,12 @@ as_utf8 <- function(x, arg, call = caller_env()) {
   x
 }
 
+# One of `choices`; the first (the default) when given all of them.
+check_choice <- function(x, choices, arg, call = caller_env()) {
+  if (identical(x, choices)) return(choices[[1]])
+  if (!rlang::is_string(x, choices)) {
+    abort_invalid("{.arg {arg}} must be one of {.or {.val {choices}}}, not {.obj_type_friendly {x}}{show_value(x)}.",
+                  arg, call)
+  }
+  x
+}

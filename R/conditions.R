@@ -21,11 +21,13 @@ condition_parents <- c(
   too_few_coded = "coded_rows"
 )
 
+# `subclass` may name several, most specific first: the chain goes on from the last.
 condition_classes <- function(subclass, kind) {
-  chain <- character()
-  while (!is.null(subclass) && !is.na(subclass)) {
-    chain <- c(chain, subclass)
-    subclass <- condition_parents[subclass][[1]]
+  chain <- subclass
+  parent <- condition_parents[subclass[[length(subclass)]]][[1]]
+  while (!is.na(parent)) {
+    chain <- c(chain, parent)
+    parent <- condition_parents[parent][[1]]
   }
   c(paste0("newrllama4_", kind, "_", chain), paste0("newrllama4_", kind))
 }
@@ -87,9 +89,9 @@ engine_condition <- function(exception, call = NULL, traceback = NULL) {
   ))
 }
 
-# Arguments the engine names otherwise than R: model_load()'s `model_path` is
+# Arguments the engine names otherwise than R: model_load()'s `source` is
 # Model()'s `path`.
-r_argument_names <- c(path = "model_path")
+r_argument_names <- c(path = "source")
 
 # The R name of an argument the engine names: "json_schema[0]", the first
 # prompt's schema, is "json_schema[[1]]" (R numbers prompts from 1);

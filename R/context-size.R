@@ -72,12 +72,12 @@ check_context_holds <- function(context, needed, call = caller_env()) {
   if (is.null(needed)) return(invisible())  # no rows, or a server, which counts its own tokens
   n_ctx <- context$py$n_ctx
   if (needed$must_fit <= n_ctx) return(invisible())
-  cli::cli_abort(c(
+  abort_newrllama4("context_too_small", c(
     "The context holds {n_ctx} tokens per sequence, but row {needed$row} needs {needed$must_fit}.",
     "i" = "Its prompt has {needed$prompt} tokens{if (needed$must_fit > needed$prompt) ', with the longest label' else ''}.",
     "i" = "Create the context with {.code n_ctx = {context_size(needed$total)}L}, or leave {.arg context} out
            and {.fn annotate_texts} sizes its own."
-  ), class = c("newrllama4_error_context_too_small", "newrllama4_error"), call = call,
+  ), call = call,
   n_ctx = n_ctx, needed = needed$must_fit, row = needed$row)
 }
 

@@ -118,12 +118,6 @@ engine_problem <- function() {
 
 # The engine and the R package are two halves of one release: the R code calls
 # the engine's API as it was when the package was built.
-check_engine_version <- function(engine_version, call = caller_env(), python = NA_character_) {
-  problem <- version_problem(engine_version, python)
-  if (!is.null(problem)) rlang::cnd_signal(engine_error(problem, call))
-  invisible(engine_version)
-}
-
 version_problem <- function(engine_version, python) {
   r_version <- package_version_string()
   if (identical(engine_version, r_version)) return(NULL)
@@ -263,7 +257,7 @@ engine_error <- function(problem, call = NULL) {
   values <- lapply(problem$values, function(v) if (is.null(v)) "" else v)
   text_values <- lapply(values, function(v) if (is.character(v)) paste(ifelse(is.na(v), "NA", v), collapse = " ") else v)
   envir <- list2env(text_values, parent = baseenv())
-  class <- c(paste0("newrllama4_error_engine_", problem$cause), "newrllama4_error_engine_missing", "newrllama4_error")
+  class <- condition_classes(c(paste0("engine_", problem$cause), "engine_missing"), "error")
   cnd <- tryCatch(
     rlang::catch_cnd(cli::cli_abort(problem$message, class = class, call = call, .envir = envir, !!!values)),
     error = function(e) NULL

@@ -45,19 +45,6 @@ engine_stop <- function(stop, call = caller_env()) {
   as.list(as_utf8(stop, "stop", call))
 }
 
-# `choices` is the old name of `labels`: it still works, with a warning once a session.
-labels_argument <- function(labels, choices, call = caller_env()) {
-  if (is.null(choices)) return(labels)
-  if (!is.null(labels)) {
-    abort_invalid("Give {.arg labels}, not also {.arg choices}, its old name.", "choices", call)
-  }
-  cli::cli_warn(
-    c("{.arg choices} is deprecated; call it {.arg labels}.", "i" = "It works as {.arg labels} for now."),
-    class = "newrllama4_warning_deprecated", .frequency = "once", .frequency_id = "newrllama4_choices"
-  )
-  choices
-}
-
 # A character vector of prompts, or a list of conversations (each a list of messages).
 check_prompts <- function(prompts, call = caller_env()) {
   if (is.list(prompts) && !is.data.frame(prompts)) {

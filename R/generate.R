@@ -89,14 +89,12 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 #'   score labels (llama-server), and refuses with
 #'   `newrllama4_error_invalid_argument` where it cannot (see
 #'   [context_remote()]).
-#' @param choices Deprecated: the old name of `labels`, which still works,
-#'   with a warning of class `newrllama4_warning_deprecated` once a session.
 #' @return A character vector of class `newrllama4_answers`, one answer per
 #'   prompt, with the prompts' names. It prints the answers and a summary line;
 #'   [generation_stats()] and [generation_errors()] give the call's counters and
 #'   failed prompts. A NUL the model emits, which R strings cannot hold, arrives
 #'   as U+FFFD, as do bytes that are not valid UTF-8; other control characters
-#'   arrive unchanged. With `labels`, [choice_probs()] gives the labels'
+#'   arrive unchanged. With `labels`, [label_probs()] gives the labels'
 #'   probabilities; with `json_schema`, [parsed_answers()] the parsed answers,
 #'   and with `field_probs` [field_probs()] the fields' probabilities;
 #'   [manifest()] says how they were made (model and SHA-256, every parameter,
@@ -122,15 +120,14 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p, temperature, repeat_last_n,
                               penalty_repeat, seed, stop, labels = NULL, json_schema = NULL, grammar = NULL,
                               cache = NULL, progress = rlang::is_interactive(), on_error = c("warn", "stop"),
-                              choices = NULL, field_probs = FALSE) {
+                              field_probs = FALSE) {
   check_context(context)
   prompts <- check_prompts(prompts)
-  labels <- labels_argument(labels, choices)
   params <- c(sampling_params(current_env()), constraint_params(labels, json_schema, grammar, length(prompts)))
   params$cache <- check_cache(cache)
   params$field_probs <- check_flag(field_probs, "field_probs")
   check_flag(progress, "progress")
-  on_error <- rlang::arg_match(on_error)
+  on_error <- check_choice(on_error, c("warn", "stop"), "on_error")
   result <- run_engine(context, as.list(unname(prompts)), params, progress)
   answers <- result$texts
   names(answers) <- names(prompts)
@@ -145,11 +142,11 @@ generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p,
       first$result <- answers
       rlang::cnd_signal(first)
     }
-    cli::cli_warn(
+    warn_newrllama4(
+      "partial_failure",
       c("{n_failed} of {length(prompts)} prompt{?s} failed; {?its/their} answer{?s are/ is/s are} {.code NA}.",
         "i" = "First failure: {conditionMessage(first)}",
-        "i" = "See {.code generation_errors()} of the result for all of them."),
-      class = "newrllama4_warning_partial_failure"
+        "i" = "See {.code generation_errors()} of the result for all of them.")
     )
   }
   answers
@@ -173,7 +170,7 @@ formals(generate_parallel)[names(sampling_defaults)] <- sampling_defaults
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 1L)
 #' generate(ctx, "The capital of France is", max_tokens = 8L, temperature = 0)
 generate <- function(context, prompt, max_tokens, top_k, top_p, min_p, temperature, repeat_last_n, penalty_repeat,
-                     seed, stop, labels = NULL, json_schema = NULL, grammar = NULL, cache = NULL, choices = NULL) {
+                     seed, stop, labels = NULL, json_schema = NULL, grammar = NULL, cache = NULL) {
   check_context(context)
   if (is.numeric(prompt)) {
     check_tokens(prompt, "prompt")
@@ -183,7 +180,6 @@ generate <- function(context, prompt, max_tokens, top_k, top_p, min_p, temperatu
   } else {
     prompt <- check_text(prompt, "prompt")
   }
-  labels <- labels_argument(labels, choices)
   params <- c(sampling_params(current_env()), constraint_params(labels, json_schema, grammar, 1L))
   params$cache <- check_cache(cache)
   result <- run_engine(context, list(prompt), params, progress = FALSE)
@@ -237,7 +233,7 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
     ),
     conditions = conditions,
     stats = result$stats,
-    label_probs = result$choice_probs,
+    label_probs = result$label_probs,
     field_probs = result$field_probs
   )
 }

@@ -83,13 +83,13 @@ default_engine_source <- function(call = caller_env()) {
 # package's cleanup script bundles as inst/python when R CMD build runs.
 bundled_engine <- function(path = system.file("python", package = "newrllama4"), call = caller_env()) {
   if (!file.exists(file.path(path, "pyproject.toml"))) {
-    cli::cli_abort(
+    abort_newrllama4(
+      "engine_install",
       c(
         "This installation of newrllama4 carries no engine to install.",
         "i" = "It was installed from a source directory without {.code R CMD build}, which bundles the engine.",
         "i" = "Install it from a tarball or from git, or pass {.arg python_source}: the repository's {.file python} directory."
       ),
-      class = c("newrllama4_error_engine_install", "newrllama4_error"),
       call = call
     )
   }
@@ -132,9 +132,9 @@ create_engine_env <- function(envname, python, call = caller_env()) {
   create <- list(envname, packages = FALSE)
   create$python <- python  # only if given: an explicit NULL would override reticulate's default
   tryCatch(do.call(reticulate::virtualenv_create, create), error = function(e) {
-    cli::cli_abort(
+    abort_newrllama4(
+      "engine_install",
       "Could not create the virtual environment {.val {envname}}.",
-      class = c("newrllama4_error_engine_install", "newrllama4_error"),
       parent = e,
       call = call
     )
@@ -155,13 +155,13 @@ pip_install <- function(python, requirements, step, call = caller_env()) {
   if (status != 0) {
     output <- readLines(log, warn = FALSE)
     output <- output[seq_along(output) > length(output) - pip_lines_shown]
-    cli::cli_abort(
+    abort_newrllama4(
+      "engine_install",
       escape_braces(c(
         sprintf("%s failed: pip exited with status %d. Its last lines:", step, status),
         rlang::set_names(output, rep(" ", length(output))),
         "i" = "The whole log: {.path {log}}"
       )),
-      class = c("newrllama4_error_engine_install", "newrllama4_error"),
       output = output,
       log = log,
       call = call

@@ -80,9 +80,9 @@ ensemble_prompts <- function(layout, instruction, turns, texts, orders, calibrat
 # share of orders whose own most likely label agrees; `error`, why a row has no
 # label. With one order and no calibration the engine's own choice stands
 # (drawn from the probabilities when the temperature is above 0).
-combine_orders <- function(answers, n_rows, orders, labels, calibration) {
+combine_orders <- function(answers, n_rows, orders, labels, calibration, call = caller_env()) {
   n_orders <- length(orders)
-  probs <- choice_probs(answers)
+  probs <- label_probs(answers)
   if (is.null(probs)) probs <- matrix(NA_real_, length(answers), length(labels), dimnames = list(NULL, labels))
   probs <- unname(probs[, labels, drop = FALSE])
   raw <- probs
@@ -92,8 +92,8 @@ combine_orders <- function(answers, n_rows, orders, labels, calibration) {
   row_prompts <- split(seq_len(n_rows * n_orders), factor(rep(seq_len(n_orders), each = n_rows), seq_len(n_orders)))
 
   prior <- if (n_rows > 0) switch(calibration,
-    "content-free" = content_free_prior(probs, errors, n_rows, n_orders),
-    batch = batch_prior(lapply(row_prompts, function(rows) probs[rows, , drop = FALSE])),
+    "content-free" = content_free_prior(probs, errors, n_rows, n_orders, call),
+    batch = batch_prior(lapply(row_prompts, function(rows) probs[rows, , drop = FALSE]), call),
     NULL
   )
   if (!is.null(prior)) {
@@ -126,13 +126,14 @@ combine_orders <- function(answers, n_rows, orders, labels, calibration) {
 # The prior of each order (a row per order) from the content-free inputs'
 # answers, which follow the rows' under every order: the mean of their label
 # probabilities.
-content_free_prior <- function(probs, errors, n_rows, n_orders) {
+content_free_prior <- function(probs, errors, n_rows, n_orders, call) {
   prior_prompts <- n_rows * n_orders + seq_len(n_orders * length(content_free_texts))
   if (anyNA(probs[prior_prompts, ])) {
-    cli::cli_abort(
+    abort_newrllama4(
+      "calibration",
       c("The label probabilities of the content-free inputs could not be computed, so nothing can be calibrated.",
         "i" = "{errors[prior_prompts][!is.na(errors[prior_prompts])][1] %||% 'The server gave no label probabilities.'}"),
-      class = c("newrllama4_error_calibration", "newrllama4_error")
+      call = call
     )
   }
   groups <- rep(seq_len(n_orders), each = length(content_free_texts))
@@ -144,15 +145,16 @@ content_free_prior <- function(probs, errors, n_rows, n_orders) {
 # rows, normalised -- dividing by it centres every label's log-probability on
 # the rows' mean, which moves the boundary between labels in log-odds, where
 # a small model's near-0 probabilities still differ.
-batch_prior <- function(per_order) {
+batch_prior <- function(per_order, call) {
   prior <- t(vapply(per_order, function(p) {
     p <- p[stats::complete.cases(p), , drop = FALSE]
     if (nrow(p) < 2) {
-      cli::cli_abort(
+      abort_newrllama4(
+        "calibration",
         c("Batch calibration estimates the label prior from the rows' own label probabilities, so it needs at least
            two rows with them, not {nrow(p)}.",
           "i" = "Annotate more rows in one call, or use {.code calibrate = \"content-free\"}."),
-        class = c("newrllama4_error_calibration", "newrllama4_error")
+        call = call
       )
     }
     exp(colMeans(log(pmax(p, .Machine$double.xmin))))
@@ -195,11 +197,11 @@ order_disagreement_warning <- 0.1
 warn_if_order_sensitive <- function(disagreement, n_orders, calibration) {
   if (n_orders > 1 && !is.na(disagreement) && disagreement > order_disagreement_warning) {
     remedies <- if (calibration == "none") "{.code calibrate = TRUE}, more orders," else "more orders"
-    cli::cli_warn(
+    warn_newrllama4(
+      "order_sensitive",
       c("The order of the worked examples changed the label of {round(100 * disagreement)}% of the rows.",
         "i" = paste("The labels combine {n_orders} orders; see {.field .agreement_orders}, and consider", remedies,
-                    "other examples, or {.fn recalibrate_labels} on a random sample coded by hand.")),
-      class = "newrllama4_warning_order_sensitive", disagreement = disagreement
+                    "other examples, or {.fn recalibrate_labels} on a random sample coded by hand.")), disagreement = disagreement
     )
   }
 }

@@ -14,7 +14,7 @@
 #' alone, which servers never guarantee),
 #' the prompts answered, taken from the cache or failed (for [annotate_texts()]
 #' also the rows answered, failed or skipped for want of a text, and with
-#' `segments` how the texts were split: the passages' size in tokens, their
+#' `passages` how the texts were split: the passages' size in tokens, their
 #' overlap, the rules that combine them and how many passages the texts
 #' gave), the
 #' timings, and the versions of R, Python, the engine, llama-cpp-python and
@@ -120,10 +120,10 @@ with_model_sha256 <- function(record) {
   if (is.null(file_state) || !is.na(record$model$sha256)) return(record)
   sha256 <- engine_call(engine()$about$file_sha256_if_unchanged, record$model$path, file_state)
   if (is.null(sha256)) {
-    cli::cli_warn(
+    warn_newrllama4(
+      "model_changed",
       c("The model file {.path {record$model$path}} changed or went after these answers were made.",
-        "i" = "The manifest's {.field sha256} is {.code NA}: the file that answered can no longer be identified."),
-      class = "newrllama4_warning_model_changed"
+        "i" = "The manifest's {.field sha256} is {.code NA}: the file that answered can no longer be identified.")
     )
   }
   record$model$sha256 <- sha256 %||% NA_character_

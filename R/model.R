@@ -13,7 +13,7 @@
 #' named like a model is `"./name"`.
 #'
 #' @section Where a model comes from:
-#' `model_path` can also say where to get the file:
+#' `source` can also say where to get the file:
 #'
 #' * `"hf://OWNER/REPO/FILE.gguf"`: a file of a Hugging Face Hub repository,
 #'   fetched by the Python package `huggingface_hub` into the Hub's shared cache
@@ -63,7 +63,7 @@
 #' [saveRDS()] and [readRDS()]) raises `newrllama4_error_closed` when used;
 #' load it again.
 #'
-#' @param model_path Path of a GGUF file, a model name, an `hf://`, `https://`,
+#' @param source Path of a GGUF file, a model name, an `hf://`, `https://`,
 #'   `http://` or `ollama:` source (see Details), or `NULL` for the default model.
 #' @param n_gpu_layers Layers to offload to a GPU (`-1` for all); `0` runs on the CPU.
 #' @param use_mmap Map the file into memory instead of reading it.
@@ -84,23 +84,23 @@
 #' # a model pulled with `ollama pull llama3.2:3b`
 #' model_load("ollama:llama3.2:3b")
 #' }
-model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE, sha256 = NULL,
+model_load <- function(source = NULL, n_gpu_layers = 0L, use_mmap = TRUE, sha256 = NULL,
                        progress = rlang::is_interactive()) {
-  named <- !is_model_source(model_path) && is_model_name(model_path)
-  if (is_model_source(model_path)) {
-    model_path <- check_text(model_path, "model_path")
-  } else if (!is.null(model_path) && !named) {
-    model_path <- check_model_path(model_path)
+  named <- !is_model_source(source) && is_model_name(source)
+  if (is_model_source(source)) {
+    source <- check_text(source, "source")
+  } else if (!is.null(source) && !named) {
+    source <- check_model_path(source)
   }
   n_gpu_layers <- check_whole(n_gpu_layers, "n_gpu_layers", min = -1)
   check_flag(use_mmap, "use_mmap")
   check_flag(progress, "progress")
-  # the engine checks a model's name and `sha256` (InvalidArgumentError, on `model_path` and `sha256`)
+  # the engine checks a model's name and `sha256` (InvalidArgumentError, on `source` and `sha256`)
   nl <- engine()
   sync_source_settings()
   reporter <- if (progress) download_reporter() else NULL
   problems <- unlist(with_engine(engine_for_r$identity_problems()))  # before the first model
-  py <- engine_call(nl$Model, path = model_path, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap,
+  py <- engine_call(nl$Model, path = source, n_gpu_layers = n_gpu_layers, use_mmap = use_mmap,
                     sha256 = sha256, progress = reporter)
   warn_identity_once(problems)
   structure(list(py = py), class = "newrllama4_model")
@@ -113,11 +113,11 @@ model_load <- function(model_path = NULL, n_gpu_layers = 0L, use_mmap = TRUE, sh
 warn_identity_once <- function(problems) {
   if (length(problems) == 0 || isTRUE(the$identity_warned)) return(invisible(NULL))
   the$identity_warned <- TRUE
-  cli::cli_warn(
+  warn_newrllama4(
+    "identity",
     c("Answers in this R session may differ from the same prompts run alone: ggml runs with other settings than the engine's.",
       rlang::set_names(escape_braces(problems), rep("x", length(problems))),
-      "i" = "Load models in a fresh R session before anything else uses llama.cpp, with those variables unset."),
-    class = "newrllama4_warning_identity", problems = problems
+      "i" = "Load models in a fresh R session before anything else uses llama.cpp, with those variables unset."), problems = problems
   )
 }
 

@@ -97,10 +97,7 @@ format.newrllama4_sitrep <- function(x, ...) {
 }
 
 #' @export
-print.newrllama4_sitrep <- function(x, ...) {
-  cat(format(x), sep = "\n")
-  invisible(x)
-}
+print.newrllama4_sitrep <- function(x, ...) print_lines(x, ...)
 
 # -- R ----------------------------------------------------------------------------------
 

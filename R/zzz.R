@@ -22,3 +22,7 @@ import_engine <- function() {
   if (is.null(engine_module)) utils::assignInMyNamespace("engine_module", reticulate::import("newrllama4"))
   if (is.null(engine_for_r)) utils::assignInMyNamespace("engine_for_r", reticulate::import("newrllama4.for_r"))
 }
+
+# The session's state: annotate_texts()'s default model and context (annotate-defaults.R),
+# the versions manifest() reports, and whether model_load() has warned about identity.
+the <- new.env(parent = emptyenv())

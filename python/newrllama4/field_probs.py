@@ -272,7 +272,7 @@ def _take_value(a: Answer, completion: Completion, params: SamplingParams, k: in
     if completion.finish_reason == "error":
         fail(a, completion.error, True)
         return
-    choose_value(a, np.array([completion.choice_probs[t] for t in a.fields.texts[k]]), params, k, tokenize)
+    choose_value(a, np.array([completion.label_probs[t] for t in a.fields.texts[k]]), params, k, tokenize)
 
 
 def choose_value(a: Answer, probs: np.ndarray, params: SamplingParams, k: int,

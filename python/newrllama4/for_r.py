@@ -39,7 +39,7 @@ def to_r(value: Any) -> Any:
         return {
             "texts": [r_string(c.text) for c in value],
             "errors": [c.error for c in value],
-            "choice_probs": [to_r(c.choice_probs) for c in value],
+            "label_probs": [to_r(c.label_probs) for c in value],
             "field_probs": [to_r(c.field_probs) for c in value],
             "stats": value.stats.to_dict(),
         }

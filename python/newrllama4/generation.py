@@ -65,7 +65,6 @@ class Generator(ABC):
         json_schema: Any = None,
         grammar: Any = None,
         cache: Any = None,
-        choices: Any = None,
         field_probs: bool = False,
     ) -> ParallelResult:
         """Generate one completion per prompt, in prompt order. The sampling arguments and
@@ -79,9 +78,8 @@ class Generator(ABC):
         `finish_reason="error"` and its exception in `error`; the others are unaffected.
 
         `labels` restricts answers to labels: one list of labels for every prompt, or
-        one list (or None) per prompt. Such a prompt's `text` and `choice` are its
-        label and `choice_probs` the model's probability of each label (see labels.py).
-        `choices` is the deprecated name of `labels` (DeprecationWarning).
+        one list (or None) per prompt. Such a prompt's `text` and `label` are its
+        label and `label_probs` the model's probability of each label (see labels.py).
 
         `json_schema` (a dict or a JSON string) and `grammar` (GBNF) constrain answers
         likewise, one for every prompt or one (or None) per prompt: the text follows the
@@ -101,15 +99,14 @@ class Generator(ABC):
         is committed as its prompt finishes (see result_cache.py for what the key covers).
         """
         prompts = check_prompts(prompts)
-        labels_name, labels = _labels_argument(labels, choices)
-        prompt_labels = check_labels(labels, len(prompts), labels_name)
+        prompt_labels = check_labels(labels, len(prompts))
         constraints = check_constraints(json_schema, grammar, len(prompts), self._vocabulary())
         if check_bool("field_probs", field_probs):
             constraints = with_scored_fields(constraints)
         for i, (one, constraint) in enumerate(zip(prompt_labels, constraints)):
             if one is not None and constraint is not None:
                 raise InvalidArgumentError(
-                    labels_name, labels, f"None for prompt {i}, which has a {constraint.kind}: one constraint per prompt"
+                    "labels", labels, f"None for prompt {i}, which has a {constraint.kind}: one constraint per prompt"
                 )
         sampling = SamplingParams(
             max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
@@ -129,18 +126,6 @@ class Generator(ABC):
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
                   on_progress: Progress, cache: Optional[str]) -> ParallelResult:
         """generate_parallel() with its arguments checked."""
-
-
-def _labels_argument(labels: Any, choices: Any) -> tuple[str, Any]:
-    """The labels argument and the name the caller gave it: `choices`, its deprecated
-    name (which the R package passes until it says `labels`), or `labels`."""
-    if choices is None:
-        return "labels", labels
-    warnings.warn("generate_parallel()'s `choices` is now `labels`; `choices` will go.", DeprecationWarning,
-                  stacklevel=3)
-    if labels is not None:
-        raise InvalidArgumentError("choices", choices, "None when `labels` is given: they are one argument")
-    return "choices", choices
 
 
 class OneCallAtATime:

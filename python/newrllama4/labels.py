@@ -28,10 +28,9 @@ from .sequence import Sequence
 Labels = tuple[str, ...]
 
 
-def check_labels(labels: Any, n_prompts: int, name: str = "labels") -> list[Optional[Labels]]:
+def check_labels(labels: Any, n_prompts: int) -> list[Optional[Labels]]:
     """Each prompt's labels (or None): `labels` is None, one list of labels for every
-    prompt, or a list with one list of labels (or None) per prompt. `name` is the
-    argument's, as the caller passed it."""
+    prompt, or a list with one list of labels (or None) per prompt."""
     checked: dict[int, Labels] = {}  # by the list given: labels given once are one tuple, not one per prompt
 
     def one(argument: str, value: Any) -> Labels:
@@ -40,7 +39,7 @@ def check_labels(labels: Any, n_prompts: int, name: str = "labels") -> list[Opti
         return checked[id(value)]
 
     return [None if value is None else one(argument, value)
-            for argument, value in per_prompt(name, labels, n_prompts, _is_label_list, "a list of labels")]
+            for argument, value in per_prompt("labels", labels, n_prompts, _is_label_list, "a list of labels")]
 
 
 def _is_label_list(value: Any) -> bool:
@@ -116,7 +115,7 @@ class LabelPrompt:
         return Completion(
             text=label, tokens=[], n_prompt_tokens=self.n_prompt, n_tokens=0,
             n_cached_tokens=min(s.n_restored for s in self.sequences), finish_reason="stop",
-            choice=label, choice_probs=dict(zip(self.labels, probs.tolist())),
+            label=label, label_probs=dict(zip(self.labels, probs.tolist())),
         )
 
 

@@ -58,10 +58,10 @@ from .sampling import SamplingParams
 # 2: the tiled matmul forced for every batch (it was off), which rounds differently
 # 3: batch invariance on an F16 KV cache with its tiled attention kernel (it was Q8_0)
 # 4: a prompt's last tile in the one-row kernel; the fast lane on repacked weights
-CACHE_FORMAT = 4
+# 5: a completion's label and label_probs (they were choice and choice_probs)
+CACHE_FORMAT = 5
 # Arguments of generate_parallel that cannot change an answer; every other one is in the key.
-# `choices` is the deprecated name of `labels`, which the key holds
-NOT_IN_KEY = frozenset({"self", "prompts", "on_progress", "cache", "choices"})
+NOT_IN_KEY = frozenset({"self", "prompts", "on_progress", "cache"})
 
 # "NLRC" in the SQLite header marks a newrllama4 result cache; user_version is its layout
 _APPLICATION_ID = 0x4E4C5243
@@ -180,8 +180,7 @@ def per_prompt_arguments(labels: list[Optional[Labels]],
     """The arguments of a call given per prompt, by name, one value per prompt: with the
     SamplingParams, every argument of generate_parallel outside NOT_IN_KEY."""
     return {
-        # the labels under their old argument's name, so that answers stored before are found again
-        "choices": labels,
+        "labels": labels,
         # a constraint by its compiled grammar, which also covers how JSON is written
         **{kind: [c.grammar if c is not None and c.kind == kind else None for c in constraints]
            for kind in ("json_schema", "grammar")},

@@ -18,8 +18,8 @@ class Completion:
     n_cached_tokens: int
     finish_reason: str  # "stop", "length" or "error"
     error: Optional[BaseException] = None
-    choice: Optional[str] = None  # with `labels`: the label, also in `text`
-    choice_probs: Optional[dict[str, float]] = None  # with `labels`: each label's probability
+    label: Optional[str] = None  # with `labels`: the label, also in `text`
+    label_probs: Optional[dict[str, float]] = None  # with `labels`: each label's probability
     parsed: Any = None  # with `json_schema`: the answer as a Python value
     # with `json_schema` and `field_probs`: {field: {value: probability}} for each enum and
     # boolean field ("true"/"false" for a boolean), the value in `parsed` picked from them

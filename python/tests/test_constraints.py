@@ -130,9 +130,9 @@ def test_each_prompt_follows_its_own_constraint_in_one_call(ctx):
     )
     assert conforms(result[0].parsed)
     assert result[1].text in ("yes", "no")
-    assert result[2].choice in ("left", "right") and sum(result[2].choice_probs.values()) == pytest.approx(1)
+    assert result[2].label in ("left", "right") and sum(result[2].label_probs.values()) == pytest.approx(1)
     assert type(result[3].parsed) is int
-    assert result[4].parsed is None and result[4].choice is None  # free text
+    assert result[4].parsed is None and result[4].label is None  # free text
 
 
 @pytest.mark.parametrize("arguments, name, says", [
@@ -315,12 +315,12 @@ def test_instruction_model_labels_sum_to_one_and_greedy_is_the_argmax(smollm2, r
     with nl.Context(smollm2, n_ctx=512, n_seq_max=6) as ctx:
         result = ctx.generate_parallel(review_prompts, temperature=0, labels=labels)
     for completion in result:
-        assert completion.choice in labels
-        assert sum(completion.choice_probs.values()) == pytest.approx(1.0)
-        assert completion.choice == max(labels, key=lambda label: completion.choice_probs[label])
+        assert completion.label in labels
+        assert sum(completion.label_probs.values()) == pytest.approx(1.0)
+        assert completion.label == max(labels, key=lambda label: completion.label_probs[label])
     # a working model: the clear reviews get their obvious label ("Five stars, would buy
     # again." is a coin flip for this model, 0.52 against 0.48, and flipped with the KV cache's rounding)
-    assert [result[i].choice for i in (0, 1, 3)] == ["positive", "negative", "positive"]
+    assert [result[i].label for i in (0, 1, 3)] == ["positive", "negative", "positive"]
 
 
 def test_text_error_checks_an_answer_written_elsewhere_against_the_schema_or_grammar():

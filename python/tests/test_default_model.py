@@ -204,8 +204,8 @@ def test_labels_pick_the_likely_label_and_match_solo_on_long_prompts(gemma):
     labels = [["London", "Paris", "Berlin"], ["nitrogen", "carbon", "oxygen"], ["Mercury", "Jupiter", "Saturn"]]
     with nl.Context(gemma, n_ctx=512, n_seq_max=3) as ctx:
         answers = ctx.generate_parallel(facts, labels=labels, temperature=0)
-    assert [c.choice for c in answers] == ["Paris", "oxygen", "Mercury"]
-    assert answers[0].choice_probs["Paris"] > 0.9
+    assert [c.label for c in answers] == ["Paris", "oxygen", "Mercury"]
+    assert answers[0].label_probs["Paris"] > 0.9
     prompts = long_prompts()[:9]
     topics = ["council budget", "sports final", "river science"]  # multi-token labels
     # alone, one prompt's scoring sequences at a time (each prompt's own prefix reused)
@@ -213,5 +213,5 @@ def test_labels_pick_the_likely_label_and_match_solo_on_long_prompts(gemma):
         solo = solo_ctx.generate_parallel(prompts, labels=topics, temperature=0)
     with nl.Context(gemma, n_ctx=1024, n_seq_max=8) as ctx:
         batched = ctx.generate_parallel(prompts, labels=topics, temperature=0)
-    assert [c.choice_probs for c in batched] == [c.choice_probs for c in solo]
+    assert [c.label_probs for c in batched] == [c.label_probs for c in solo]
     assert batched.stats.cached_prompt_tokens > 0.5 * batched.stats.prompt_tokens

@@ -178,7 +178,7 @@ def test_a_call_longer_than_a_window_gives_what_one_window_gives(ctx, monkeypatc
     seen = []
     windowed = ctx.generate_parallel(prompts, on_progress=lambda done, total: seen.append((done, total)), **arguments)
     assert [c.text for c in windowed] == [c.text for c in whole]
-    assert [c.choice_probs for c in windowed] == [c.choice_probs for c in whole]
+    assert [c.label_probs for c in windowed] == [c.label_probs for c in whole]
     assert [type(c.error) for c in windowed] == [type(c.error) for c in whole]
     assert seen == [(k, 12) for k in range(1, 13)]
     for counter in ("prompts", "failures", "prompt_tokens", "generated_tokens"):
@@ -208,5 +208,5 @@ def test_windows_on_gemma_after_a_long_shared_instruction(gemma, monkeypatch):
     with nl.Context(gemma, n_ctx=512, n_seq_max=2) as ctx:
         windowed = ctx.generate_parallel(prompts, **arguments)
     assert [c.text for c in windowed] == [c.text for c in whole]
-    assert [c.choice_probs for c in windowed] == [c.choice_probs for c in whole]
+    assert [c.label_probs for c in windowed] == [c.label_probs for c in whole]
     assert windowed.stats.identity_guaranteed and windowed.stats.cached_prompt_tokens > 0

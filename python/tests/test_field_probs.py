@@ -58,7 +58,7 @@ def check_fields_are_labels_on_the_same_prefix(model, ctx, prompts):
             direct = ctx.generate(model.prompt_tokens(prompt) + value_prefix(model, completion, field),
                                   labels=written, temperature=0)
             for value, label in zip(values, written):
-                assert probs[value] == pytest.approx(direct.choice_probs[label], abs=1e-6)
+                assert probs[value] == pytest.approx(direct.label_probs[label], abs=1e-6)
     return result
 
 
@@ -191,7 +191,7 @@ def test_other_prompts_and_schemas_without_such_fields_are_generated_as_without(
     assert mixed[0].field_probs is not None
     assert mixed[1].field_probs is None and mixed[1].text == ctx.generate(PROMPTS[1], json_schema=plain,
                                                                            temperature=0, max_tokens=200).text
-    assert mixed[2].choice in ("a", "b") and mixed[2].field_probs is None
+    assert mixed[2].label in ("a", "b") and mixed[2].field_probs is None
 
 
 @pytest.mark.parametrize("change", [dict(required=["tone"]), dict(additionalProperties=True)])

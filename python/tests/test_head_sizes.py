@@ -46,7 +46,7 @@ def run(model, prompts, n_seq_max, n_batch=512, prefix_cache=False, ctx=None, **
 
 def numbers(result):
     """Each prompt's tokens, or its label probabilities: floats that any other rounding would change."""
-    return [c.choice_probs if c.choice_probs is not None else c.tokens for c in result]
+    return [c.label_probs if c.label_probs is not None else c.tokens for c in result]
 
 
 def test_the_cache_is_f16(odd_model):
@@ -112,5 +112,5 @@ def test_the_fast_lane_runs_these_shapes_in_its_worker(odd_model, n_seq_max):
         answers = fast.generate_parallel(PROMPTS[:6], max_tokens=8, temperature=0)
         labelled = fast.generate_parallel(PROMPTS[:6], labels=LABELS, temperature=0)
     assert all(c.finish_reason in ("stop", "length") and c.tokens for c in answers)
-    assert all(abs(sum(c.choice_probs.values()) - 1) < 1e-9 for c in labelled)
+    assert all(abs(sum(c.label_probs.values()) - 1) < 1e-9 for c in labelled)
     assert not answers.stats.identity_guaranteed

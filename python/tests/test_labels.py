@@ -52,26 +52,26 @@ def test_every_answer_is_a_label_with_probabilities_that_sum_to_one(model):
     result = run(model, PROMPTS, n_seq_max=4)
     for completion in result:
         assert completion.finish_reason == "stop" and completion.error is None
-        assert completion.text == completion.choice in LABELS
-        assert list(completion.choice_probs) == LABELS
-        assert math.isclose(sum(completion.choice_probs.values()), 1.0, rel_tol=1e-9)
-        probs = completion.choice_probs
-        assert completion.choice == max(LABELS, key=lambda label: (probs[label], -LABELS.index(label)))
-    assert len({c.choice for c in result}) > 1  # the prompts do not all get the same label
+        assert completion.text == completion.label in LABELS
+        assert list(completion.label_probs) == LABELS
+        assert math.isclose(sum(completion.label_probs.values()), 1.0, rel_tol=1e-9)
+        probs = completion.label_probs
+        assert completion.label == max(LABELS, key=lambda label: (probs[label], -LABELS.index(label)))
+    assert len({c.label for c in result}) > 1  # the prompts do not all get the same label
 
 
 def test_probabilities_are_the_models_likelihood_of_each_labels_tokens(model):
     for prompt in PROMPTS[:3]:
         completion = run(model, [prompt], n_seq_max=1)[0]
         expected = reference_probs(model, prompt, LABELS)
-        assert np.allclose([completion.choice_probs[label] for label in LABELS], expected, rtol=1e-6, atol=1e-12)
+        assert np.allclose([completion.label_probs[label] for label in LABELS], expected, rtol=1e-6, atol=1e-12)
 
 
 @pytest.mark.parametrize("n_seq_max", [3, 8])
 def test_labels_and_probabilities_in_a_batch_are_identical_to_solo(model, n_seq_max):
     solo = run(model, PROMPTS, n_seq_max=1, prefix_cache=False)
     batch = run(model, PROMPTS, n_seq_max=n_seq_max)
-    assert [c.choice_probs for c in batch] == [c.choice_probs for c in solo]
+    assert [c.label_probs for c in batch] == [c.label_probs for c in solo]
 
 
 def test_sampled_labels_are_reproducible_and_independent_of_n_seq_max(model):
@@ -79,7 +79,7 @@ def test_sampled_labels_are_reproducible_and_independent_of_n_seq_max(model):
     first = run(model, PROMPTS, n_seq_max=2, **params)
     again = run(model, PROMPTS, n_seq_max=7, prefix_cache=False, **params)
     assert first.texts == again.texts
-    draws = {run(model, PROMPTS[:1], n_seq_max=1, temperature=5.0, seed=s)[0].choice for s in range(40)}
+    draws = {run(model, PROMPTS[:1], n_seq_max=1, temperature=5.0, seed=s)[0].label for s in range(40)}
     assert len(draws) > 1  # a high temperature spreads the draws over the labels
 
 
@@ -88,8 +88,8 @@ def test_per_prompt_labels_and_free_text_in_one_call(model):
     with nl.Context(model, n_ctx=256, n_seq_max=3) as ctx:
         mixed = ctx.generate_parallel(PROMPTS[:4], labels=labels, max_tokens=8, temperature=0)
         free = ctx.generate_parallel(PROMPTS[:4], max_tokens=8, temperature=0)
-    assert mixed[0].choice in LABELS and mixed[2].choice in ("yes", "no")
-    assert mixed[1].choice is None and mixed[1].text == free[1].text and mixed[3].tokens == free[3].tokens
+    assert mixed[0].label in LABELS and mixed[2].label in ("yes", "no")
+    assert mixed[1].label is None and mixed[1].text == free[1].text and mixed[3].tokens == free[3].tokens
 
 
 def test_a_bad_prompt_with_labels_fails_alone_and_progress_counts_prompts(model):
@@ -99,7 +99,7 @@ def test_a_bad_prompt_with_labels_fails_alone_and_progress_counts_prompts(model)
             [PROMPTS[0], "", PROMPTS[1]], labels=LABELS, temperature=0, on_progress=lambda d, t: calls.append((d, t))
         )
     assert [c.finish_reason for c in result] == ["stop", "error", "stop"]
-    assert isinstance(result[1].error, nl.EmptyPromptError) and result[1].choice is None
+    assert isinstance(result[1].error, nl.EmptyPromptError) and result[1].label is None
     assert calls == [(1, 3), (2, 3), (3, 3)]
 
 
@@ -107,18 +107,6 @@ def test_a_bad_prompt_with_labels_fails_alone_and_progress_counts_prompts(model)
 def test_bad_labels_name_the_argument(ctx, labels):
     with pytest.raises(nl.InvalidArgumentError, match="labels"):
         ctx.generate_parallel(PROMPTS[:2], labels=labels)
-
-
-def test_choices_is_the_deprecated_name_of_labels(ctx):
-    with pytest.warns(DeprecationWarning, match="`labels`"):
-        old = ctx.generate_parallel(PROMPTS[:2], choices=LABELS, temperature=0)
-    new = ctx.generate_parallel(PROMPTS[:2], labels=LABELS, temperature=0)
-    assert [c.choice_probs for c in old] == [c.choice_probs for c in new]
-    with pytest.warns(DeprecationWarning), pytest.raises(nl.InvalidArgumentError) as caught:
-        ctx.generate_parallel(PROMPTS[:2], choices=["only"])
-    assert caught.value.argument == "choices"  # named as the caller (the R package, for now) passed it
-    with pytest.warns(DeprecationWarning), pytest.raises(nl.InvalidArgumentError, match="one argument"):
-        ctx.generate_parallel(PROMPTS[:2], choices=LABELS, labels=LABELS)
 
 
 def test_labels_given_once_are_one_tuple_for_every_prompt():

@@ -241,7 +241,7 @@ def test_a_label_questions_prompt_is_dropped_once_its_scoring_sequences_have_res
         ctx._prefix_cache.keep_prompts = True
         kept = ctx.generate_parallel(prompts, labels=labels, temperature=0)
     for result in (dropped, kept):
-        assert [c.choice_probs for c in result] == [c.choice_probs for c in reference]
+        assert [c.label_probs for c in result] == [c.label_probs for c in reference]
         assert result.stats.cached_prompt_tokens == kept.stats.cached_prompt_tokens
     # each prompt was snapshotted for its scoring sequences; only the instructions stay
     assert dropped.stats.prefix_snapshots == kept.stats.prefix_snapshots == kept.stats.prefix_cache_snapshots

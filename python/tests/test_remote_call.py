@@ -90,11 +90,11 @@ def test_labels_give_a_label_for_every_prompt(tiny_server):
     labels = ["yes", "no", 'say "hi"\n', "a\\b"]  # the grammar escapes quotes, newlines and backslashes
     result = remote(tiny_server.url).generate_parallel(PROMPTS, labels=labels, temperature=0)
     for completion in result:
-        assert completion.error is None and completion.choice in labels and completion.text == completion.choice
-        if completion.choice_probs is not None:
-            assert list(completion.choice_probs) == labels
-            assert sum(completion.choice_probs.values()) == pytest.approx(1.0)
-            assert completion.choice == max(labels, key=completion.choice_probs.get)
+        assert completion.error is None and completion.label in labels and completion.text == completion.label
+        if completion.label_probs is not None:
+            assert list(completion.label_probs) == labels
+            assert sum(completion.label_probs.values()) == pytest.approx(1.0)
+            assert completion.label == max(labels, key=completion.label_probs.get)
 
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
@@ -174,9 +174,9 @@ def test_a_conversation_takes_labels_and_schemas(tiny_server):
     ctx = remote(tiny_server.url)
     labels = ["yes", "no"]
     for completion in ctx.generate_parallel([CONVERSATION] * 2, labels=labels, temperature=0):
-        assert completion.error is None and completion.choice in labels
+        assert completion.error is None and completion.label in labels
         # the chat endpoint's log-probabilities: the tiny model's top tokens may begin no label
-        assert completion.choice_probs is None or sum(completion.choice_probs.values()) == pytest.approx(1.0)
+        assert completion.label_probs is None or sum(completion.label_probs.values()) == pytest.approx(1.0)
     answer = ctx.generate(CONVERSATION, json_schema=SCHEMA, max_tokens=40, temperature=0)
     assert answer.error is None and answer.parsed["answer"] in ("yes", "no")
 

@@ -42,15 +42,15 @@ def llama_proxy(tiny_llama_server, proxy_for):
 
 
 def probabilities(result, labels):
-    return np.array([[c.choice_probs[label] for label in labels] for c in result])
+    return np.array([[c.label_probs[label] for label in labels] for c in result])
 
 
 def assert_labelled_by_probabilities(result, labels):
     for completion in result:
         assert completion.error is None, completion.error
-        assert list(completion.choice_probs) == labels
-        assert sum(completion.choice_probs.values()) == pytest.approx(1.0)
-        assert completion.choice == completion.text == max(labels, key=completion.choice_probs.get)
+        assert list(completion.label_probs) == labels
+        assert sum(completion.label_probs.values()) == pytest.approx(1.0)
+        assert completion.label == completion.text == max(labels, key=completion.label_probs.get)
 
 
 # -- labels, exact ---------------------------------------------------------------------------
@@ -67,17 +67,17 @@ def test_labels_on_llama_server_have_the_local_probabilities(tiny_llama_server, 
     assert_labelled_by_probabilities(remote_result, LABELS)
     difference = np.abs(probabilities(remote_result, LABELS) - probabilities(local_result, LABELS)).max()
     assert difference < TINY_TOLERANCE
-    assert [c.choice for c in remote_result] == [c.choice for c in local_result]
+    assert [c.label for c in remote_result] == [c.label for c in local_result]
     assert [c.n_prompt_tokens for c in remote_result] == [c.n_prompt_tokens for c in local_result]
 
 
 def test_sampled_labels_are_drawn_from_the_probabilities_with_the_prompts_own_stream(tiny_llama_server):
     result = remote(tiny_llama_server.url).generate_parallel(PROMPTS, labels=LABELS, temperature=1.5, seed=9)
     for index, completion in enumerate(result):
-        probs = np.array([completion.choice_probs[label] for label in LABELS])
-        assert completion.choice == LABELS[pick_label(probs, 1.5, sequence_generator(9, index))]
+        probs = np.array([completion.label_probs[label] for label in LABELS])
+        assert completion.label == LABELS[pick_label(probs, 1.5, sequence_generator(9, index))]
     drawn = remote(tiny_llama_server.url).generate_parallel(PROMPTS * 4, labels=LABELS, temperature=50.0)
-    assert len({c.choice for c in drawn}) > 1  # a high temperature draws labels other than the argmax
+    assert len({c.label for c in drawn}) > 1  # a high temperature draws labels other than the argmax
 
 
 def test_each_spelling_is_one_request_that_forces_its_tokens(llama_proxy, model):
@@ -110,7 +110,7 @@ def test_labels_come_back_from_the_result_cache_without_a_request(llama_proxy, t
     sent = len(llama_proxy.bodies)
     again = ctx.generate_parallel(PROMPTS, labels=LABELS, temperature=0, cache=cache)
     assert len(llama_proxy.bodies) == sent and all(c.from_cache for c in again)
-    assert [c.choice_probs for c in again] == [c.choice_probs for c in first]
+    assert [c.label_probs for c in again] == [c.label_probs for c in first]
 
 
 # -- everything else on llama-server -------------------------------------------------------
@@ -201,7 +201,7 @@ def test_smollm2_labels_on_llama_server_match_the_local_engine(smollm2_llama_ser
     local = np.sort(probabilities(local_result, TOPICS), axis=1)
     clear = local[:, -1] - local[:, -2] > 2 * SMOLLM2_TOLERANCE
     assert clear.sum() >= len(prompts) // 2
-    assert [c.choice for c, k in zip(remote_result, clear) if k] == [c.choice for c, k in zip(local_result, clear) if k]
+    assert [c.label for c, k in zip(remote_result, clear) if k] == [c.label for c, k in zip(local_result, clear) if k]
     # a schema on the chat endpoint, which llama-server turns into a grammar after the template's
     # generation prompt
     schema = {"type": "object", "properties": {"topic": {"type": "string", "enum": TOPICS}}, "required": ["topic"]}
@@ -247,7 +247,7 @@ def test_fields_on_llama_server_have_the_local_probabilities(tiny_llama_server, 
             # per value): measured up to 1.7e-3 then, 1e-7 with one slot or in chunks under a tile
             tolerance = TINY_TOLERANCE if len(prefix) < TILE else FIELD_TILED_TOLERANCE
             assert not any(model.is_eog(t) for t in there.tokens)  # llama-server's EOS left out
-            difference = max(abs(there.field_probs[field][v] - here.choice_probs[w]) for v, w in zip(values, written))
+            difference = max(abs(there.field_probs[field][v] - here.label_probs[w]) for v, w in zip(values, written))
             print(f"{field}: {len(prefix)} tokens, |server - local| = {difference:.1e}")
             assert difference < tolerance
             assert json.dumps(there.parsed[field]).strip('"') == max(values, key=there.field_probs[field].get)

@@ -32,7 +32,7 @@ def ctx(model):
 
 def answers(result):
     """What a completion says, without what depends on how it was obtained."""
-    return [(c.text, c.tokens, c.n_prompt_tokens, c.n_tokens, c.finish_reason, c.choice, c.choice_probs)
+    return [(c.text, c.tokens, c.n_prompt_tokens, c.n_tokens, c.finish_reason, c.label, c.label_probs)
             for c in result]
 
 

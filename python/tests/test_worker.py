@@ -61,7 +61,7 @@ def test_answers_come_back_in_order_with_each_failure_its_own(model, fast):
 
 def test_labels_schemas_caches_and_the_prefix_cache_work_through_the_worker(model, fast, tmp_path):
     labelled = fast.generate_parallel(["the king is", "the queen is"], labels=["good", "bad"], temperature=0)
-    assert all(abs(sum(c.choice_probs.values()) - 1) < 1e-9 and c.text in ("good", "bad") for c in labelled)
+    assert all(abs(sum(c.label_probs.values()) - 1) < 1e-9 and c.text in ("good", "bad") for c in labelled)
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     shaped = fast.generate("a number:", json_schema=schema, max_tokens=20, temperature=0)
     assert shaped.finish_reason == "error" or isinstance(shaped.parsed["n"], int)
@@ -206,7 +206,7 @@ if here:  # the fast lane in this process whatever its ggml settings, as before 
     nl.context.ggml_forces_tiled_matmul = lambda: False
 with nl.Model() as model, nl.Context(model, n_ctx=1024, n_seq_max=4, batch_invariant=False) as fast:
     result = fast.generate_parallel(prompts, labels=["positive", "negative"], temperature=0)
-    print(json.dumps({"pid": fast.worker_pid, "probs": [c.choice_probs for c in result]}))
+    print(json.dumps({"pid": fast.worker_pid, "probs": [c.label_probs for c in result]}))
 """
 
 
@@ -254,7 +254,7 @@ def test_gemma_s_fast_lane_gives_the_numbers_of_a_process_with_ggml_s_own_settin
     assert own["pid"] is None  # ggml's own settings there: the fast lane ran in that process
     with nl.Context(gemma, n_ctx=1024, n_seq_max=4, batch_invariant=False) as fast:
         assert fast.worker_pid is not None
-        worker = [c.choice_probs for c in fast.generate_parallel(prompts, labels=["positive", "negative"],
+        worker = [c.label_probs for c in fast.generate_parallel(prompts, labels=["positive", "negative"],
                                                                  temperature=0)]
     assert worker == own["probs"]
     forced = fast_lane_in_a_process("1", "here")  # under the forced tiled matmul, as before the worker

@@ -79,15 +79,15 @@ test_that("an argument the engine names otherwise has its R name, in the field a
   expect_identical(r_argument("json_schema[0]"), "json_schema[[1]]")
   expect_identical(r_argument("labels"), "labels")
   expect_identical(r_argument("labels[2]"), "labels[[3]]")
-  expect_identical(r_argument("path"), "model_path")
+  expect_identical(r_argument("path"), "source")
   expect_identical(r_argument("prompts[0][1]"), "prompts[0][1]")  # not one prompt's argument: as the engine says
   skip_without_engine()
   cnd <- expect_mapped(errors()$InvalidArgumentError("labels[1]", list("a", "a"), "two distinct labels"),
                        "newrllama4_error_invalid_argument", list(argument = "labels[[2]]"))
   expect_identical(conditionMessage(cnd), "`labels[[2]]` must be two distinct labels, not ['a', 'a'].")
   cnd <- expect_mapped(errors()$InvalidArgumentError("path", "gemma", "a path or a model name: {a}"),
-                       "newrllama4_error_invalid_argument", list(argument = "model_path"))
-  expect_identical(conditionMessage(cnd), "`model_path` must be a path or a model name: {a}, not 'gemma'.")
+                       "newrllama4_error_invalid_argument", list(argument = "source"))
+  expect_identical(conditionMessage(cnd), "`source` must be a path or a model name: {a}, not 'gemma'.")
   cnd <- engine_condition(errors()$InvalidArgumentError("top_p", 0, "a number in (0.0, 1.0]"))
   expect_identical(conditionMessage(cnd), "`top_p` must be a number in (0.0, 1.0], not 0.0.")
 })

@@ -1,8 +1,3 @@
-words_of_length <- function(n, seed) {
-  words <- c("the", "river", "ran", "past", "an", "old", "mill,", "and", "nobody", "saw.", "Über", "naïve", "\u00e9t\u00e9")
-  withr::with_seed(seed, paste(sample(words, n, replace = TRUE), collapse = " "))
-}
-
 # The longest prompt counted by tokens_needed(), against every prompt counted whole.
 expect_exact_longest <- function(model, layout, texts, turns = list(), orders = list(integer()), answer) {
   needed <- tokens_needed(model, layout, "Label the text.", turns, texts, seq_along(texts), orders, "none",
@@ -78,32 +73,6 @@ test_that("a given context that cannot hold the longest row fails before any row
   on.exit(context_free(bigger), add = TRUE)
   out <- annotate_texts(texts, instruction = "Label it.", labels = c("a", "b"), context = bigger, progress = FALSE)
   expect_true(all(is.na(out$.error)))
-})
-
-test_that("without a context, annotate_texts() makes one that holds a text of 3,000 tokens", {
-  skip_without_engine()
-  withr::defer(if (!is.null(the$annotation_context)) context_free(the$annotation_context))
-  long <- words_of_length(2500, 3)
-  expect_message(
-    out <- annotate_texts(c("A short one.", long), instruction = "Is the text about a river? Answer yes or no.",
-                          labels = c("yes", "no"), progress = FALSE),
-    class = "newrllama4_message_context_size"
-  )
-  expect_true(all(is.na(out$.error)))
-  n_ctx <- the$annotation_context$py$n_ctx
-  expect_gt(n_ctx, 2048L)
-  expect_identical(n_ctx %% 256L, 0L)
-  # the same rows again reuse that context, without a message
-  expect_no_message(annotate_texts(long, instruction = "Is the text about a river? Answer yes or no.",
-                                   labels = c("yes", "no"), progress = FALSE))
-  expect_identical(the$annotation_context$py$n_ctx, n_ctx)
-  # the labels are what a context sized by hand gives
-  by_hand <- context_create(model_load("smollm2-135m-instruct"), n_ctx = n_ctx, n_seq_max = 2L)
-  on.exit(context_free(by_hand))
-  again <- annotate_texts(c("A short one.", long), instruction = "Is the text about a river? Answer yes or no.",
-                          labels = c("yes", "no"), context = by_hand, progress = FALSE)
-  expect_identical(again$.label, out$.label)
-  expect_equal(again$.confidence, out$.confidence, tolerance = 1e-6)
 })
 
 test_that("a context is sized to the need, in llama.cpp's steps, within the model's window", {

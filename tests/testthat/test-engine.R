@@ -10,12 +10,16 @@ test_that("the engine's version is the R package's", {
 })
 
 test_that("an engine of another version is one classed error that says to install it again", {
-  err <- expect_error(check_engine_version("0.0.0.9"), class = "newrllama4_error_engine_version")
+  signal_version <- function(version) {
+    problem <- version_problem(version, NA_character_)
+    if (!is.null(problem)) rlang::cnd_signal(engine_error(problem))
+  }
+  err <- expect_error(signal_version("0.0.0.9"), class = "newrllama4_error_engine_version")
   expect_match(conditionMessage(err), "0.0.0.9", fixed = TRUE)
   expect_match(conditionMessage(err), "install_newrllama4()", fixed = TRUE)
   expect_equal(err$engine_version, "0.0.0.9")
   expect_equal(err$package_version, format(utils::packageVersion("newrllama4")))
-  expect_no_error(check_engine_version(format(utils::packageVersion("newrllama4"))))
+  expect_no_error(signal_version(format(utils::packageVersion("newrllama4"))))
 })
 
 test_that("a missing engine is one classed error that says how to install it", {
@@ -232,6 +236,7 @@ test_that("each engine error class inherits newrllama4_error_engine_missing", {
     cnd <- engine_error(problem(cause, NA_character_, "problem"))
     expect_s3_class(cnd, c(paste0("newrllama4_error_engine_", cause), "newrllama4_error_engine_missing", "newrllama4_error"))
   }
-  err <- expect_error(check_engine_version("0.0.0.9"), class = "newrllama4_error_engine_missing")
+  err <- expect_error(rlang::cnd_signal(engine_error(version_problem("0.0.0.9", NA_character_))),
+                      class = "newrllama4_error_engine_missing")
   expect_s3_class(err, "newrllama4_error_engine_version")
 })

@@ -64,18 +64,6 @@ test_that("labels go as lists, one set for all or one per prompt; NA is refused,
   expect_error(engine_labels(1:2, 2), "character vector of labels", class = "newrllama4_error_invalid_argument")
 })
 
-test_that("the old name choices warns once a session with a class, and cannot be given with labels", {
-  expect_identical(labels_argument(c("a", "b"), NULL), c("a", "b"))
-  expect_null(labels_argument(NULL, NULL))
-  rlang::reset_warning_verbosity("newrllama4_choices")
-  expect_warning(labels <- labels_argument(NULL, c("a", "b")), "`choices` is deprecated",
-                 class = "newrllama4_warning_deprecated")
-  expect_identical(labels, c("a", "b"))
-  expect_no_warning(labels_argument(NULL, c("a", "b")))
-  err <- expect_error(labels_argument(c("a", "b"), c("a", "b")), class = "newrllama4_error_invalid_argument")
-  expect_identical(err$argument, "choices")
-})
-
 test_that("a schema as a list becomes JSON whose required and enum stay arrays; a grammar is a string", {
   schema <- list(type = "object", properties = list(k = list(enum = "only")), required = "k")
   expect_identical(engine_json_schema(schema, 2),

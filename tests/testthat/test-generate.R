@@ -233,7 +233,7 @@ test_that("labels give labels and a matrix of their probabilities, identical alo
   prompts <- c(a = "once upon a time", b = "hello how are you", c = "tell me a story")
   out <- generate_parallel(tiny_context(n_seq_max = 3L), prompts, labels = labels, temperature = 0,
                            progress = FALSE)
-  probs <- choice_probs(out)
+  probs <- label_probs(out)
   expect_true(all(out %in% labels))
   expect_identical(dim(probs), c(3L, 3L))
   expect_identical(dimnames(probs), list(names(prompts), labels))
@@ -251,8 +251,8 @@ test_that("labels per prompt leave free-text prompts alone, and bad labels are r
   free <- generate(ctx, "hello", max_tokens = 4L, temperature = 0)
   expect_true(out[[1]] %in% c("yes", "no"))
   expect_identical(out[[2]], as.vector(free))
-  expect_true(is.na(choice_probs(out)[2, "yes"]))
-  expect_null(choice_probs(generate_parallel(ctx, "hello", max_tokens = 2L, progress = FALSE)))
+  expect_true(is.na(label_probs(out)[2, "yes"]))
+  expect_null(label_probs(generate_parallel(ctx, "hello", max_tokens = 2L, progress = FALSE)))
   for (bad in list("yes", c("a", "a"), c("a", ""), c("a", NA), list(c("a", "b")), 3)) {
     err <- expect_error(generate_parallel(ctx, c("x", "y"), labels = bad, progress = FALSE),
                         class = "newrllama4_error_invalid_argument")
@@ -352,26 +352,6 @@ test_that("bad schemas and grammars are classed errors naming the argument, prom
   err <- expect_error(run(json_schema = list(NULL, list(type = "objekt"))), class = "newrllama4_error_invalid_argument")
   expect_identical(err$argument, "json_schema[[2]]")
   expect_match(conditionMessage(err), "`json_schema[[2]]` must be a valid JSON schema", fixed = TRUE)
-})
-
-test_that("choices, the old name of labels, still works, with a classed warning once a session", {
-  ctx <- tiny_context()
-  labels <- c("king", "queen")
-  expected <- generate_parallel(ctx, c("hello", "the king"), labels = labels, temperature = 0, progress = FALSE)
-  rlang::local_options(rlib_warning_verbosity = "verbose")  # every time, not once a session
-  expect_warning(
-    old <- generate_parallel(ctx, c("hello", "the king"), choices = labels, temperature = 0, progress = FALSE),
-    "`choices` is deprecated", class = "newrllama4_warning_deprecated"
-  )
-  expect_identical(c(old), c(expected))  # c() drops the timing stats
-  expect_warning(one <- generate(ctx, "the king", choices = labels, temperature = 0),
-                 class = "newrllama4_warning_deprecated")
-  expect_identical(as.vector(one), expected[[2]])
-  expect_error(generate(ctx, "hello", labels = labels, choices = labels), class = "newrllama4_error_invalid_argument")
-  rlang::local_options(rlib_warning_verbosity = "default")
-  rlang::reset_warning_verbosity("newrllama4_choices")
-  expect_warning(generate(ctx, "hello", choices = labels), class = "newrllama4_warning_deprecated")
-  expect_no_warning(generate(ctx, "hello", choices = labels))
 })
 
 test_that("R's sampling defaults are the engine's, in both signatures, and R has every sampling parameter", {

@@ -33,8 +33,8 @@ test_that("a model name loads the model its package carries; an unknown name lis
     "<|im_start|>assistant\npositive<|im_end|>\n<|im_start|>user\nI hate it<|im_end|>\n<|im_start|>assistant\n"
   ))
   err <- expect_error(model_load("smollm2"), class = "newrllama4_error_invalid_argument")
-  expect_identical(err$argument, "model_path")  # the engine's `path`
-  expect_match(conditionMessage(err), "^`model_path` must be .*gemma3-270m.*smollm2-135m-instruct")
+  expect_identical(err$argument, "source")  # the engine's `path`
+  expect_match(conditionMessage(err), "^`source` must be .*gemma3-270m.*smollm2-135m-instruct")
 })
 
 test_that("a corrupt GGUF is a model_load error, not a crash", {
@@ -190,7 +190,7 @@ test_that("where llama-cpp-python's Llama ran first, model_load warns once with 
     "library(newrllama4)",
     "path <- commandArgs(TRUE)[1]",
     "llama_cpp <- reticulate::import('llama_cpp')",
-    "invisible(llama_cpp$Llama(model_path = path, n_ctx = 64L, verbose = FALSE))",
+    "invisible(llama_cpp$Llama(source = path, n_ctx = 64L, verbose = FALSE))",
     "caught <- NULL",
     "model <- withCallingHandlers(model_load(path), newrllama4_warning_identity = function(w) {",
     "  caught <<- w; invokeRestart('muffleWarning')",

@@ -30,3 +30,24 @@ test_that("attaching the tidyverse and tm beside us, in either order, masks noth
   expect_identical(attach_in(c("newrllama4", "tidyverse", "tm")), character())
   expect_identical(attach_in(c("tm", "tidyverse", "newrllama4")), character())
 })
+
+# The house rules of the R side, as test_import_graph.py keeps the engine's: one
+# topic per file, small enough to read whole, and tests mirroring the files.
+# They read the sources, which only a checkout has (R CMD check tests the
+# installed package).
+r_sources <- function() {
+  dir <- test_path("..", "..", "R")
+  skip_if_not(dir.exists(dir), "the package's sources are not here")
+  list.files(dir, pattern = "[.]R$", full.names = TRUE)
+}
+
+test_that("every R file stays under 400 lines", {
+  sizes <- vapply(r_sources(), function(file) length(readLines(file)), 1L)
+  expect_identical(names(sizes)[sizes >= 400], character())
+})
+
+test_that("every R file has its own test file", {
+  topics <- sub("[.]R$", "", basename(r_sources()))
+  missing <- topics[!file.exists(test_path(paste0("test-", topics, ".R")))]
+  expect_identical(missing, character())
+})

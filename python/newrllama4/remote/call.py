@@ -286,8 +286,8 @@ class RemoteCall:
         else:
             label = server_label
         return Completion(
-            text=label, tokens=[], finish_reason="stop", choice=label,
-            choice_probs=None if probs is None else dict(zip(labels, probs.tolist())), **counts,
+            text=label, tokens=[], finish_reason="stop", label=label,
+            label_probs=None if probs is None else dict(zip(labels, probs.tolist())), **counts,
         )
 
 

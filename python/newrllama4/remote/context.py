@@ -58,9 +58,9 @@ class RemoteContext(Generator):
     their own endpoints (see labels.py). On other servers each answer is restricted to a
     label by the server's structured outputs, and where the top log-probabilities of
     the answer's first token show the labels (see labels.label_probs), they give
-    `choice_probs`. Either way the label is picked from `choice_probs` as locally: the
+    `label_probs`. Either way the label is picked from `label_probs` as locally: the
     most likely with temperature 0, else drawn with the prompt's own random stream;
-    where they are unknown, `choice_probs` is None and the label is the server's answer.
+    where they are unknown, `label_probs` is None and the label is the server's answer.
 
     `cache` works as locally (see result_cache.py): answers are looked up before any
     request and committed as they arrive, keyed by `model_identity` and the prompt as

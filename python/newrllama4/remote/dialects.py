@@ -122,7 +122,7 @@ class OpenAICompatible:
     # the name of the server's repetition penalty field; None for a server that gets
     # none of the sampling fields beyond OpenAI's
     penalty_field: Optional[str] = None
-    has_structured_outputs = False  # whether choice_fields and constraint_fields work
+    has_structured_outputs = False  # whether label_fields and constraint_fields work
     # how labels.py scores labels on this server, exactly as locally; None: their
     # probabilities are read from a constrained answer's top log-probabilities instead
     label_scoring: Optional[type[LabelScoring]] = None
@@ -134,7 +134,7 @@ class OpenAICompatible:
         penalty = params.penalty_repeat if params.penalised else 1.0
         return {"top_k": params.top_k, "min_p": params.min_p, self.penalty_field: penalty}
 
-    def choice_fields(self, labels: Labels) -> dict[str, Any]:
+    def label_fields(self, labels: Labels) -> dict[str, Any]:
         """The fields that restrict an answer to `labels` (or a label after a space)."""
         raise NotImplementedError(f"{self.name} servers have no structured outputs")
 
@@ -155,7 +155,7 @@ class OpenAICompatible:
             body["max_tokens"] = max(len(spelling.encode("utf-8")) for spelling in every_spelling(labels))
             # the chat API asks for top log-probabilities in two fields, the completions API in one
             body.update({"logprobs": True, "top_logprobs": TOP_LOGPROBS} if chat else {"logprobs": TOP_LOGPROBS})
-            body.update(self.choice_fields(labels))
+            body.update(self.label_fields(labels))
             return body
         if params.stop:
             body["stop"] = list(params.stop)
@@ -186,7 +186,7 @@ class LlamaCppPython(OpenAICompatible):
     penalty_field = "repeat_penalty"
     has_structured_outputs = True
 
-    def choice_fields(self, labels: Labels) -> dict[str, Any]:
+    def label_fields(self, labels: Labels) -> dict[str, Any]:
         return {"grammar": label_grammar(labels)}
 
     def constraint_fields(self, constraint: Constraint) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 #' Passages of texts longer than the context: how to split them and combine their answers
 #'
-#' `passage_options()` makes the specification that `segments` of
-#' [annotate_texts()] takes (`segments = TRUE` is `passage_options()`):
+#' `passage_options()` makes the specification that `passages` of
+#' [annotate_texts()] takes (`passages = TRUE` is `passage_options()`):
 #' a text longer than `size` tokens is split into passages of at most `size`
 #' tokens, every passage is annotated as a text of its own, and its answers are
 #' combined into the text's. `passage_answers()` gives the passages' own
@@ -70,13 +70,13 @@
 #' @param booleans `"any"` or `"all"`: how the passages' boolean fields make
 #'   the text's (see Details).
 #' @return `passage_options()`: a `newrllama4_passage_options` object, for
-#'   `segments` of [annotate_texts()]. `passage_answers()`: the passages, a row
+#'   `passages` of [annotate_texts()]. `passage_answers()`: the passages, a row
 #'   each, in the texts' order: `.row` (the row of the result whose text it is
 #'   part of), `.passage` (its number within the text), `.start` and `.end`
 #'   (where it is in the text, in characters), `.tokens` (its tokens alone),
 #'   `.text`, and the answer columns and `.error` as [annotate_texts()] gives
 #'   them for a row.
-#' @seealso [manifest()], whose `segments` section records the options and how
+#' @seealso [manifest()], whose `passages` section records the options and how
 #'   many passages the texts gave.
 #' @export
 #' @examples
@@ -86,10 +86,10 @@
 #' story <- paste(rep("The river rose all night. By morning the mill was under water.", 30),
 #'                collapse = "\n\n")
 #' flooded <- annotate_texts(c(story, "A quiet day."), instruction = "Is there a flood?",
-#'                           labels = c("yes", "no"), segments = TRUE, context = ctx, progress = FALSE)
+#'                           labels = c("yes", "no"), passages = TRUE, context = ctx, progress = FALSE)
 #' flooded[c(".label", ".confidence")]
 #' head(passage_answers(flooded)[c(".row", ".passage", ".tokens", ".label", ".prob_yes")])
-#' manifest(flooded)$segments
+#' manifest(flooded)$passages
 passage_options <- function(size = NULL, overlap = 0L, combine = c("mean", "max"), booleans = c("any", "all")) {
   if (!is.null(size)) size <- check_whole(size, "size", min = 1)
   overlap <- check_whole(overlap, "overlap", min = 0)
@@ -97,20 +97,6 @@ passage_options <- function(size = NULL, overlap = 0L, combine = c("mean", "max"
   booleans <- check_choice(booleans, c("any", "all"), "booleans")
   structure(list(size = size, overlap = overlap, combine = combine, booleans = booleans),
             class = "newrllama4_passage_options")
-}
-
-#' @rdname passage_options
-#' @param x The value of [annotate_texts()] with `segments`.
-#' @export
-passage_answers <- function(x) {
-  passages <- attr(x, "passages", exact = TRUE)
-  if (!is.data.frame(passages)) {
-    abort_invalid(c("{.arg x} must be the value of {.fn annotate_texts} with {.arg segments}.",
-                    "i" = "Data frame verbs that rebuild the table drop the passages; take them from the result
-                           first."),
-                  "x", caller_env())
-  }
-  passages
 }
 
 #' @export
@@ -124,25 +110,15 @@ format.newrllama4_passage_options <- function(x, ...) {
 #' @export
 print.newrllama4_passage_options <- function(x, ...) print_lines(x, ...)
 
-# One of `choices`; the first (the default) when given all of them.
-check_choice <- function(x, choices, arg, call = caller_env()) {
-  if (identical(x, choices)) return(choices[[1]])
-  if (!rlang::is_string(x, choices)) {
-    abort_invalid("{.arg {arg}} must be one of {.or {.val {choices}}}, not {.obj_type_friendly {x}}{show_value(x)}.",
-                  arg, call)
+# `passages` of annotate_texts(): NULL for no splitting, or the options.
+check_passages <- function(passages, call = caller_env()) {
+  if (is.null(passages) || isFALSE(passages)) return(NULL)
+  if (isTRUE(passages)) return(passage_options())
+  if (!inherits(passages, "newrllama4_passage_options")) {
+    abort_invalid("{.arg passages} must be {.code TRUE}, {.code FALSE}, {.code NULL} or {.fn passage_options},
+                   not {.obj_type_friendly {passages}}.", "passages", call)
   }
-  x
-}
-
-# `segments` of annotate_texts(): NULL for no splitting, or the options.
-check_segments <- function(segments, call = caller_env()) {
-  if (is.null(segments) || isFALSE(segments)) return(NULL)
-  if (isTRUE(segments)) return(passage_options())
-  if (!inherits(segments, "newrllama4_passage_options")) {
-    abort_invalid("{.arg segments} must be {.code TRUE}, {.code FALSE}, {.code NULL} or {.fn passage_options},
-                   not {.obj_type_friendly {segments}}.", "segments", call)
-  }
-  segments
+  passages
 }
 
 # Tokens that a prompt may hold beyond its parts' counts, where the text's
@@ -152,18 +128,18 @@ passage_margin <- 8L
 # The most tokens a passage may have: the options' size, which must fit the
 # context (or the model's window, when annotate_texts() makes its own) beside
 # the longest prompt around a text and the answer.
-passage_size <- function(segments, n_ctx, overhead, call = caller_env()) {
+passage_size <- function(passages, n_ctx, overhead, call = caller_env()) {
   room <- n_ctx - overhead - passage_margin
   if (room < 1) {
     abort_invalid(c("The instruction, the examples and the answer fill the context of {n_ctx} tokens: no passage fits.",
-                    "i" = "Give a larger context, or fewer examples."), "segments", call)
+                    "i" = "Give a larger context, or fewer examples."), "passages", call)
   }
-  if (!is.null(segments$size) && segments$size > room) {
-    abort_invalid(c("Passages of {segments$size} tokens do not fit the context of {n_ctx} tokens.",
+  if (!is.null(passages$size) && passages$size > room) {
+    abort_invalid(c("Passages of {passages$size} tokens do not fit the context of {n_ctx} tokens.",
                     "i" = "Beside the instruction, the examples and the answer, at most {room} fit: give
-                           {.code size = {room}L} or less, or a larger context."), "segments", call)
+                           {.code size = {room}L} or less, or a larger context."), "passages", call)
   }
-  segments$size %||% room
+  passages$size %||% room
 }
 
 # The passages of `texts` (those of the rows `rows`): a data frame with a row
@@ -293,128 +269,4 @@ pack_units <- function(tokens, paragraph, size, overlap) {
     }
   }
   c(passages, list(current))
-}
-
-# The columns that the passages' answers make, combined per text (`.row`) by the
-# options' rules, from the column patterns of annotate_texts(): a factor with
-# probability columns `<prefix><value>` and a confidence (`.label` with
-# `.prob_<label>` and `.confidence`; an enum field `f` with `.prob_f_<value>` and
-# `.confidence_f`), logical fields with `.prob_<f>_true` and `.prob_<f>_false`,
-# `.answer`, `.agreement_orders`; any other column takes its first value that is
-# not missing. A text with a failed passage gets NA and that passage's `.error`.
-combine_passages <- function(passages, options) {
-  rows <- unique(passages$.row)
-  owner <- match(passages$.row, rows)
-  columns <- setdiff(names(passages), c(".row", ".passage", ".start", ".end", ".tokens", ".text", ".error"))
-  out <- list(.row = rows)
-  done <- character()
-  for (column in columns) {
-    if (column %in% done) next
-    value <- passages[[column]]
-    is_label <- column == ".label"
-    prefix <- if (is_label) ".prob_" else paste0(".prob_", column, "_")
-    confidence <- if (is_label) ".confidence" else paste0(".confidence_", column)
-    if (is.factor(value)) {
-      prob_columns <- paste0(prefix, levels(value))
-      probs <- if (all(prob_columns %in% names(passages))) as.matrix(passages[prob_columns])
-      combined <- combine_categorical(value, probs, owner, length(rows), options$combine)
-      out[[column]] <- combined$value
-      if (!is.null(probs)) {
-        for (k in seq_along(prob_columns)) out[[prob_columns[[k]]]] <- combined$probs[, k]
-      }
-      if (confidence %in% names(passages)) out[[confidence]] <- combined$confidence
-      done <- c(done, prob_columns, confidence)
-    } else if (is.logical(value)) {
-      combined <- combine_boolean(value, passages[[paste0(prefix, "true")]], owner, length(rows), options$booleans)
-      out[[column]] <- combined$value
-      if (!is.null(combined$prob)) {
-        out[[paste0(prefix, "true")]] <- combined$prob
-        out[[paste0(prefix, "false")]] <- 1 - combined$prob
-        if (confidence %in% names(passages)) {
-          out[[confidence]] <- ifelse(combined$value, combined$prob, 1 - combined$prob)
-        }
-      }
-      done <- c(done, paste0(prefix, c("true", "false")), confidence)
-    } else {
-      out[[column]] <- unname(vapply(split(value, factor(owner, seq_along(rows))), function(v) {
-        if (column == ".answer") return(paste(v, collapse = "\n\n"))
-        if (column == ".agreement_orders") return(mean(v))
-        v[!is.na(v)][1]
-      }, value[NA_integer_]))
-    }
-  }
-  out <- as.data.frame(out, stringsAsFactors = FALSE, optional = TRUE)[c(".row", columns)]
-  failed <- which(!is.na(passages$.error))
-  failed <- failed[!duplicated(owner[failed])]
-  texts_failed <- owner[failed]
-  out[texts_failed, columns] <- NA
-  out$.error <- rep(NA_character_, nrow(out))
-  out$.error[texts_failed] <- sprintf("Passage %d of %d: %s", passages$.passage[failed],
-                                      tabulate(owner, length(rows))[texts_failed], passages$.error[failed])
-  out
-}
-
-# A categorical answer (a factor) combined per text: by its probabilities where
-# there are some (their mean or maximum over the passages, normalised again; the
-# value the most likely), else by the passages' most frequent value.
-combine_categorical <- function(value, probs, owner, n, rule) {
-  levels <- levels(value)
-  if (is.null(probs) || all(is.na(probs))) {
-    most_frequent <- vapply(split(as.character(value), factor(owner, seq_len(n))), function(v) {
-      v <- v[!is.na(v)]
-      if (length(v) == 0) NA_character_ else names(which.max(table(factor(v, unique(v)))))
-    }, "")
-    return(list(value = factor(unname(most_frequent), levels), probs = if (!is.null(probs)) {
-      matrix(NA_real_, n, length(levels))
-    }, confidence = rep(NA_real_, n)))
-  }
-  combined <- combine_probs(probs, owner, n, rule)
-  list(value = factor(most_likely(combined, levels), levels), probs = combined,
-       confidence = as.numeric(apply(combined, 1, max)))
-}
-
-# Probabilities (a row per passage) combined per text: their mean, or each
-# column's maximum, over the text's passages, normalised to sum to 1.
-combine_probs <- function(probs, owner, n, rule) {
-  combined <- if (rule == "mean") {
-    rowsum(probs, owner, reorder = TRUE) / as.vector(table(factor(owner, seq_len(n))))
-  } else {
-    do.call(rbind, lapply(split(seq_along(owner), factor(owner, seq_len(n))), function(i) {
-      apply(probs[i, , drop = FALSE], 2, max)
-    }))
-  }
-  combined <- unname(combined / rowSums(combined))
-  colnames(combined) <- colnames(probs)
-  combined
-}
-
-# A yes/no answer combined per text: any passage (or all of them) TRUE, with the
-# probability that at least one is (or that all are), the passages taken as
-# independent, where the answers have probabilities.
-combine_boolean <- function(value, prob_true, owner, n, rule) {
-  by_text <- function(x, f) unname(vapply(split(x, factor(owner, seq_len(n))), f, x[NA_integer_]))
-  list(
-    value = by_text(value, if (rule == "any") any else all),
-    prob = if (!is.null(prob_true)) by_text(prob_true, function(p) if (rule == "any") 1 - prod(1 - p) else prod(p))
-  )
-}
-
-# The texts' combined answers (a row per text, `.row` its row of `data`) as
-# columns of `data`; a row without a text keeps its reason in `.error`.
-spread_texts <- function(data, combined, skipped) {
-  at <- match(seq_len(nrow(data)), combined$.row)
-  for (column in setdiff(names(combined), c(".row", ".error"))) data[[column]] <- combined[[column]][at]
-  data$.error <- ifelse(is.na(skipped), combined$.error[at], skipped)
-  data
-}
-
-# The manifest's record of a segmentation.
-segments_record <- function(options, size, passages) {
-  per_text <- tabulate(match(passages$.row, unique(passages$.row)))
-  list(size = size, size_given = !is.null(options$size), overlap_sentences = options$overlap,
-       combine = options$combine, booleans = options$booleans, texts = length(per_text),
-       texts_split = sum(per_text > 1), passages = nrow(passages),
-       passages_per_text = if (length(per_text) > 0) {
-         sprintf("min %d, median %g, max %d", min(per_text), stats::median(per_text), max(per_text))
-       })
 }
