@@ -245,6 +245,7 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
                     "i" = "First: {result$.error[!is.na(result$.error)][[1]]}"))
   }
   warn_if_order_sensitive(disagreement, length(orders), calibration)
+  attr(result, "stats") <- generation_stats(answers)
   attr(result, "manifest") <- annotation_manifest(attr(answers, "manifest"), compact(list(
     layout = layout, instruction = instruction, labels = labels,
     schema = if (is.null(answer$json_schema)) NULL else as.character(jsonlite::toJSON(answer$json_schema, auto_unbox = TRUE)),

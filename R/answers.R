@@ -19,7 +19,12 @@ new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL, manif
 #' `ifelse()`, rows of a filtered data frame) are plain character vectors
 #' without them.
 #'
-#' @param x The value of [generate_parallel()].
+#' An annotation ([annotate_texts()]) carries the stats of its engine call too:
+#' `generation_stats()` gives them (its prompts are the rows' prompts, one per
+#' example order and passage).
+#'
+#' @param x The value of [generate_parallel()]; for `generation_stats()`, also
+#'   that of [annotate_texts()].
 #' @return `generation_stats()`: a named list of counters and timings
 #'   (`prompts`, `failures`, `result_cache_hits`, `prompt_tokens`,
 #'   `generated_tokens`, `generation_tokens_per_s`, `seed`, ...). `generation_errors()`: a data
@@ -35,7 +40,8 @@ new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL, manif
 #' generation_stats(answers)$generated_tokens
 #' generation_errors(answers)
 generation_stats <- function(x) {
-  check_answers(x)
+  if (is.data.frame(x) && !is.null(attr(x, "stats", exact = TRUE))) return(attr(x, "stats", exact = TRUE))
+  check_answers(x, annotation = TRUE)
   attr(x, "stats")
 }
 
@@ -123,11 +129,14 @@ field_probs <- function(x) {
   attr(x, "field_probs")
 }
 
-check_answers <- function(x, call = caller_env()) {
+# `annotation`: an annotate_texts() value is also taken, so the message names it.
+check_answers <- function(x, call = caller_env(), annotation = FALSE) {
   if (!inherits(x, "newrllama4_answers")) {
+    makers <- if (annotation) "{.fn generate_parallel} or {.fn annotate_texts}" else "{.fn generate_parallel}"
     abort_invalid(c(
-      "{.arg x} must be the value of {.fn generate_parallel}, not {.obj_type_friendly {x}}.",
-      "i" = "Subsets and combinations of answers are plain strings, without the call's stats."
+      paste0("{.arg x} must be the value of ", makers, ", not {.obj_type_friendly {x}}."),
+      "i" = "Subsets and combinations of answers are plain strings, and rebuilt data frames plain tables,
+             without the call's stats."
     ), "x", call)
   }
   invisible(x)

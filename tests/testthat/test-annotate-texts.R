@@ -126,3 +126,19 @@ test_that("an annotation killed with SIGKILL resumes from its cache: only the mi
   expect_identical(resumed[names(resumed) != ".error"], uninterrupted[names(uninterrupted) != ".error"])
   expect_identical(manifest(run(cache))$prompts$from_cache, 20L)
 })
+
+test_that("an annotation carries its call's counters and timings, which generation_stats() shows", {
+  ctx <- tiny_context()
+  out <- annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE)
+  stats <- generation_stats(out)
+  expect_identical(as.integer(stats$prompts), nrow(reviews))
+  expect_gt(stats$prompt_tokens, 0)
+  expect_identical(stats$failures, 0L)
+  # two example orders: a prompt per row and order
+  examples <- data.frame(review = c("Great.", "Awful."), .label = c("positive", "negative"))
+  ordered <- annotate_texts(reviews, review, instruction, labels = sentiment, examples = examples,
+                            example_orders = 2L, context = ctx, progress = FALSE)
+  expect_identical(as.integer(generation_stats(ordered)$prompts), 2L * nrow(reviews))
+  expect_error(generation_stats(data.frame(label = out$.label)), "annotate_texts",
+               class = "newrllama4_error_invalid_argument")
+})

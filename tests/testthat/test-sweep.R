@@ -1,0 +1,122 @@
+# The sweep over every export: each argument in turn given a value no argument
+# takes fails with a newrllama4_error naming a problem, never with a bare R or
+# rlang error. The arguments come from the exports' own formals, so a new
+# export or argument is swept without being listed here; what is listed is one
+# valid call of each export, which the sweep spoils one argument at a time.
+
+# Values no argument of ours takes: not a type any check expects.
+unusable_values <- list(environment = new.env(), opaque = structure(list(), class = "unexpected_object"))
+
+# A valid call of each export as a list of arguments; an argument left out takes
+# its default, which the sweep replaces too. Engine exports need `fixtures`.
+valid_calls <- function(fixtures = NULL) {
+  data <- simulated_labels(120, seed = 1)
+  coded <- review_sample(data, 60, weight = "uniform", seed = 1)
+  fit <- label_regression(yes ~ x, data, coded, truth, seed = 1)
+  calls <- list(
+    agreement = list(predicted = data$.label, truth = data$truth, n_boot = 10, seed = 1),
+    coded_rows_needed = list(x = fit, se = 0.1),
+    label_regression = list(formula = yes ~ x, data = data, coded = coded, truth = quote(truth), seed = 1),
+    label_shares = list(data = data, coded = coded, truth = quote(truth), seed = 1),
+    review_sample = list(data = data, n = 10, seed = 1),
+    passage_options = list(),
+    engine_available = list(quiet = TRUE),
+    install_newrllama4 = list(envname = file.path(tempdir(), "never-made"))
+  )
+  if (is.null(fixtures)) return(calls)
+  c(calls, list(
+    recalibrate_labels = list(data = fixtures$annotated, coded = fixtures$annotated_coded, truth = quote(truth)),
+    annotate_texts = list(data = fixtures$texts, text = quote(text), instruction = "Yes or no?",
+                          labels = c("yes", "no"), context = fixtures$context, progress = FALSE),
+    apply_chat_template = list(model = fixtures$chat_model, messages = list(list(role = "user", content = "Hi"))),
+    context_create = list(model = fixtures$model, n_ctx = 64L, n_seq_max = 1L),
+    context_remote = list(base_url = "http://127.0.0.1:9"),
+    generate = list(context = fixtures$context, prompt = "hello", max_tokens = 2L),
+    generate_parallel = list(context = fixtures$context, prompts = c("hello", "the king"), max_tokens = 2L,
+                             progress = FALSE),
+    model_load = list(source = tiny_model_path()),
+    model_tokenize = list(model = fixtures$model, text = "hello"),
+    model_detokenize = list(model = fixtures$model, tokens = 1:3),
+    field_probs = list(x = fixtures$answers),
+    generation_errors = list(x = fixtures$answers),
+    generation_stats = list(x = fixtures$answers),
+    label_probs = list(x = fixtures$answers),
+    manifest = list(x = fixtures$answers),
+    parsed_answers = list(x = fixtures$answers),
+    passage_answers = list(x = fixtures$passages)
+  ))
+}
+
+# Engine objects for the valid calls, made once per test run.
+sweep_fixtures <- function() {
+  if (!is.null(test_models$sweep)) return(test_models$sweep)
+  model <- tiny_model()
+  context <- tiny_context(n_seq_max = 2L)
+  texts <- data.frame(text = c("hello there", "the king", "once upon a time", "a river"))
+  annotated <- suppressWarnings(annotate_texts(rep(texts$text, 10), instruction = "Yes or no?",
+                                               labels = c("yes", "no"), context = context, progress = FALSE))
+  annotated$truth <- rep(c("yes", "no"), 20)
+  long <- paste(rep("The river rose all night. By morning the mill was under water.", 12), collapse = "\n\n")
+  test_models$sweep <- list(
+    model = model, chat_model = model, context = context, texts = texts, annotated = annotated,
+    annotated_coded = review_sample(annotated, 20, weight = "uniform", seed = 1),
+    answers = generate_parallel(context, c("hello", "the king"), max_tokens = 2L, progress = FALSE),
+    passages = suppressWarnings(annotate_texts(long, instruction = "Flood?", labels = c("yes", "no"),
+                                               passages = passage_options(size = 60L), context = context,
+                                               progress = FALSE))
+  )
+  test_models$sweep
+}
+
+# Exports that take nothing to spoil, or whose one argument frees what it is given.
+not_swept <- c("newrllama4_sitrep", "context_free", "context_clear_cache", "model_free")
+
+# Each argument of `fn` spoiled in turn: the conditions that are not ours.
+bare_errors <- function(name, call_args) {
+  fn <- getExportedValue("newrllama4", name)
+  arguments <- setdiff(names(formals(fn)), "...")
+  problems <- character()
+  for (argument in arguments) {
+    for (kind in names(unusable_values)) {
+      spoiled <- call_args
+      spoiled[[argument]] <- unusable_values[[kind]]
+      cnd <- tryCatch(
+        suppressWarnings(suppressMessages(rlang::exec(fn, !!!spoiled))),
+        error = function(e) e
+      )
+      if (!inherits(cnd, "newrllama4_error")) {
+        what <- if (inherits(cnd, "error")) paste0("a bare error: ", conditionMessage(cnd)) else "no error"
+        problems <- c(problems, sprintf("%s(%s = <%s>): %s", name, argument, kind, what))
+      }
+    }
+  }
+  problems
+}
+
+test_that("the sweep lists a valid call of every export it sweeps, and each runs", {
+  skip_without_engine()
+  fixtures <- sweep_fixtures()
+  calls <- valid_calls(fixtures)
+  functions <- Filter(function(name) is.function(getExportedValue("newrllama4", name)),
+                      getNamespaceExports("newrllama4"))
+  expect_setequal(c(names(calls), not_swept), functions)
+  for (name in setdiff(names(calls), c("install_newrllama4", "context_remote"))) {
+    expect_no_error(suppressWarnings(suppressMessages(rlang::exec(getExportedValue("newrllama4", name),
+                                                                  !!!calls[[name]]))))
+  }
+})
+
+test_that("every export without the engine fails each spoiled argument with a newrllama4_error", {
+  calls <- valid_calls()
+  problems <- unlist(lapply(names(calls), function(name) bare_errors(name, calls[[name]])))
+  expect_identical(problems, character())
+})
+
+test_that("every export on the engine fails each spoiled argument with a newrllama4_error", {
+  skip_without_engine()
+  fixtures <- sweep_fixtures()
+  calls <- valid_calls(fixtures)
+  calls <- calls[setdiff(names(calls), names(valid_calls()))]
+  problems <- unlist(lapply(names(calls), function(name) bare_errors(name, calls[[name]])))
+  expect_identical(problems, character())
+})
