@@ -86,10 +86,9 @@ format.newrllama4_coder_agreement <- function(x, digits = 3, ...) {
     sprintf(" [%s, %s]", format_figure(humans$lower, digits), format_figure(humans$upper, digits))
   }
   lines <- c(
-    cli::format_inline("{.cls newrllama4_coder_agreement}: {humans$coders} coder{?s}, {humans$texts} text{?s}
-                        coded by two or more"),
+    cli::format_inline("{.cls newrllama4_coder_agreement}: {humans$coders} coder{?s}, {humans$texts} text{?s} coded by two or more"),
     paste0("Krippendorff's alpha between the coders: ", format_figure(humans$krippendorff_alpha, digits), interval),
-    cli::col_grey(bootstrap_note(x))
+    cli::col_grey(sub("of the pairs", "of the texts", bootstrap_note(x)))
   )
   if (is.null(x$annotators)) return(lines)
   model <- utils::tail(NextMethod(), -2)
