@@ -52,9 +52,11 @@
 #' @param instruction The coding task in words, shown atop the codebook.
 #' @param text The texts: a column of `sample` (unquoted), an expression over
 #'   its columns or a glue template; `NULL` for the column `text`.
-#' @param overlap The share of texts that a second coder also codes, in [0, 1].
+#' @param overlap The share of texts that a second coder also codes, from 0 to 1.
 #' @param seed `NULL`, or a whole number that fixes which texts are coded
-#'   twice and each coder's order (a new file draws one and records it).
+#'   twice and each coder's order (a new file draws one and records it). Both
+#'   `overlap` and `seed` are fixed when the file is made: reopening it keeps
+#'   its own.
 #' @param blind `FALSE` to show the model's label and confidence beside each
 #'   text (not advised: it anchors the coders).
 #' @param ... Passed to `coding_app()`.
@@ -73,7 +75,7 @@
 #' sample <- data.frame(text = c("Great film.", "Dull.", "Fine, I suppose."))
 #' file <- tempfile(fileext = ".sqlite")
 #' if (requireNamespace("shiny", quietly = TRUE) && requireNamespace("RSQLite", quietly = TRUE)) {
-#'   app <- coding_app(sample, file, labels = c(yes = "The reviewer likes the film", no = "They do not"),
+#'   app <- coding_app(sample, file, labels = c(yes = "The reviewer likes the film", no = "Not"),
 #'                     instruction = "Does the reviewer like the film?", overlap = 0.5)
 #' }
 #' if (interactive()) code_sample(sample, file)

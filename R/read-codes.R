@@ -38,9 +38,10 @@
 #' @export
 #' @examples
 #' if (requireNamespace("shiny", quietly = TRUE) && requireNamespace("RSQLite", quietly = TRUE)) {
-#'   sample <- data.frame(text = c("Great film.", "Dull.", "Fine, I suppose."), .label = c("yes", "no", "yes"))
+#'   sample <- data.frame(text = c("Great film.", "Dull.", "Fine, I suppose."),
+#'                        .label = c("yes", "no", "yes"))
 #'   file <- tempfile(fileext = ".sqlite")
-#'   coding_app(sample, file, labels = c("yes", "no"), instruction = "Does the reviewer like the film?")
+#'   coding_app(sample, file, labels = c("yes", "no"), instruction = "Does the reviewer like it?")
 #'   read_codes(file)
 #' }
 read_codes <- function(file, by = c("text", "coder"), uncodable = c("nonresponse", "keep")) {
