@@ -37,3 +37,11 @@ browser_app <- function(file) {
                          instruction = "Does the text report support for a local decision?",
                          overlap = 0.25, seed = 7)
 }
+
+# A coding task of typed fields instead of labels, on the first texts.
+browser_fields_app <- function(file) {
+  newrllama4::coding_app(browser_data()[1:3, ], file, instruction = "Code each letter.",
+                         schema = list(stance = list(enum = c("for", "against", "mixed"), description = "Its stance"),
+                                       local = "boolean", signatures = "integer", gist = "string"),
+                         seed = 1)
+}

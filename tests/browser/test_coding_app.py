@@ -24,6 +24,7 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 HERE = Path(__file__).resolve().parent
@@ -42,10 +43,10 @@ def free_port():
 class App:
     """The app in its own R process (and process group, so that a kill takes all of it)."""
 
-    def __init__(self, file):
+    def __init__(self, file, *task):
         self.port = free_port()
         self.log = open(Path(file).with_suffix(f".{self.port}.log"), "w")
-        self.process = subprocess.Popen(["Rscript", str(HERE / "serve.R"), str(file), str(self.port)],
+        self.process = subprocess.Popen(["Rscript", str(HERE / "serve.R"), str(file), str(self.port), *task],
                                         stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.time() + 60
         while True:
@@ -106,7 +107,7 @@ class Coder:
             texts = driver.find_elements(By.CSS_SELECTOR, ".nl-text")
             if texts:
                 unit = texts[0].get_attribute("data-unit")
-                buttons = driver.find_elements(By.CSS_SELECTOR, ".nl-label")
+                buttons = driver.find_elements(By.CSS_SELECTOR, ".nl-label, #nl-save")
                 return unit != previous_unit and buttons and buttons[0].is_enabled()
             return bool(driver.find_elements(By.CSS_SELECTOR, ".nl-welcome h1"))
         WebDriverWait(self.driver, 20).until(ready)
@@ -266,7 +267,47 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def test_coding_app_codes_typed_fields():
+    """A schema's fields: choices, yes/no, a number and a short text, saved by Enter or the button."""
+    workdir = Path(tempfile.mkdtemp(prefix="coding-fields-"))
+    file = workdir / "codes.sqlite"
+    driver = chromium()
+    app = App(file, "fields")
+    try:
+        coder = Coder(driver, app.url("?coder=ana"), "ana")
+        expected = {}
+        for i, (stance, local, signatures, gist) in enumerate([("against", True, 412, "bus lanes"),
+                                                               ("mixed", False, None, "")]):
+            row, unit = coder.row(), coder.unit()
+            driver.find_element(By.CSS_SELECTOR, f"input[name=nl-field-stance][value={stance}]").click()
+            driver.find_element(By.CSS_SELECTOR, f"input[name=nl-field-local][value={str(local).lower()}]").click()
+            if signatures is not None:
+                driver.find_element(By.CSS_SELECTOR, "[data-field=signatures] input").send_keys(str(signatures))
+            text = driver.find_element(By.CSS_SELECTOR, "[data-field=gist] input")
+            text.send_keys(gist)
+            if i == 0:
+                text.send_keys(Keys.ENTER)
+            else:
+                driver.find_element(By.ID, "nl-save").click()
+            coder.wait_for_screen(unit)
+            expected[row] = {"stance": stance, "local": local, "signatures": signatures, "gist": gist or None}
+        assert coder.count() == "3 of 3"
+        rows = json.loads(rscript("-e", "cat(jsonlite::toJSON(newrllama4::read_codes('%s'), na = 'null'))" % file))
+        got = {r[".row"]: r for r in rows}
+        for row, fields in expected.items():
+            for name, value in fields.items():
+                assert got[row].get(name) == value, (row, name)
+        (left,) = {1, 2, 3} - set(expected)
+        assert got[left][".status"] == "not coded"
+    finally:
+        driver.quit()
+        if app.process.poll() is None:
+            app.kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 if __name__ == "__main__":
     started = time.time()
     test_coding_app_codes_resumes_shares_and_adjudicates()
+    test_coding_app_codes_typed_fields()
     print(f"passed in {time.time() - started:.0f} s")
