@@ -116,8 +116,9 @@ unit_decisions <- function(codes, n_units) {
                           reason = NA_character_, note = NA_character_)
   coded <- codes[codes$role == "code", ]
   decisions$coders <- tabulate(coded$unit, n_units)
-  for (unit in unique(codes$unit)) {
-    mine <- codes[codes$unit == unit, ]
+  by_unit <- split(codes, codes$unit)
+  for (unit in as.integer(names(by_unit))) {
+    mine <- by_unit[[as.character(unit)]]
     adjudicated <- mine[mine$role == "adjudication", ]
     own <- mine[mine$role == "code", ]
     signature <- ifelse(own$uncodable == 1, "(cannot code)", own$value)
