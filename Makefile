@@ -20,11 +20,14 @@ R_DEBS := r-base-core r-cran-reticulate r-cran-cli r-cran-rlang r-cran-jsonlite 
 R_PKGS := reticulate cli rlang jsonlite glue withr sandwich stringi
 # the tests, R CMD check, the report and the benchmarks. tm, tidyverse, psych and caret are what
 # users attach beside us: the tests check that no name clashes; tm, tidytext and janeaustenr hold
-# three of tools/bench_annotation.R's corpora
+# three of tools/bench_annotation.R's corpora; shiny, RSQLite and DBI run coding_app(), which the
+# browser suite drives in headless Chromium through chromedriver
 R_TEST_DEBS := r-cran-testthat r-cran-rmarkdown r-cran-knitr r-cran-roxygen2 r-cran-dplyr r-cran-vctrs \
                r-cran-ggplot2 r-cran-broom pandoc qpdf \
-               r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret r-cran-tidytext r-cran-janeaustenr
-R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 broom tm tidyverse psych caret tidytext janeaustenr
+               r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret r-cran-tidytext r-cran-janeaustenr \
+               r-cran-shiny r-cran-rsqlite r-cran-dbi chromium chromium-driver
+R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 broom tm tidyverse psych caret tidytext janeaustenr \
+               shiny RSQLite DBI
 
 # ggml's AMX kernels are left out of both llama.cpp builds: a virtual machine can advertise AMX
 # without letting programs run it, and the first tile instruction then kills the process
@@ -57,7 +60,7 @@ r-deps:
 	@$(call apt_unless,R,Rscript,$(R_PKGS),$(R_DEBS))
 
 r-test-deps: r-deps
-	@$(call apt_unless,the tests' R packages,pandoc qpdf,$(R_TEST_PKGS),$(R_TEST_DEBS))
+	@$(call apt_unless,the tests' R packages,pandoc qpdf chromium chromedriver,$(R_TEST_PKGS),$(R_TEST_DEBS))
 
 # the engine and the two default models
 python-env: $(VENV)/.installed

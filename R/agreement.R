@@ -130,6 +130,7 @@
 #' compared
 #' as.data.frame(compared)
 agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL, field = NULL) {
+  if (inherits(predicted, "newrllama4_coder_codes")) return(agreement_of_coders(predicted, field, level, n_boot, seed))
   if (!is.null(field)) {
     if (!is.data.frame(predicted) || !rlang::is_string(field) || !field %in% names(predicted)) {
       abort_invalid("With {.arg field}, {.arg predicted} must be a data frame with that column, such as the value of

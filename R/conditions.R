@@ -18,7 +18,8 @@ condition_parents <- c(
   example_label = "invalid_argument",
   coded_rows = "invalid_argument",
   coded_truth = "coded_rows",
-  too_few_coded = "coded_rows"
+  too_few_coded = "coded_rows",
+  coding_file = "invalid_argument"
 )
 
 # `subclass` may name several, most specific first: the chain goes on from the last.

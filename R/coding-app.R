@@ -1,0 +1,161 @@
+#' Code a sample by hand in the browser
+#'
+#' `coding_app()` makes a Shiny app in which people code the drawn sample one
+#' text at a time, and `code_sample()` runs it (and opens the browser when R
+#' is interactive). Every code goes to the SQLite `file` the moment it is made;
+#' [read_codes()] reads them back as the sample's rows, ready for
+#' [agreement()], [recalibrate_labels()], [label_regression()] and
+#' [label_shares()].
+#'
+#' @section Coding:
+#' Each text is shown large, with the codebook (the instruction and each
+#' label's or field's description) beside it: a button per label (keys 1 to 9
+#' choose them), or an input per field of a schema (choices for an enum and a
+#' boolean, a number, a short text; Enter saves). A text can be marked "cannot
+#' code" with a reason, and every code can carry a note. Back returns to the
+#' coder's earlier texts (coding one again records the new code), skip leaves
+#' a text for later, and the bar shows the coder's progress ("37 of 150").
+#'
+#' @section Blind coding:
+#' By default the page never receives the model's labels, probabilities or
+#' confidence, nor other coders' codes, so that nobody anchors on them; each
+#' coder gets the texts in a random order of their own, seeded from `seed` and
+#' their name, and recorded in the file.
+#'
+#' @section Several coders:
+#' A coder opens the app's address with `?coder=NAME`, or gives a name on the
+#' first screen. Each text is coded by one coder, and a share `overlap` of
+#' them (chosen once, from `seed`) by a second one as well, to measure how far
+#' people agree ([agreement()] on `read_codes(file, by = "coder")`). Texts
+#' another coder has on screen are left to them. Where two coders disagree,
+#' `?coder=NAME&adjudicate=1` (or the box on the first screen) shows both codes
+#' and records a third decision, which [read_codes()] takes.
+#'
+#' @section Nothing lost:
+#' Codes are written in WAL mode, each with its coder, time and the seconds
+#' spent on the text, and never overwritten (a new code is a new row). The app
+#' can be stopped or killed at any point: started again on the same file, each
+#' coder resumes where they stopped. Several coders at once, in one app or in
+#' several R processes on one file, do not clash. A `file` made for another
+#' sample or coding task is refused with an error of class
+#' `newrllama4_error_coding_file` (field `mismatch`: `"sample"` or `"task"`).
+#'
+#' Needs the shiny, DBI and RSQLite packages; not the engine.
+#'
+#' @param sample The rows to code: the value of [review_sample()], or any data
+#'   frame with the texts.
+#' @param file Path of the SQLite file that keeps the codes (created if new).
+#' @param labels The labels to choose from: a character vector, or a named one
+#'   whose names are the labels and whose values describe them.
+#' @param schema Instead of labels, the fields to code, as for
+#'   [annotate_texts()]; a field given as a list may carry a `description`.
+#' @param instruction The coding task in words, shown atop the codebook.
+#' @param text The texts: a column of `sample` (unquoted), an expression over
+#'   its columns or a glue template; `NULL` for the column `text`.
+#' @param overlap The share of texts that a second coder also codes, from 0 to 1.
+#' @param seed `NULL`, or a whole number that fixes which texts are coded
+#'   twice and each coder's order (a new file draws one and records it). Both
+#'   `overlap` and `seed` are fixed when the file is made: reopening it keeps
+#'   its own.
+#' @param blind `FALSE` to show the model's label and confidence beside each
+#'   text (not advised: it anchors the coders).
+#' @param ... Passed to `coding_app()`.
+#' @param port,host Where `code_sample()` serves the app.
+#' @param launch.browser Whether `code_sample()` opens the browser.
+#' @details `labels`, `schema` and `instruction` left `NULL` come from the
+#'   manifest of the annotation (the attribute `"manifest"` of `sample`, see
+#'   [manifest()]); without one, the labels are the levels of `sample`'s
+#'   `.label`.
+#' @return `coding_app()`: a Shiny app object (print it, or give it to
+#'   [shiny::runApp()]). `code_sample()`: `file`, invisibly, once the app
+#'   stops.
+#' @seealso [read_codes()], [review_sample()].
+#' @export
+#' @examples
+#' sample <- data.frame(text = c("Great film.", "Dull.", "Fine, I suppose."))
+#' file <- tempfile(fileext = ".sqlite")
+#' if (requireNamespace("shiny", quietly = TRUE) && requireNamespace("RSQLite", quietly = TRUE)) {
+#'   app <- coding_app(sample, file, labels = c(yes = "The reviewer likes the film", no = "Not"),
+#'                     instruction = "Does the reviewer like the film?", overlap = 0.5)
+#' }
+#' if (interactive()) code_sample(sample, file)
+coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction = NULL, text = NULL, overlap = 0,
+                       seed = NULL, blind = TRUE) {
+  call <- current_env()
+  rlang::check_installed(c("shiny", "DBI", "RSQLite"), reason = "to code a sample by hand.")
+  if (!is.data.frame(sample) || nrow(sample) == 0) {
+    abort_invalid("{.arg sample} must be a data frame of rows to code, such as the value of {.fn review_sample}.",
+                  "sample", call)
+  }
+  check_string(file, "file")
+  overlap <- check_number(overlap, "overlap", min = 0, max = 1)
+  seed <- if (is.null(seed)) sample.int(.Machine$integer.max, 1) else check_whole(seed, "seed", min = 0,
+                                                                                   max = .Machine$integer.max)
+  check_flag(blind, "blind")
+  text <- rlang::enquo(text)
+  if (rlang::quo_is_null(text)) {
+    if (!"text" %in% names(sample)) {
+      abort_newrllama4("missing_column", "{.arg sample} has no column {.field text}: name its texts with {.arg text}.",
+                       argument = "text", call = call)
+    }
+    text <- rlang::quo(text)
+  }
+  texts <- row_texts(sample, text, "text", call)
+  task <- coding_task(sample, labels, schema, instruction, call)
+  sample$.row <- sample$.row %||% seq_len(nrow(sample))
+  store_open(file, sample, texts, task, overlap, seed, call)
+  stored <- store_meta(file)
+  shiny::shinyApp(coding_page(), coding_server(normalizePath(file), stored, blind))
+}
+
+#' @rdname coding_app
+#' @export
+code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", launch.browser = interactive()) {
+  app <- coding_app(sample, file, ...)
+  shiny::runApp(app, port = port, host = host, launch.browser = launch.browser)
+  invisible(file)
+}
+
+# The coding task: the instruction, the labels with their descriptions, or the
+# schema's fields with their kind, allowed values and description.
+coding_task <- function(sample, labels, schema, instruction, call) {
+  prompt <- attr(sample, "manifest", exact = TRUE)$prompt
+  if (is.null(labels) && is.null(schema)) {
+    labels <- prompt$labels
+    schema <- if (is.null(labels)) prompt$schema
+    if (is.null(labels) && is.null(schema) && is.factor(sample$.label)) labels <- levels(sample$.label)
+  }
+  if (is.null(labels) == is.null(schema)) {
+    abort_invalid("Give {.arg labels} or {.arg schema} (one of them), or a {.arg sample} from an annotation that
+                   records them.", if (is.null(labels)) "labels" else "schema", call)
+  }
+  instruction <- instruction %||% prompt$instruction %||% ""
+  check_string(instruction, "instruction", call)
+  list(instruction = instruction, labels = coding_labels(labels, call), fields = coding_fields(schema, call))
+}
+
+coding_labels <- function(labels, call) {
+  if (is.null(labels)) return(NULL)
+  if (!is.character(labels) || length(labels) < 2 || anyNA(labels)) {
+    abort_invalid("{.arg labels} must be a character vector of two labels or more.", "labels", call)
+  }
+  named <- if (is.null(names(labels))) rep(FALSE, length(labels)) else nzchar(names(labels))
+  label <- ifelse(named, names(labels), labels)
+  if (anyDuplicated(label)) abort_invalid("{.arg labels} must be distinct.", "labels", call)
+  list(label = unname(label), description = unname(ifelse(named, labels, "")))
+}
+
+# Fields as annotate_texts() takes them, or its manifest's JSON schema.
+coding_fields <- function(schema, call) {
+  if (is.null(schema)) return(list())
+  if (rlang::is_string(schema)) schema <- jsonlite::fromJSON(schema, simplifyVector = FALSE)$properties
+  if (!is.list(schema) || !rlang::is_named(schema) || length(schema) == 0) {
+    abort_invalid("{.arg schema} must be a named list of fields.", "schema", call)
+  }
+  unname(Map(function(field, name) {
+    spec <- field_schema(field, name, call)
+    kind <- if (!is.null(spec$enum)) "enum" else spec$type
+    list(name = name, kind = kind, values = if (kind == "enum") vapply(spec$enum, as.character, "") else list(),
+         description = spec$description %||% "")
+  }, schema, names(schema)))
+}

@@ -1,0 +1,185 @@
+# The coding file: one SQLite database per sample and task, which the coding
+# app writes the moment a code is made. Codes are only ever appended (a changed
+# code is a new row, and the latest one counts), so a killed app loses at most
+# the click in flight, and coders working at once, in one app or in several R
+# processes, only ever insert. WAL lets them read while another writes;
+# synchronous = FULL makes a committed code survive a power cut too.
+
+coding_file_format <- "newrllama4 coding file 1"
+
+coding_tables <- c(
+  "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+  "CREATE TABLE IF NOT EXISTS coders (coder TEXT PRIMARY KEY, seed INTEGER NOT NULL, unit_order TEXT NOT NULL,
+     created TEXT NOT NULL)",
+  "CREATE TABLE IF NOT EXISTS codes (id INTEGER PRIMARY KEY AUTOINCREMENT, unit INTEGER NOT NULL,
+     coder TEXT NOT NULL, role TEXT NOT NULL, value TEXT, uncodable INTEGER NOT NULL, reason TEXT, note TEXT,
+     seconds REAL, time TEXT NOT NULL)",
+  "CREATE TABLE IF NOT EXISTS claims (coder TEXT PRIMARY KEY, unit INTEGER NOT NULL, time REAL NOT NULL)"
+)
+
+# A claim older than this (a coder who walked away) no longer holds a text back.
+claim_seconds <- 1800
+
+with_store <- function(file, f) {
+  rlang::check_installed(c("DBI", "RSQLite"), reason = "to keep hand codes in a SQLite file.")
+  con <- DBI::dbConnect(RSQLite::SQLite(), file, synchronous = NULL)
+  on.exit(DBI::dbDisconnect(con))
+  DBI::dbExecute(con, "PRAGMA busy_timeout = 20000")
+  DBI::dbGetQuery(con, "PRAGMA journal_mode = WAL")
+  DBI::dbExecute(con, "PRAGMA synchronous = FULL")
+  f(con)
+}
+
+# BEGIN IMMEDIATE takes the write lock at once, so that two processes opening a
+# new file cannot both find it empty and both write its description.
+in_transaction <- function(con, f) {
+  DBI::dbExecute(con, "BEGIN IMMEDIATE")
+  value <- tryCatch(f(), error = function(e) {
+    DBI::dbExecute(con, "ROLLBACK")
+    stop(e)
+  })
+  DBI::dbExecute(con, "COMMIT")
+  value
+}
+
+# Opens `file` for `sample` and `task`, creating it if new; a file made for
+# another sample or task is refused rather than mixed in.
+store_open <- function(file, sample, texts, task, overlap, seed, call = caller_env()) {
+  keys <- list(sample_key = sample_key(sample$.row, texts), task_key = task_key(task))
+  with_store(file, function(con) in_transaction(con, function() {
+    meta <- store_meta_table(con, file, call, new_ok = TRUE)
+    if (is.null(meta)) {
+      for (sql in coding_tables) DBI::dbExecute(con, sql)
+      n_double <- round(overlap * nrow(sample))
+      double <- if (n_double == 0) integer() else sort(withr::with_seed(seed, sample.int(nrow(sample), n_double)))
+      values <- c(list(format = coding_file_format, created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z"),
+                       seed = seed, overlap = overlap, double = paste(double, collapse = " "),
+                       task = as.character(jsonlite::toJSON(task, auto_unbox = TRUE)),
+                       sample = jsonlite::base64_enc(serialize(list(sample = sample, texts = texts), NULL))), keys)
+      DBI::dbWriteTable(con, "meta", data.frame(key = names(values), value = vapply(values, as.character, "")),
+                        append = TRUE)
+      return(invisible(file))
+    }
+    for (key in names(keys)) {
+      if (!identical(meta[[key]], keys[[key]])) {
+        what <- if (key == "sample_key") "sample" else "task"
+        abort_newrllama4("coding_file", c(
+          "{.arg file} {.path {file}} holds codes of another {what}, not this one's.",
+          "i" = "Give each sample and coding task a file of its own; draw more rows with {.fn review_sample}'s
+                 {.arg previous} into a new file."
+        ), file = file, mismatch = what, call = call)
+      }
+    }
+    invisible(file)
+  }))
+}
+
+# The file's description as a named list; NULL for a new, empty file when
+# `new_ok`, a classed error for anything that is not a coding file.
+store_meta_table <- function(con, file, call, new_ok = FALSE) {
+  tables <- DBI::dbListTables(con)
+  if (length(tables) == 0 && new_ok) return(NULL)
+  meta <- if ("meta" %in% tables) DBI::dbGetQuery(con, "SELECT key, value FROM meta") else NULL
+  if (is.null(meta) || !identical(meta$value[meta$key == "format"], coding_file_format)) {
+    abort_newrllama4("coding_file", "{.arg file} {.path {file}} is not a coding file of {.fn coding_app}.",
+                     file = file, mismatch = "format", call = call)
+  }
+  stats::setNames(as.list(meta$value), meta$key)
+}
+
+# What the file says about itself: the sample, its texts, the task, which units
+# two coders code, and the seed.
+store_meta <- function(file, call = caller_env()) {
+  if (!rlang::is_string(file) || !file.exists(file)) {
+    abort_newrllama4("coding_file", "{.arg file} must be an existing coding file of {.fn coding_app}.",
+                     file = file, mismatch = "missing", call = call)
+  }
+  meta <- with_store(file, function(con) store_meta_table(con, file, call))
+  stored <- unserialize(jsonlite::base64_dec(meta$sample))
+  list(sample = stored$sample, texts = stored$texts,
+       task = jsonlite::fromJSON(meta$task, simplifyVector = FALSE), seed = as.integer(meta$seed),
+       overlap = as.numeric(meta$overlap), double = as.integer(strsplit(meta$double, " ")[[1]]))
+}
+
+sample_key <- function(rows, texts) rlang::hash(list(as.integer(rows), enc2utf8(as.character(texts))))
+
+# Descriptions can be reworded mid-study; the labels, fields and instruction cannot.
+task_key <- function(task) {
+  rlang::hash(list(task$labels$label, lapply(task$fields, `[`, c("name", "kind", "values")), task$instruction))
+}
+
+# A coder's own random order of the units, seeded from the file's seed and
+# the coder's name, and recorded the first time they come.
+store_coder <- function(file, coder, n_units, seed) {
+  with_store(file, function(con) in_transaction(con, function() {
+    known <- DBI::dbGetQuery(con, "SELECT seed, unit_order FROM coders WHERE coder = ?", params = list(coder))
+    if (nrow(known) == 1) {
+      return(list(seed = known$seed, order = as.integer(strsplit(known$unit_order, " ")[[1]])))
+    }
+    coder_seed <- strtoi(substr(rlang::hash(list(seed, coder)), 1, 7), 16L)
+    order <- withr::with_seed(coder_seed, sample.int(n_units))
+    DBI::dbExecute(con, "INSERT INTO coders VALUES (?, ?, ?, ?)",
+                   params = list(coder, coder_seed, paste(order, collapse = " "), format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")))
+    list(seed = coder_seed, order = order)
+  }))
+}
+
+# One code, written at once. `value` is the code as a named list in the task's
+# field order, so that equal codes are equal strings.
+store_write <- function(file, unit, coder, value, uncodable = FALSE, reason = NA, note = NA, seconds = NA,
+                        role = "code") {
+  json <- if (uncodable) NA_character_ else as.character(jsonlite::toJSON(value, auto_unbox = TRUE, null = "null",
+                                                                           na = "null", digits = NA))
+  blank <- function(x) if (is.null(x) || is.na(x) || !nzchar(trimws(x))) NA_character_ else as.character(x)
+  with_store(file, function(con) {
+    DBI::dbExecute(con, "INSERT INTO codes (unit, coder, role, value, uncodable, reason, note, seconds, time)
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   params = list(as.integer(unit), coder, role, json, as.integer(uncodable), blank(reason), blank(note),
+                                 as.numeric(seconds), format(Sys.time(), "%Y-%m-%dT%H:%M:%OS3%z")))
+  })
+  invisible(TRUE)
+}
+
+# The latest code of each coder (and each adjudicator) for each unit.
+store_codes <- function(file) {
+  with_store(file, function(con) {
+    DBI::dbGetQuery(con, "SELECT * FROM codes WHERE id IN (SELECT max(id) FROM codes GROUP BY unit, coder, role)
+                          ORDER BY id")
+  })
+}
+
+store_claim <- function(file, coder, unit) {
+  with_store(file, function(con) {
+    DBI::dbExecute(con, "INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",
+                   params = list(coder, as.integer(unit), as.numeric(Sys.time())))
+  })
+}
+
+store_claims <- function(file) {
+  with_store(file, function(con) {
+    DBI::dbGetQuery(con, "SELECT coder, unit FROM claims WHERE time > ?",
+                    params = list(as.numeric(Sys.time()) - claim_seconds))
+  })
+}
+
+# The units `coder` may code now, in their order: not coded by them yet, and
+# short of coders (one, or two for the overlap's units) counting those coded
+# by others and those others have open on screen.
+available_units <- function(order, coder, codes, claims, double) {
+  coded <- codes[codes$role == "code", c("unit", "coder")]
+  others <- unique(rbind(coded[coded$coder != coder, ], claims[claims$coder != coder, c("unit", "coder")]))
+  taken <- tabulate(others$unit, length(order))
+  cap <- ifelse(seq_along(order) %in% double, 2L, 1L)
+  mine <- coded$unit[coded$coder == coder]
+  order[!order %in% mine & taken[order] < cap[order]]
+}
+
+# Each unit's two or more codes, when they differ and no decision is recorded.
+disagreements <- function(codes) {
+  coded <- codes[codes$role == "code", ]
+  coded$signature <- ifelse(coded$uncodable == 1, "(cannot code)", coded$value)
+  decided <- unique(codes$unit[codes$role == "adjudication"])
+  units <- split(coded$signature, coded$unit)
+  differing <- as.integer(names(units)[vapply(units, function(s) length(unique(s)) > 1, NA)])
+  sort(setdiff(differing, decided))
+}

@@ -1,0 +1,134 @@
+# The coding app's pages, as HTML built on the server. Only what a coder
+# needs goes into them: the text, the codebook, the coder's own progress and
+# own earlier code. A model's answers and other coders' codes stay in R
+# (unless `blind = FALSE`, or on the adjudication screen, whose point they are).
+# The form is plain HTML, read by www/coding.js in one event per code, so that
+# no input binding can lag behind the text it belongs to.
+
+coding_page <- function() {
+  assets <- system.file("coding-app", package = "newrllama4")
+  shiny::fluidPage(
+    title = "Coding",
+    shiny::tags$head(
+      shiny::tags$meta(name = "viewport", content = "width=device-width, initial-scale=1"),
+      shiny::includeCSS(file.path(assets, "coding.css")),
+      shiny::includeScript(file.path(assets, "coding.js"))
+    ),
+    shiny::uiOutput("screen")
+  )
+}
+
+welcome_screen <- function(problem = NULL) {
+  tag <- shiny::tags
+  tag$div(class = "nl-welcome",
+          tag$h1("Coding"),
+          tag$p("Your name keeps your codes and your place apart from other coders'."),
+          if (!is.null(problem)) tag$p(class = "nl-problem", problem),
+          tag$input(id = "nl-coder", type = "text", placeholder = "Your name", autocomplete = "name"),
+          tag$label(class = "nl-check", tag$input(id = "nl-adjudicate", type = "checkbox"),
+                    " Adjudicate disagreements instead of coding"),
+          tag$button(id = "nl-start", class = "nl-primary", "Start"))
+}
+
+# The coding screen of one text. `view`: the text, its unit, the position and
+# total, the coder's earlier code of it (when gone back) and, not blind, the
+# model's answer.
+coding_screen <- function(view, task) {
+  tag <- shiny::tags
+  top <- tag$div(class = "nl-top",
+                 tag$span(class = "nl-coder", view$heading),
+                 tag$div(class = "nl-progress", tag$div(class = "nl-bar", style = sprintf("width: %.1f%%", view$share))),
+                 tag$span(class = "nl-count", view$count))
+  main <- tag$div(class = "nl-main",
+                  tag$div(class = "nl-work",
+                          if (!is.null(view$others)) view$others,
+                          tag$article(class = "nl-text", `data-unit` = view$unit, view$text),
+                          if (!is.null(view$hint)) tag$p(class = "nl-hint", view$hint),
+                          code_form(task, view$previous, view$back)),
+                  codebook(task))
+  tag$div(class = "nl-screen", top, main)
+}
+
+code_form <- function(task, previous, back = TRUE) {
+  tag <- shiny::tags
+  previous <- previous %||% list()
+  answer <- if (length(task$labels$label) > 0) {
+    labels <- task$labels$label
+    chosen <- previous$value$code %||% ""
+    tag$div(class = "nl-labels", lapply(seq_along(labels), function(i) {
+      tag$button(class = paste("nl-label", if (identical(labels[[i]], chosen)) "nl-chosen"),
+                 `data-value` = labels[[i]], if (i <= 9) tag$kbd(i), labels[[i]])
+    }))
+  } else {
+    tag$div(class = "nl-fields",
+            lapply(task$fields, field_input, previous = previous$value),
+            tag$button(id = "nl-save", class = "nl-primary", "Save and next", tag$kbd("Enter")))
+  }
+  tag$div(class = "nl-form",
+          answer,
+          tag$input(id = "nl-note", type = "text", placeholder = "Note (optional)", value = previous$note %||% ""),
+          tag$div(class = "nl-uncodable",
+                  tag$input(id = "nl-reason", type = "text", placeholder = "Why it cannot be coded",
+                            value = previous$reason %||% ""),
+                  tag$button(id = "nl-cannot", "Cannot code")),
+          if (back) tag$div(class = "nl-nav", tag$button(id = "nl-back", "\u2190 Back"), tag$button(id = "nl-skip", "Skip \u2192")))
+}
+
+field_input <- function(field, previous) {
+  tag <- shiny::tags
+  value <- previous[[field$name]]
+  choices <- function(values, shown) {
+    tag$div(class = "nl-choices", Map(function(choice, label) {
+      tag$label(class = "nl-choice",
+                tag$input(type = "radio", name = paste0("nl-field-", field$name), value = choice,
+                          checked = if (identical(field_codes(value), choice)) NA),
+                label)
+    }, values, shown))
+  }
+  input <- switch(field$kind,
+                  enum = choices(unlist(field$values), unlist(field$values)),
+                  boolean = choices(c("true", "false"), c("yes", "no")),
+                  integer = ,
+                  number = tag$input(type = "number", step = if (field$kind == "integer") "1" else "any",
+                                     value = value %||% ""),
+                  tag$input(type = "text", value = value %||% ""))
+  tag$fieldset(class = "nl-field", `data-field` = field$name, `data-kind` = field$kind,
+               tag$legend(field$name), input)
+}
+
+codebook <- function(task) {
+  tag <- shiny::tags
+  entries <- if (length(task$labels$label) > 0) {
+    Map(function(label, description) list(tag$dt(label), if (nzchar(description)) tag$dd(description)),
+        task$labels$label, task$labels$description)
+  } else {
+    lapply(task$fields, function(field) {
+      kind <- if (field$kind == "enum") paste(unlist(field$values), collapse = ", ") else field$kind
+      list(tag$dt(field$name, tag$span(class = "nl-kind", kind)),
+           if (nzchar(field$description)) tag$dd(field$description))
+    })
+  }
+  tag$aside(class = "nl-codebook", tag$h2("Codebook"),
+            if (nzchar(task$instruction)) tag$p(task$instruction),
+            tag$dl(entries))
+}
+
+# A code as a coder reads it: the label or the fields, or why it cannot be coded.
+code_summary <- function(code) {
+  if (code$uncodable == 1) return(paste("Cannot code:", code$reason %|% "no reason given"))
+  value <- jsonlite::fromJSON(code$value, simplifyVector = FALSE)
+  paste(sprintf("%s: %s", names(value), vapply(value, function(x) format(x %||% "-"), "")), collapse = "; ")
+}
+
+others_codes <- function(codes) {
+  tag <- shiny::tags
+  tag$div(class = "nl-others", tag$h2("Their codes"),
+          tag$ul(lapply(seq_len(nrow(codes)), function(i) {
+            tag$li(tag$strong(codes$coder[i]), ": ", code_summary(codes[i, ]),
+                   if (!is.na(codes$note[i])) tag$em(paste0(" (note: ", codes$note[i], ")")))
+          })))
+}
+
+message_screen <- function(heading, body) {
+  shiny::tags$div(class = "nl-welcome", shiny::tags$h1(heading), shiny::tags$p(body))
+}

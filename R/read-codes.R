@@ -1,0 +1,162 @@
+#' Read the codes of a coding file
+#'
+#' Reads what people coded in [coding_app()] back as the sample's rows, ready
+#' for [agreement()], [recalibrate_labels()], [label_regression()] and
+#' [label_shares()] as they are.
+#'
+#' Each text's code is, in this order: the adjudicated decision, if one was
+#' recorded; else the code its coders agree on. Texts whose coders disagree
+#' and that nobody adjudicated yet, and texts nobody coded yet, have no code
+#' (`NA`), and `.status` says which.
+#'
+#' A text that its coders (or the adjudicator) could not code is nonresponse:
+#' with `uncodable = "nonresponse"` it is set aside (in the attribute
+#' `"uncodable"`, with its reason) and every other text's `.sample_prob` is
+#' multiplied by its stratum's response rate (its coded texts over its drawn
+#' ones), the usual weighting-class adjustment, so that the estimators
+#' stay valid if texts cannot be coded as if at random within a stratum. With
+#' `uncodable = "keep"` such texts stay, with `.status` `"uncodable"`, their
+#' reason in `.reason`, no code, and `.sample_prob` as drawn.
+#'
+#' @param file The coding file of [coding_app()].
+#' @param by `"text"` for one row per text, the codes decided; `"coder"` for
+#'   one row per coder and text they coded (the latest code of each), to
+#'   measure how far the coders agree with each other: give it to
+#'   [agreement()].
+#' @param uncodable `"nonresponse"` or `"keep"`: see Details.
+#' @return With `by = "text"`, the sample's rows (every column it had) with
+#'   `.row`, `.sample_prob` and `.stratum` (`NA` where the sample had none),
+#'   the code -- a factor `code` for labels, a column named after each field
+#'   of a schema (a model's answer of the same name moves to
+#'   `.model_<field>`) -- and `.status` (`"coded"`, `"adjudicated"`,
+#'   `"uncodable"`, `"disagreement"` or `"not coded"`), `.coders` (how many
+#'   coded it), `.reason` and `.note`. With `by = "coder"`, a data frame of
+#'   class `newrllama4_coder_codes`: the sample's columns, `.coder`, the code
+#'   columns, `.uncodable`, `.reason`, `.note`, `.seconds` (time spent on the
+#'   text) and `.time` (when it was coded).
+#' @seealso [coding_app()] to code, [agreement()] to compare.
+#' @export
+#' @examples
+#' if (requireNamespace("shiny", quietly = TRUE) && requireNamespace("RSQLite", quietly = TRUE)) {
+#'   sample <- data.frame(text = c("Great film.", "Dull.", "Fine, I suppose."),
+#'                        .label = c("yes", "no", "yes"))
+#'   file <- tempfile(fileext = ".sqlite")
+#'   coding_app(sample, file, labels = c("yes", "no"), instruction = "Does the reviewer like it?")
+#'   read_codes(file)
+#' }
+read_codes <- function(file, by = c("text", "coder"), uncodable = c("nonresponse", "keep")) {
+  by <- rlang::arg_match(by)
+  uncodable <- rlang::arg_match(uncodable)
+  stored <- store_meta(file)
+  codes <- store_codes(file)
+  rows <- coded_rows_frame(stored$sample, stored$task)
+  if (by == "coder") {
+    coded <- codes[codes$role == "code", ]
+    out <- rows[coded$unit, , drop = FALSE]
+    out$.coder <- coded$coder
+    out[code_columns(stored$task)] <- decode_codes(coded$value, stored$task)
+    out$.uncodable <- coded$uncodable == 1
+    out[c(".reason", ".note", ".seconds", ".time")] <- coded[c("reason", "note", "seconds", "time")]
+    out <- out[order(out$.row, out$.coder), , drop = FALSE]
+    rownames(out) <- NULL
+    return(structure(out, class = c("newrllama4_coder_codes", "data.frame"), codes = code_columns(stored$task)))
+  }
+  decided <- unit_decisions(codes, nrow(rows))
+  rows[code_columns(stored$task)] <- decode_codes(decided$value, stored$task)
+  rows[c(".status", ".coders", ".reason", ".note")] <- decided[c("status", "coders", "reason", "note")]
+  if (uncodable == "keep") return(rows)
+  as_nonresponse(rows)
+}
+
+# The sample's rows with the design's columns, and room for the codes: a
+# model's answer named as a field moves aside.
+coded_rows_frame <- function(sample, task) {
+  rows <- sample
+  if (!".row" %in% names(rows)) rows$.row <- seq_len(nrow(rows))
+  for (column in c(".sample_prob", ".stratum")) {
+    if (!column %in% names(rows)) rows[[column]] <- rep(NA, nrow(rows))
+  }
+  for (column in intersect(code_columns(task), names(rows))) {
+    names(rows)[names(rows) == column] <- paste0(".model_", column)
+  }
+  attr(rows, "design") <- NULL
+  rownames(rows) <- NULL
+  rows
+}
+
+code_columns <- function(task) {
+  if (length(task$labels$label) > 0) "code" else vapply(task$fields, function(field) field$name, "")
+}
+
+# Codes as stored (JSON, NA when the text could not be coded) as typed
+# columns: a factor of the labels, or each field as its kind.
+decode_codes <- function(json, task) {
+  parsed <- lapply(json, function(value) if (is.na(value)) list() else jsonlite::fromJSON(value, simplifyVector = FALSE))
+  column <- function(name) vapply(parsed, function(value) if (is.null(value[[name]])) NA_character_ else
+    as.character(value[[name]]), "")
+  if (length(task$labels$label) > 0) {
+    return(data.frame(code = factor(column("code"), levels = unlist(task$labels$label))))
+  }
+  columns <- lapply(task$fields, function(field) {
+    values <- column(field$name)
+    switch(field$kind,
+           enum = factor(values, levels = unlist(field$values)),
+           boolean = as.logical(values),
+           integer = as.integer(values),
+           number = as.numeric(values),
+           values)
+  })
+  stats::setNames(as.data.frame(columns, col.names = seq_along(columns)), code_columns(task))
+}
+
+# Each text's decision: the latest adjudication, else its coders' code when
+# they agree.
+unit_decisions <- function(codes, n_units) {
+  decisions <- data.frame(unit = seq_len(n_units), status = "not coded", coders = 0L, value = NA_character_,
+                          reason = NA_character_, note = NA_character_)
+  coded <- codes[codes$role == "code", ]
+  decisions$coders <- tabulate(coded$unit, n_units)
+  by_unit <- split(codes, codes$unit)
+  for (unit in as.integer(names(by_unit))) {
+    mine <- by_unit[[as.character(unit)]]
+    adjudicated <- mine[mine$role == "adjudication", ]
+    own <- mine[mine$role == "code", ]
+    signature <- ifelse(own$uncodable == 1, "(cannot code)", own$value)
+    decision <- if (nrow(adjudicated) > 0) adjudicated[nrow(adjudicated), ] else if (length(unique(signature)) == 1) {
+      own[nrow(own), ]
+    }
+    if (is.null(decision)) {
+      decisions$status[unit] <- "disagreement"
+      next
+    }
+    decisions[unit, c("value", "reason")] <- decision[c("value", "reason")]
+    decisions$note[unit] <- paste(stats::na.omit(unique(mine$note)), collapse = "; ") %|% NA_character_
+    decisions$status[unit] <- if (decision$uncodable == 1) "uncodable" else if (nrow(adjudicated) > 0) {
+      "adjudicated"
+    } else {
+      "coded"
+    }
+  }
+  decisions
+}
+
+# A missing or empty string as `y`.
+`%|%` <- function(x, y) if (length(x) == 0 || is.na(x) || identical(x, "")) y else x
+
+# Uncodable texts set aside as nonresponse: the others' inclusion
+# probabilities times their stratum's response rate.
+as_nonresponse <- function(rows) {
+  lost <- rows$.status == "uncodable"
+  if (!any(lost)) return(rows)
+  stratum <- ifelse(is.na(rows$.stratum), "", as.character(rows$.stratum))
+  response_rate <- stats::ave(as.numeric(!lost), stratum, FUN = mean)
+  rows$.sample_prob <- rows$.sample_prob * response_rate
+  kept <- rows[!lost, , drop = FALSE]
+  set_aside <- rows[lost, c(".row", ".stratum", ".reason"), drop = FALSE]
+  rownames(kept) <- rownames(set_aside) <- NULL
+  inform_newrllama4("nonresponse", c(
+    "{sum(lost)} text{?s} could not be coded: set aside as nonresponse (see {.code attr(x, \"uncodable\")}).",
+    "i" = "The other texts' {.field .sample_prob} are adjusted for their stratum's response rate."
+  ))
+  structure(kept, uncodable = set_aside)
+}

@@ -1,0 +1,63 @@
+// The coding form is plain HTML: each action sends one event with everything
+// it needs (the text's unit, the code, the note), read from the page at the
+// moment of the click, so no value can belong to the previous text.
+(function () {
+  function value(id) {
+    var el = document.getElementById(id);
+    return el ? el.value : "";
+  }
+  function unit() {
+    var text = document.querySelector(".nl-text");
+    return text ? Number(text.getAttribute("data-unit")) : null;
+  }
+  function send(type, extra) {
+    var event = {type: type, unit: unit(), note: value("nl-note"), nonce: Date.now() + Math.random()};
+    for (var key in extra) event[key] = extra[key];
+    // no second click until the next text is on screen
+    document.querySelectorAll(".nl-screen button").forEach(function (b) { b.disabled = true; });
+    Shiny.setInputValue("nl_event", event, {priority: "event"});
+  }
+  function fields() {
+    var out = {};
+    document.querySelectorAll(".nl-field").forEach(function (field) {
+      var name = field.getAttribute("data-field"), kind = field.getAttribute("data-kind");
+      var checked = field.querySelector("input[type=radio]:checked");
+      var input = field.querySelector("input:not([type=radio])");
+      var raw = checked ? checked.value : (input ? input.value : "");
+      if (raw === "") out[name] = null;
+      else if (kind === "boolean") out[name] = raw === "true";
+      else if (kind === "integer" || kind === "number") out[name] = Number(raw);
+      else out[name] = raw;
+    });
+    return out;
+  }
+  function start() {
+    send("start", {coder: value("nl-coder"), adjudicate: document.getElementById("nl-adjudicate").checked});
+  }
+  document.addEventListener("click", function (e) {
+    var target = e.target.closest("button");
+    if (!target || target.disabled) return;
+    if (target.classList.contains("nl-label")) send("code", {value: {code: target.getAttribute("data-value")}});
+    else if (target.id === "nl-save") send("code", {value: fields()});
+    else if (target.id === "nl-cannot") send("uncodable", {reason: value("nl-reason")});
+    else if (target.id === "nl-back") send("back", {});
+    else if (target.id === "nl-skip") send("skip", {});
+    else if (target.id === "nl-start") start();
+    else if (target.classList.contains("nl-pick")) send("pick", {pick: Number(target.getAttribute("data-unit"))});
+  });
+  document.addEventListener("keydown", function (e) {
+    var typing = e.target.matches && e.target.matches("input[type=text], input[type=number], textarea");
+    if (e.key === "Enter") {
+      if (e.target.id === "nl-coder") { start(); return; }
+      if (e.target.id === "nl-reason") { document.getElementById("nl-cannot").click(); return; }
+      var save = document.getElementById("nl-save");
+      if (save) { e.preventDefault(); save.click(); }
+      return;
+    }
+    if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (/^[1-9]$/.test(e.key)) {
+      var button = document.querySelectorAll(".nl-label")[Number(e.key) - 1];
+      if (button) button.click();
+    }
+  });
+})();

@@ -1,0 +1,90 @@
+# The server through shiny::testServer(): the clicks that coding.js sends.
+click <- function(session, type, ...) {
+  session$setInputs(nl_event = list(type = type, unit = get("state", session$env)$unit, note = "", ...,
+                                    nonce = stats::runif(1)))
+}
+
+test_that("a coder names themselves, codes, goes back, skips and marks a text uncodable; all is written at once", {
+  fixture <- coding_fixture(n = 4, overlap = 0)
+  shiny::testServer(fixture$app, {
+    session$flushReact()
+    expect_match(as.character(screen()), "Your name")
+    session$setInputs(nl_event = list(type = "start", coder = "  ", adjudicate = FALSE))
+    expect_match(as.character(screen()), "Please give a name")
+    session$setInputs(nl_event = list(type = "start", coder = "ana", adjudicate = FALSE))
+    expect_match(as.character(screen()), "1 of 4")
+    first <- state$unit
+    click(session, "code", value = list(code = "yes"))
+    expect_identical(store_codes(fixture$file)$unit, first)
+    expect_match(as.character(screen()), "2 of 4")
+    click(session, "back")
+    expect_identical(state$unit, first)
+    expect_match(as.character(screen()), "nl-chosen\" data-value=\"yes\"")
+    click(session, "code", value = list(code = "no"))
+    expect_match(as.character(screen()), "2 of 4")
+    second <- state$unit
+    click(session, "skip")
+    expect_false(identical(state$unit, second))
+    click(session, "uncodable", reason = "blank")
+    # a click on a text no longer on screen changes nothing
+    session$setInputs(nl_event = list(type = "code", unit = first, value = list(code = "yes"), nonce = 1))
+    codes <- store_codes(fixture$file)
+    expect_identical(codes$value[codes$unit == first], '{"code":"no"}')
+    expect_identical(codes$reason[codes$uncodable == 1], "blank")
+    click(session, "code", value = list(code = "bogus"))
+    expect_identical(nrow(store_codes(fixture$file)), 2L)
+    click(session, "code", value = list(code = "yes"))
+    expect_identical(state$unit, second)  # the skipped text comes back last
+    click(session, "code", value = list(code = "yes"))
+    expect_match(as.character(screen()), "Done, thank you")
+    expect_true(all(store_codes(fixture$file)$seconds >= 0))
+  })
+})
+
+test_that("blind: the page never holds the model's answer or other coders' codes", {
+  fixture <- coding_fixture(n = 2, overlap = 1)
+  store_write(fixture$file, 1, "ana", list(code = "no"), note = "ana's private note")
+  store_write(fixture$file, 2, "ana", list(code = "no"), note = "ana's private note")
+  shiny::testServer(fixture$app, {
+    session$setInputs(nl_event = list(type = "start", coder = "ben", adjudicate = FALSE))
+    html <- as.character(screen())
+    expect_no_match(html, "0.876543|87%|private|ana", perl = TRUE)
+    expect_match(html, "1 of 2")
+  })
+  seen <- coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), blind = FALSE)
+  shiny::testServer(seen, {
+    session$setInputs(nl_event = list(type = "start", coder = "cal", adjudicate = FALSE))
+    expect_match(as.character(screen()), "The model says: (yes|no) \\(88% sure\\)")
+  })
+})
+
+test_that("adjudication shows both codes and records a third decision", {
+  fixture <- coding_fixture(n = 2, overlap = 1)
+  store_write(fixture$file, 1, "ana", list(code = "no"))
+  store_write(fixture$file, 1, "ben", list(code = "yes"), note = "close call")
+  store_write(fixture$file, 2, "ana", list(code = "no"))
+  store_write(fixture$file, 2, "ben", list(code = "no"))
+  shiny::testServer(fixture$app, {
+    session$setInputs(nl_event = list(type = "start", coder = "eve", adjudicate = TRUE))
+    html <- as.character(screen())
+    expect_match(html, "1 disagreement")
+    expect_match(html, "<strong>ana</strong>\\s*:\\s*code: no")
+    expect_match(html, "close call", fixed = TRUE)
+    click(session, "code", value = list(code = "yes"))
+    expect_match(as.character(screen()), "Nothing to adjudicate")
+  })
+  codes <- read_codes(fixture$file)
+  expect_identical(codes$.status, c("adjudicated", "coded"))
+  expect_identical(as.character(codes$code), c("yes", "no"))
+})
+
+test_that("fields of a schema are written in the task's order, typed", {
+  skip_if_not_installed("RSQLite")
+  file <- withr::local_tempfile(fileext = ".sqlite")
+  app <- coding_app(data.frame(text = "a"), file, schema = list(n = "integer", urgent = "boolean"))
+  shiny::testServer(app, {
+    session$setInputs(nl_event = list(type = "start", coder = "ana", adjudicate = FALSE))
+    click(session, "code", value = list(urgent = TRUE, n = 3, extra = "dropped"))
+  })
+  expect_identical(store_codes(file)$value, '{"n":3,"urgent":true}')
+})

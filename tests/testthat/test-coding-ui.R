@@ -1,0 +1,28 @@
+task <- list(instruction = "Tone and size.", labels = list(), fields = list(
+  list(name = "tone", kind = "enum", values = list("calm", "angry"), description = "How it sounds"),
+  list(name = "urgent", kind = "boolean", values = list(), description = ""),
+  list(name = "n", kind = "integer", values = list(), description = ""),
+  list(name = "gist", kind = "string", values = list(), description = "")
+))
+
+test_that("a schema's fields get their inputs, filled with the coder's earlier code", {
+  html <- as.character(code_form(task, list(value = list(tone = "angry", urgent = FALSE, n = 2, gist = "x"))))
+  expect_match(html, 'type="radio" name="nl-field-tone" value="angry" checked', fixed = TRUE)
+  expect_match(html, 'type="radio" name="nl-field-urgent" value="false" checked', fixed = TRUE)
+  expect_match(html, 'type="number" step="1" value="2"', fixed = TRUE)
+  expect_match(html, 'type="text" value="x"', fixed = TRUE)
+  expect_match(html, "nl-save", fixed = TRUE)
+  expect_match(as.character(codebook(task)), "How it sounds", fixed = TRUE)
+})
+
+test_that("labels are buttons with keys 1 to 9, the earlier choice marked", {
+  labels <- list(instruction = "", labels = list(label = list("yes", "no"), description = list("", "")), fields = list())
+  html <- as.character(code_form(labels, list(value = list(code = "no"))))
+  expect_match(html, 'data-value="yes">\\s*<kbd>1</kbd>')
+  expect_match(html, 'class="nl-label nl-chosen" data-value="no"', fixed = TRUE)
+})
+
+test_that("a code reads back as a coder wrote it", {
+  expect_identical(code_summary(list(uncodable = 0, value = '{"code":"yes"}')), "code: yes")
+  expect_identical(code_summary(list(uncodable = 1, reason = NA)), "Cannot code: no reason given")
+})
