@@ -223,73 +223,6 @@ agreement_labels <- function(predicted, truth) {
   union(union(levels(truth), levels(predicted)), sort(found, method = "radix"))
 }
 
-# Accuracy, macro-F1, kappa and alpha of a confusion matrix (truth in rows).
-agreement_metrics <- function(confusion) {
-  n <- sum(confusion)
-  agreeing <- sum(diag(confusion))
-  truth_totals <- rowSums(confusion)
-  predicted_totals <- colSums(confusion)
-  accuracy <- agreeing / n
-  chance <- sum(truth_totals * predicted_totals) / n^2
-  # Krippendorff's coincidence matrix holds each pair twice, once each way
-  n_values <- 2 * n
-  value_totals <- truth_totals + predicted_totals
-  c(
-    accuracy = accuracy,
-    macro_f1 = mean(label_f1(confusion), na.rm = TRUE),
-    cohen_kappa = nan_to_na((accuracy - chance) / (1 - chance)),
-    krippendorff_alpha = nan_to_na(
-      1 - (n_values - 1) * (n_values - 2 * agreeing) / (n_values^2 - sum(value_totals^2))
-    )
-  )
-}
-
-# 2 TP / (2 TP + FP + FN): 0 for a label on one side only, NaN for one on neither.
-label_f1 <- function(confusion) {
-  2 * diag(confusion) / (rowSums(confusion) + colSums(confusion))
-}
-
-# An undefined ratio (0/0: chance agreement certain, a label on neither side)
-# is reported as a plain NA.
-nan_to_na <- function(x) {
-  x[is.nan(x)] <- NA_real_
-  x
-}
-
-per_label_figures <- function(confusion) {
-  correct <- diag(confusion)
-  n_truth <- rowSums(confusion)
-  n_predicted <- colSums(confusion)
-  data.frame(
-    label = rownames(confusion),
-    n_truth = as.integer(n_truth),
-    n_predicted = as.integer(n_predicted),
-    precision = nan_to_na(correct / n_predicted),
-    recall = nan_to_na(correct / n_truth),
-    f1 = nan_to_na(label_f1(confusion)),
-    row.names = NULL
-  )
-}
-
-# Percentile bootstrap bounds: a matrix with one row per metric, columns lower
-# and upper (NA without resamples).
-bootstrap_bounds <- function(truth, predicted, level, n_boot, seed) {
-  n_metrics <- length(metric_names)
-  if (n_boot == 0) return(matrix(NA_real_, n_metrics, 2))
-  n_labels <- nlevels(truth)
-  # each pair as the index of its cell in the (column-major) confusion matrix
-  cells <- (as.integer(predicted) - 1L) * n_labels + as.integer(truth)
-  resample <- function() {
-    replicates <- vapply(seq_len(n_boot), function(i) {
-      drawn <- cells[sample.int(length(cells), replace = TRUE)]
-      agreement_metrics(matrix(tabulate(drawn, n_labels^2), n_labels))
-    }, numeric(n_metrics))
-    probs <- (1 + c(-1, 1) * level) / 2
-    t(apply(replicates, 1, stats::quantile, probs = probs, na.rm = TRUE, names = FALSE))
-  }
-  if (is.null(seed)) resample() else withr::with_seed(seed, resample())
-}
-
 #' @export
 as.data.frame.newrllama4_agreement <- function(x, ...) {
   x$metrics
@@ -409,3 +342,5 @@ plot.newrllama4_agreement <- function(x, ...) {
     ggplot2::theme_minimal() +
     ggplot2::theme(panel.grid = ggplot2::element_blank())
 }
+
+

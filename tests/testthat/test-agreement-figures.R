@@ -1,0 +1,83 @@
+test_that("the figures of a small table equal those computed by hand", {
+  result <- agreement(hand_predicted, hand_truth, n_boot = 0)
+  expect_equal(unclass(result$confusion), matrix(c(4, 0, 1, 1, 2, 1, 1, 0, 0), 3,
+                                                 dimnames = list(truth = c("a", "b", "c"), predicted = c("a", "b", "c"))))
+  # accuracy: 6 / 10
+  expect_equal(estimate_of(result, "accuracy"), 0.6)
+  # F1 = 2 TP / (g + p): a 8 / 11, b 4 / 6, c 0 / 3; macro-F1 = (8/11 + 2/3 + 0) / 3 = 46/99
+  expect_equal(result$per_label$f1, c(8 / 11, 2 / 3, 0))
+  expect_equal(result$per_label$precision, c(4 / 5, 2 / 4, 0 / 1))
+  expect_equal(result$per_label$recall, c(4 / 6, 2 / 2, 0 / 2))
+  expect_equal(estimate_of(result, "macro_f1"), 46 / 99)
+  # chance agreement p_e = (6 * 5 + 2 * 4 + 2 * 1) / 100 = 0.4; kappa = (0.6 - 0.4) / (1 - 0.4) = 1/3
+  expect_equal(estimate_of(result, "cohen_kappa"), 1 / 3)
+  # coincidence matrix = table + its transpose = [8 1 2; 1 4 1; 2 1 0]: N = 20 values,
+  # 12 agreeing, label totals N_c = 11, 6, 3; sum N_c^2 = 166;
+  # alpha = 1 - (N - 1) * 8 / (400 - 166) = 1 - 152/234 = 41/117
+  # (the Python package krippendorff gives 0.3504273504, the same)
+  expect_equal(estimate_of(result, "krippendorff_alpha"), 41 / 117)
+  expect_equal(result$per_label$n_truth, c(6L, 2L, 2L))
+  expect_equal(result$per_label$n_predicted, c(5L, 4L, 1L))
+  expect_equal(result$n, 10L)
+  expect_equal(result$n_dropped, 0L)
+  expect_identical(as.data.frame(result), result$metrics)
+  expect_equal(result$metrics$metric, c("accuracy", "macro_f1", "cohen_kappa", "krippendorff_alpha"))
+})
+
+test_that("perfect agreement scores 1 everywhere, with intervals of 1", {
+  labels <- rep(c("x", "y", "z"), times = c(5, 3, 2))
+  result <- agreement(labels, labels, seed = 1)
+  expect_equal(result$metrics$estimate, rep(1, 4))
+  expect_equal(result$metrics$lower, rep(1, 4))
+  expect_equal(result$metrics$upper, rep(1, 4))
+  expect_equal(result$per_label$f1, rep(1, 3))
+})
+
+test_that("chance-level and systematically opposed labels score as computed by hand", {
+  # every cell 4: accuracy 8/16; p_e = (8 * 8 + 8 * 8) / 256 = 0.5, kappa 0;
+  # F1 = 2 * 4 / (8 + 8) = 0.5 for both; coincidences 8 agreeing of N = 32 values,
+  # totals 16 and 16: alpha = 1 - 31 * 16 / (1024 - 512) = 1/32, just above 0
+  truth <- rep(c("yes", "no"), each = 8)
+  predicted <- rep(c("yes", "no"), times = 8)
+  chance <- agreement(predicted, truth, n_boot = 0)
+  expect_equal(chance$metrics$estimate, c(0.5, 0.5, 0, 1 / 32))
+
+  # yes <-> no throughout, 4 pairs: accuracy 0, p_e = 0.5, kappa = -0.5 / 0.5 = -1;
+  # N = 8 values, none agreeing, totals 4 and 4: alpha = 1 - 7 * 8 / (64 - 32) = -0.75
+  opposed <- agreement(c("no", "no", "yes", "yes"), c("yes", "yes", "no", "no"), n_boot = 0)
+  expect_equal(opposed$metrics$estimate, c(0, 0, -1, -0.75))
+})
+
+test_that("kappa and alpha are undefined when both sides use one label throughout", {
+  result <- agreement(c("a", "a", "a"), c("a", "a", "a"), seed = 1)
+  expect_equal(result$metrics$estimate, c(1, 1, NA, NA))
+  expect_equal(result$metrics$lower, c(1, 1, NA, NA))
+  expect_output(print(result), "Cohen's kappa +undefined")
+})
+
+test_that("bootstrap intervals hold the estimates, follow a seed and leave the session's RNG alone", {
+  result <- agreement(hand_predicted, hand_truth, seed = 42)
+  expect_true(all(result$metrics$lower <= result$metrics$estimate))
+  expect_true(all(result$metrics$estimate <= result$metrics$upper))
+  expect_true(all(result$metrics$lower < result$metrics$upper))
+  expect_identical(agreement(hand_predicted, hand_truth, seed = 42), result)
+  expect_false(identical(agreement(hand_predicted, hand_truth, seed = 43)$metrics, result$metrics))
+
+  set.seed(2024)
+  before <- .Random.seed
+  agreement(hand_predicted, hand_truth, seed = 42)
+  expect_identical(.Random.seed, before)
+
+  # without a seed the resamples come from the session's RNG, so set.seed() fixes them
+  set.seed(7)
+  first <- agreement(hand_predicted, hand_truth)
+  set.seed(7)
+  expect_identical(agreement(hand_predicted, hand_truth), first)
+
+  narrower <- agreement(hand_predicted, hand_truth, level = 0.5, seed = 42)$metrics
+  expect_true(all(narrower$upper - narrower$lower <= result$metrics$upper - result$metrics$lower))
+
+  skipped <- agreement(hand_predicted, hand_truth, n_boot = 0)
+  expect_true(all(is.na(c(skipped$metrics$lower, skipped$metrics$upper))))
+  expect_equal(skipped$metrics$estimate, result$metrics$estimate)
+})
