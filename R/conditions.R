@@ -18,7 +18,9 @@ condition_parents <- c(
   example_label = "invalid_argument",
   coded_rows = "invalid_argument",
   coded_truth = "coded_rows",
-  too_few_coded = "coded_rows"
+  too_few_coded = "coded_rows",
+  empty_stratum = "coded_rows",
+  degenerate_fit = "estimation"
 )
 
 condition_classes <- function(subclass, kind) {

@@ -28,7 +28,9 @@ labels_view <- function(data, field, call = caller_env()) {
       argument = "field", call = call
     )
   }
-  clashing <- names(data) == ".label" | names(data) == ".confidence" | startsWith(names(data), ".prob_")
+  # the field's own column is the view's .label: a refit changes it, so it is
+  # not a column the coded rows share with `data`
+  clashing <- names(data) %in% c(".label", ".confidence", field) | startsWith(names(data), ".prob_")
   view <- data[!clashing]
   view$.label <- field_labels(data[[field]])
   view[paste0(".prob_", values)] <- data[prob_columns]

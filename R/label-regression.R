@@ -103,18 +103,17 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   # a boolean field is its own outcome: TRUE
   if (!is.null(field) && identical(outcome, field) && is.logical(data[[field]])) outcome <- "true"
   data <- labels_view(data, field, call)
-  family <- rlang::arg_match(family)
-  prediction <- rlang::arg_match(prediction)
+  family <- check_choice(family, c("gaussian", "binomial"), "family")
+  prediction <- check_choice(prediction, c("probs", "fit"), "prediction")
   folds <- check_whole(folds, "folds", min = 2)
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   spec <- outcome_spec(outcome, data, call)
   missing <- setdiff(all.vars(formula[[3]]), names(data))
   if (length(missing) > 0) {
-    cli::cli_abort("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data}.",
-                   class = c("newrllama4_error_missing_column", "newrllama4_error_invalid_argument",
-                             "newrllama4_error"), argument = "formula", call = call)
+    abort_invalid("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data}.", "formula", call,
+                  subclass = "missing_column")
   }
-  sample <- coded_sample(data, coded, rlang::enquo(truth), call)
+  sample <- checked_coded_rows(data, coded, rlang::enquo(truth), call, labels = spec$labels)
   estimate <- estimate_design_based(spec, stats::delete.response(stats::terms(formula)), data, sample, family,
                                     prediction, folds, seed, call)
   estimate$formula <- formula
@@ -131,27 +130,29 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
   x_all <- stats::model.matrix(terms, frame)
   usable <- which(stats::complete.cases(x_all) & !is.na(spec$prediction) & !is.na(spec$label))
   if (!all(sample$rows %in% usable)) {
-    abort_coded(c("Some coded rows have no label, prediction or covariate in {.arg data}: rows
-                   {.val {setdiff(sample$rows, usable)}}.",
-                  "i" = "Rows without a label are never drawn; a covariate missing for coded rows must be
-                         filled in or its rows left out before drawing."), call)
+    abort_newrllama4("coded_rows", c(
+      "Some coded rows have no label, prediction or covariate in {.arg data}: rows {.val {setdiff(sample$rows, usable)}}.",
+      "i" = "Rows without a label are never drawn; a covariate missing for coded rows must be filled in or its rows
+             left out before drawing."), call = call)
   }
   binary <- family == "binomial"
   y <- outcome_truth(spec, sample$truth, call)
   if (binary && !all(y %in% c(0, 1))) {
-    abort_coded("{.arg family} {.val binomial} needs codes of 0 or 1 (or a label).", call,
-                class = "newrllama4_error_coded_truth")
+    abort_newrllama4("coded_truth", "{.arg family} {.val binomial} needs codes of 0 or 1 (or a label).", call = call)
   }
   x <- x_all[usable, , drop = FALSE]
   n_coefficients <- ncol(x)
   if (length(sample$rows) < 2 * n_coefficients + 2) {
-    abort_coded(c("{length(sample$rows)} coded row{?s} are too few for {n_coefficients} coefficient{?s}.",
-                  "i" = "Code at least {2 * n_coefficients + 2} rows (more for intervals worth having: see
-                         {.fn coded_rows_needed})."), call, class = "newrllama4_error_too_few_coded")
+    abort_newrllama4("too_few_coded", c(
+      "{length(sample$rows)} coded row{?s} are too few for {n_coefficients} coefficient{?s}.",
+      "i" = "Code at least {2 * n_coefficients + 2} rows (more for intervals worth having: see {.fn coded_rows_needed})."),
+      call = call)
   }
+  check_coded_columns(x, match(sample$rows, usable), call)
   if (length(usable) < nrow(data)) {
-    cli::cli_inform("{nrow(data) - length(usable)} row{?s} without a label, prediction or covariate left out.",
-                    class = "newrllama4_message_rows_left_out")
+    inform_newrllama4("rows_left_out", c(
+      "{nrow(data) - length(usable)} row{?s} without a label, prediction or covariate left out.",
+      "i" = "The estimate is for the rows that have them (rows the model could not label are not in it)."))
   }
   # positions among the usable rows
   local <- list(rows = match(sample$rows, usable), prob = sample$prob, truth = sample$truth,
@@ -162,7 +163,7 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
   fold <- cross_fit_folds(length(usable), local$rows, folds, seed)
   predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
                                         fold, prediction, subset_rows(data, usable), binary)
-  estimate <- three_estimates(x, local_spec, local, y, predicted$g, binary)
+  estimate <- three_estimates(x, local_spec, local, y, predicted$g, binary, call)
   c(estimate, list(
     rows = usable, coded_rows = sample$rows, sample_prob = sample$prob, folds = fold,
     prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,

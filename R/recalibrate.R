@@ -97,20 +97,10 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   }
   order_probs <- record$probs
   labels <- levels(data$.label)
-  if (!is.data.frame(coded) || !".row" %in% names(coded)) {
-    abort_invalid("{.arg coded} must be a data frame of coded rows with {.field .row}, as {.fn review_sample} gives.",
-                  "coded", current_env())
-  }
-  rows <- coded$.row
-  truth <- field_codes(rlang::eval_tidy(rlang::enquo(truth), coded))
-  if (!is.numeric(rows) || !all(rows %in% seq_len(nrow(data))) || anyDuplicated(rows) || anyNA(data$.label[rows])) {
-    abort_invalid("{.field .row} of {.arg coded} must name distinct labelled rows of {.arg data}.", "coded",
-                  current_env())
-  }
-  if (length(truth) != length(rows) || !all(truth %in% labels)) {
-    abort_invalid("{.arg truth} must give one of the labels ({.val {labels}}) for every coded row.", "truth",
-                  current_env())
-  }
+  sample <- checked_coded_rows(data, coded, rlang::enquo(truth), current_env(), labels = labels,
+                               probabilities = FALSE)
+  rows <- sample$rows
+  truth <- sample$truth
   n_parameters <- length(labels) - 1 + length(order_probs)
   if (length(unique(truth)) < 2 || length(rows) <= n_parameters) {
     abort_invalid(c("{.arg coded} needs more than {n_parameters} rows, with at least two labels among them.",

@@ -130,14 +130,19 @@ test_that("mistakes are classed errors", {
                class = "newrllama4_error_coded_rows")
   expect_error(label_regression(yes ~ x, data, transform(coded, truth = "maybe"), truth),
                class = "newrllama4_error_coded_truth")
+  # no code at all: nothing stands for the strata's rows; without the design's strata, nothing says how to reweight
   expect_error(label_regression(yes ~ x, data, transform(coded, truth = NA), truth),
+               class = "newrllama4_error_empty_stratum")
+  expect_error(label_regression(yes ~ x, data, transform(coded, truth = NA, .stratum = NULL), truth),
                class = "newrllama4_error_coded_truth")
   expect_error(label_regression(yes ~ income, data, coded, truth), class = "newrllama4_error_missing_column")
   expect_error(label_regression(maybe ~ x, data, coded, truth), class = "newrllama4_error_missing_column")
-  expect_error(label_regression(yes ~ x, data, coded[1:5, ], truth), class = "newrllama4_error_too_few_coded")
+  expect_error(label_regression(yes ~ x, data, `attr<-`(coded[1:5, ], "design", NULL), truth),
+               class = "newrllama4_error_too_few_coded")
   # the coded rows must still be data's rows at .row
   expect_error(label_regression(yes ~ x, data[rev(seq_len(nrow(data))), ], coded, truth),
                class = "newrllama4_error_coded_rows")
   expect_error(label_regression(~ x, data, coded, truth), class = "newrllama4_error_invalid_argument")
-  expect_error(label_regression(yes ~ x, data, coded, truth, family = "poisson"))
+  expect_error(label_regression(yes ~ x, data, coded, truth, family = "poisson"),
+               class = "newrllama4_error_invalid_argument")
 })
