@@ -51,7 +51,7 @@ coded_rows_needed <- function(x, se, terms = NULL) {
       abort_invalid("{.arg terms} must name coefficients: {.val {coefficient_names}}.", "terms", current_env())
     }
     coded <- length(estimate$coded_rows)
-    se_at <- function(scale) sqrt(diag(scaled_vcov(estimate, scale)))[chosen]
+    se_at <- function(scale) sqrt(diag(design_vcov(estimate$parts$corrected, estimate$target, scale)))[chosen]
     most <- 1 / min(estimate$sample_prob)  # every row coded
     needed <- vapply(seq_along(chosen), function(j) {
       gap <- function(log_scale) se_at(exp(log_scale))[j] - se

@@ -9,9 +9,11 @@
 # Its expectation is the truth's whatever g is, as long as a coded row's
 # prediction does not use its own code: predictions fitted on coded rows are
 # cross-fitted (each fold's rows predicted by a fit to the coded rows of the
-# other folds). A regression of y~ on the covariates, solved as an M-estimator
-# with a sandwich variance (sandwich::sandwich() through estfun() and bread()
-# methods), is then valid for the regression of the truth.
+# other folds). A regression of y~ on the covariates, solved as an M-estimator,
+# is then valid for the regression of the truth. findings-variance.R weighs the
+# predictions by a tuned lambda (PPI++) and gives the design's variance; the
+# naive fit keeps the sandwich variance (sandwich::sandwich() through estfun()
+# and bread() methods).
 
 # What an outcome means in `data`: a label (its indicator, predicted by its
 # `.prob_` column) or a numeric or logical answer column (predicted by itself).
@@ -167,19 +169,24 @@ moment_vcov <- function(fit) {
   v
 }
 
-# The three estimates of one regression: corrected (the pseudo-outcomes on
-# every row), naive (the model's labels as if true) and the coded rows alone
-# (weighted by 1 / pi). The corrected fit must exist; the other two are only
-# for comparison, so one that does not converge is left out with a warning.
-three_estimates <- function(x, spec, sample, y, g, binary, call) {
-  rows <- sample$rows
-  coded <- numeric(nrow(x))
-  coded[rows] <- 1 / sample$prob
-  pseudo <- g + coded * (replace(numeric(nrow(x)), rows, y) - g)
+# The three estimates of one regression: corrected (the predictions at the
+# weight `lambda`, NULL to tune it, and the coded rows), naive (the model's
+# labels as if true, with the sandwich variance) and the coded rows alone
+# (weighted by 1 / pi: the corrected estimate at lambda 0, so that both have
+# the design's variance for `target`). The corrected fit must exist; the other
+# two are only for comparison, so one that does not converge is left out with
+# a warning.
+three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, target = "population") {
+  tuned <- is.null(lambda)
+  if (tuned) {
+    first <- design_fit(x, g, y, sample, binary, 1)
+    if (!first$converged) abort_degenerate(call)
+    lambda <- tuned_lambda(first, g, y, sample)
+  }
   fits <- list(
-    corrected = moment_fit(x, pseudo, binary = binary),
+    corrected = design_fit(x, g, y, sample, binary, lambda),
     naive = moment_fit(x, spec$label, binary = binary),
-    coded_only = moment_fit(x[rows, , drop = FALSE], y, 1 / sample$prob, binary = binary)
+    coded_only = design_fit(x, g, y, sample, binary, 0)
   )
   if (!fits$corrected$converged) abort_degenerate(call)
   failed <- names(fits)[!vapply(fits, `[[`, NA, "converged")]
@@ -188,13 +195,17 @@ three_estimates <- function(x, spec, sample, y, g, binary, call) {
       "The {.val {failed}} logistic fit{?s} did not converge (separation, or a cell with all codes or labels alike):
        left out.", "i" = "The corrected estimate stands; it is the one to report."))
   }
-  vcov <- lapply(fits, function(fit) {
-    if (fit$converged) return(moment_vcov(fit))
-    fit$coefficients[] <- NA_real_
-    matrix(NA_real_, ncol(x), ncol(x), dimnames = list(colnames(x), colnames(x)))
+  parts <- lapply(fits[c("corrected", "coded_only")], function(fit) {
+    if (fit$converged) design_parts(fit, g, y, sample)
   })
-  for (name in failed) fits[[name]]$coefficients[] <- NA_real_
-  list(fits = fits, vcov = vcov, pseudo = pseudo, g = g, weights = coded)
+  vcov <- list(corrected = design_vcov(parts$corrected, target),
+               naive = if (fits$naive$converged) moment_vcov(fits$naive),
+               coded_only = if (fits$coded_only$converged) design_vcov(parts$coded_only, target))
+  for (name in failed) {
+    fits[[name]]$coefficients[] <- NA_real_
+    vcov[[name]] <- matrix(NA_real_, ncol(x), ncol(x), dimnames = list(colnames(x), colnames(x)))
+  }
+  list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned, target = target)
 }
 
 abort_degenerate <- function(call) {
@@ -227,21 +238,4 @@ check_coded_columns <- function(x, rows, call) {
     warn_newrllama4("few_coded", c("Fewer than 10 coded rows in {.field {thin}}.",
                                    "i" = "Their intervals rest on too few rows to be trusted."))
   }
-}
-
-# The corrected estimate's variance were the sample `scale` times as large
-# (each row's inclusion probability scaled, at most 1): the pseudo-outcomes'
-# errors split into a part that does not depend on the sample and one that
-# falls with 1 / pi.
-scaled_vcov <- function(estimate, scale) {
-  fit <- estimate$fits$corrected
-  g_error <- estimate$g - fit$mu
-  weight <- estimate$weights  # R / pi
-  prob <- ifelse(weight > 0, 1 / weight, 1)
-  residual <- ifelse(weight > 0, (fit$y - estimate$g) / weight, 0)  # y - g on coded rows
-  per_row <- g_error^2 + 2 * g_error * weight * residual + weight * residual^2 / pmin(prob * scale, 1)
-  n <- nrow(fit$x)
-  bread <- bread.newrllama4_moment_fit(fit)
-  meat <- crossprod(fit$x, fit$x * per_row) / n
-  bread %*% meat %*% bread / n
 }

@@ -32,9 +32,28 @@
 #' fold's predictions come from fits to the coded rows of the other folds, so
 #' that no coded row's prediction depends on its own code.
 #'
-#' The interval treats the sample as drawn row by row (Poisson sampling); for
-#' [review_sample()]'s stratified samples without replacement it is slightly
-#' conservative.
+#' The predictions are weighted by \eqn{\lambda}{lambda}, as in PPI++
+#' (Angelopoulos et al. 2023): each row's estimating function is
+#' \eqn{\lambda}{lambda} times that of its prediction, plus for a coded row
+#' \eqn{1/\pi}{1/pi} times the difference between that of its code and
+#' \eqn{\lambda}{lambda} times that of its prediction. \eqn{\lambda = 1}{lambda
+#' = 1} is DSL; \eqn{\lambda = 0}{lambda = 0} the coded rows alone. By default
+#' \eqn{\lambda}{lambda} is chosen from the data to make the variance smallest
+#' (cut to \[0, 1\]), so the corrected interval is not meaningfully wider than
+#' the coded rows' alone however poor the predictions: with probabilities that
+#' carry no information \eqn{\lambda}{lambda} falls toward 0. The chosen value
+#' is printed and kept in the manifest. Either way the estimate's validity
+#' rests only on the known inclusion probabilities; how good the predictions
+#' are changes the width.
+#'
+#' The variance is that of the design: a stratified random sample without
+#' replacement within each stratum (`.stratum`, or the rows drawn with the same
+#' probability), with each stratum's finite-population correction, as
+#' [review_sample()] draws. With `target = "population"` (the default) the
+#' interval is for the regression in the population the texts are a sample of,
+#' and adds the variance of the corpus around it; with `target = "corpus"` it
+#' is for the value coding every row of `data` would give, and counts only
+#' which rows were coded, so it is narrower. Print says which.
 #'
 #' @param formula A formula: on the left, one of the labels (its indicator is
 #'   the outcome; backquote names that are not syntactic) or a numeric or
@@ -58,6 +77,13 @@
 #' @param folds The number of folds for cross-fitting.
 #' @param seed `NULL`, or a whole number that makes the folds reproducible
 #'   (the session's random number generator is left as it was).
+#' @param lambda `NULL` to choose the weight on the predictions from the data
+#'   (PPI++'s power tuning), or a number in \[0, 1\]: 1 is DSL's estimator, 0
+#'   the coded rows alone.
+#' @param target `"population"` (the regression in the population the texts are
+#'   drawn from) or `"corpus"` (the value every row of `data` coded would
+#'   give).
+
 #' @return A `newrllama4_label_regression` object: [coef()], [vcov()] and
 #'   [confint()] give the corrected estimate; [print()] and [summary()] show it
 #'   beside the naive fit (labels as if true) and the coded rows alone
@@ -65,7 +91,10 @@
 #'   `glance()` (with the broom package) turn it into data frames; [manifest()]
 #'   records how it was made. Its `predictions` are the rows' cross-fitted
 #'   predictions, `rows` the rows of `data` used.
-#' @references Egami, N., Hinck, M., Stewart, B. M. and Wei, H. (2023). Using
+#' @references Angelopoulos, A. N., Duchi, J. C. and Zrnic, T. (2023). PPI++:
+#'   efficient prediction-powered inference. arXiv:2311.01453.
+#'
+#'   Egami, N., Hinck, M., Stewart, B. M. and Wei, H. (2023). Using
 #'   imperfect surrogates for downstream inference: design-based supervised
 #'   learning for social science applications of large language models.
 #'   *Advances in Neural Information Processing Systems 36*.
@@ -92,7 +121,8 @@
 #' fit
 #' confint(fit)
 label_regression <- function(formula, data, coded, truth, family = c("gaussian", "binomial"),
-                             prediction = c("probs", "fit"), folds = 5L, seed = NULL, field = NULL) {
+                             prediction = c("probs", "fit"), folds = 5L, seed = NULL, field = NULL, lambda = NULL,
+                             target = c("population", "corpus")) {
   call <- current_env()
   if (!inherits(formula, "formula") || length(formula) != 3 || length(all.vars(formula[[2]])) != 1) {
     abort_invalid("{.arg formula} must be a formula with one label or answer column on its left, such as
@@ -107,6 +137,8 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   prediction <- check_choice(prediction, c("probs", "fit"), "prediction")
   folds <- check_whole(folds, "folds", min = 2)
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
+  if (!is.null(lambda)) lambda <- check_number(lambda, "lambda", min = 0, max = 1)
+  target <- check_choice(target, c("population", "corpus"), "target")
   spec <- outcome_spec(outcome, data, call)
   missing <- setdiff(all.vars(formula[[3]]), names(data))
   if (length(missing) > 0) {
@@ -115,7 +147,7 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   }
   sample <- checked_coded_rows(data, coded, rlang::enquo(truth), call, labels = spec$labels)
   estimate <- estimate_design_based(spec, stats::delete.response(stats::terms(formula)), data, sample, family,
-                                    prediction, folds, seed, call)
+                                    prediction, folds, seed, call, lambda, target)
   estimate$formula <- formula
   estimate$family <- family
   record <- estimate$manifest
@@ -125,7 +157,8 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
 
 # The corrected, naive and coded-only fits of `terms` on one outcome, on the
 # rows of `data` that have a prediction and every covariate.
-estimate_design_based <- function(spec, terms, data, sample, family, prediction, folds, seed, call) {
+estimate_design_based <- function(spec, terms, data, sample, family, prediction, folds, seed, call, lambda = NULL,
+                                  target = "population") {
   frame <- stats::model.frame(terms, data, na.action = stats::na.pass)
   x_all <- stats::model.matrix(terms, frame)
   usable <- which(stats::complete.cases(x_all) & !is.na(spec$prediction) & !is.na(spec$label))
@@ -156,19 +189,19 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
   }
   # positions among the usable rows
   local <- list(rows = match(sample$rows, usable), prob = sample$prob, truth = sample$truth,
-                truth_labels = as.character(sample$truth))
+                truth_labels = as.character(sample$truth), stratum = sample$stratum)
   local_spec <- spec
   local_spec$prediction <- spec$prediction[usable]
   local_spec$label <- spec$label[usable]
   fold <- cross_fit_folds(length(usable), local$rows, folds, seed)
   predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
                                         fold, prediction, subset_rows(data, usable), binary)
-  estimate <- three_estimates(x, local_spec, local, y, predicted$g, binary, call)
+  estimate <- three_estimates(x, local_spec, local, y, predicted$g, binary, call, lambda, target)
   c(estimate, list(
     rows = usable, coded_rows = sample$rows, sample_prob = sample$prob, folds = fold,
     prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
     predictions = predicted$g,
-    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model)
+    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model, estimate)
   ))
 }
 
@@ -185,14 +218,18 @@ subset_rows <- function(data, rows) {
 }
 
 # data's manifest (a new one for labels made elsewhere) with the estimate's
-# design: the coded rows, their probabilities, the folds and the prediction model.
-findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model) {
+# design: the coded rows, their probabilities, the folds, the prediction model,
+# lambda and the target.
+findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model, estimate) {
   record <- attr(data, "manifest", exact = TRUE)
   if (!inherits(record, "newrllama4_manifest")) {
     record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama4_manifest")
   }
   record$estimation <- list(
-    estimator = "design-based (DSL): prediction + R / pi * (truth - prediction), sandwich variance",
+    estimator = "design-based (DSL with PPI++'s power tuning): lambda * prediction + R / pi * (truth - lambda *
+                 prediction), variance of a stratified sample",
+    lambda = estimate$lambda,
+    target = estimate$target,
     outcome = outcome,
     coded_rows = length(sample$rows),
     coded_row_numbers = paste(sample$rows, collapse = " "),
@@ -241,8 +278,9 @@ format.summary.newrllama4_label_regression <- function(x, ...) {
   object <- x$object
   table <- x$table
   header <- paste0(cli::format_inline("{.cls newrllama4_label_regression}"), ": ",
-                   sprintf("%s, %s; %s rows, %d coded by hand", format(object$formula), object$family,
-                           format_count(length(object$rows)), length(object$coded_rows)))
+                   sprintf("%s, %s; %s rows, %d coded by hand; intervals for the %s", format(object$formula),
+                           object$family, format_count(length(object$rows)), length(object$coded_rows),
+                           target_words[[object$target]]))
   cells <- sprintf("%.3f [%.3f, %.3f]", table$estimate, table$conf.low, table$conf.high)
   wide <- matrix(cells, ncol = length(estimators), dimnames = list(unique(table$term), estimators))
   lines <- utils::capture.output(print(noquote(wide), width = 200))
@@ -253,6 +291,7 @@ format.summary.newrllama4_label_regression <- function(x, ...) {
     "coded_only (the coded rows alone, weighted by 1 / their sampling probability):", "", lines, "",
     sprintf("Corrected intervals are %.2f times as wide as the coded rows' alone.",
             width("corrected") / width("coded_only")),
+    lambda_line(object$lambda, object$lambda_tuned),
     cli::format_inline("Predictions: {object$prediction_model}."))
 }
 
@@ -310,5 +349,6 @@ tidy.newrllama4_label_regression <- function(x, conf.int = TRUE, conf.level = 0.
 #' @exportS3Method generics::glance
 glance.newrllama4_label_regression <- function(x, ...) {
   data.frame(nobs = length(x$rows), coded = length(x$coded_rows), family = x$family, outcome = x$outcome,
-             prediction = x$prediction, folds = length(unique(x$folds)), stringsAsFactors = FALSE)
+             prediction = x$prediction, folds = length(unique(x$folds)), lambda = x$lambda, target = x$target,
+             stringsAsFactors = FALSE)
 }

@@ -43,7 +43,7 @@
 #' coded <- review_sample(texts, n = 300, weight = "confidence", seed = 1)
 #' label_shares(texts, coded, truth, by = "outlet")
 label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", "fit"), folds = 5L, seed = NULL,
-                         level = 0.95, field = NULL) {
+                         level = 0.95, field = NULL, lambda = NULL, target = c("population", "corpus")) {
   call <- current_env()
   if (is.data.frame(data)) data <- labels_view(data, field, call)
   if (!is.data.frame(data) || !".label" %in% names(data)) {
@@ -56,6 +56,8 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   prediction <- check_choice(prediction, c("probs", "fit"), "prediction")
   folds <- check_whole(folds, "folds", min = 2)
   level <- check_number(level, "level", min = 0, max = 1)
+  if (!is.null(lambda)) lambda <- check_number(lambda, "lambda", min = 0, max = 1)
+  target <- check_choice(target, c("population", "corpus"), "target")
   # one seed for every label's folds, so that each label is cross-fitted alike
   seed <- if (is.null(seed)) sample.int(.Machine$integer.max, 1) else
     check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
@@ -84,7 +86,7 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   terms <- stats::terms(if (nlevels(groups) == 1) ~ 1 else ~ 0 + .group)
   estimates <- quiet_repeats(lapply(stats::setNames(nm = labels), function(label) {
     estimate_design_based(outcome_spec(label, data, call), terms, data, sample, "gaussian", prediction, folds,
-                          seed, call)
+                          seed, call, lambda, target)
   }))
   group_of <- function(term) sub("^\\.group", "", term)
   table <- do.call(rbind, lapply(labels, function(label) {
@@ -123,10 +125,12 @@ format.newrllama4_label_shares <- function(x, ...) {
   shown$naive <- sprintf("%.3f", naive)
   shown$coded_only <- sprintf("%.3f [%.3f, %.3f]", coded$estimate, coded$conf.low, coded$conf.high)
   level <- attr(x, "level", exact = TRUE)
+  lambdas <- vapply(estimates, `[[`, 0, "lambda")
   c(paste0(cli::format_inline("{.cls newrllama4_label_shares}: "),
-           sprintf("corrected shares with %g%% intervals, beside the model's labels (naive) and the coded rows alone",
-                   100 * level)),
+           sprintf("corrected shares with %g%% intervals for the %s, beside the model's labels (naive) and the %s",
+                   100 * level, target_words[[estimates[[1]]$target]], "coded rows alone")),
     utils::capture.output(print.data.frame(shown, row.names = FALSE)),
+    lambda_line(lambdas, estimates[[1]]$lambda_tuned),
     cli::format_inline("Predictions: {estimates[[1]]$prediction_model}."))
 }
 
