@@ -3,7 +3,8 @@
 # `data`, the codes as the labels spell them, and, where the estimate weights
 # by the design, each row's inclusion probability after nonresponse.
 
-# `labels`: the labels the codes must be one of (NULL for an answer's numbers).
+# `labels`: the labels the codes must be one of (NULL for an answer's numbers),
+# or for several labelled variables a list of them, named by variable.
 # `probabilities`: whether `.sample_prob` is needed. Returns the coded rows'
 # positions among `data`'s rows, their codes, inclusion probabilities and strata.
 checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabilities = TRUE) {
@@ -19,9 +20,10 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
   if (".label" %in% names(data) && anyNA(data$.label[rows])) {
     abort_newrllama4("coded_rows", "{.field .row} of {.arg coded} must name labelled rows of {.arg data}.", call = call)
   }
-  # columns copied from data by review_sample(), not the codes nor what a refit changes
+  codes <- coded_codes(truth, coded, labels, call)
+  # columns copied from data by review_sample(), not the codes
   shared <- setdiff(intersect(names(coded), names(data)),
-                    c(names(coded)[startsWith(names(coded), ".")], all.vars(rlang::quo_get_expr(truth))))
+                    c(names(coded)[startsWith(names(coded), ".")], attr(codes, "columns")))
   differs <- shared[vapply(shared, function(column) {
     !identical(as.character(coded[[column]]), as.character(data[[column]][rows]))
   }, NA)]
@@ -31,12 +33,6 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
       "i" = "{.field .row} numbers the rows of {.arg data} as it was drawn from: do not sort, filter or reorder it in
              between."), call = call)
   }
-  codes <- rlang::eval_tidy(truth, coded)
-  if (length(codes) != nrow(coded)) {
-    abort_newrllama4("coded_truth", "{.arg truth} must be a column of {.arg coded}: a code for every coded row.",
-                     call = call)
-  }
-  if (!is.null(labels)) codes <- codes_as_labels(codes, labels, call)
   sample <- list(rows = rows, truth = codes, stratum = coded$.stratum)
   if (probabilities) sample$prob <- checked_probabilities(coded, call)
   responding(sample, attr(coded, "design", exact = TRUE), probabilities, call)
@@ -54,6 +50,40 @@ checked_probabilities <- function(coded, call) {
     abort_newrllama4("coded_rows", "{.field .sample_prob} of {.arg coded} must be probabilities above 0.", call = call)
   }
   prob
+}
+
+# The codes: one column of `coded` (`truth` a column), or for several labelled
+# variables a list of columns, named by variable (`truth` a named character
+# vector giving each variable's column). Attribute "columns": their names.
+coded_codes <- function(truth, coded, labels, call) {
+  if (!is.list(labels)) {
+    codes <- rlang::eval_tidy(truth, coded)
+    if (length(codes) != nrow(coded)) {
+      abort_newrllama4("coded_truth", "{.arg truth} must be a column of {.arg coded}: a code for every coded row.",
+                       call = call)
+    }
+    if (!is.null(labels)) codes <- codes_as_labels(codes, labels, call)
+    return(structure(codes, columns = all.vars(rlang::quo_get_expr(truth))))
+  }
+  columns <- truth_mapping(truth, coded)
+  if (is.null(columns) || !setequal(names(columns), names(labels)) || !all(columns %in% names(coded))) {
+    abort_newrllama4("coded_truth", c(
+      "With several labelled variables, {.arg truth} must name the column of {.arg coded} that codes each:
+       {.code truth = c({paste0(names(labels), ' = \"...\"', collapse = ', ')})}."), call = call)
+  }
+  codes <- lapply(stats::setNames(nm = names(labels)), function(variable) {
+    column <- coded[[columns[[variable]]]]
+    if (is.null(labels[[variable]])) column else codes_as_labels(column, labels[[variable]], call)
+  })
+  structure(codes, columns = unname(columns))
+}
+
+# The named character vector `truth` is for several labelled variables (each
+# one's column of `coded`), or NULL where it is one column.
+truth_mapping <- function(truth, coded) {
+  if (!is.data.frame(coded)) return(NULL)
+  value <- tryCatch(rlang::eval_tidy(truth, coded), error = function(e) NULL)
+  if (is.character(value) && !is.null(names(value))) value
 }
 
 # Codes spelled as the labels are: logical codes, and "TRUE" or "True" read
@@ -75,7 +105,7 @@ codes_as_labels <- function(codes, labels, call) {
 # coded. That is valid where the uncoded rows are like the coded ones of their
 # stratum, so it warns; a stratum with no coded row cannot be stood for.
 responding <- function(sample, design, probabilities, call) {
-  coded <- !is.na(sample$truth)
+  coded <- if (is.list(sample$truth)) stats::complete.cases(as.data.frame(sample$truth)) else !is.na(sample$truth)
   strata <- design$strata
   short <- !is.null(strata) && !is.null(sample$stratum) &&
     any(strata$drawn > tabulate(match(sample$stratum[coded], strata$name), nrow(strata)) | strata$drawn == 0)
@@ -105,7 +135,8 @@ responding <- function(sample, design, probabilities, call) {
     "{missing} drawn row{?s} not coded: each stratum's coded rows are reweighted to stand for its rows.",
     "i" = "This assumes the uncoded rows are like the coded ones of their stratum; code them if they are not."))
   keep <- which(coded)
-  out <- list(rows = sample$rows[keep], truth = sample$truth[keep], stratum = stratum[keep])
+  truth <- if (is.list(sample$truth)) lapply(sample$truth, `[`, keep) else sample$truth[keep]
+  out <- list(rows = sample$rows[keep], truth = truth, stratum = stratum[keep])
   if (probabilities) {
     position <- match(out$stratum, strata$name)
     out$prob <- answered[position] / strata$rows[position]

@@ -21,17 +21,27 @@
 # where 0 is the coded rows alone: the tuned interval is not meaningfully wider
 # than theirs whatever the predictions are worth.
 
-# The fit at `lambda`: a weighted M-estimation with weights lambda + (1 -
-# lambda) R / pi on the outcome (lambda g + R / pi (y - lambda g)) / weight.
+# The fit at `lambda`: the estimating function summed over every row on its
+# predictions (weight lambda), the coded rows on their codes (weight 1 / pi)
+# and the coded rows on their predictions (weight -lambda / pi), stacked in
+# that order. `x` holds the model matrices on the predictions (every row) and
+# on the codes (the coded rows).
 design_fit <- function(x, g, y, sample, binary, lambda) {
-  inverse <- numeric(nrow(x))
-  inverse[sample$rows] <- 1 / sample$prob
-  truth <- replace(numeric(nrow(x)), sample$rows, y)
-  w <- lambda + (1 - lambda) * inverse
-  outcome <- ifelse(w > 0, (lambda * g + inverse * (truth - lambda * g)) / w, 0)
-  fit <- moment_fit(x, outcome, w, binary)
+  inverse <- 1 / sample$prob
+  fit <- moment_fit(rbind(x$predicted, x$coded, x$predicted[sample$rows, , drop = FALSE]), c(g, y, g[sample$rows]),
+                    c(rep(lambda, nrow(x$predicted)), inverse, -lambda * inverse), binary)
   fit$lambda <- lambda
+  fit$n_rows <- nrow(x$predicted)
   fit
+}
+
+# The estimating function on the coded rows: on their codes (`a`) and on their
+# predictions (`b`), from the stacked fit.
+coded_moments <- function(fit) {
+  n <- (nrow(fit$x) - fit$n_rows) / 2
+  moment <- function(at) fit$x[at, , drop = FALSE] * (fit$y[at] - fit$mu[at])
+  list(a = moment(fit$n_rows + seq_len(n)), b = moment(fit$n_rows + n + seq_len(n)),
+       bread = solve(crossprod(fit$x, fit$x * (fit$w * fit$slope))))
 }
 
 # Each coded row's stratum: `.stratum` where the sample has it, else the rows
@@ -50,15 +60,13 @@ stratum_cov <- function(m) {
 # The variance's parts at `fit`: the bread (the estimating equation's
 # Jacobian, inverted), the corpus-to-population part and each stratum's rows,
 # coded rows and covariance of z.
-design_parts <- function(fit, g, y, sample) {
-  rows <- sample$rows
-  x <- fit$x[rows, , drop = FALSE]
-  residual <- x * (y - fit$mu[rows])
-  z <- residual - fit$lambda * x * (g[rows] - fit$mu[rows])
-  members <- split(seq_along(rows), stratum_of(sample))
+design_parts <- function(fit, sample) {
+  moments <- coded_moments(fit)
+  z <- moments$a - fit$lambda * moments$b
+  members <- split(seq_along(sample$rows), stratum_of(sample))
   list(
-    bread = solve(crossprod(fit$x, fit$x * (fit$w * fit$slope))),
-    population = crossprod(residual, residual / sample$prob),
+    bread = moments$bread,
+    population = crossprod(moments$a, moments$a / sample$prob),
     strata = lapply(members, function(i) {
       list(rows = sum(1 / sample$prob[i]), coded = length(i), cov = stratum_cov(z[i, , drop = FALSE]))
     })
@@ -82,13 +90,12 @@ design_vcov <- function(parts, target = "population", scale = 1) {
 # trace of the sampling part's variance, tr(B (S_a - 2 lambda C_ab + lambda^2
 # S_b) B), with a = x (y - mu), b = x (g - mu) and S, C summed over strata with
 # their weights N_h^2 (1 / n_h - 1 / N_h); cut to [0, 1].
-tuned_lambda <- function(fit, g, y, sample) {
-  rows <- sample$rows
-  x <- fit$x[rows, , drop = FALSE]
-  a <- x * (y - fit$mu[rows])
-  b <- x * (g[rows] - fit$mu[rows])
-  bread <- solve(crossprod(fit$x, fit$x * (fit$w * fit$slope)))
-  members <- split(seq_along(rows), stratum_of(sample))
+tuned_lambda <- function(fit, sample) {
+  moments <- coded_moments(fit)
+  a <- moments$a
+  b <- moments$b
+  bread <- moments$bread
+  members <- split(seq_along(sample$rows), stratum_of(sample))
   parts <- lapply(members, function(i) {
     size <- sum(1 / sample$prob[i])
     weight <- if (length(i) < 2) 0 else size^2 * max(1 / length(i) - 1 / size, 0)

@@ -15,29 +15,47 @@
 # naive fit keeps the sandwich variance (sandwich::sandwich() through estfun()
 # and bread() methods).
 
-# What an outcome means in `data`: a label (its indicator, predicted by its
-# `.prob_` column) or a numeric or logical answer column (predicted by itself).
-outcome_spec <- function(outcome, data, call) {
+# A labelled variable of `data`: a label of the annotation (its indicator,
+# predicted by `.prob_<label>`), or a boolean field of a schema annotation (its
+# TRUE, predicted by `.prob_<field>_true`); NULL for anything else. `positive`
+# is the code that counts as 1, `label` the model's own 0 or 1.
+variable_spec <- function(name, data) {
   labels <- if (".label" %in% names(data)) levels(as.factor(data$.label)) else character()
-  prob_column <- paste0(".prob_", outcome)
-  if (outcome %in% labels && prob_column %in% names(data)) {
-    return(list(kind = "label", name = outcome, labels = labels, prediction = as.numeric(data[[prob_column]]),
-                label = as.numeric(as.character(data$.label) == outcome)))
+  prob_column <- paste0(".prob_", name)
+  if (name %in% labels && prob_column %in% names(data)) {
+    return(list(kind = "label", name = name, positive = name, labels = labels,
+                prediction = as.numeric(data[[prob_column]]), label = as.numeric(as.character(data$.label) == name)))
   }
+  prob_column <- paste0(".prob_", name, "_true")
+  if (is.logical(data[[name]]) && prob_column %in% names(data)) {
+    record <- attr(data, "manifest", exact = TRUE)$prompt
+    if (identical(record[[paste0("calibration (", name, ")")]], "hand-coded")) return(NULL)
+    return(list(kind = "field", name = name, positive = "true", labels = c("true", "false"),
+                prediction = as.numeric(data[[prob_column]]), label = as.numeric(data[[name]])))
+  }
+  NULL
+}
+
+# What an outcome means in `data`: a labelled variable, or a numeric or
+# logical column: an answer coded by hand (`coded`), or observed for every row.
+outcome_spec <- function(outcome, data, call, coded = TRUE) {
+  spec <- variable_spec(outcome, data)
+  if (!is.null(spec)) return(spec)
   if (outcome %in% names(data) && (is.numeric(data[[outcome]]) || is.logical(data[[outcome]]))) {
     value <- as.numeric(data[[outcome]])
-    return(list(kind = "answer", name = outcome, prediction = value, label = value))
+    return(list(kind = if (coded) "answer" else "observed", name = outcome, prediction = value, label = value))
   }
-  abort_invalid(c("The outcome {.val {outcome}} is neither a label with a {.field {prob_column}} column nor a
-                   numeric answer column of {.arg data}.",
+  labels <- if (".label" %in% names(data)) levels(as.factor(data$.label)) else character()
+  abort_invalid(c("The outcome {.val {outcome}} is neither a label with a {.field {paste0('.prob_', outcome)}} column
+                   nor a numeric answer column of {.arg data}.",
                   "i" = if (length(labels) > 0) "Its labels: {.val {labels}}."),
                 "formula", call, subclass = "missing_column")
 }
 
-# The coded rows' truth on the outcome's scale: a label's indicator (the codes
+# The coded rows' truth on a variable's scale: a label's indicator (the codes
 # already spelled as labels), or the answer's number.
-outcome_truth <- function(spec, truth, call) {
-  if (spec$kind == "label") return(as.numeric(truth == spec$name))
+variable_truth <- function(spec, truth, call) {
+  if (!is.null(spec$positive)) return(as.numeric(truth == spec$positive))
   if (!is.numeric(truth) && !is.logical(truth)) {
     abort_newrllama4("coded_truth", "{.arg truth} must be numeric or logical, as the answer {.field {spec$name}} is.",
                      call = call)
@@ -169,7 +187,8 @@ moment_vcov <- function(fit) {
   v
 }
 
-# The three estimates of one regression: corrected (the predictions at the
+# The three estimates of one regression, from `x`'s model matrices on the
+# predictions, on the coded rows' codes and on the model's labels: corrected (the predictions at the
 # weight `lambda`, NULL to tune it, and the coded rows), naive (the model's
 # labels as if true, with the sandwich variance) and the coded rows alone
 # (weighted by 1 / pi: the corrected estimate at lambda 0, so that both have
@@ -181,11 +200,11 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
   if (tuned) {
     first <- design_fit(x, g, y, sample, binary, 1)
     if (!first$converged) abort_degenerate(call)
-    lambda <- tuned_lambda(first, g, y, sample)
+    lambda <- tuned_lambda(first, sample)
   }
   fits <- list(
     corrected = design_fit(x, g, y, sample, binary, lambda),
-    naive = moment_fit(x, spec$label, binary = binary),
+    naive = moment_fit(x$naive, spec$label, binary = binary),
     coded_only = design_fit(x, g, y, sample, binary, 0)
   )
   if (!fits$corrected$converged) abort_degenerate(call)
@@ -195,15 +214,14 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
       "The {.val {failed}} logistic fit{?s} did not converge (separation, or a cell with all codes or labels alike):
        left out.", "i" = "The corrected estimate stands; it is the one to report."))
   }
-  parts <- lapply(fits[c("corrected", "coded_only")], function(fit) {
-    if (fit$converged) design_parts(fit, g, y, sample)
-  })
+  parts <- lapply(fits[c("corrected", "coded_only")], function(fit) if (fit$converged) design_parts(fit, sample))
   vcov <- list(corrected = design_vcov(parts$corrected, target),
                naive = if (fits$naive$converged) moment_vcov(fits$naive),
                coded_only = if (fits$coded_only$converged) design_vcov(parts$coded_only, target))
+  columns <- colnames(x$predicted)
   for (name in failed) {
     fits[[name]]$coefficients[] <- NA_real_
-    vcov[[name]] <- matrix(NA_real_, ncol(x), ncol(x), dimnames = list(colnames(x), colnames(x)))
+    vcov[[name]] <- matrix(NA_real_, length(columns), length(columns), dimnames = list(columns, columns))
   }
   list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned, target = target)
 }
@@ -215,18 +233,19 @@ abort_degenerate <- function(call) {
     "i" = "Merge sparse levels, code more rows in them, or use {.code family = \"gaussian\"}."), call = call)
 }
 
-# The model matrix's columns must each vary among the coded rows, or the
-# correction has nothing to learn their errors from: a level with no coded rows
-# is an error naming it, one with fewer than 10 a warning.
-check_coded_columns <- function(x, rows, call) {
+# The model matrix's columns must each vary among the coded rows (`coded`, on
+# their codes), or the correction has nothing to learn their errors from: a
+# level with no coded rows is an error naming it, one with fewer than 10 a
+# warning.
+check_coded_columns <- function(x, coded, call) {
   if (qr(x)$rank < ncol(x)) {
     abort_invalid("The formula's covariates are collinear (or a factor has a level without rows): drop or merge
                    them.", "formula", call)
   }
   indicator <- apply(x, 2, function(column) all(column %in% c(0, 1))) & colnames(x) != "(Intercept)"
-  coded_ones <- colSums(x[rows, , drop = FALSE] != 0)
+  coded_ones <- colSums(coded != 0)
   empty <- colnames(x)[indicator & coded_ones == 0]
-  if (length(empty) > 0 || qr(x[rows, , drop = FALSE])$rank < ncol(x)) {
+  if (length(empty) > 0 || qr(coded)$rank < ncol(x)) {
     what <- if (length(empty) > 0) cli::format_inline("{.field {empty}}") else "the covariates"
     abort_newrllama4("too_few_coded", c(
       "No coded rows tell apart {what}.",

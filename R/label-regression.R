@@ -19,6 +19,23 @@
 #' package). How good the model is only changes the width: the better its
 #' predictions, the narrower the interval, down to that of coding every row.
 #'
+#' A labelled variable may also be a covariate: a label of the annotation (its
+#' indicator) or a boolean field (logical, with `.prob_<field>_true`) on the
+#' right of the formula, such as `applause ~ populist + log(words)` where
+#' `applause` is observed for every row and `populist` is a label. The
+#' correction is then DSL's general doubly robust moment (Egami et al. 2023,
+#' predicted covariates): each row's estimating function is computed on its
+#' predictions (a labelled covariate's probability), plus, for a coded row,
+#' \eqn{1/\pi}{1/pi} times the difference between the estimating function on
+#' its codes and on its predictions (weighted by \eqn{\lambda}{lambda}, below).
+#' The naive fit puts the model's labels in their place. Several labelled
+#' variables, of one annotation or of two joined by the user, go in one model,
+#' each with its own codes (`truth`). A numeric outcome beside labelled
+#' covariates is taken as observed, unless `truth` names its codes.
+#'
+#' Validity rests only on the known inclusion probabilities of the coded rows,
+#' never on how good the predictions are: those change the width alone.
+#'
 #' This needs the coded rows to be a probability sample of `data` with known
 #' inclusion probabilities: draw them with [review_sample()] (either weight)
 #' and keep its `.row` and `.sample_prob` columns when the codes come back.
@@ -56,15 +73,21 @@
 #' which rows were coded, so it is narrower. Print says which.
 #'
 #' @param formula A formula: on the left, one of the labels (its indicator is
-#'   the outcome; backquote names that are not syntactic) or a numeric or
-#'   logical answer column of `data`; on the right, columns of `data`.
+#'   the outcome; backquote names that are not syntactic), a boolean field of
+#'   a schema annotation, or a numeric or logical column of `data`; on the
+#'   right, columns of `data`, labels and boolean fields (labelled
+#'   covariates: see Details).
 #' @param data Labelled rows: the value of [annotate_texts()] with labels, or
 #'   any data frame with `.label` and `.prob_<label>` columns, or with the
 #'   answer column.
 #' @param coded The rows of `data` coded by hand: [review_sample()]'s rows,
 #'   with `.row`, `.sample_prob` and the codes.
 #' @param truth The column of `coded` that holds the codes: labels, or the
-#'   answer's true values.
+#'   answer's true values. With several labelled variables (a labelled outcome
+#'   and labelled covariates, or several labelled covariates), a named
+#'   character vector giving each one's column of `coded`, such as
+#'   `c(positive = "tone_code", negative = "negative_code")`; a boolean field's
+#'   codes are logical, or "TRUE" and "FALSE".
 #' @param field `NULL` for the labels, or the name of an enum or boolean field
 #'   of the `schema` given to [annotate_texts()]: its values are then the
 #'   labels (`.prob_<field>_<value>` their predictions), and the outcome is one
@@ -139,106 +162,36 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   if (!is.null(lambda)) lambda <- check_number(lambda, "lambda", min = 0, max = 1)
   target <- check_choice(target, c("population", "corpus"), "target")
-  spec <- outcome_spec(outcome, data, call)
-  missing <- setdiff(all.vars(formula[[3]]), names(data))
+  right <- all.vars(formula[[3]])
+  covariates <- Filter(Negate(is.null), lapply(stats::setNames(nm = right), variable_spec, data = data))
+  missing <- setdiff(right, c(names(data), names(covariates)))
   if (length(missing) > 0) {
-    abort_invalid("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data}.", "formula", call,
-                  subclass = "missing_column")
+    abort_invalid("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data} nor
+                   {?a label/labels}.", "formula", call, subclass = "missing_column")
   }
-  sample <- checked_coded_rows(data, coded, rlang::enquo(truth), call, labels = spec$labels)
+  if (length(covariates) > 0 && refitted_by_hand(data)) {
+    abort_invalid(c("Labels refitted by {.fn recalibrate_labels} saw the codes, so they cannot be covariates.",
+                    "i" = "Use the labels as annotated: the correction does not need them calibrated."), "data", call)
+  }
+  truth <- rlang::enquo(truth)
+  # a numeric outcome beside labelled covariates is observed, unless `truth` names its codes
+  spec <- outcome_spec(outcome, data, call,
+                       coded = length(covariates) == 0 || outcome %in% names(truth_mapping(truth, coded)))
+  coded_variables <- c(if (spec$kind != "observed") stats::setNames(list(spec), outcome), covariates)
+  labels <- lapply(coded_variables, function(variable) variable$labels)
+  if (length(coded_variables) == 1) {
+    sample <- checked_coded_rows(data, coded, truth, call, labels = labels[[1]])
+    sample$truth <- stats::setNames(list(sample$truth), names(coded_variables))
+  } else {
+    sample <- checked_coded_rows(data, coded, truth, call, labels = labels)
+  }
   estimate <- estimate_design_based(spec, stats::delete.response(stats::terms(formula)), data, sample, family,
-                                    prediction, folds, seed, call, lambda, target)
+                                    prediction, folds, seed, call, lambda, target, covariates)
   estimate$formula <- formula
   estimate$family <- family
   record <- estimate$manifest
   estimate$manifest <- NULL
   structure(estimate, class = "newrllama4_label_regression", manifest = record)
-}
-
-# The corrected, naive and coded-only fits of `terms` on one outcome, on the
-# rows of `data` that have a prediction and every covariate.
-estimate_design_based <- function(spec, terms, data, sample, family, prediction, folds, seed, call, lambda = NULL,
-                                  target = "population") {
-  frame <- stats::model.frame(terms, data, na.action = stats::na.pass)
-  x_all <- stats::model.matrix(terms, frame)
-  usable <- which(stats::complete.cases(x_all) & !is.na(spec$prediction) & !is.na(spec$label))
-  if (!all(sample$rows %in% usable)) {
-    abort_newrllama4("coded_rows", c(
-      "Some coded rows have no label, prediction or covariate in {.arg data}: rows {.val {setdiff(sample$rows, usable)}}.",
-      "i" = "Rows without a label are never drawn; a covariate missing for coded rows must be filled in or its rows
-             left out before drawing."), call = call)
-  }
-  binary <- family == "binomial"
-  y <- outcome_truth(spec, sample$truth, call)
-  if (binary && !all(y %in% c(0, 1))) {
-    abort_newrllama4("coded_truth", "{.arg family} {.val binomial} needs codes of 0 or 1 (or a label).", call = call)
-  }
-  x <- x_all[usable, , drop = FALSE]
-  n_coefficients <- ncol(x)
-  if (length(sample$rows) < 2 * n_coefficients + 2) {
-    abort_newrllama4("too_few_coded", c(
-      "{length(sample$rows)} coded row{?s} are too few for {n_coefficients} coefficient{?s}.",
-      "i" = "Code at least {2 * n_coefficients + 2} rows (more for intervals worth having: see {.fn coded_rows_needed})."),
-      call = call)
-  }
-  check_coded_columns(x, match(sample$rows, usable), call)
-  if (length(usable) < nrow(data)) {
-    inform_newrllama4("rows_left_out", c(
-      "{nrow(data) - length(usable)} row{?s} without a label, prediction or covariate left out.",
-      "i" = "The estimate is for the rows that have them (rows the model could not label are not in it)."))
-  }
-  # positions among the usable rows
-  local <- list(rows = match(sample$rows, usable), prob = sample$prob, truth = sample$truth,
-                truth_labels = as.character(sample$truth), stratum = sample$stratum)
-  local_spec <- spec
-  local_spec$prediction <- spec$prediction[usable]
-  local_spec$label <- spec$label[usable]
-  fold <- cross_fit_folds(length(usable), local$rows, folds, seed)
-  predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
-                                        fold, prediction, subset_rows(data, usable), binary)
-  estimate <- three_estimates(x, local_spec, local, y, predicted$g, binary, call, lambda, target)
-  c(estimate, list(
-    rows = usable, coded_rows = sample$rows, sample_prob = sample$prob, folds = fold,
-    prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
-    predictions = predicted$g,
-    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model, estimate)
-  ))
-}
-
-# The rows `rows` of `data`, with the refit's record of each order's
-# probabilities cut to them.
-subset_rows <- function(data, rows) {
-  record <- attr(data, "order_probs", exact = TRUE)
-  out <- data[rows, , drop = FALSE]
-  attr(out, "manifest") <- attr(data, "manifest", exact = TRUE)
-  if (!is.null(record)) {
-    attr(out, "order_probs") <- order_probs_record(lapply(record$probs, function(p) p[rows, , drop = FALSE]), out)
-  }
-  out
-}
-
-# data's manifest (a new one for labels made elsewhere) with the estimate's
-# design: the coded rows, their probabilities, the folds, the prediction model,
-# lambda and the target.
-findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model, estimate) {
-  record <- attr(data, "manifest", exact = TRUE)
-  if (!inherits(record, "newrllama4_manifest")) {
-    record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama4_manifest")
-  }
-  record$estimation <- list(
-    estimator = "design-based (DSL with PPI++'s power tuning): lambda * prediction + R / pi * (truth - lambda *
-                 prediction), variance of a stratified sample",
-    lambda = estimate$lambda,
-    target = estimate$target,
-    outcome = outcome,
-    coded_rows = length(sample$rows),
-    coded_row_numbers = paste(sample$rows, collapse = " "),
-    sample_probs = paste(unique(signif(sort(sample$prob), 4)), collapse = ", "),
-    folds = n_folds,
-    fold_of_coded_rows = paste(coded_folds, collapse = " "),
-    prediction_model = model
-  )
-  record
 }
 
 #' @export
