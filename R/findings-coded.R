@@ -33,9 +33,12 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
       "i" = "{.field .row} numbers the rows of {.arg data} as it was drawn from: do not sort, filter or reorder it in
              between."), call = call)
   }
-  sample <- list(rows = rows, truth = codes, stratum = coded$.stratum)
+  design <- attr(coded, "design", exact = TRUE)
+  # clusters drawn whole are the sampling units
+  sample <- list(rows = rows, truth = codes, stratum = coded$.stratum,
+                 unit = if (!is.null(design$cluster)) coded[[design$cluster]])
   if (probabilities) sample$prob <- checked_probabilities(coded, call)
-  responding(sample, attr(coded, "design", exact = TRUE), probabilities, call)
+  responding(sample, design, probabilities, call)
 }
 
 checked_probabilities <- function(coded, call) {
@@ -110,6 +113,11 @@ responding <- function(sample, design, probabilities, call) {
   short <- !is.null(strata) && !is.null(sample$stratum) &&
     any(strata$drawn > tabulate(match(sample$stratum[coded], strata$name), nrow(strata)) | strata$drawn == 0)
   if (all(coded) && !short) return(sample)
+  if (!is.null(sample$unit)) {
+    abort_newrllama4("coded_truth", c(
+      "{.arg truth} must give a code for every row of the clusters drawn.",
+      "i" = "A cluster's rows are drawn together: code them all."), call = call)
+  }
   if (is.null(sample$stratum) || (probabilities && is.null(strata) && anyNA(sample$stratum))) {
     abort_newrllama4("coded_truth", c(
       "{.arg truth} must give a code for every coded row.",
@@ -142,4 +150,14 @@ responding <- function(sample, design, probabilities, call) {
     out$prob <- answered[position] / strata$rows[position]
   }
   out
+}
+
+# The column of `data` whose rows share errors (speaker, outlet, day): by
+# default the clusters `coded` was drawn in, if any.
+check_cluster <- function(cluster, data, coded, call) {
+  cluster <- cluster %||% attr(coded, "design", exact = TRUE)$cluster
+  if (!is.null(cluster) && (!rlang::is_string(cluster) || !cluster %in% names(data) || anyNA(data[[cluster]]))) {
+    abort_invalid("{.arg cluster} must name a column of {.arg data} without missing values.", "cluster", call)
+  }
+  cluster
 }

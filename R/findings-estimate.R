@@ -8,7 +8,7 @@
 # probability on every row, its code on coded rows and its label in the naive
 # fit; `sample$truth` then lists the codes by variable.
 estimate_design_based <- function(spec, terms, data, sample, family, prediction, folds, seed, call, lambda = NULL,
-                                  target = "population", covariates = list()) {
+                                  target = "population", covariates = list(), cluster = NULL) {
   codes <- if (is.list(sample$truth)) sample$truth else stats::setNames(list(sample$truth), spec$name)
   versions <- covariate_versions(data, covariates, sample$rows, codes, call)
   frame <- stats::model.frame(terms, versions$predicted, na.action = stats::na.pass)
@@ -45,8 +45,10 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
       "i" = "The estimate is for the rows that have them (rows the model could not label are not in it)."))
   }
   # positions among the usable rows
+  clusters <- if (!is.null(cluster)) data[[cluster]][usable]
   local <- list(rows = match(sample$rows, usable), prob = sample$prob, truth_labels = as.character(codes[[spec$name]]),
-                stratum = sample$stratum)
+                stratum = sample$stratum, unit = sample$unit, clusters = clusters)
+  local$cluster <- clusters[local$rows]
   local_spec <- spec
   local_spec$prediction <- spec$prediction[usable]
   local_spec$label <- spec$label[usable]
@@ -59,7 +61,7 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
   c(estimate, list(
     rows = usable, coded_rows = sample$rows, sample_prob = sample$prob, folds = fold,
     prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
-    labelled_covariates = names(covariates), predictions = predicted$g,
+    labelled_covariates = names(covariates), cluster = cluster, predictions = predicted$g,
     manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model, estimate)
   ))
 }

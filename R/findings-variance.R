@@ -50,36 +50,58 @@ stratum_of <- function(sample) {
   if (!is.null(sample$stratum)) as.character(sample$stratum) else format(sample$prob, digits = 15)
 }
 
-# Within-stratum covariance of the rows of `m` (a stratum's coded rows); a
-# stratum of one row has none to centre on, so its row counts uncentred.
-stratum_cov <- function(m) {
-  if (nrow(m) < 2) return(crossprod(m))
-  crossprod(sweep(m, 2, colMeans(m))) / (nrow(m) - 1)
+# The sampling units of each stratum: the coded rows, or the clusters drawn
+# whole (`sample$unit`), with the unit totals of the rows of `m` (one row of
+# `m` a coded row), the stratum's units and the units drawn.
+stratum_units <- function(m, sample) {
+  unit <- sample$unit %||% seq_along(sample$rows)
+  members <- split(seq_along(sample$rows), stratum_of(sample))
+  lapply(members, function(i) {
+    key <- factor(unit[i], levels = unique(unit[i]))
+    prob <- sample$prob[i][!duplicated(key)]
+    list(totals = rowsum(m[i, , drop = FALSE], key, reorder = FALSE), units = sum(1 / prob), drawn = length(prob))
+  })
 }
 
+# Within-stratum covariance of the unit totals; a stratum of one unit has none
+# to centre on, so its unit counts uncentred.
+centred <- function(m) if (nrow(m) < 2) m else sweep(m, 2, colMeans(m))
+stratum_cov <- function(a, b = a) crossprod(centred(a), centred(b)) / max(nrow(a) - 1, 1)
+
+# The weight of a stratum's covariance in the variance of its estimated total,
+# N_h^2 (1 / n_h - 1 / N_h) in units, were its units drawn `scale` times as
+# many (at most all).
+stratum_weight <- function(h, scale = 1) h$units^2 * max(1 / min(h$drawn * scale, h$units) - 1 / h$units, 0)
+
 # The variance's parts at `fit`: the bread (the estimating equation's
-# Jacobian, inverted), the corpus-to-population part and each stratum's rows,
-# coded rows and covariance of z.
+# Jacobian, inverted), the corpus-to-population part and each stratum's units
+# and covariance of the unit totals of z. The population part sums the
+# estimating function's products over pairs of coded rows in one cluster of
+# `sample$cluster` (each row its own where there is none), each pair weighted
+# by the inverse of its probability of being coded together: 1 / pi within a
+# drawn unit, 1 / (pi_i pi_j) across units (exact for clusters drawn whole,
+# close for rows drawn without replacement).
 design_parts <- function(fit, sample) {
   moments <- coded_moments(fit)
-  z <- moments$a - fit$lambda * moments$b
-  members <- split(seq_along(sample$rows), stratum_of(sample))
+  a <- moments$a
+  z <- a - fit$lambda * moments$b
+  unit <- sample$unit %||% seq_along(sample$rows)
+  cluster <- sample$cluster %||% unit
+  across <- rowsum(a / sample$prob, cluster)
+  first <- !duplicated(unit)
+  within <- rowsum(a, unit, reorder = FALSE)
+  unit_prob <- sample$prob[first]
   list(
     bread = moments$bread,
-    population = crossprod(moments$a, moments$a / sample$prob),
-    strata = lapply(members, function(i) {
-      list(rows = sum(1 / sample$prob[i]), coded = length(i), cov = stratum_cov(z[i, , drop = FALSE]))
-    })
+    population = crossprod(across) + crossprod(within, within * (1 / unit_prob - 1 / unit_prob^2)),
+    strata = lapply(stratum_units(z, sample), function(h) c(h[c("units", "drawn")], list(cov = stratum_cov(h$totals))))
   )
 }
 
-# The variance for `target`, were each stratum's coded rows `scale` times as
-# many (at most all its rows): coded_rows_needed() plans with it.
+# The variance for `target`, were each stratum's units `scale` times as many
+# (at most all of them): coded_rows_needed() plans with it.
 design_vcov <- function(parts, target = "population", scale = 1) {
-  sampling <- Reduce(`+`, lapply(parts$strata, function(h) {
-    coded <- min(h$coded * scale, h$rows)
-    h$rows^2 * max(1 / coded - 1 / h$rows, 0) * h$cov
-  }))
+  sampling <- Reduce(`+`, lapply(parts$strata, function(h) stratum_weight(h, scale) * h$cov))
   meat <- if (target == "population") parts$population + sampling else sampling
   v <- parts$bread %*% meat %*% parts$bread
   dimnames(v) <- list(colnames(parts$bread), colnames(parts$bread))
@@ -89,23 +111,20 @@ design_vcov <- function(parts, target = "population", scale = 1) {
 # PPI++'s lambda for this design, from a first fit: the minimiser of the
 # trace of the sampling part's variance, tr(B (S_a - 2 lambda C_ab + lambda^2
 # S_b) B), with a = x (y - mu), b = x (g - mu) and S, C summed over strata with
-# their weights N_h^2 (1 / n_h - 1 / N_h); cut to [0, 1].
+# their weights; cut to [0, 1].
 tuned_lambda <- function(fit, sample) {
   moments <- coded_moments(fit)
-  a <- moments$a
-  b <- moments$b
-  bread <- moments$bread
-  members <- split(seq_along(sample$rows), stratum_of(sample))
-  parts <- lapply(members, function(i) {
-    size <- sum(1 / sample$prob[i])
-    weight <- if (length(i) < 2) 0 else size^2 * max(1 / length(i) - 1 / size, 0)
-    centre <- function(m) sweep(m[i, , drop = FALSE], 2, colMeans(m[i, , drop = FALSE]))
-    list(cross = weight * crossprod(centre(a), centre(b)) / max(length(i) - 1, 1),
-         spread = weight * crossprod(centre(b)) / max(length(i) - 1, 1))
-  })
-  cross <- Reduce(`+`, lapply(parts, `[[`, "cross"))
-  spread <- Reduce(`+`, lapply(parts, `[[`, "spread"))
-  trace <- function(m) sum(diag(bread %*% m %*% bread))
+  both <- stratum_units(cbind(moments$a, moments$b), sample)
+  p <- ncol(moments$a)
+  sum_over <- function(part) {
+    Reduce(`+`, lapply(both, function(h) {
+      if (h$drawn < 2) return(matrix(0, p, p))
+      stratum_weight(h) * part(h$totals[, seq_len(p), drop = FALSE], h$totals[, p + seq_len(p), drop = FALSE])
+    }))
+  }
+  cross <- sum_over(stratum_cov)
+  spread <- sum_over(function(a, b) stratum_cov(b))
+  trace <- function(m) sum(diag(moments$bread %*% m %*% moments$bread))
   denominator <- trace(spread)
   if (!is.finite(denominator) || denominator <= 0) return(1)
   min(max(trace((cross + t(cross)) / 2) / denominator, 0), 1)

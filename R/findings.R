@@ -181,8 +181,11 @@ bread.newrllama4_moment_fit <- function(x, ...) {
   nrow(x$x) * solve(crossprod(x$x, x$x * (x$w * x$slope)))
 }
 
-moment_vcov <- function(fit) {
-  v <- sandwich::sandwich(fit)
+# The sandwich variance, cluster-robust (sandwich::vcovCL) where rows share
+# clusters.
+moment_vcov <- function(fit, cluster = NULL) {
+  v <- if (is.null(cluster)) sandwich::sandwich(fit) else
+    sandwich::vcovCL(fit, cluster = cluster, type = "HC0", cadjust = FALSE)
   dimnames(v) <- list(names(fit$coefficients), names(fit$coefficients))
   v
 }
@@ -216,7 +219,7 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
   }
   parts <- lapply(fits[c("corrected", "coded_only")], function(fit) if (fit$converged) design_parts(fit, sample))
   vcov <- list(corrected = design_vcov(parts$corrected, target),
-               naive = if (fits$naive$converged) moment_vcov(fits$naive),
+               naive = if (fits$naive$converged) moment_vcov(fits$naive, sample$clusters),
                coded_only = if (fits$coded_only$converged) design_vcov(parts$coded_only, target))
   columns <- colnames(x$predicted)
   for (name in failed) {

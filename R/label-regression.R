@@ -103,6 +103,11 @@
 #' @param lambda `NULL` to choose the weight on the predictions from the data
 #'   (PPI++'s power tuning), or a number in \[0, 1\]: 1 is DSL's estimator, 0
 #'   the coded rows alone.
+#' @param cluster `NULL`, or the name of a column of `data` (speaker, outlet,
+#'   day) whose rows share errors: the variance is then cluster-robust, the
+#'   estimating function summed within each cluster (and the naive fit's by
+#'   `sandwich::vcovCL()`). By default the clusters that [review_sample()]
+#'   drew whole, if it did.
 #' @param target `"population"` (the regression in the population the texts are
 #'   drawn from) or `"corpus"` (the value every row of `data` coded would
 #'   give).
@@ -145,7 +150,7 @@
 #' confint(fit)
 label_regression <- function(formula, data, coded, truth, family = c("gaussian", "binomial"),
                              prediction = c("probs", "fit"), folds = 5L, seed = NULL, field = NULL, lambda = NULL,
-                             target = c("population", "corpus")) {
+                             target = c("population", "corpus"), cluster = NULL) {
   call <- current_env()
   if (!inherits(formula, "formula") || length(formula) != 3 || length(all.vars(formula[[2]])) != 1) {
     abort_invalid("{.arg formula} must be a formula with one label or answer column on its left, such as
@@ -162,6 +167,7 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   if (!is.null(lambda)) lambda <- check_number(lambda, "lambda", min = 0, max = 1)
   target <- check_choice(target, c("population", "corpus"), "target")
+  cluster <- check_cluster(cluster, data, coded, call)
   right <- all.vars(formula[[3]])
   covariates <- Filter(Negate(is.null), lapply(stats::setNames(nm = right), variable_spec, data = data))
   missing <- setdiff(right, c(names(data), names(covariates)))
@@ -186,7 +192,7 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
     sample <- checked_coded_rows(data, coded, truth, call, labels = labels)
   }
   estimate <- estimate_design_based(spec, stats::delete.response(stats::terms(formula)), data, sample, family,
-                                    prediction, folds, seed, call, lambda, target, covariates)
+                                    prediction, folds, seed, call, lambda, target, covariates, cluster)
   estimate$formula <- formula
   estimate$family <- family
   record <- estimate$manifest

@@ -43,7 +43,8 @@
 #' coded <- review_sample(texts, n = 300, weight = "confidence", seed = 1)
 #' label_shares(texts, coded, truth, by = "outlet")
 label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", "fit"), folds = 5L, seed = NULL,
-                         level = 0.95, field = NULL, lambda = NULL, target = c("population", "corpus")) {
+                         level = 0.95, field = NULL, lambda = NULL, target = c("population", "corpus"),
+                         cluster = NULL) {
   call <- current_env()
   if (is.data.frame(data)) data <- labels_view(data, field, call)
   if (!is.data.frame(data) || !".label" %in% names(data)) {
@@ -58,6 +59,7 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   level <- check_number(level, "level", min = 0, max = 1)
   if (!is.null(lambda)) lambda <- check_number(lambda, "lambda", min = 0, max = 1)
   target <- check_choice(target, c("population", "corpus"), "target")
+  cluster <- check_cluster(cluster, data, coded, call)
   # one seed for every label's folds, so that each label is cross-fitted alike
   seed <- if (is.null(seed)) sample.int(.Machine$integer.max, 1) else
     check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
@@ -86,7 +88,7 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   terms <- stats::terms(if (nlevels(groups) == 1) ~ 1 else ~ 0 + .group)
   estimates <- quiet_repeats(lapply(stats::setNames(nm = labels), function(label) {
     estimate_design_based(outcome_spec(label, data, call), terms, data, sample, "gaussian", prediction, folds,
-                          seed, call, lambda, target)
+                          seed, call, lambda, target, cluster = cluster)
   }))
   group_of <- function(term) sub("^\\.group", "", term)
   table <- do.call(rbind, lapply(labels, function(label) {

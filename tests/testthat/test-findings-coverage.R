@@ -105,3 +105,59 @@ test_that("tuned, the interval is never meaningfully wider than the coded rows' 
   expect_true(any(uninformative[c("dsl1", "dsl2")] > 1.02))
   expect_true(all(informative[c("tuned1", "tuned2")] <= 0.85))
 })
+
+# 2,000 texts by 80 speakers of 25 each: whether a text is "yes" has an
+# intraclass correlation of 0.3 within speakers (a speaker effect of variance
+# 1.41 on the logit), and the model errs more on some speakers and on "yes".
+clustered <- function(seed, clusters = 80, size = 25) {
+  withr::with_seed(seed, {
+    n <- clusters * size
+    speaker <- rep(seq_len(clusters), each = size)
+    truth <- stats::rbinom(n, 1, stats::plogis(-0.3 + stats::rnorm(clusters, sd = sqrt(1.41))[speaker]))
+    wrong <- stats::rbinom(n, 1, stats::plogis(-2.5 + 1.5 * truth + stats::rnorm(clusters)[speaker]))
+    label <- ifelse(wrong == 1, 1 - truth, truth)
+    sure <- ifelse(wrong == 1, stats::runif(n, 0.5, 0.8), stats::runif(n, 0.6, 0.99))
+    prob <- ifelse(label == 1, sure, 1 - sure)
+    data.frame(speaker = speaker, .label = factor(ifelse(label == 1, "yes", "no"), levels = c("yes", "no")),
+               .prob_yes = prob, .prob_no = 1 - prob, .confidence = sure, truth = ifelse(truth == 1, "yes", "no"))
+  })
+}
+clustered_share <- stats::integrate(function(v) stats::plogis(-0.3 + v) * stats::dnorm(v, sd = sqrt(1.41)),
+                                    -Inf, Inf)$value
+
+test_that("texts nested in speakers: the cluster-robust interval covers the population share, the plain one not", {
+  covered <- vapply(1:300, function(seed) {
+    data <- clustered(seed)
+    coded <- review_sample(data, 300, weight = "uniform", seed = seed)
+    robust <- label_shares(data, coded, truth, seed = seed, cluster = "speaker")
+    plain <- label_regression(yes ~ 1, data, coded, truth, seed = seed)
+    c(covers(transform(robust[robust$label == "yes", ], term = "yes"), "yes", clustered_share),
+      plain = covers(summary(plain)$table, "(Intercept)", clustered_share)[["corrected"]])
+  }, logical(4))
+  # measured: cluster-robust 0.940, the same without clusters 0.810, naive (cluster-robust) 0.050
+  expect_gte(mean(covered["corrected", ]), 0.92)
+  expect_lt(mean(covered["plain", ]), 0.9)
+  expect_lt(mean(covered["naive", ]), 0.5)
+})
+
+test_that("speakers drawn whole: exact inclusion probabilities, and intervals that cover", {
+  data <- clustered(1)
+  coded <- review_sample(data, 12, seed = 1, cluster = "speaker")
+  expect_identical(length(unique(coded$speaker)), 12L)
+  expect_identical(nrow(coded), 12L * 25L)
+  expect_true(all(coded$.sample_prob == 12 / 80))
+  expect_identical(attr(coded, "design")$cluster, "speaker")
+  # every speaker equally likely to be drawn
+  drawn <- table(unlist(lapply(1:400, function(seed) unique(review_sample(data, 12, seed = seed, cluster = "speaker")$speaker))))
+  expect_gt(stats::chisq.test(as.vector(drawn))$p.value, 0.001)
+  covered <- vapply(1:300, function(seed) {
+    data <- clustered(seed)
+    coded <- review_sample(data, 12, seed = seed, cluster = "speaker")
+    fit <- label_regression(yes ~ 1, data, coded, truth, seed = seed)
+    covers(summary(fit)$table, "(Intercept)", clustered_share)
+  }, logical(3))
+  # measured: corrected 0.953, naive 0.050
+  expect_gte(mean(covered["corrected", ]), 0.92)
+  expect_error(review_sample(data, 100, cluster = "speaker"), class = "newrllama4_error_invalid_argument")
+  expect_error(label_shares(data, coded, truth, cluster = "nobody"), class = "newrllama4_error_invalid_argument")
+})
