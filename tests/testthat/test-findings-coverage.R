@@ -9,14 +9,6 @@ covers <- function(table, term, value) {
   stats::setNames(row$conf.low <= value & value <= row$conf.high, row$estimator)
 }
 
-# An observed outcome (applause) driven by the true label, whose model labels
-# err more where x is high.
-with_applause <- function(seed, n = 1000) {
-  data <- simulated_labels(n, seed)
-  withr::with_seed(seed + 1e6, data$applause <- 1 + 2 * (data$truth == "yes") + 0.5 * data$x + stats::rnorm(n))
-  data
-}
-
 test_that("a labelled covariate with an observed outcome: corrected intervals cover, naive ones do not", {
   covered <- vapply(1:300, function(seed) {
     data <- with_applause(seed)
@@ -28,29 +20,6 @@ test_that("a labelled covariate with an observed outcome: corrected intervals co
   expect_gte(mean(covered["corrected", ]), 0.92)
   expect_lt(mean(covered["naive", ]), 0.5)
 })
-
-# Two labelled variables of the same rows: the annotation's label ("yes") and
-# a boolean field ("negative"), each with its own codes. The truth: P(yes) =
-# 0.3 + 0.3 negative, a linear probability model exactly; the model's labels of
-# "yes" err more on negative rows, so the naive slope is biased.
-two_labels <- function(seed, n = 1000) {
-  withr::with_seed(seed, {
-    negative <- stats::rbinom(n, 1, 0.4)
-    yes <- stats::rbinom(n, 1, 0.3 + 0.3 * negative)
-    wrong <- stats::rbinom(n, 1, 0.1 + 0.2 * negative)
-    label <- ifelse(wrong == 1, 1 - yes, yes)
-    sure <- ifelse(wrong == 1, stats::runif(n, 0.5, 0.8), stats::runif(n, 0.6, 0.99))
-    field_wrong <- stats::rbinom(n, 1, 0.15)
-    field <- ifelse(field_wrong == 1, 1 - negative, negative)
-    field_sure <- ifelse(field_wrong == 1, stats::runif(n, 0.5, 0.8), stats::runif(n, 0.6, 0.99))
-    prob_yes <- ifelse(label == 1, sure, 1 - sure)
-    prob_negative <- ifelse(field == 1, field_sure, 1 - field_sure)
-    data.frame(.label = factor(ifelse(label == 1, "yes", "no"), levels = c("yes", "no")), .prob_yes = prob_yes,
-               .prob_no = 1 - prob_yes, .confidence = sure, negative = field == 1,
-               .prob_negative_true = prob_negative, .prob_negative_false = 1 - prob_negative,
-               truth = ifelse(yes == 1, "yes", "no"), negative_code = negative == 1)
-  })
-}
 
 test_that("two labelled variables in one model: each corrected by its own codes", {
   covered <- vapply(1:300, function(seed) {
@@ -105,25 +74,6 @@ test_that("tuned, the interval is never meaningfully wider than the coded rows' 
   expect_true(any(uninformative[c("dsl1", "dsl2")] > 1.02))
   expect_true(all(informative[c("tuned1", "tuned2")] <= 0.85))
 })
-
-# 2,000 texts by 80 speakers of 25 each: whether a text is "yes" has an
-# intraclass correlation of 0.3 within speakers (a speaker effect of variance
-# 1.41 on the logit), and the model errs more on some speakers and on "yes".
-clustered <- function(seed, clusters = 80, size = 25) {
-  withr::with_seed(seed, {
-    n <- clusters * size
-    speaker <- rep(seq_len(clusters), each = size)
-    truth <- stats::rbinom(n, 1, stats::plogis(-0.3 + stats::rnorm(clusters, sd = sqrt(1.41))[speaker]))
-    wrong <- stats::rbinom(n, 1, stats::plogis(-2.5 + 1.5 * truth + stats::rnorm(clusters)[speaker]))
-    label <- ifelse(wrong == 1, 1 - truth, truth)
-    sure <- ifelse(wrong == 1, stats::runif(n, 0.5, 0.8), stats::runif(n, 0.6, 0.99))
-    prob <- ifelse(label == 1, sure, 1 - sure)
-    data.frame(speaker = speaker, .label = factor(ifelse(label == 1, "yes", "no"), levels = c("yes", "no")),
-               .prob_yes = prob, .prob_no = 1 - prob, .confidence = sure, truth = ifelse(truth == 1, "yes", "no"))
-  })
-}
-clustered_share <- stats::integrate(function(v) stats::plogis(-0.3 + v) * stats::dnorm(v, sd = sqrt(1.41)),
-                                    -Inf, Inf)$value
 
 test_that("texts nested in speakers: the cluster-robust interval covers the population share, the plain one not", {
   covered <- vapply(1:300, function(seed) {
