@@ -102,15 +102,7 @@ print(format(coverage, digits = 3), row.names = FALSE)
 # carry much (the truth's logit +-2.5 plus noise).
 width_ratios <- function(informative) {
   rows <- vapply(seq_len(draws), function(seed) {
-    data <- simulated_labels(2000, seed)
-    withr::with_seed(seed, {
-      yes <- data$truth == "yes"
-      data$.prob_yes <- if (informative) stats::plogis(ifelse(yes, 2.5, -2.5) + stats::rnorm(2000)) else
-        stats::runif(2000)
-    })
-    data$.prob_no <- 1 - data$.prob_yes
-    data$.label <- factor(ifelse(data$.prob_yes > 0.5, "yes", "no"), levels = c("yes", "no"))
-    data$.confidence <- pmax(data$.prob_yes, data$.prob_no)
+    data <- reprobed(simulated_labels(2000, seed), seed, informative)
     coded <- review_sample(data, 200, weight = "uniform", seed = seed)
     tuned <- label_regression(yes ~ x, data, coded, truth, seed = seed)
     dsl <- label_regression(yes ~ x, data, coded, truth, seed = seed, lambda = 1)

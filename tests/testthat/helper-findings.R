@@ -68,3 +68,17 @@ clustered <- function(seed, clusters = 80, size = 25) {
 }
 clustered_share <- stats::integrate(function(v) stats::plogis(-0.3 + v) * stats::dnorm(v, sd = sqrt(1.41)),
                                     -Inf, Inf)$value
+
+# `data` labelled again by a model whose probabilities carry no information
+# (uniform noise) or much (the truth's logit +-2.5 plus noise).
+reprobed <- function(data, seed, informative) {
+  withr::with_seed(seed, {
+    yes <- data$truth == "yes"
+    data$.prob_yes <- if (informative) stats::plogis(ifelse(yes, 2.5, -2.5) + stats::rnorm(nrow(data))) else
+      stats::runif(nrow(data))
+  })
+  data$.prob_no <- 1 - data$.prob_yes
+  data$.label <- factor(ifelse(data$.prob_yes > 0.5, "yes", "no"), levels = c("yes", "no"))
+  data$.confidence <- pmax(data$.prob_yes, data$.prob_no)
+  data
+}

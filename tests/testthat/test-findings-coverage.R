@@ -51,15 +51,7 @@ test_that("the corpus target covers the corpus's own slope with narrower interva
 
 test_that("tuned, the interval is never meaningfully wider than the coded rows' alone, and narrower when it can be", {
   ratio <- function(seed, informative) {
-    data <- simulated_labels(2000, seed)
-    withr::with_seed(seed, {
-      truth <- data$truth == "yes"
-      data$.prob_yes <- if (informative) stats::plogis(ifelse(truth, 2.5, -2.5) + stats::rnorm(2000)) else
-        stats::runif(2000)
-    })
-    data$.prob_no <- 1 - data$.prob_yes
-    data$.label <- factor(ifelse(data$.prob_yes > 0.5, "yes", "no"), levels = c("yes", "no"))
-    data$.confidence <- pmax(data$.prob_yes, data$.prob_no)
+    data <- reprobed(simulated_labels(2000, seed), seed, informative)
     coded <- review_sample(data, 200, weight = "uniform", seed = seed)
     fit <- label_regression(yes ~ x, data, coded, truth, seed = seed)
     dsl <- label_regression(yes ~ x, data, coded, truth, seed = seed, lambda = 1)
