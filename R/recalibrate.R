@@ -110,8 +110,8 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
 
   answered <- which(!is.na(data$.label))
   if (any(vapply(order_probs, function(probs) anyNA(probs[answered, ]), NA))) {
-    cli::cli_abort("The label probabilities of some labelled rows are missing (a server that gave none), so nothing can
-                    be refitted.", class = c("newrllama4_error_calibration", "newrllama4_error"))
+    abort_newrllama4("calibration", "The label probabilities of some labelled rows are missing (a server that gave
+                     none), so nothing can be refitted.", call = current_env())
   }
   log_probs <- lapply(order_probs, order_log_probs)
   y <- match(truth, labels)
@@ -123,12 +123,10 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   record$prompt$refit_cross_validation <- choice$table$summary
   warn_few_coded(length(rows), length(labels), length(order_probs))
   if (choice$model == "none") {
-    cli::cli_inform(
-      c("No refit labels the coded rows better than the labels as they are: they are kept.",
-        "i" = "Cross-validated on the {length(rows)} coded rows; {.code manifest()$prompt$refit_cross_validation}
-               has every candidate's figures."),
-      class = "newrllama4_message_refit_declined"
-    )
+    inform_newrllama4("refit_declined", c(
+      "No refit labels the coded rows better than the labels as they are: they are kept.",
+      "i" = "Cross-validated on the {length(rows)} coded rows; {.code manifest()$prompt$refit_cross_validation} has
+             every candidate's figures."))
     record$prompt$refit_model <- "none"
     attr(data, "manifest") <- record
     return(data)
@@ -213,12 +211,10 @@ rows_per_refit_parameter <- 10
 warn_few_coded <- function(n_coded, n_labels, n_orders) {
   needed <- rows_per_refit_parameter * (n_labels - 1 + n_orders)
   if (n_coded < needed) {
-    cli::cli_warn(
-      c("{n_coded} coded row{?s} are few for a refit of {n_labels} labels and {n_orders} order{?s}.",
-        "i" = "About {needed} would make the choice among refits reliable; the refit is kept only where it
-               labels the coded rows better than the labels as they are."),
-      class = "newrllama4_warning_few_coded"
-    )
+    warn_newrllama4("few_coded", c(
+      "{n_coded} coded row{?s} are few for a refit of {n_labels} labels and {n_orders} order{?s}.",
+      "i" = "About {needed} would make the choice among refits reliable; the refit is kept only where it labels the
+             coded rows better than the labels as they are."))
   }
 }
 

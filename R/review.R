@@ -102,11 +102,9 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
   new_draws <- allocate_sample(n, room, strata$doubt)
   never <- before + new_draws == 0
   if (any(never)) {
-    cli::cli_warn(
-      c("{.arg n} is too small to draw from every stratum: rows of {.val {strata$name[never]}} can never be drawn.",
-        "i" = "Estimates corrected with this sample do not cover those rows; draw at least {nrow(strata)} rows."),
-      class = "newrllama4_warning_empty_strata"
-    )
+    warn_newrllama4("empty_strata", c(
+      "{.arg n} is too small to draw from every stratum: rows of {.val {strata$name[never]}} can never be drawn.",
+      "i" = "Estimates corrected with this sample do not cover those rows; draw at least {nrow(strata)} rows."))
   }
   draw <- function() {
     unlist(lapply(which(new_draws > 0), function(h) {
