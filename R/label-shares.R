@@ -9,11 +9,15 @@
 #' labels (naive) and that of the coded rows alone (weighted by
 #' \eqn{1/\pi}{1/pi}).
 #'
-#' Every group needs coded rows of its own: a group with few of them gets a
-#' wide interval, and one with fewer than 10 a warning, since its interval
-#' then rests on too few rows to be trusted. Draw enough rows for the groups
-#' that matter, or stratify the drawing by them (annotate and draw each group
-#' on its own, with the same probability).
+#' Every group needs coded rows of its own: a group with none is an error
+#' naming it (its share cannot be corrected), one with few gets a wide
+#' interval, and one with fewer than 10 a warning, since its interval then
+#' rests on too few rows to be trusted. Draw enough rows for the groups that
+#' matter, or stratify the drawing by them (annotate and draw each group on its
+#' own, with the same probability). Shares and their intervals are kept within
+#' \[0, 1\]. As in [label_regression()], the weight on the predictions is
+#' tuned (`lambda`), the target is the population or the corpus (`target`),
+#' and `cluster` gives a cluster-robust variance.
 #'
 #' @inheritParams label_regression
 #' @param by `NULL` for the shares of all rows, or the names of columns of
