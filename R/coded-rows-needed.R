@@ -13,14 +13,27 @@
 #' The answer is as good as the pilot's estimate of the model's errors: with
 #' a few dozen coded rows it is rough, so plan with a margin.
 #'
-#' @param x A [label_regression()] or [label_shares()] value.
+#' Several annotators (models, or instructions) can be compared on one pilot:
+#' annotate the same texts with each, code one pilot sample, fit the same
+#' estimate on each annotation, and pass the fits as a named list. Each then
+#' gets its plan, ranked by the coded rows it needs, beside its annotation
+#' time per row: the planner for choosing a model, since a better annotator
+#' needs fewer coded rows but may take longer to run.
+#'
+#' @param x A [label_regression()] or [label_shares()] value, or a named list
+#'   of them, one an annotator, all on one pilot sample coded by hand.
 #' @param se The target standard error.
 #' @param terms For a regression, the coefficients (by name) to plan for: by
 #'   default all but the intercept.
+#' @param seconds_per_row For a list of annotators, `NULL` to take each one's
+#'   annotation time per row from its manifest (total seconds over prompts),
+#'   or a numeric vector named by annotator.
 #' @return A data frame, a row per coefficient (or per label and group):
 #'   `term`, `std.error` (now), `coded` (now), `target` and `coded_needed`:
 #'   the coded rows that reach the target, or `NA` where coding every row
-#'   would not (the rows themselves are then too few).
+#'   would not (the rows themselves are then too few). For a list of
+#'   annotators, `annotator` first and `seconds_per_row` last, ranked within
+#'   each term by `coded_needed`.
 #' @export
 #' @examples
 #' set.seed(3)
@@ -36,11 +49,17 @@
 #'
 #' pilot <- review_sample(texts, n = 100, weight = "uniform", seed = 1)
 #' coded_rows_needed(label_regression(yes ~ x, texts, pilot, truth, seed = 1), se = 0.01)
-coded_rows_needed <- function(x, se, terms = NULL) {
-  if (!inherits(x, c("newrllama4_label_regression", "newrllama4_label_shares"))) {
-    abort_invalid("{.arg x} must be the value of {.fn label_regression} or {.fn label_shares}.", "x", current_env())
-  }
+coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL) {
+  fits <- c("newrllama4_label_regression", "newrllama4_label_shares")
   se <- check_number(se, "se", min = 0, open_min = TRUE)
+  if (is.list(x) && !inherits(x, fits) && length(x) > 0 && all(vapply(x, inherits, NA, fits)) &&
+      rlang::is_named(x)) {
+    return(annotators_needed(x, se, terms, seconds_per_row, current_env()))
+  }
+  if (!inherits(x, fits)) {
+    abort_invalid("{.arg x} must be the value of {.fn label_regression} or {.fn label_shares}, or a named list of them
+                   (one an annotator).", "x", current_env())
+  }
   estimates <- if (inherits(x, "newrllama4_label_shares")) attr(x, "estimates", exact = TRUE) else list(x)
   rows <- do.call(rbind, lapply(names(estimates) %||% "", function(label) {
     estimate <- estimates[[if (nzchar(label)) label else 1]]
@@ -51,7 +70,7 @@ coded_rows_needed <- function(x, se, terms = NULL) {
       abort_invalid("{.arg terms} must name coefficients: {.val {coefficient_names}}.", "terms", current_env())
     }
     coded <- length(estimate$coded_rows)
-    se_at <- function(scale) sqrt(diag(scaled_vcov(estimate, scale)))[chosen]
+    se_at <- function(scale) sqrt(diag(design_vcov(estimate$parts$corrected, estimate$target, scale)))[chosen]
     most <- 1 / min(estimate$sample_prob)  # every row coded
     needed <- vapply(seq_along(chosen), function(j) {
       gap <- function(log_scale) se_at(exp(log_scale))[j] - se
@@ -65,4 +84,27 @@ coded_rows_needed <- function(x, se, terms = NULL) {
   }))
   rownames(rows) <- NULL
   rows
+}
+
+# The plan for each annotator's pilot fit (on one coded sample), ranked by the
+# coded rows each needs, then by its time per row: `seconds_per_row` as given,
+# else its annotation's manifest (total seconds over prompts).
+annotators_needed <- function(fits, se, terms, seconds_per_row, call) {
+  samples <- lapply(fits, function(fit) sort((attr(fit, "estimates", exact = TRUE)[[1]] %||% fit)$coded_rows))
+  if (length(unique(samples)) > 1) {
+    abort_invalid("The annotators' fits must use one pilot sample coded by hand: the same rows of the same texts.",
+                  "x", call)
+  }
+  plans <- do.call(rbind, lapply(names(fits), function(annotator) {
+    record <- attr(fits[[annotator]], "manifest", exact = TRUE)
+    seconds <- seconds_per_row[annotator] %||% NA_real_
+    if (is.na(seconds) && !is.null(record$timings$total_seconds) && !is.null(record$prompts$total)) {
+      seconds <- record$timings$total_seconds / record$prompts$total
+    }
+    cbind(annotator = annotator, coded_rows_needed(fits[[annotator]], se, terms), seconds_per_row = unname(seconds),
+          stringsAsFactors = FALSE)
+  }))
+  plans <- plans[order(plans$term, plans$coded_needed, plans$seconds_per_row, na.last = TRUE), , drop = FALSE]
+  rownames(plans) <- NULL
+  plans
 }

@@ -19,7 +19,9 @@ condition_parents <- c(
   coded_rows = "invalid_argument",
   coded_truth = "coded_rows",
   too_few_coded = "coded_rows",
-  coding_file = "invalid_argument"
+  coding_file = "invalid_argument",
+  empty_stratum = "coded_rows",
+  degenerate_fit = "estimation"
 )
 
 # `subclass` may name several, most specific first: the chain goes on from the last.

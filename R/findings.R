@@ -9,94 +9,56 @@
 # Its expectation is the truth's whatever g is, as long as a coded row's
 # prediction does not use its own code: predictions fitted on coded rows are
 # cross-fitted (each fold's rows predicted by a fit to the coded rows of the
-# other folds). A regression of y~ on the covariates, solved as an M-estimator
-# with a sandwich variance (sandwich::sandwich() through estfun() and bread()
-# methods), is then valid for the regression of the truth.
+# other folds). A regression of y~ on the covariates, solved as an M-estimator,
+# is then valid for the regression of the truth. findings-variance.R weighs the
+# predictions by a tuned lambda (PPI++) and gives the design's variance; the
+# naive fit keeps the sandwich variance (sandwich::sandwich() through estfun()
+# and bread() methods).
 
-# The rows and codes behind an estimate: `coded` checked against `data`, with
-# each coded row's position among `data`'s rows, its inclusion probability and
-# its code (as character).
-coded_sample <- function(data, coded, truth, call) {
-  if (!is.data.frame(coded) || !".row" %in% names(coded)) {
-    abort_coded("{.arg coded} must be a data frame of rows coded by hand with {.field .row} (their row numbers in
-                 {.arg data}), as {.fn review_sample} gives them.", call)
-  }
-  if (!".sample_prob" %in% names(coded)) {
-    abort_coded(c("{.arg coded} has no {.field .sample_prob}: each coded row's probability of being drawn.",
-                  "i" = "Draw the rows to code with {.fn review_sample}, which records it, and keep the column
-                         when the codes come back."), call)
-  }
-  rows <- coded$.row
-  if (!is.numeric(rows) || anyNA(rows) || !all(rows %in% seq_len(nrow(data))) || anyDuplicated(rows)) {
-    abort_coded("{.field .row} of {.arg coded} must name distinct rows of {.arg data}.", call)
-  }
-  rows <- as.integer(rows)
-  prob <- coded$.sample_prob
-  if (!is.numeric(prob) || anyNA(prob) || any(prob <= 0 | prob > 1)) {
-    abort_coded("{.field .sample_prob} of {.arg coded} must be probabilities above 0.", call)
-  }
-  # columns copied from data by review_sample(), not the codes
-  shared <- setdiff(intersect(names(coded), names(data)),
-                    c(names(coded)[startsWith(names(coded), ".")], all.vars(rlang::quo_get_expr(truth))))
-  differs <- shared[vapply(shared, function(column) {
-    !identical(as.character(coded[[column]]), as.character(data[[column]][rows]))
-  }, NA)]
-  if (length(differs) > 0) {
-    abort_coded(c("The coded rows are not those rows of {.arg data}: {.field {differs}} differ{?s/}.",
-                  "i" = "{.field .row} numbers the rows of {.arg data} as it was drawn from: do not sort, filter or
-                         reorder it in between."), call)
-  }
-  truth <- rlang::eval_tidy(truth, coded)
-  if (length(truth) != nrow(coded) || anyNA(truth)) {
-    abort_coded(c("{.arg truth} must give a code for every coded row.",
-                  "i" = "Rows left out of a drawn sample bias the correction: code them, or draw again."), call,
-                class = "newrllama4_error_coded_truth")
-  }
-  list(rows = rows, prob = prob, truth = truth)
-}
-
-abort_coded <- function(message, call, class = NULL) {
-  cli::cli_abort(message, class = c(class, "newrllama4_error_coded_rows", "newrllama4_error_invalid_argument",
-                                    "newrllama4_error"), call = call, .envir = parent.frame())
-}
-
-# What an outcome means in `data`: a label (its indicator, predicted by its
-# `.prob_` column) or a numeric or logical answer column (predicted by itself).
-outcome_spec <- function(outcome, data, call) {
+# A labelled variable of `data`: a label of the annotation (its indicator,
+# predicted by `.prob_<label>`), or a boolean field of a schema annotation (its
+# TRUE, predicted by `.prob_<field>_true`); NULL for anything else. `positive`
+# is the code that counts as 1, `label` the model's own 0 or 1.
+variable_spec <- function(name, data) {
   labels <- if (".label" %in% names(data)) levels(as.factor(data$.label)) else character()
-  prob_column <- paste0(".prob_", outcome)
-  if (outcome %in% labels && prob_column %in% names(data)) {
-    return(list(kind = "label", name = outcome, labels = labels, prediction = as.numeric(data[[prob_column]]),
-                label = as.numeric(as.character(data$.label) == outcome)))
+  prob_column <- paste0(".prob_", name)
+  if (name %in% labels && prob_column %in% names(data)) {
+    return(list(kind = "label", name = name, positive = name, labels = labels,
+                prediction = as.numeric(data[[prob_column]]), label = as.numeric(as.character(data$.label) == name)))
   }
+  prob_column <- paste0(".prob_", name, "_true")
+  if (is.logical(data[[name]]) && prob_column %in% names(data)) {
+    record <- attr(data, "manifest", exact = TRUE)$prompt
+    if (identical(record[[paste0("calibration (", name, ")")]], "hand-coded")) return(NULL)
+    return(list(kind = "field", name = name, positive = "true", labels = c("true", "false"),
+                prediction = as.numeric(data[[prob_column]]), label = as.numeric(data[[name]])))
+  }
+  NULL
+}
+
+# What an outcome means in `data`: a labelled variable, or a numeric or
+# logical column: an answer coded by hand (`coded`), or observed for every row.
+outcome_spec <- function(outcome, data, call, coded = TRUE) {
+  spec <- variable_spec(outcome, data)
+  if (!is.null(spec)) return(spec)
   if (outcome %in% names(data) && (is.numeric(data[[outcome]]) || is.logical(data[[outcome]]))) {
     value <- as.numeric(data[[outcome]])
-    return(list(kind = "answer", name = outcome, prediction = value, label = value))
+    return(list(kind = if (coded) "answer" else "observed", name = outcome, prediction = value, label = value))
   }
-  cli::cli_abort(
-    c("The outcome {.val {outcome}} is neither a label with a {.field {prob_column}} column nor a numeric answer
-       column of {.arg data}.",
-      "i" = if (length(labels) > 0) "Its labels: {.val {labels}}."),
-    class = c("newrllama4_error_missing_column", "newrllama4_error_invalid_argument", "newrllama4_error"),
-    argument = "formula", call = call
-  )
+  labels <- if (".label" %in% names(data)) levels(as.factor(data$.label)) else character()
+  abort_invalid(c("The outcome {.val {outcome}} is neither a label with a {.field {paste0('.prob_', outcome)}} column
+                   nor a numeric answer column of {.arg data}.",
+                  "i" = if (length(labels) > 0) "Its labels: {.val {labels}}."),
+                "formula", call, subclass = "missing_column")
 }
 
-# The coded rows' truth on the outcome's scale: a label's indicator, or the
-# answer's number.
-outcome_truth <- function(spec, truth, call) {
-  if (spec$kind == "label") {
-    truth <- field_codes(truth)
-    if (!all(truth %in% spec$labels)) {
-      outside <- unique(truth[!truth %in% spec$labels])
-      abort_coded(c("{.arg truth} must be one of the labels ({.val {spec$labels}}) for every coded row.",
-                    "x" = "It has {.val {outside}}."), call, class = "newrllama4_error_coded_truth")
-    }
-    return(as.numeric(truth == spec$name))
-  }
+# The coded rows' truth on a variable's scale: a label's indicator (the codes
+# already spelled as labels), or the answer's number.
+variable_truth <- function(spec, truth, call) {
+  if (!is.null(spec$positive)) return(as.numeric(truth == spec$positive))
   if (!is.numeric(truth) && !is.logical(truth)) {
-    abort_coded("{.arg truth} must be numeric or logical, as the answer {.field {spec$name}} is.", call,
-                class = "newrllama4_error_coded_truth")
+    abort_newrllama4("coded_truth", "{.arg truth} must be numeric or logical, as the answer {.field {spec$name}} is.",
+                     call = call)
   }
   as.numeric(truth)
 }
@@ -165,26 +127,47 @@ cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data
 moment_mean <- function(eta, binary) as.vector(if (binary) stats::plogis(eta) else eta)
 
 # The M-estimator of E[y | x] = mean(x b) (identity or logit link) from
-# sum_i w_i x_i (y_i - mean(x_i b)) = 0, by Newton's method; a ridge `penalty`
-# on all but the first column (for the prediction models of cross-fitting, kept
-# finite on few rows). `y` may lie outside [0, 1] for the logit: the
-# pseudo-outcomes do.
+# sum_i w_i x_i (y_i - mean(x_i b)) = 0; a ridge `penalty` on all but the first
+# column (for the prediction models of cross-fitting, kept finite on few rows).
+# `y` may lie outside [0, 1] for the logit: the pseudo-outcomes do. The logit's
+# equation is the gradient of a concave quasi-likelihood, so Newton's steps are
+# halved until it rises; where it has no finite maximum (a cell whose weighted
+# mean of y is not inside (0, 1), or separation) the fit does not converge and
+# says so in `converged`.
 moment_fit <- function(x, y, w = rep(1, length(y)), binary = FALSE, penalty = 0) {
   x <- as.matrix(x)
   ridge <- diag(penalty * c(0, rep(1, ncol(x) - 1)), ncol(x))
+  objective <- function(beta) {
+    eta <- as.vector(x %*% beta)
+    fit <- if (binary) sum(w * (y * eta - log1p(exp(-abs(eta))) - pmax(eta, 0))) else -sum(w * (y - eta)^2) / 2
+    fit - sum(beta * (ridge %*% beta)) / 2
+  }
   beta <- rep(0, ncol(x))
+  current <- objective(beta)
+  converged <- FALSE
   for (iteration in 1:100) {
     mu <- moment_mean(x %*% beta, binary)
     slope <- if (binary) mu * (1 - mu) else rep(1, length(mu))
-    hessian <- crossprod(x, x * (w * slope)) + ridge
-    step <- solve(hessian, crossprod(x, w * (y - mu)) - ridge %*% beta)
-    beta <- beta + as.vector(step)
-    if (max(abs(step)) < 1e-10) break
+    step <- tryCatch(solve(crossprod(x, x * (w * slope)) + ridge, crossprod(x, w * (y - mu)) - ridge %*% beta),
+                     error = function(e) NULL)
+    if (is.null(step)) break
+    step <- as.vector(step)
+    for (halving in 0:30) {
+      proposed <- objective(beta + step)
+      if (is.finite(proposed) && proposed >= current - 1e-12 * abs(current)) break
+      step <- step / 2
+    }
+    beta <- beta + step
+    current <- proposed
+    if (max(abs(step)) < 1e-9) {
+      converged <- !binary || max(abs(x %*% beta)) < 30
+      break
+    }
   }
   names(beta) <- colnames(x)
   mu <- moment_mean(x %*% beta, binary)
   slope <- if (binary) mu * (1 - mu) else rep(1, length(mu))
-  structure(list(coefficients = beta, x = x, y = y, w = w, mu = mu, slope = slope),
+  structure(list(coefficients = beta, x = x, y = y, w = w, mu = mu, slope = slope, converged = converged),
             class = "newrllama4_moment_fit")
 }
 
@@ -198,41 +181,83 @@ bread.newrllama4_moment_fit <- function(x, ...) {
   nrow(x$x) * solve(crossprod(x$x, x$x * (x$w * x$slope)))
 }
 
-moment_vcov <- function(fit) {
-  v <- sandwich::sandwich(fit)
+# The sandwich variance, cluster-robust (sandwich::vcovCL) where rows share
+# clusters.
+moment_vcov <- function(fit, cluster = NULL) {
+  v <- if (is.null(cluster)) sandwich::sandwich(fit) else
+    sandwich::vcovCL(fit, cluster = cluster, type = "HC0", cadjust = FALSE)
   dimnames(v) <- list(names(fit$coefficients), names(fit$coefficients))
   v
 }
 
-# The three estimates of one regression: corrected (the pseudo-outcomes on
-# every row), naive (the model's labels as if true) and the coded rows alone
-# (weighted by 1 / pi).
-three_estimates <- function(x, spec, sample, y, g, binary) {
-  rows <- sample$rows
-  coded <- numeric(nrow(x))
-  coded[rows] <- 1 / sample$prob
-  pseudo <- g + coded * (replace(numeric(nrow(x)), rows, y) - g)
+# The three estimates of one regression, from `x`'s model matrices on the
+# predictions, on the coded rows' codes and on the model's labels: corrected (the predictions at the
+# weight `lambda`, NULL to tune it, and the coded rows), naive (the model's
+# labels as if true, with the sandwich variance) and the coded rows alone
+# (weighted by 1 / pi: the corrected estimate at lambda 0, so that both have
+# the design's variance for `target`). The corrected fit must exist; the other
+# two are only for comparison, so one that does not converge is left out with
+# a warning.
+three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, target = "population") {
+  tuned <- is.null(lambda)
+  if (tuned) {
+    first <- design_fit(x, g, y, sample, binary, 1)
+    if (!first$converged) abort_degenerate(call)
+    lambda <- tuned_lambda(first, sample)
+  }
   fits <- list(
-    corrected = moment_fit(x, pseudo, binary = binary),
-    naive = moment_fit(x, spec$label, binary = binary),
-    coded_only = moment_fit(x[rows, , drop = FALSE], y, 1 / sample$prob, binary = binary)
+    corrected = design_fit(x, g, y, sample, binary, lambda),
+    naive = moment_fit(x$naive, spec$label, binary = binary),
+    coded_only = design_fit(x, g, y, sample, binary, 0)
   )
-  list(fits = fits, vcov = lapply(fits, moment_vcov), pseudo = pseudo, g = g, weights = coded)
+  if (!fits$corrected$converged) abort_degenerate(call)
+  failed <- names(fits)[!vapply(fits, `[[`, NA, "converged")]
+  if (length(failed) > 0) {
+    warn_newrllama4("degenerate_fit", c(
+      "The {.val {failed}} logistic fit{?s} did not converge (separation, or a cell with all codes or labels alike):
+       left out.", "i" = "The corrected estimate stands; it is the one to report."))
+  }
+  parts <- lapply(fits[c("corrected", "coded_only")], function(fit) if (fit$converged) design_parts(fit, sample))
+  vcov <- list(corrected = design_vcov(parts$corrected, target),
+               naive = if (fits$naive$converged) moment_vcov(fits$naive, sample$clusters),
+               coded_only = if (fits$coded_only$converged) design_vcov(parts$coded_only, target))
+  columns <- colnames(x$predicted)
+  for (name in failed) {
+    fits[[name]]$coefficients[] <- NA_real_
+    vcov[[name]] <- matrix(NA_real_, length(columns), length(columns), dimnames = list(columns, columns))
+  }
+  list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned, target = target)
 }
 
-# The corrected estimate's variance were the sample `scale` times as large
-# (each row's inclusion probability scaled, at most 1): the pseudo-outcomes'
-# errors split into a part that does not depend on the sample and one that
-# falls with 1 / pi.
-scaled_vcov <- function(estimate, scale) {
-  fit <- estimate$fits$corrected
-  g_error <- estimate$g - fit$mu
-  weight <- estimate$weights  # R / pi
-  prob <- ifelse(weight > 0, 1 / weight, 1)
-  residual <- ifelse(weight > 0, (fit$y - estimate$g) / weight, 0)  # y - g on coded rows
-  per_row <- g_error^2 + 2 * g_error * weight * residual + weight * residual^2 / pmin(prob * scale, 1)
-  n <- nrow(fit$x)
-  bread <- bread.newrllama4_moment_fit(fit)
-  meat <- crossprod(fit$x, fit$x * per_row) / n
-  bread %*% meat %*% bread / n
+abort_degenerate <- function(call) {
+  abort_newrllama4("degenerate_fit", c(
+    "The corrected logistic regression has no finite estimate: in some cell of the covariates the corrected share of
+     the outcome is not between 0 and 1 (or the covariates separate it).",
+    "i" = "Merge sparse levels, code more rows in them, or use {.code family = \"gaussian\"}."), call = call)
+}
+
+# The model matrix's columns must each vary among the coded rows (`coded`, on
+# their codes), or the correction has nothing to learn their errors from: a
+# level with no coded rows is an error naming it, one with fewer than 10 a
+# warning.
+check_coded_columns <- function(x, coded, call) {
+  if (qr(x)$rank < ncol(x)) {
+    abort_invalid("The formula's covariates are collinear (or a factor has a level without rows): drop or merge
+                   them.", "formula", call)
+  }
+  indicator <- apply(x, 2, function(column) all(column %in% c(0, 1))) & colnames(x) != "(Intercept)"
+  coded_ones <- colSums(coded != 0)
+  empty <- colnames(x)[indicator & coded_ones == 0]
+  if (length(empty) > 0 || qr(coded)$rank < ncol(x)) {
+    what <- if (length(empty) > 0) cli::format_inline("{.field {empty}}") else "the covariates"
+    abort_newrllama4("too_few_coded", c(
+      "No coded rows tell apart {what}.",
+      "i" = "Code rows of each level (draw more with {.code review_sample(previous =)}), or merge levels."),
+      call = call)
+  }
+  thin <- colnames(x)[indicator & coded_ones < 10]
+  if (length(thin) > 0) {
+    warn_newrllama4("few_coded", c("Fewer than 10 coded rows in {.field {thin}}.",
+                                   "i" = "Their intervals rest on too few rows to be trusted."))
+  }
 }

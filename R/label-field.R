@@ -20,15 +20,14 @@ labels_view <- function(data, field, call = caller_env()) {
   confidence_column <- paste0(".confidence_", field)
   missing <- setdiff(c(prob_columns, confidence_column), names(data))
   if (is.null(values) || length(missing) > 0) {
-    cli::cli_abort(
-      c("Field {.field {field}} has no probabilities: {.arg field} must be an enum or boolean field of a schema
-         annotation, with {.field .prob_{field}_<value>} and {.field .confidence_{field}} columns.",
-        "i" = if (!is.null(values)) "Missing: {.field {missing}}."),
-      class = c("newrllama4_error_missing_column", "newrllama4_error_invalid_argument", "newrllama4_error"),
-      argument = "field", call = call
-    )
+    abort_invalid(c("Field {.field {field}} has no probabilities: {.arg field} must be an enum or boolean field of a
+                     schema annotation, with {.field .prob_{field}_<value>} and {.field .confidence_{field}} columns.",
+                    "i" = if (!is.null(values)) "Missing: {.field {missing}}."),
+                  "field", call, subclass = "missing_column")
   }
-  clashing <- names(data) == ".label" | names(data) == ".confidence" | startsWith(names(data), ".prob_")
+  # the field's own column is the view's .label: a refit changes it, so it is
+  # not a column the coded rows share with `data`
+  clashing <- names(data) %in% c(".label", ".confidence", field) | startsWith(names(data), ".prob_")
   view <- data[!clashing]
   view$.label <- field_labels(data[[field]])
   view[paste0(".prob_", values)] <- data[prob_columns]

@@ -19,6 +19,23 @@
 #' package). How good the model is only changes the width: the better its
 #' predictions, the narrower the interval, down to that of coding every row.
 #'
+#' A labelled variable may also be a covariate: a label of the annotation (its
+#' indicator) or a boolean field (logical, with `.prob_<field>_true`) on the
+#' right of the formula, such as `applause ~ populist + log(words)` where
+#' `applause` is observed for every row and `populist` is a label. The
+#' correction is then DSL's general doubly robust moment (Egami et al. 2023,
+#' predicted covariates): each row's estimating function is computed on its
+#' predictions (a labelled covariate's probability), plus, for a coded row,
+#' \eqn{1/\pi}{1/pi} times the difference between the estimating function on
+#' its codes and on its predictions (weighted by \eqn{\lambda}{lambda}, below).
+#' The naive fit puts the model's labels in their place. Several labelled
+#' variables, of one annotation or of two joined by the user, go in one model,
+#' each with its own codes (`truth`). A numeric outcome beside labelled
+#' covariates is taken as observed, unless `truth` names its codes.
+#'
+#' Validity rests only on the known inclusion probabilities of the coded rows,
+#' never on how good the predictions are: those change the width alone.
+#'
 #' This needs the coded rows to be a probability sample of `data` with known
 #' inclusion probabilities: draw them with [review_sample()] (either weight)
 #' and keep its `.row` and `.sample_prob` columns when the codes come back.
@@ -32,20 +49,45 @@
 #' fold's predictions come from fits to the coded rows of the other folds, so
 #' that no coded row's prediction depends on its own code.
 #'
-#' The interval treats the sample as drawn row by row (Poisson sampling); for
-#' [review_sample()]'s stratified samples without replacement it is slightly
-#' conservative.
+#' The predictions are weighted by \eqn{\lambda}{lambda}, as in PPI++
+#' (Angelopoulos et al. 2023): each row's estimating function is
+#' \eqn{\lambda}{lambda} times that of its prediction, plus for a coded row
+#' \eqn{1/\pi}{1/pi} times the difference between that of its code and
+#' \eqn{\lambda}{lambda} times that of its prediction. \eqn{\lambda = 1}{lambda
+#' = 1} is DSL; \eqn{\lambda = 0}{lambda = 0} the coded rows alone. By default
+#' \eqn{\lambda}{lambda} is chosen from the data to make the variance smallest
+#' (cut to \[0, 1\]), so the corrected interval is not meaningfully wider than
+#' the coded rows' alone however poor the predictions: with probabilities that
+#' carry no information \eqn{\lambda}{lambda} falls toward 0. The chosen value
+#' is printed and kept in the manifest. Either way the estimate's validity
+#' rests only on the known inclusion probabilities; how good the predictions
+#' are changes the width.
+#'
+#' The variance is that of the design: a stratified random sample without
+#' replacement within each stratum (`.stratum`, or the rows drawn with the same
+#' probability), with each stratum's finite-population correction, as
+#' [review_sample()] draws. With `target = "population"` (the default) the
+#' interval is for the regression in the population the texts are a sample of,
+#' and adds the variance of the corpus around it; with `target = "corpus"` it
+#' is for the value coding every row of `data` would give, and counts only
+#' which rows were coded, so it is narrower. Print says which.
 #'
 #' @param formula A formula: on the left, one of the labels (its indicator is
-#'   the outcome; backquote names that are not syntactic) or a numeric or
-#'   logical answer column of `data`; on the right, columns of `data`.
+#'   the outcome; backquote names that are not syntactic), a boolean field of
+#'   a schema annotation, or a numeric or logical column of `data`; on the
+#'   right, columns of `data`, labels and boolean fields (labelled
+#'   covariates: see Details).
 #' @param data Labelled rows: the value of [annotate_texts()] with labels, or
 #'   any data frame with `.label` and `.prob_<label>` columns, or with the
 #'   answer column.
 #' @param coded The rows of `data` coded by hand: [review_sample()]'s rows,
 #'   with `.row`, `.sample_prob` and the codes.
 #' @param truth The column of `coded` that holds the codes: labels, or the
-#'   answer's true values.
+#'   answer's true values. With several labelled variables (a labelled outcome
+#'   and labelled covariates, or several labelled covariates), a named
+#'   character vector giving each one's column of `coded`, such as
+#'   `c(positive = "tone_code", negative = "negative_code")`; a boolean field's
+#'   codes are logical, or "TRUE" and "FALSE".
 #' @param field `NULL` for the labels, or the name of an enum or boolean field
 #'   of the `schema` given to [annotate_texts()]: its values are then the
 #'   labels (`.prob_<field>_<value>` their predictions), and the outcome is one
@@ -58,6 +100,18 @@
 #' @param folds The number of folds for cross-fitting.
 #' @param seed `NULL`, or a whole number that makes the folds reproducible
 #'   (the session's random number generator is left as it was).
+#' @param lambda `NULL` to choose the weight on the predictions from the data
+#'   (PPI++'s power tuning), or a number in \[0, 1\]: 1 is DSL's estimator, 0
+#'   the coded rows alone.
+#' @param cluster `NULL`, or the name of a column of `data` (speaker, outlet,
+#'   day) whose rows share errors: the variance is then cluster-robust, the
+#'   estimating function summed within each cluster (and the naive fit's by
+#'   `sandwich::vcovCL()`). By default the clusters that [review_sample()]
+#'   drew whole, if it did.
+#' @param target `"population"` (the regression in the population the texts are
+#'   drawn from) or `"corpus"` (the value every row of `data` coded would
+#'   give).
+
 #' @return A `newrllama4_label_regression` object: [coef()], [vcov()] and
 #'   [confint()] give the corrected estimate; [print()] and [summary()] show it
 #'   beside the naive fit (labels as if true) and the coded rows alone
@@ -65,7 +119,10 @@
 #'   `glance()` (with the broom package) turn it into data frames; [manifest()]
 #'   records how it was made. Its `predictions` are the rows' cross-fitted
 #'   predictions, `rows` the rows of `data` used.
-#' @references Egami, N., Hinck, M., Stewart, B. M. and Wei, H. (2023). Using
+#' @references Angelopoulos, A. N., Duchi, J. C. and Zrnic, T. (2023). PPI++:
+#'   efficient prediction-powered inference. arXiv:2311.01453.
+#'
+#'   Egami, N., Hinck, M., Stewart, B. M. and Wei, H. (2023). Using
 #'   imperfect surrogates for downstream inference: design-based supervised
 #'   learning for social science applications of large language models.
 #'   *Advances in Neural Information Processing Systems 36*.
@@ -92,7 +149,8 @@
 #' fit
 #' confint(fit)
 label_regression <- function(formula, data, coded, truth, family = c("gaussian", "binomial"),
-                             prediction = c("probs", "fit"), folds = 5L, seed = NULL, field = NULL) {
+                             prediction = c("probs", "fit"), folds = 5L, seed = NULL, field = NULL, lambda = NULL,
+                             target = c("population", "corpus"), cluster = NULL) {
   call <- current_env()
   if (!inherits(formula, "formula") || length(formula) != 3 || length(all.vars(formula[[2]])) != 1) {
     abort_invalid("{.arg formula} must be a formula with one label or answer column on its left, such as
@@ -103,104 +161,43 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   # a boolean field is its own outcome: TRUE
   if (!is.null(field) && identical(outcome, field) && is.logical(data[[field]])) outcome <- "true"
   data <- labels_view(data, field, call)
-  family <- rlang::arg_match(family)
-  prediction <- rlang::arg_match(prediction)
+  family <- check_choice(family, c("gaussian", "binomial"), "family")
+  prediction <- check_choice(prediction, c("probs", "fit"), "prediction")
   folds <- check_whole(folds, "folds", min = 2)
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
-  spec <- outcome_spec(outcome, data, call)
-  missing <- setdiff(all.vars(formula[[3]]), names(data))
+  if (!is.null(lambda)) lambda <- check_number(lambda, "lambda", min = 0, max = 1)
+  target <- check_choice(target, c("population", "corpus"), "target")
+  cluster <- check_cluster(cluster, data, coded, call)
+  right <- all.vars(formula[[3]])
+  covariates <- Filter(Negate(is.null), lapply(stats::setNames(nm = right), variable_spec, data = data))
+  missing <- setdiff(right, c(names(data), names(covariates)))
   if (length(missing) > 0) {
-    cli::cli_abort("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data}.",
-                   class = c("newrllama4_error_missing_column", "newrllama4_error_invalid_argument",
-                             "newrllama4_error"), argument = "formula", call = call)
+    abort_invalid("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data} nor
+                   {?a label/labels}.", "formula", call, subclass = "missing_column")
   }
-  sample <- coded_sample(data, coded, rlang::enquo(truth), call)
+  if (length(covariates) > 0 && refitted_by_hand(data)) {
+    abort_invalid(c("Labels refitted by {.fn recalibrate_labels} saw the codes, so they cannot be covariates.",
+                    "i" = "Use the labels as annotated: the correction does not need them calibrated."), "data", call)
+  }
+  truth <- rlang::enquo(truth)
+  # a numeric outcome beside labelled covariates is observed, unless `truth` names its codes
+  spec <- outcome_spec(outcome, data, call,
+                       coded = length(covariates) == 0 || outcome %in% names(truth_mapping(truth, coded)))
+  coded_variables <- c(if (spec$kind != "observed") stats::setNames(list(spec), outcome), covariates)
+  labels <- lapply(coded_variables, function(variable) variable$labels)
+  if (length(coded_variables) == 1) {
+    sample <- checked_coded_rows(data, coded, truth, call, labels = labels[[1]])
+    sample$truth <- stats::setNames(list(sample$truth), names(coded_variables))
+  } else {
+    sample <- checked_coded_rows(data, coded, truth, call, labels = labels)
+  }
   estimate <- estimate_design_based(spec, stats::delete.response(stats::terms(formula)), data, sample, family,
-                                    prediction, folds, seed, call)
+                                    prediction, folds, seed, call, lambda, target, covariates, cluster)
   estimate$formula <- formula
   estimate$family <- family
   record <- estimate$manifest
   estimate$manifest <- NULL
   structure(estimate, class = "newrllama4_label_regression", manifest = record)
-}
-
-# The corrected, naive and coded-only fits of `terms` on one outcome, on the
-# rows of `data` that have a prediction and every covariate.
-estimate_design_based <- function(spec, terms, data, sample, family, prediction, folds, seed, call) {
-  frame <- stats::model.frame(terms, data, na.action = stats::na.pass)
-  x_all <- stats::model.matrix(terms, frame)
-  usable <- which(stats::complete.cases(x_all) & !is.na(spec$prediction) & !is.na(spec$label))
-  if (!all(sample$rows %in% usable)) {
-    abort_coded(c("Some coded rows have no label, prediction or covariate in {.arg data}: rows
-                   {.val {setdiff(sample$rows, usable)}}.",
-                  "i" = "Rows without a label are never drawn; a covariate missing for coded rows must be
-                         filled in or its rows left out before drawing."), call)
-  }
-  binary <- family == "binomial"
-  y <- outcome_truth(spec, sample$truth, call)
-  if (binary && !all(y %in% c(0, 1))) {
-    abort_coded("{.arg family} {.val binomial} needs codes of 0 or 1 (or a label).", call,
-                class = "newrllama4_error_coded_truth")
-  }
-  x <- x_all[usable, , drop = FALSE]
-  n_coefficients <- ncol(x)
-  if (length(sample$rows) < 2 * n_coefficients + 2) {
-    abort_coded(c("{length(sample$rows)} coded row{?s} are too few for {n_coefficients} coefficient{?s}.",
-                  "i" = "Code at least {2 * n_coefficients + 2} rows (more for intervals worth having: see
-                         {.fn coded_rows_needed})."), call, class = "newrllama4_error_too_few_coded")
-  }
-  if (length(usable) < nrow(data)) {
-    cli::cli_inform("{nrow(data) - length(usable)} row{?s} without a label, prediction or covariate left out.",
-                    class = "newrllama4_message_rows_left_out")
-  }
-  # positions among the usable rows
-  local <- list(rows = match(sample$rows, usable), prob = sample$prob, truth = sample$truth,
-                truth_labels = as.character(sample$truth))
-  local_spec <- spec
-  local_spec$prediction <- spec$prediction[usable]
-  local_spec$label <- spec$label[usable]
-  fold <- cross_fit_folds(length(usable), local$rows, folds, seed)
-  predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
-                                        fold, prediction, subset_rows(data, usable), binary)
-  estimate <- three_estimates(x, local_spec, local, y, predicted$g, binary)
-  c(estimate, list(
-    rows = usable, coded_rows = sample$rows, sample_prob = sample$prob, folds = fold,
-    prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
-    predictions = predicted$g,
-    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model)
-  ))
-}
-
-# The rows `rows` of `data`, with the refit's record of each order's
-# probabilities cut to them.
-subset_rows <- function(data, rows) {
-  record <- attr(data, "order_probs", exact = TRUE)
-  out <- data[rows, , drop = FALSE]
-  attr(out, "manifest") <- attr(data, "manifest", exact = TRUE)
-  if (!is.null(record)) {
-    attr(out, "order_probs") <- order_probs_record(lapply(record$probs, function(p) p[rows, , drop = FALSE]), out)
-  }
-  out
-}
-
-# data's manifest (a new one for labels made elsewhere) with the estimate's
-# design: the coded rows, their probabilities, the folds and the prediction model.
-findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model) {
-  record <- attr(data, "manifest", exact = TRUE)
-  if (!inherits(record, "newrllama4_manifest")) {
-    record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama4_manifest")
-  }
-  record$estimation <- list(
-    estimator = "design-based (DSL): prediction + R / pi * (truth - prediction), sandwich variance",
-    outcome = outcome,
-    coded_rows = length(sample$rows),
-    coded_row_numbers = paste(sample$rows, collapse = " "),
-    sample_probs = paste(unique(signif(sort(sample$prob), 4)), collapse = ", "),
-    folds = n_folds,
-    fold_of_coded_rows = paste(coded_folds, collapse = " "),
-    prediction_model = model
-  )
-  record
 }
 
 #' @export
@@ -240,8 +237,9 @@ format.summary.newrllama4_label_regression <- function(x, ...) {
   object <- x$object
   table <- x$table
   header <- paste0(cli::format_inline("{.cls newrllama4_label_regression}"), ": ",
-                   sprintf("%s, %s; %s rows, %d coded by hand", format(object$formula), object$family,
-                           format_count(length(object$rows)), length(object$coded_rows)))
+                   sprintf("%s, %s; %s rows, %d coded by hand; intervals for the %s", format(object$formula),
+                           object$family, format_count(length(object$rows)), length(object$coded_rows),
+                           target_words[[object$target]]))
   cells <- sprintf("%.3f [%.3f, %.3f]", table$estimate, table$conf.low, table$conf.high)
   wide <- matrix(cells, ncol = length(estimators), dimnames = list(unique(table$term), estimators))
   lines <- utils::capture.output(print(noquote(wide), width = 200))
@@ -252,6 +250,7 @@ format.summary.newrllama4_label_regression <- function(x, ...) {
     "coded_only (the coded rows alone, weighted by 1 / their sampling probability):", "", lines, "",
     sprintf("Corrected intervals are %.2f times as wide as the coded rows' alone.",
             width("corrected") / width("coded_only")),
+    lambda_line(object$lambda, object$lambda_tuned),
     cli::format_inline("Predictions: {object$prediction_model}."))
 }
 
@@ -309,5 +308,6 @@ tidy.newrllama4_label_regression <- function(x, conf.int = TRUE, conf.level = 0.
 #' @exportS3Method generics::glance
 glance.newrllama4_label_regression <- function(x, ...) {
   data.frame(nobs = length(x$rows), coded = length(x$coded_rows), family = x$family, outcome = x$outcome,
-             prediction = x$prediction, folds = length(unique(x$folds)), stringsAsFactors = FALSE)
+             prediction = x$prediction, folds = length(unique(x$folds)), lambda = x$lambda, target = x$target,
+             stringsAsFactors = FALSE)
 }

@@ -9,11 +9,15 @@
 #' labels (naive) and that of the coded rows alone (weighted by
 #' \eqn{1/\pi}{1/pi}).
 #'
-#' Every group needs coded rows of its own: a group with few of them gets a
-#' wide interval, and one with fewer than 10 a warning, since its interval
-#' then rests on too few rows to be trusted. Draw enough rows for the groups
-#' that matter, or stratify the drawing by them (annotate and draw each group
-#' on its own, with the same probability).
+#' Every group needs coded rows of its own: a group with none is an error
+#' naming it (its share cannot be corrected), one with few gets a wide
+#' interval, and one with fewer than 10 a warning, since its interval then
+#' rests on too few rows to be trusted. Draw enough rows for the groups that
+#' matter, or stratify the drawing by them (annotate and draw each group on its
+#' own, with the same probability). Shares and their intervals are kept within
+#' \[0, 1\]. As in [label_regression()], the weight on the predictions is
+#' tuned (`lambda`), the target is the population or the corpus (`target`),
+#' and `cluster` gives a cluster-robust variance.
 #'
 #' @inheritParams label_regression
 #' @param by `NULL` for the shares of all rows, or the names of columns of
@@ -43,7 +47,8 @@
 #' coded <- review_sample(texts, n = 300, weight = "confidence", seed = 1)
 #' label_shares(texts, coded, truth, by = "outlet")
 label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", "fit"), folds = 5L, seed = NULL,
-                         level = 0.95, field = NULL) {
+                         level = 0.95, field = NULL, lambda = NULL, target = c("population", "corpus"),
+                         cluster = NULL) {
   call <- current_env()
   if (is.data.frame(data)) data <- labels_view(data, field, call)
   if (!is.data.frame(data) || !".label" %in% names(data)) {
@@ -53,38 +58,51 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   if (!is.null(by) && (!is.character(by) || !all(by %in% names(data)))) {
     abort_invalid("{.arg by} must name columns of {.arg data}.", "by", call)
   }
-  prediction <- rlang::arg_match(prediction)
+  prediction <- check_choice(prediction, c("probs", "fit"), "prediction")
   folds <- check_whole(folds, "folds", min = 2)
   level <- check_number(level, "level", min = 0, max = 1)
-  if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
-  sample <- coded_sample(data, coded, rlang::enquo(truth), call)
+  if (!is.null(lambda)) lambda <- check_number(lambda, "lambda", min = 0, max = 1)
+  target <- check_choice(target, c("population", "corpus"), "target")
+  cluster <- check_cluster(cluster, data, coded, call)
+  # one seed for every label's folds, so that each label is cross-fitted alike
+  seed <- if (is.null(seed)) sample.int(.Machine$integer.max, 1) else
+    check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   labels <- levels(as.factor(data$.label))
   missing <- labels[!paste0(".prob_", labels) %in% names(data)]
   if (length(missing) > 0) {
-    cli::cli_abort("{.arg data} has no {.field {paste0('.prob_', missing)}} column{?s}.",
-                   class = c("newrllama4_error_missing_column", "newrllama4_error_invalid_argument",
-                             "newrllama4_error"), argument = "data", call = call)
+    abort_invalid("{.arg data} has no {.field {paste0('.prob_', missing)}} column{?s}.", "data", call,
+                  subclass = "missing_column")
   }
+  sample <- checked_coded_rows(data, coded, rlang::enquo(truth), call, labels = labels)
   groups <- if (is.null(by)) factor(rep("all", nrow(data))) else interaction(data[by], drop = TRUE, sep = " / ")
   data$.group <- groups
   coded_per_group <- table(groups[sample$rows])
+  empty <- names(coded_per_group)[coded_per_group == 0]
+  if (length(empty) > 0) {
+    abort_newrllama4("too_few_coded", c(
+      "No coded rows in {cli::qty(length(empty))}group{?s} {.val {empty}}: {?its share/their shares} cannot be corrected.",
+      "i" = "Code rows of {cli::qty(length(empty))}{?it/them} (draw more with {.code review_sample(previous =)}), or merge groups."),
+      call = call)
+  }
   thin <- names(coded_per_group)[coded_per_group < 10]
-  if (length(thin) > 0 && !is.null(by)) {
-    cli::cli_warn(c("Fewer than 10 coded rows in {length(thin)} group{?s}: {.val {thin}}.",
-                    "i" = "Their intervals rest on too few rows to be trusted."),
-                  class = "newrllama4_warning_few_coded")
+  if (length(thin) > 0) {
+    warn_newrllama4("few_coded", c("Fewer than 10 coded rows in {length(thin)} group{?s}: {.val {thin}}.",
+                                   "i" = "Their intervals rest on too few rows to be trusted."))
   }
   terms <- stats::terms(if (nlevels(groups) == 1) ~ 1 else ~ 0 + .group)
-  estimates <- lapply(stats::setNames(nm = labels), function(label) {
+  estimates <- quiet_repeats(lapply(stats::setNames(nm = labels), function(label) {
     estimate_design_based(outcome_spec(label, data, call), terms, data, sample, "gaussian", prediction, folds,
-                          seed, call)
-  })
+                          seed, call, lambda, target, cluster = cluster)
+  }))
   group_of <- function(term) sub("^\\.group", "", term)
   table <- do.call(rbind, lapply(labels, function(label) {
     estimate <- estimates[[label]]
     rows <- do.call(rbind, lapply(estimators, estimate_table, object = estimate, level = level))
     group <- if (nlevels(groups) == 1) rep(levels(groups), nrow(rows)) else group_of(rows$term)
     used <- groups[estimate$rows]
+    # a share is in [0, 1], and so is its truth: an interval cut there covers it as often
+    rows[c("estimate", "conf.low", "conf.high")] <- lapply(rows[c("estimate", "conf.low", "conf.high")],
+                                                           function(v) pmin(pmax(v, 0), 1))
     data.frame(.group = group, label = label, rows[c("estimator", "estimate", "std.error", "conf.low", "conf.high")],
                rows = as.vector(table(used)[group]), coded = as.vector(table(used[match(estimate$coded_rows,
                                                                                      estimate$rows)])[group]),
@@ -113,12 +131,24 @@ format.newrllama4_label_shares <- function(x, ...) {
   shown$naive <- sprintf("%.3f", naive)
   shown$coded_only <- sprintf("%.3f [%.3f, %.3f]", coded$estimate, coded$conf.low, coded$conf.high)
   level <- attr(x, "level", exact = TRUE)
+  lambdas <- vapply(estimates, `[[`, 0, "lambda")
   c(paste0(cli::format_inline("{.cls newrllama4_label_shares}: "),
-           sprintf("corrected shares with %g%% intervals, beside the model's labels (naive) and the coded rows alone",
-                   100 * level)),
+           sprintf("corrected shares with %g%% intervals for the %s, beside the model's labels (naive) and the %s",
+                   100 * level, target_words[[estimates[[1]]$target]], "coded rows alone")),
     utils::capture.output(print.data.frame(shown, row.names = FALSE)),
+    lambda_line(lambdas, estimates[[1]]$lambda_tuned),
     cli::format_inline("Predictions: {estimates[[1]]$prediction_model}."))
 }
 
 #' @export
 print.newrllama4_label_shares <- function(x, ...) print_lines(x, ...)
+
+# The groups' few coded rows were warned of by group name, not again by each
+# label's model column; rows left out are told once, not once a label.
+quiet_repeats <- function(expr) {
+  told <- FALSE
+  withCallingHandlers(expr,
+    newrllama4_warning_few_coded = function(w) invokeRestart("muffleWarning"),
+    newrllama4_message_rows_left_out = function(m) if (told) invokeRestart("muffleMessage") else told <<- TRUE
+  )
+}

@@ -97,20 +97,10 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   }
   order_probs <- record$probs
   labels <- levels(data$.label)
-  if (!is.data.frame(coded) || !".row" %in% names(coded)) {
-    abort_invalid("{.arg coded} must be a data frame of coded rows with {.field .row}, as {.fn review_sample} gives.",
-                  "coded", current_env())
-  }
-  rows <- coded$.row
-  truth <- field_codes(rlang::eval_tidy(rlang::enquo(truth), coded))
-  if (!is.numeric(rows) || !all(rows %in% seq_len(nrow(data))) || anyDuplicated(rows) || anyNA(data$.label[rows])) {
-    abort_invalid("{.field .row} of {.arg coded} must name distinct labelled rows of {.arg data}.", "coded",
-                  current_env())
-  }
-  if (length(truth) != length(rows) || !all(truth %in% labels)) {
-    abort_invalid("{.arg truth} must give one of the labels ({.val {labels}}) for every coded row.", "truth",
-                  current_env())
-  }
+  sample <- checked_coded_rows(data, coded, rlang::enquo(truth), current_env(), labels = labels,
+                               probabilities = FALSE)
+  rows <- sample$rows
+  truth <- sample$truth
   n_parameters <- length(labels) - 1 + length(order_probs)
   if (length(unique(truth)) < 2 || length(rows) <= n_parameters) {
     abort_invalid(c("{.arg coded} needs more than {n_parameters} rows, with at least two labels among them.",
@@ -120,8 +110,8 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
 
   answered <- which(!is.na(data$.label))
   if (any(vapply(order_probs, function(probs) anyNA(probs[answered, ]), NA))) {
-    cli::cli_abort("The label probabilities of some labelled rows are missing (a server that gave none), so nothing can
-                    be refitted.", class = c("newrllama4_error_calibration", "newrllama4_error"))
+    abort_newrllama4("calibration", "The label probabilities of some labelled rows are missing (a server that gave
+                     none), so nothing can be refitted.", call = current_env())
   }
   log_probs <- lapply(order_probs, order_log_probs)
   y <- match(truth, labels)
@@ -133,12 +123,10 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   record$prompt$refit_cross_validation <- choice$table$summary
   warn_few_coded(length(rows), length(labels), length(order_probs))
   if (choice$model == "none") {
-    cli::cli_inform(
-      c("No refit labels the coded rows better than the labels as they are: they are kept.",
-        "i" = "Cross-validated on the {length(rows)} coded rows; {.code manifest()$prompt$refit_cross_validation}
-               has every candidate's figures."),
-      class = "newrllama4_message_refit_declined"
-    )
+    inform_newrllama4("refit_declined", c(
+      "No refit labels the coded rows better than the labels as they are: they are kept.",
+      "i" = "Cross-validated on the {length(rows)} coded rows; {.code manifest()$prompt$refit_cross_validation} has
+             every candidate's figures."))
     record$prompt$refit_model <- "none"
     attr(data, "manifest") <- record
     return(data)
@@ -223,12 +211,10 @@ rows_per_refit_parameter <- 10
 warn_few_coded <- function(n_coded, n_labels, n_orders) {
   needed <- rows_per_refit_parameter * (n_labels - 1 + n_orders)
   if (n_coded < needed) {
-    cli::cli_warn(
-      c("{n_coded} coded row{?s} are few for a refit of {n_labels} labels and {n_orders} order{?s}.",
-        "i" = "About {needed} would make the choice among refits reliable; the refit is kept only where it
-               labels the coded rows better than the labels as they are."),
-      class = "newrllama4_warning_few_coded"
-    )
+    warn_newrllama4("few_coded", c(
+      "{n_coded} coded row{?s} are few for a refit of {n_labels} labels and {n_orders} order{?s}.",
+      "i" = "About {needed} would make the choice among refits reliable; the refit is kept only where it labels the
+             coded rows better than the labels as they are."))
   }
 }
 

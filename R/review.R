@@ -43,6 +43,13 @@
 #' @param field `NULL` for the labels, or the name of an enum or boolean field
 #'   of the `schema` given to [annotate_texts()]: the strata are then its values
 #'   and the confidence bands those of `.confidence_<field>`.
+#' @param cluster `NULL`, or the name of a column of `data` (speaker, outlet,
+#'   day) whose clusters are drawn whole: `n` is then the number of clusters,
+#'   drawn uniformly (simple random sampling of the clusters with labelled
+#'   rows, `weight` unused), and every labelled row of a drawn cluster is coded;
+#'   each row's `.sample_prob` is its cluster's, `n` over the clusters. Texts
+#'   of one speaker share errors, so [label_regression()] and [label_shares()]
+#'   then give a cluster-robust variance.
 #' @return The drawn rows of `data`, in their order there, with `.row`, their
 #'   row numbers in `data`, `.stratum` and `.sample_prob`; with `previous`,
 #'   its rows (and their columns, such as the codes) and the new ones, and
@@ -62,7 +69,7 @@
 #' attr(first, "design")
 #' review_sample(labelled, n = 3, seed = 2, previous = first)
 review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = NULL, previous = NULL,
-                          field = NULL) {
+                          field = NULL, cluster = NULL) {
   if (!is.data.frame(data)) {
     abort_invalid("{.arg data} must be the value of {.fn annotate_texts}, not {.obj_type_friendly {data}}.", "data",
                   current_env())
@@ -74,7 +81,8 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
                   current_env())
   }
   n <- check_whole(n, "n", min = 1)
-  weight <- rlang::arg_match(weight)
+  weight <- check_choice(weight, c("confidence", "uniform"), "weight")
+  if (!is.null(cluster)) return(cluster_sample(data, labelled, n, seed, previous, cluster, field))
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   n_bands <- if (weight == "uniform") 1L else if (is.null(previous)) {
     max(1L, min(3L, n %/% nlevels(droplevels(as.factor(labelled$.label)))))
@@ -94,11 +102,9 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
   new_draws <- allocate_sample(n, room, strata$doubt)
   never <- before + new_draws == 0
   if (any(never)) {
-    cli::cli_warn(
-      c("{.arg n} is too small to draw from every stratum: rows of {.val {strata$name[never]}} can never be drawn.",
-        "i" = "Estimates corrected with this sample do not cover those rows; draw at least {nrow(strata)} rows."),
-      class = "newrllama4_warning_empty_strata"
-    )
+    warn_newrllama4("empty_strata", c(
+      "{.arg n} is too small to draw from every stratum: rows of {.val {strata$name[never]}} can never be drawn.",
+      "i" = "Estimates corrected with this sample do not cover those rows; draw at least {nrow(strata)} rows."))
   }
   draw <- function() {
     unlist(lapply(which(new_draws > 0), function(h) {
@@ -235,3 +241,35 @@ format.newrllama4_sample_design <- function(x, ...) {
 
 #' @export
 print.newrllama4_sample_design <- function(x, ...) print_lines(x, ...)
+
+# Whole clusters drawn by simple random sampling: every labelled row of a drawn
+# cluster, each with its cluster's inclusion probability.
+cluster_sample <- function(data, labelled, n, seed, previous, cluster, field, call = caller_env()) {
+  if (!rlang::is_string(cluster) || !cluster %in% names(data) || anyNA(data[[cluster]])) {
+    abort_invalid("{.arg cluster} must name a column of {.arg data} without missing values.", "cluster", call)
+  }
+  if (!is.null(previous)) {
+    abort_invalid("{.arg previous} cannot be added to by clusters: draw the clusters in one round.", "previous", call)
+  }
+  rows <- which(!is.na(labelled$.label))
+  clusters <- unique(data[[cluster]][rows])
+  if (n > length(clusters)) {
+    abort_invalid("{.arg n} is {n}, but {.arg data} has {length(clusters)} cluster{?s} with labelled rows.", "n", call)
+  }
+  pick <- function() clusters[sample.int(length(clusters), n)]
+  drawn_clusters <- if (is.null(seed)) pick() else withr::with_seed(seed, pick())
+  drawn <- rows[data[[cluster]][rows] %in% drawn_clusters]
+  sample <- data[drawn, , drop = FALSE]
+  sample$.row <- drawn
+  sample$.stratum <- "clusters"
+  sample$.sample_prob <- n / length(clusters)
+  rownames(sample) <- NULL
+  strata <- data.frame(name = "clusters", label = NA_character_, band = NA_character_, rows = length(rows),
+                       drawn = length(drawn), prob = n / length(clusters), stringsAsFactors = FALSE)
+  attr(sample, "design") <- structure(
+    list(weight = "uniform", field = field %||% ".label", n_bands = 1L, strata = strata, rounds = 1L,
+         cluster = cluster, clusters = length(clusters), clusters_drawn = n),
+    class = "newrllama4_sample_design"
+  )
+  sample
+}

@@ -1,10 +1,13 @@
 """The R package's label_regression() and label_shares() against the PPI authors' ppi-python.
 
-With every row in the "unlabelled" set, a simple random sample coded by hand and PPI's
-power tuning off (lam = 1), prediction-powered inference and the design-based estimator
-(DSL) solve the same estimating equation for a mean and a logistic regression: the point
+With every row in the "unlabelled" set and a simple random sample coded by hand,
+prediction-powered inference (PPI++) and the design-based estimator solve the same
+estimating equation at the same lambda for a mean and a logistic regression: the point
 estimates coincide; their variance estimates differ only in how the prediction errors are
-centred, so the intervals agree closely. An independent implementation catches a wrong weight, sign or moment in ours.
+centred and in the finite-population correction, so the intervals agree closely. Power
+tuning (lam = None) picks the same lambda but for PPI++'s factor 1 + n / N, which counts the
+unlabelled rows as a second sample where ours counts the coded rows among them. An
+independent implementation catches a wrong weight, sign or moment in ours.
 """
 
 import json
@@ -51,13 +54,20 @@ def annotation(tmp_path_factory):
         data <- read.csv(file.path(args[1], "data.csv"))
         data$.label <- factor(data$.label, levels = c("yes", "no"))
         coded <- read.csv(file.path(args[1], "coded.csv"))
-        estimates <- function(fit) list(coef = unname(coef(fit)), se = unname(sqrt(diag(vcov(fit)))))
-        shares <- label_shares(data, coded, truth)
-        yes <- shares[shares$label == "yes" & shares$estimator == "corrected", ]
+        estimates <- function(fit) list(coef = unname(coef(fit)), se = unname(sqrt(diag(vcov(fit)))),
+                                         lambda = fit$lambda)
+        share <- function(lambda) {
+          shares <- label_shares(data, coded, truth, lambda = lambda)
+          yes <- shares[shares$label == "yes" & shares$estimator == "corrected", ]
+          list(coef = yes$estimate, se = yes$std.error, lambda = attr(shares, "estimates")$yes$lambda)
+        }
         out <- list(
-          ols = estimates(label_regression(yes ~ x, data, coded, truth)),
-          logistic = estimates(label_regression(yes ~ x, data, coded, truth, family = "binomial")),
-          share = list(coef = yes$estimate, se = yes$std.error)
+          ols = estimates(label_regression(yes ~ x, data, coded, truth, lambda = 1)),
+          logistic = estimates(label_regression(yes ~ x, data, coded, truth, family = "binomial", lambda = 1)),
+          share = share(1),
+          tuned_ols = estimates(label_regression(yes ~ x, data, coded, truth)),
+          tuned_logistic = estimates(label_regression(yes ~ x, data, coded, truth, family = "binomial")),
+          tuned_share = share(NULL)
         )
         writeLines(jsonlite::toJSON(out, digits = NA, auto_unbox = TRUE), file.path(args[1], "r.json"))
     """)
@@ -104,3 +114,50 @@ def test_share_coincides_with_ppi_mean(annotation):
     np.testing.assert_allclose(a["ours"]["share"]["coef"], point, rtol=1e-10)
     ci = ppi_py.ppi_mean_ci(a["Y"], a["Yhat"], a["Yhat_all"], alpha=0.05, lam=1)
     np.testing.assert_allclose(a["ours"]["share"]["se"], ppi_se(ci), rtol=0.1)
+
+
+def ppi_lambda(a, kind):
+    """PPI++'s tuned lambda (lam = None), as its interval functions compute it."""
+    if kind == "share":
+        point = ppi_py.ppi_mean_pointestimate(a["Y"], a["Yhat"], a["Yhat_all"], lam=1)
+        return ppi_py.ppi._calc_lam_glm((a["Y"] - point)[:, None], (a["Yhat"] - point)[:, None],
+                                        (a["Yhat_all"] - point)[:, None], np.eye(1), clip=True)
+    if kind == "ols":
+        stats = ppi_py.ppi._ols_get_stats(
+            ppi_py.ppi_ols_pointestimate(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], lam=1),
+            a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], use_unlabeled=True)
+    else:
+        stats = ppi_py.ppi._logistic_get_stats(
+            ppi_py.ppi_logistic_pointestimate(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], lam=1),
+            a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], use_unlabeled=True)
+    return ppi_py.ppi._calc_lam_glm(*stats, clip=True)
+
+
+@pytest.mark.parametrize("kind", ["share", "ols", "logistic"])
+def test_tuned_lambda_is_ppi_plus_plus(annotation, kind):
+    """Power tuning: our lambda is PPI++'s times 1 + n / N (PPI++ counts the unlabelled rows as a
+    second sample, we count the coded rows among them), and at that lambda the estimates agree as
+    they do untuned."""
+    a = annotation
+    ours = a["ours"]["tuned_" + kind]
+    n, n_all = len(a["Y"]), len(a["Yhat_all"])
+    np.testing.assert_allclose(ours["lambda"], min(ppi_lambda(a, kind) * (1 + n / n_all), 1), rtol=0.1)
+    lam = ours["lambda"]
+    if kind == "share":
+        point = ppi_py.ppi_mean_pointestimate(a["Y"], a["Yhat"], a["Yhat_all"], lam=lam)
+        np.testing.assert_allclose(ours["coef"], point, rtol=1e-10)
+        ci = ppi_py.ppi_mean_ci(a["Y"], a["Yhat"], a["Yhat_all"], alpha=0.05, lam=None)
+    elif kind == "logistic":
+        point = ppi_py.ppi_logistic_pointestimate(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], lam=lam)
+        np.testing.assert_allclose(ours["coef"], point, rtol=1e-4)
+        ci = ppi_py.ppi_logistic_ci(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], alpha=0.05, lam=None)
+    else:
+        # PPI++ inverts the Gram matrices of all rows and of the coded rows apart; the design-weighted
+        # equation their mix, lam X'X / N + (1 - lam) X_c'X_c / n: the same estimate in the limit
+        gram = lam * a["X_all"].T @ a["X_all"] / n_all + (1 - lam) * a["X"].T @ a["X"] / n
+        right = lam * a["X_all"].T @ a["Yhat_all"] / n_all + a["X"].T @ (a["Y"] - lam * a["Yhat"]) / n
+        np.testing.assert_allclose(ours["coef"], np.linalg.solve(gram, right), rtol=1e-6)
+        point = ppi_py.ppi_ols_pointestimate(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], lam=lam)
+        assert np.all(np.abs(ours["coef"] - point) < np.array(ours["se"]))
+        ci = ppi_py.ppi_ols_ci(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], alpha=0.05, lam=None)
+    np.testing.assert_allclose(ours["se"], ppi_se(ci), rtol=0.1)

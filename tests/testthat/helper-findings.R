@@ -1,6 +1,8 @@
+# The simulations behind the findings tests and tools/bench_findings.R, each
+# with the truth known.
+
 # Labelled rows whose labels are right about 85% of the time, wrong more often
-# where x is high (so a regression on the labels is biased), with the truth
-# known: the simulations behind the findings tests.
+# where x is high (so a regression on the labels is biased).
 simulated_labels <- function(n, seed, slope = 0.8) {
   withr::with_seed(seed, {
     x <- stats::rnorm(n)
@@ -15,4 +17,68 @@ simulated_labels <- function(n, seed, slope = 0.8) {
                .prob_yes = prob, .prob_no = 1 - prob, .confidence = sure,
                truth = ifelse(truth == 1, "yes", "no"), stringsAsFactors = FALSE)
   })
+}
+
+# An observed outcome (applause) driven by the true label, whose model labels
+# err more where x is high.
+with_applause <- function(seed, n = 1000) {
+  data <- simulated_labels(n, seed)
+  withr::with_seed(seed + 1e6, data$applause <- 1 + 2 * (data$truth == "yes") + 0.5 * data$x + stats::rnorm(n))
+  data
+}
+
+# Two labelled variables of the same rows: the annotation's label ("yes") and
+# a boolean field ("negative"), each with its own codes. The truth: P(yes) =
+# 0.3 + 0.3 negative, a linear probability model exactly; the model's labels of
+# "yes" err more on negative rows, so the naive slope is biased.
+two_labels <- function(seed, n = 1000) {
+  withr::with_seed(seed, {
+    negative <- stats::rbinom(n, 1, 0.4)
+    yes <- stats::rbinom(n, 1, 0.3 + 0.3 * negative)
+    wrong <- stats::rbinom(n, 1, 0.1 + 0.2 * negative)
+    label <- ifelse(wrong == 1, 1 - yes, yes)
+    sure <- ifelse(wrong == 1, stats::runif(n, 0.5, 0.8), stats::runif(n, 0.6, 0.99))
+    field_wrong <- stats::rbinom(n, 1, 0.15)
+    field <- ifelse(field_wrong == 1, 1 - negative, negative)
+    field_sure <- ifelse(field_wrong == 1, stats::runif(n, 0.5, 0.8), stats::runif(n, 0.6, 0.99))
+    prob_yes <- ifelse(label == 1, sure, 1 - sure)
+    prob_negative <- ifelse(field == 1, field_sure, 1 - field_sure)
+    data.frame(.label = factor(ifelse(label == 1, "yes", "no"), levels = c("yes", "no")), .prob_yes = prob_yes,
+               .prob_no = 1 - prob_yes, .confidence = sure, negative = field == 1,
+               .prob_negative_true = prob_negative, .prob_negative_false = 1 - prob_negative,
+               truth = ifelse(yes == 1, "yes", "no"), negative_code = negative == 1)
+  })
+}
+
+# 2,000 texts by 80 speakers of 25 each: whether a text is "yes" has an
+# intraclass correlation of 0.3 within speakers (a speaker effect of variance
+# 1.41 on the logit), and the model errs more on some speakers and on "yes".
+clustered <- function(seed, clusters = 80, size = 25) {
+  withr::with_seed(seed, {
+    n <- clusters * size
+    speaker <- rep(seq_len(clusters), each = size)
+    truth <- stats::rbinom(n, 1, stats::plogis(-0.3 + stats::rnorm(clusters, sd = sqrt(1.41))[speaker]))
+    wrong <- stats::rbinom(n, 1, stats::plogis(-2.5 + 1.5 * truth + stats::rnorm(clusters)[speaker]))
+    label <- ifelse(wrong == 1, 1 - truth, truth)
+    sure <- ifelse(wrong == 1, stats::runif(n, 0.5, 0.8), stats::runif(n, 0.6, 0.99))
+    prob <- ifelse(label == 1, sure, 1 - sure)
+    data.frame(speaker = speaker, .label = factor(ifelse(label == 1, "yes", "no"), levels = c("yes", "no")),
+               .prob_yes = prob, .prob_no = 1 - prob, .confidence = sure, truth = ifelse(truth == 1, "yes", "no"))
+  })
+}
+clustered_share <- stats::integrate(function(v) stats::plogis(-0.3 + v) * stats::dnorm(v, sd = sqrt(1.41)),
+                                    -Inf, Inf)$value
+
+# `data` labelled again by a model whose probabilities carry no information
+# (uniform noise) or much (the truth's logit +-2.5 plus noise).
+reprobed <- function(data, seed, informative) {
+  withr::with_seed(seed, {
+    yes <- data$truth == "yes"
+    data$.prob_yes <- if (informative) stats::plogis(ifelse(yes, 2.5, -2.5) + stats::rnorm(nrow(data))) else
+      stats::runif(nrow(data))
+  })
+  data$.prob_no <- 1 - data$.prob_yes
+  data$.label <- factor(ifelse(data$.prob_yes > 0.5, "yes", "no"), levels = c("yes", "no"))
+  data$.confidence <- pmax(data$.prob_yes, data$.prob_no)
+  data
 }

@@ -29,3 +29,27 @@ test_that("a pilot that meets the target needs no more rows; an unreachable targ
   expect_error(coded_rows_needed(fit, se = 0), class = "newrllama4_error_invalid_argument")
   expect_error(coded_rows_needed(fit, se = 0.01, terms = "z"), class = "newrllama4_error_invalid_argument")
 })
+
+test_that("annotators are ranked by the coded rows each needs, beside their time per row", {
+  data <- simulated_labels(3000, 48)
+  pilot <- review_sample(data, 150, weight = "uniform", seed = 1)
+  # a second annotator whose probabilities carry no information
+  blind <- data
+  blind$.prob_yes <- withr::with_seed(2, stats::runif(3000))
+  blind$.prob_no <- 1 - blind$.prob_yes
+  blind$.label <- factor(ifelse(blind$.prob_yes > 0.5, "yes", "no"), levels = c("yes", "no"))
+  fits <- list(blind = label_regression(yes ~ x, blind, pilot, truth, seed = 1),
+               good = label_regression(yes ~ x, data, pilot, truth, seed = 1))
+  plan <- coded_rows_needed(fits, se = 0.02, seconds_per_row = c(good = 0.4, blind = 0.1))
+  expect_identical(plan$annotator, c("good", "blind"))
+  expect_identical(plan$seconds_per_row, c(0.4, 0.1))
+  expect_lt(plan$coded_needed[1], plan$coded_needed[2])
+  expect_identical(plan$coded_needed[1], coded_rows_needed(fits$good, se = 0.02)$coded_needed)
+  # time per row from each annotation's manifest
+  attr(fits$good, "manifest")$timings <- list(total_seconds = 600)
+  attr(fits$good, "manifest")$prompts <- list(total = 3000)
+  expect_identical(coded_rows_needed(fits, se = 0.02)$seconds_per_row, c(0.2, NA))
+  other <- label_regression(yes ~ x, data, review_sample(data, 150, weight = "uniform", seed = 9), truth, seed = 1)
+  expect_error(coded_rows_needed(list(good = fits$good, other = other), se = 0.02),
+               class = "newrllama4_error_invalid_argument")
+})

@@ -136,3 +136,26 @@ test_that("recalibrate_labels() refits a field as it refits labels, and findings
                  class = "newrllama4_message_refit_declined")
   expect_identical(again$.prob_tone_yes, refitted$.prob_tone_yes)
 })
+
+test_that("the documented field workflow runs: draw from the field, refit it, then regress on it", {
+  labelled <- one_order(simulated_labels(600, seed = 8))
+  leaning <- stats::plogis(stats::qlogis(labelled$.prob_yes) + 1.5)  # a lean the refit removes
+  labelled$.prob_yes <- leaning
+  labelled$.prob_no <- 1 - leaning
+  labelled$.label <- factor(ifelse(leaning > 0.5, "yes", "no"), levels = c("yes", "no"))
+  labelled$.confidence <- pmax(leaning, 1 - leaning)
+  boolean <- as_field(one_order(labelled), "negative", boolean = TRUE)
+  coded <- review_sample(boolean, n = 120, weight = "uniform", seed = 9, field = "negative")
+  # codes read back from a file: "TRUE" and "FALSE", where the field's values are "true" and "false"
+  coded$code <- ifelse(coded$truth == "yes", "TRUE", "FALSE")
+  refitted <- suppressWarnings(recalibrate_labels(boolean, coded, code, field = "negative"))
+  expect_identical(manifest(refitted)$prompt[["calibration (negative)"]], "hand-coded")
+  expect_false(identical(refitted$negative, boolean$negative))
+  # before: a false "do not sort" (the refit changed the field's column), then 'vmmin' not finite in the
+  # fold-by-fold refit (codes "TRUE" matched no value)
+  fit <- label_regression(negative ~ x, refitted, coded, code, seed = 1, field = "negative")
+  expect_match(fit$prediction_model, "refit")
+  expect_true(all(is.finite(confint(fit))))
+  shares <- label_shares(refitted, coded, code, seed = 1, field = "negative")
+  expect_setequal(shares$label, c("true", "false"))
+})

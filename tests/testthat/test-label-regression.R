@@ -15,39 +15,74 @@ test_that("the corrected slope covers the truth where the naive one does not", {
   expect_lt(mean(draws["width", ]), 0.95)
 })
 
-test_that("gaussian fits solve least squares on the pseudo-outcomes, with the sandwich variance", {
+# survey's design for `coded` (drawn by review_sample()): strata and their rows.
+survey_design <- function(coded, columns) {
+  strata <- attr(coded, "design")$strata
+  columns$stratum <- coded$.stratum
+  columns$rows <- strata$rows[match(coded$.stratum, strata$name)]
+  survey::svydesign(ids = ~1, strata = ~stratum, fpc = ~rows, data = columns)
+}
+
+test_that("at lambda 1, gaussian fits solve least squares on DSL's pseudo-outcomes, with the design's variance", {
+  skip_if_not_installed("survey")
   data <- simulated_labels(1500, 7)
   coded <- review_sample(data, 200, weight = "confidence", seed = 7)
-  fit <- label_regression(yes ~ x + group, data, coded, truth, seed = 7)
-  pseudo <- fit$fits$corrected$y
-  reference <- stats::lm(pseudo ~ x + group, data)
-  expect_equal(unname(coef(fit)), unname(coef(reference)), tolerance = 1e-8)
-  expect_equal(unname(vcov(fit)), unname(sandwich::vcovHC(reference, type = "HC0")), tolerance = 1e-8)
+  fit <- label_regression(yes ~ x + group, data, coded, truth, seed = 7, lambda = 1)
   # the pseudo-outcome: prediction everywhere, plus the weighted error on coded rows
   y <- as.numeric(coded$truth == "yes")
-  expected <- data$.prob_yes
-  expected[coded$.row] <- expected[coded$.row] + (y - expected[coded$.row]) / coded$.sample_prob
-  expect_equal(pseudo, expected)
+  pseudo <- data$.prob_yes
+  pseudo[coded$.row] <- pseudo[coded$.row] + (y - pseudo[coded$.row]) / coded$.sample_prob
+  reference <- stats::lm(pseudo ~ x + group, data)
+  expect_equal(unname(coef(fit)), unname(coef(reference)), tolerance = 1e-8)
+  # the corpus target's variance: that of the stratified sample's total of x (y - g), as survey estimates it;
+  # the population's adds the coded rows' estimate of sum x x' (y - mu)^2
+  x <- stats::model.matrix(~ x + group, data)
+  z <- x[coded$.row, ] * (y - data$.prob_yes[coded$.row])
+  totals <- survey::svytotal(~ z1 + z2 + z3, survey_design(coded, data.frame(z1 = z[, 1], z2 = z[, 2], z3 = z[, 3])))
+  bread <- solve(crossprod(x))
+  corpus <- label_regression(yes ~ x + group, data, coded, truth, seed = 7, lambda = 1, target = "corpus")
+  expect_equal(unname(vcov(corpus)), unname(bread %*% stats::vcov(totals) %*% bread), tolerance = 1e-8)
+  residual <- x[coded$.row, ] * (y - fitted(reference)[coded$.row])
+  expect_equal(unname(vcov(fit)), unname(vcov(corpus) + bread %*% crossprod(residual, residual / coded$.sample_prob)
+                                         %*% bread), tolerance = 1e-8)
   naive <- stats::lm(I(.label == "yes") ~ x + group, data)
   expect_equal(unname(fit$fits$naive$coefficients), unname(coef(naive)), tolerance = 1e-8)
-  coded_only <- stats::lm(y ~ x + group, coded, weights = 1 / coded$.sample_prob)
-  expect_equal(unname(fit$fits$coded_only$coefficients), unname(coef(coded_only)), tolerance = 1e-8)
+  expect_equal(unname(fit$vcov$naive), unname(sandwich::vcovHC(naive, type = "HC0")), tolerance = 1e-8)
   expect_equal(nobs(fit), 1500L)
   expect_identical(rownames(confint(fit)), c("(Intercept)", "x", "groupb"))
 })
 
-test_that("the binomial fit solves the logistic score equation on the pseudo-outcomes", {
+test_that("the coded rows alone are survey's weighted regression, with its variance for the corpus", {
+  skip_if_not_installed("survey")
+  data <- simulated_labels(1000, 3)
+  coded <- review_sample(data, 150, weight = "confidence", seed = 3)
+  coded$y <- as.numeric(coded$truth == "yes")
+  design <- survey_design(coded, coded[c("x", "y")])
+  for (family in c("gaussian", "binomial")) {
+    fit <- label_regression(yes ~ x, data, coded, truth, family = family, seed = 3, target = "corpus")
+    reference <- survey::svyglm(y ~ x, design, family = if (family == "binomial") stats::quasibinomial() else
+      stats::gaussian())
+    expect_equal(unname(fit$fits$coded_only$coefficients), unname(coef(reference)), tolerance = 1e-6)
+    expect_equal(unname(fit$vcov$coded_only), unname(stats::vcov(reference)), tolerance = 1e-5)
+  }
+})
+
+test_that("the binomial fit solves the logistic score equation of PPI++ at its lambda", {
   data <- simulated_labels(1000, 3)
   coded <- review_sample(data, 150, weight = "uniform", seed = 3)
   fit <- label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = 3)
+  expect_gt(fit$lambda, 0)
+  expect_lt(fit$lambda, 1)
   x <- cbind(1, data$x)
-  score <- crossprod(x, fit$fits$corrected$y - stats::plogis(x %*% coef(fit)))
-  expect_lt(max(abs(score)), 1e-6)
-  # on the coded rows alone, the weighted logistic regression
+  mu <- stats::plogis(x %*% coef(fit))
   y <- as.numeric(coded$truth == "yes")
-  reference <- suppressWarnings(stats::glm(y ~ x, stats::binomial(), coded, weights = 1 / coded$.sample_prob))
-  expect_equal(unname(fit$fits$coded_only$coefficients), unname(coef(reference)), tolerance = 1e-6)
-  expect_equal(unname(fit$vcov$coded_only), unname(sandwich::sandwich(reference)), tolerance = 1e-4)
+  g <- data$.prob_yes
+  coded_part <- crossprod(x[coded$.row, ], (y - mu[coded$.row] - fit$lambda * (g - mu)[coded$.row]) /
+                            coded$.sample_prob)
+  score <- fit$lambda * crossprod(x, g - mu) + coded_part
+  expect_lt(max(abs(score)), 1e-6)
+  expect_match(format(fit), "lambda\\): 0\\.[0-9]+, tuned", all = FALSE)
+  expect_identical(manifest(fit)$estimation$lambda, fit$lambda)
 })
 
 test_that("a coded row's cross-fitted prediction does not depend on its own code", {
@@ -130,14 +165,19 @@ test_that("mistakes are classed errors", {
                class = "newrllama4_error_coded_rows")
   expect_error(label_regression(yes ~ x, data, transform(coded, truth = "maybe"), truth),
                class = "newrllama4_error_coded_truth")
+  # no code at all: nothing stands for the strata's rows; without the design's strata, nothing says how to reweight
   expect_error(label_regression(yes ~ x, data, transform(coded, truth = NA), truth),
+               class = "newrllama4_error_empty_stratum")
+  expect_error(label_regression(yes ~ x, data, transform(coded, truth = NA, .stratum = NULL), truth),
                class = "newrllama4_error_coded_truth")
   expect_error(label_regression(yes ~ income, data, coded, truth), class = "newrllama4_error_missing_column")
   expect_error(label_regression(maybe ~ x, data, coded, truth), class = "newrllama4_error_missing_column")
-  expect_error(label_regression(yes ~ x, data, coded[1:5, ], truth), class = "newrllama4_error_too_few_coded")
+  expect_error(label_regression(yes ~ x, data, `attr<-`(coded[1:5, ], "design", NULL), truth),
+               class = "newrllama4_error_too_few_coded")
   # the coded rows must still be data's rows at .row
   expect_error(label_regression(yes ~ x, data[rev(seq_len(nrow(data))), ], coded, truth),
                class = "newrllama4_error_coded_rows")
   expect_error(label_regression(~ x, data, coded, truth), class = "newrllama4_error_invalid_argument")
-  expect_error(label_regression(yes ~ x, data, coded, truth, family = "poisson"))
+  expect_error(label_regression(yes ~ x, data, coded, truth, family = "poisson"),
+               class = "newrllama4_error_invalid_argument")
 })

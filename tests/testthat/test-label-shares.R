@@ -14,7 +14,7 @@ test_that("corrected shares by group cover the true shares", {
 test_that("shares are per-group means of the pseudo-outcomes, and sum to one", {
   data <- simulated_labels(1000, 41)
   coded <- review_sample(data, 150, weight = "uniform", seed = 41)
-  shares <- label_shares(data, coded, truth, by = "group", seed = 1)
+  shares <- label_shares(data, coded, truth, by = "group", seed = 1, lambda = 1)
   expect_s3_class(shares, "newrllama4_label_shares")
   expect_named(shares, c("group", "label", "estimator", "estimate", "std.error", "conf.low", "conf.high", "rows",
                          "coded"))
@@ -28,7 +28,7 @@ test_that("shares are per-group means of the pseudo-outcomes, and sum to one", {
   expect_equal(naive$estimate, as.vector(tapply(data$.label == "yes", data$group, mean)))
   expect_identical(sum(corrected$coded[corrected$label == "yes"]), 150L)
   expect_identical(sum(corrected$rows[corrected$label == "yes"]), 1000L)
-  overall <- label_shares(data, coded, truth)
+  overall <- label_shares(data, coded, truth, lambda = 1)
   expect_identical(nrow(overall), 6L)
   expect_equal(overall$estimate[overall$estimator == "corrected" & overall$label == "yes"], mean(pseudo))
   printed <- capture.output(print(shares))

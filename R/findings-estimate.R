@@ -1,0 +1,117 @@
+# The estimate behind label_regression() and label_shares(): the formula's
+# model matrix on the rows' predictions and on the coded rows' codes, the
+# outcome's cross-fitted predictions, and the three fits.
+
+# The corrected, naive and coded-only fits of `terms` on one outcome, on the
+# rows of `data` that have a prediction and every covariate. `covariates`: the
+# specs of the labelled covariates (variable_spec()), each in the model as its
+# probability on every row, its code on coded rows and its label in the naive
+# fit; `sample$truth` then lists the codes by variable.
+estimate_design_based <- function(spec, terms, data, sample, family, prediction, folds, seed, call, lambda = NULL,
+                                  target = "population", covariates = list(), cluster = NULL) {
+  codes <- if (is.list(sample$truth)) sample$truth else stats::setNames(list(sample$truth), spec$name)
+  versions <- covariate_versions(data, covariates, sample$rows, codes, call)
+  frame <- stats::model.frame(terms, versions$predicted, na.action = stats::na.pass)
+  x_all <- stats::model.matrix(terms, frame)
+  matrix_of <- function(version) {
+    stats::model.matrix(terms, stats::model.frame(terms, version, na.action = stats::na.pass,
+                                                  xlev = stats::.getXlevels(terms, frame)))
+  }
+  usable <- which(stats::complete.cases(x_all) & !is.na(spec$prediction) & !is.na(spec$label))
+  if (!all(sample$rows %in% usable)) {
+    abort_newrllama4("coded_rows", c(
+      "Some coded rows have no label, prediction or covariate in {.arg data}: rows {.val {setdiff(sample$rows, usable)}}.",
+      "i" = "Rows without a label are never drawn; a covariate missing for coded rows must be filled in or its rows
+             left out before drawing."), call = call)
+  }
+  binary <- family == "binomial"
+  y <- if (spec$kind == "observed") spec$label[sample$rows] else variable_truth(spec, codes[[spec$name]], call)
+  if (binary && !all(y %in% c(0, 1))) {
+    abort_newrllama4("coded_truth", "{.arg family} {.val binomial} needs codes of 0 or 1 (or a label).", call = call)
+  }
+  x <- x_all[usable, , drop = FALSE]
+  x_coded <- matrix_of(versions$coded)
+  n_coefficients <- ncol(x)
+  if (length(sample$rows) < 2 * n_coefficients + 2) {
+    abort_newrllama4("too_few_coded", c(
+      "{length(sample$rows)} coded row{?s} are too few for {n_coefficients} coefficient{?s}.",
+      "i" = "Code at least {2 * n_coefficients + 2} rows (more for intervals worth having: see {.fn coded_rows_needed})."),
+      call = call)
+  }
+  check_coded_columns(x, x_coded, call)
+  if (length(usable) < nrow(data)) {
+    inform_newrllama4("rows_left_out", c(
+      "{nrow(data) - length(usable)} row{?s} without a label, prediction or covariate left out.",
+      "i" = "The estimate is for the rows that have them (rows the model could not label are not in it)."))
+  }
+  # positions among the usable rows
+  clusters <- if (!is.null(cluster)) data[[cluster]][usable]
+  local <- list(rows = match(sample$rows, usable), prob = sample$prob, truth_labels = as.character(codes[[spec$name]]),
+                stratum = sample$stratum, unit = sample$unit, clusters = clusters)
+  local$cluster <- clusters[local$rows]
+  local_spec <- spec
+  local_spec$prediction <- spec$prediction[usable]
+  local_spec$label <- spec$label[usable]
+  fold <- cross_fit_folds(length(usable), local$rows, folds, seed)
+  predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
+                                        fold, prediction, subset_rows(data, usable), binary)
+  x_naive <- matrix_of(versions$naive)[usable, , drop = FALSE]
+  estimate <- three_estimates(list(predicted = x, coded = x_coded, naive = x_naive), local_spec, local, y, predicted$g,
+                              binary, call, lambda, target)
+  c(estimate, list(
+    rows = usable, coded_rows = sample$rows, sample_prob = sample$prob, folds = fold,
+    prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
+    labelled_covariates = names(covariates), cluster = cluster, predictions = predicted$g,
+    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model, estimate)
+  ))
+}
+
+# `data` three ways: each labelled covariate as its probability (every row),
+# as its code (the coded rows, in their order) and as the model's label.
+covariate_versions <- function(data, covariates, rows, codes, call) {
+  predicted <- naive <- data
+  coded <- data[rows, , drop = FALSE]
+  for (spec in covariates) {
+    predicted[[spec$name]] <- spec$prediction
+    naive[[spec$name]] <- spec$label
+    coded[[spec$name]] <- variable_truth(spec, codes[[spec$name]], call)
+  }
+  list(predicted = predicted, coded = coded, naive = naive)
+}
+
+# The rows `rows` of `data`, with the refit's record of each order's
+# probabilities cut to them.
+subset_rows <- function(data, rows) {
+  record <- attr(data, "order_probs", exact = TRUE)
+  out <- data[rows, , drop = FALSE]
+  attr(out, "manifest") <- attr(data, "manifest", exact = TRUE)
+  if (!is.null(record)) {
+    attr(out, "order_probs") <- order_probs_record(lapply(record$probs, function(p) p[rows, , drop = FALSE]), out)
+  }
+  out
+}
+
+# data's manifest (a new one for labels made elsewhere) with the estimate's
+# design: the coded rows, their probabilities, the folds, the prediction model,
+# lambda and the target.
+findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model, estimate) {
+  record <- attr(data, "manifest", exact = TRUE)
+  if (!inherits(record, "newrllama4_manifest")) {
+    record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama4_manifest")
+  }
+  record$estimation <- list(
+    estimator = "design-based (DSL with PPI++'s power tuning): lambda * prediction + R / pi * (truth - lambda *
+                 prediction), variance of a stratified sample",
+    lambda = estimate$lambda,
+    target = estimate$target,
+    outcome = outcome,
+    coded_rows = length(sample$rows),
+    coded_row_numbers = paste(sample$rows, collapse = " "),
+    sample_probs = paste(unique(signif(sort(sample$prob), 4)), collapse = ", "),
+    folds = n_folds,
+    fold_of_coded_rows = paste(coded_folds, collapse = " "),
+    prediction_model = model
+  )
+  record
+}
+

@@ -1,0 +1,140 @@
+# The corrected estimate at a weight lambda on the predictions, its variance
+# under the sampling design, and the lambda that makes it smallest.
+#
+# With R the coded indicator and pi the inclusion probability, each row's
+# estimating function is that of PPI++ (Angelopoulos et al. 2023) in the
+# design-weighted form of DSL (Egami et al. 2023):
+#
+#   psi_i = lambda x (g - mu) + R / pi x (y - mu) - lambda R / pi x (g - mu)
+#
+# lambda = 1 is DSL's pseudo-outcome g + R / pi (y - g); lambda = 0 is the
+# coded rows alone, weighted by 1 / pi. Its sum splits into two uncorrelated
+# parts: sum_i x (y - mu), how the corpus differs from the population it was
+# drawn from, and sum_i (R / pi - 1) z_i, z = x {(y - mu) - lambda (g - mu)},
+# which rows were coded. The first is estimated from the coded rows weighted by
+# 1 / pi; the second is the variance of a stratified sample without
+# replacement (each stratum's rows coded with the same probability, as
+# review_sample() draws them), with each stratum's finite-population
+# correction. The corpus target (the value every row coded would give) has the
+# second part only. lambda enters only the second part, so the lambda that
+# minimises it is PPI++'s power tuning for this design; it is cut to [0, 1],
+# where 0 is the coded rows alone: the tuned interval is not meaningfully wider
+# than theirs whatever the predictions are worth.
+
+# The fit at `lambda`: the estimating function summed over every row on its
+# predictions (weight lambda), the coded rows on their codes (weight 1 / pi)
+# and the coded rows on their predictions (weight -lambda / pi), stacked in
+# that order. `x` holds the model matrices on the predictions (every row) and
+# on the codes (the coded rows).
+design_fit <- function(x, g, y, sample, binary, lambda) {
+  inverse <- 1 / sample$prob
+  fit <- moment_fit(rbind(x$predicted, x$coded, x$predicted[sample$rows, , drop = FALSE]), c(g, y, g[sample$rows]),
+                    c(rep(lambda, nrow(x$predicted)), inverse, -lambda * inverse), binary)
+  fit$lambda <- lambda
+  fit$n_rows <- nrow(x$predicted)
+  fit
+}
+
+# The estimating function on the coded rows: on their codes (`a`) and on their
+# predictions (`b`), from the stacked fit.
+coded_moments <- function(fit) {
+  n <- (nrow(fit$x) - fit$n_rows) / 2
+  moment <- function(at) fit$x[at, , drop = FALSE] * (fit$y[at] - fit$mu[at])
+  list(a = moment(fit$n_rows + seq_len(n)), b = moment(fit$n_rows + n + seq_len(n)),
+       bread = solve(crossprod(fit$x, fit$x * (fit$w * fit$slope))))
+}
+
+# Each coded row's stratum: `.stratum` where the sample has it, else the rows
+# drawn with the same probability.
+stratum_of <- function(sample) {
+  if (!is.null(sample$stratum)) as.character(sample$stratum) else format(sample$prob, digits = 15)
+}
+
+# The sampling units of each stratum: the coded rows, or the clusters drawn
+# whole (`sample$unit`), with the unit totals of the rows of `m` (one row of
+# `m` a coded row), the stratum's units and the units drawn.
+stratum_units <- function(m, sample) {
+  unit <- sample$unit %||% seq_along(sample$rows)
+  members <- split(seq_along(sample$rows), stratum_of(sample))
+  lapply(members, function(i) {
+    key <- factor(unit[i], levels = unique(unit[i]))
+    prob <- sample$prob[i][!duplicated(key)]
+    list(totals = rowsum(m[i, , drop = FALSE], key, reorder = FALSE), units = sum(1 / prob), drawn = length(prob))
+  })
+}
+
+# Within-stratum covariance of the unit totals; a stratum of one unit has none
+# to centre on, so its unit counts uncentred.
+centred <- function(m) if (nrow(m) < 2) m else sweep(m, 2, colMeans(m))
+stratum_cov <- function(a, b = a) crossprod(centred(a), centred(b)) / max(nrow(a) - 1, 1)
+
+# The weight of a stratum's covariance in the variance of its estimated total,
+# N_h^2 (1 / n_h - 1 / N_h) in units, were its units drawn `scale` times as
+# many (at most all).
+stratum_weight <- function(h, scale = 1) h$units^2 * max(1 / min(h$drawn * scale, h$units) - 1 / h$units, 0)
+
+# The variance's parts at `fit`: the bread (the estimating equation's
+# Jacobian, inverted), the corpus-to-population part and each stratum's units
+# and covariance of the unit totals of z. The population part sums the
+# estimating function's products over pairs of coded rows in one cluster of
+# `sample$cluster` (each row its own where there is none), each pair weighted
+# by the inverse of its probability of being coded together: 1 / pi within a
+# drawn unit, 1 / (pi_i pi_j) across units (exact for clusters drawn whole,
+# close for rows drawn without replacement).
+design_parts <- function(fit, sample) {
+  moments <- coded_moments(fit)
+  a <- moments$a
+  z <- a - fit$lambda * moments$b
+  unit <- sample$unit %||% seq_along(sample$rows)
+  cluster <- sample$cluster %||% unit
+  across <- rowsum(a / sample$prob, cluster)
+  first <- !duplicated(unit)
+  within <- rowsum(a, unit, reorder = FALSE)
+  unit_prob <- sample$prob[first]
+  list(
+    bread = moments$bread,
+    population = crossprod(across) + crossprod(within, within * (1 / unit_prob - 1 / unit_prob^2)),
+    strata = lapply(stratum_units(z, sample), function(h) c(h[c("units", "drawn")], list(cov = stratum_cov(h$totals))))
+  )
+}
+
+# The variance for `target`, were each stratum's units `scale` times as many
+# (at most all of them): coded_rows_needed() plans with it.
+design_vcov <- function(parts, target = "population", scale = 1) {
+  sampling <- Reduce(`+`, lapply(parts$strata, function(h) stratum_weight(h, scale) * h$cov))
+  meat <- if (target == "population") parts$population + sampling else sampling
+  v <- parts$bread %*% meat %*% parts$bread
+  dimnames(v) <- list(colnames(parts$bread), colnames(parts$bread))
+  v
+}
+
+# PPI++'s lambda for this design, from a first fit: the minimiser of the
+# trace of the sampling part's variance, tr(B (S_a - 2 lambda C_ab + lambda^2
+# S_b) B), with a = x (y - mu), b = x (g - mu) and S, C summed over strata with
+# their weights; cut to [0, 1].
+tuned_lambda <- function(fit, sample) {
+  moments <- coded_moments(fit)
+  both <- stratum_units(cbind(moments$a, moments$b), sample)
+  p <- ncol(moments$a)
+  sum_over <- function(part) {
+    Reduce(`+`, lapply(both, function(h) {
+      if (h$drawn < 2) return(matrix(0, p, p))
+      stratum_weight(h) * part(h$totals[, seq_len(p), drop = FALSE], h$totals[, p + seq_len(p), drop = FALSE])
+    }))
+  }
+  cross <- sum_over(stratum_cov)
+  spread <- sum_over(function(a, b) stratum_cov(b))
+  trace <- function(m) sum(diag(moments$bread %*% m %*% moments$bread))
+  denominator <- trace(spread)
+  if (!is.finite(denominator) || denominator <= 0) return(1)
+  min(max(trace((cross + t(cross)) / 2) / denominator, 0), 1)
+}
+
+target_words <- c(population = "population the texts were drawn from", corpus = "corpus itself (every row coded)")
+
+# The weight on the predictions (one, or one a label), as print() tells it.
+lambda_line <- function(lambda, tuned) {
+  values <- if (is.null(names(lambda))) sprintf("%.3f", lambda) else paste(names(lambda), sprintf("%.3f", lambda))
+  sprintf("Weight on the predictions (lambda): %s%s.", paste(values, collapse = ", "),
+          if (tuned) ", tuned to the data (1 is DSL, 0 the coded rows alone)" else ", as given")
+}
