@@ -52,7 +52,18 @@
 coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL) {
   fits <- c("newrllama4_label_regression", "newrllama4_label_shares")
   se <- check_number(se, "se", min = 0, open_min = TRUE)
-  if (is.list(x) && !inherits(x, fits) && length(x) > 0 && all(vapply(x, inherits, NA, fits)) &&
+  if (!is.null(terms) && (!is.character(terms) || anyNA(terms) || length(terms) == 0)) {
+    abort_invalid("{.arg terms} must be {.code NULL} or names of coefficients, not {.obj_type_friendly {terms}}.",
+                  "terms", current_env())
+  }
+  annotators <- is.list(x) && !inherits(x, fits)
+  if (!is.null(seconds_per_row) &&
+      (!annotators || !is.numeric(seconds_per_row) || anyNA(seconds_per_row) || any(seconds_per_row < 0) ||
+       !rlang::is_named(seconds_per_row))) {
+    abort_invalid("{.arg seconds_per_row} must be {.code NULL} or, for a list of annotators, their seconds per row
+                   named by annotator.", "seconds_per_row", current_env())
+  }
+  if (annotators && length(x) > 0 && all(vapply(x, inherits, NA, fits)) &&
       rlang::is_named(x)) {
     return(annotators_needed(x, se, terms, seconds_per_row, current_env()))
   }

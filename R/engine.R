@@ -47,6 +47,7 @@
 #' engine_available()
 #' attr(engine_available(), "reason")
 engine_available <- function(quiet = TRUE) {
+  check_flag(quiet, "quiet")
   reason <- tryCatch({
     problem <- if (engine_state$ready) NULL else if (python_to_find()) engine_problem() else not_installed_problem()
     if (is.null(problem)) NULL else plain_message(engine_error(problem))

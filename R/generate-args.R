@@ -47,7 +47,8 @@ engine_stop <- function(stop, call = caller_env()) {
 
 # A character vector of prompts, or a list of conversations (each a list of messages).
 check_prompts <- function(prompts, call = caller_env()) {
-  if (is.list(prompts) && !is.data.frame(prompts)) {
+  # a plain list of conversations; a classed list (a data frame, a model's answer) is not one
+  if (is.list(prompts) && !is.object(prompts)) {
     return(Map(check_messages, prompts, sprintf("prompts[[%d]]", seq_along(prompts)), MoreArgs = list(call = call)))
   }
   if (!is.character(prompts)) {

@@ -126,7 +126,7 @@ combine_orders <- function(answers, n_rows, orders, labels, calibration, call = 
 # The prior of each order (a row per order) from the content-free inputs'
 # answers, which follow the rows' under every order: the mean of their label
 # probabilities.
-content_free_prior <- function(probs, errors, n_rows, n_orders, call) {
+content_free_prior <- function(probs, errors, n_rows, n_orders, call = caller_env()) {
   prior_prompts <- n_rows * n_orders + seq_len(n_orders * length(content_free_texts))
   if (anyNA(probs[prior_prompts, ])) {
     abort_newrllama4(
@@ -145,7 +145,7 @@ content_free_prior <- function(probs, errors, n_rows, n_orders, call) {
 # rows, normalised -- dividing by it centres every label's log-probability on
 # the rows' mean, which moves the boundary between labels in log-odds, where
 # a small model's near-0 probabilities still differ.
-batch_prior <- function(per_order, call) {
+batch_prior <- function(per_order, call = caller_env()) {
   prior <- t(vapply(per_order, function(p) {
     p <- p[stats::complete.cases(p), , drop = FALSE]
     if (nrow(p) < 2) {

@@ -95,7 +95,8 @@ model_load <- function(source = NULL, n_gpu_layers = 0L, use_mmap = TRUE, sha256
   n_gpu_layers <- check_whole(n_gpu_layers, "n_gpu_layers", min = -1)
   check_flag(use_mmap, "use_mmap")
   check_flag(progress, "progress")
-  # the engine checks a model's name and `sha256` (InvalidArgumentError, on `source` and `sha256`)
+  if (!is.null(sha256)) check_string(sha256, "sha256")
+  # the engine checks a model's name and the hash's form (InvalidArgumentError, on `source` and `sha256`)
   nl <- engine()
   sync_source_settings()
   reporter <- if (progress) download_reporter() else NULL

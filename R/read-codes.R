@@ -9,21 +9,17 @@
 #' and that nobody adjudicated yet, and texts nobody coded yet, have no code
 #' (`NA`), and `.status` says which.
 #'
-#' A text that its coders (or the adjudicator) could not code is nonresponse:
-#' with `uncodable = "nonresponse"` it is set aside (in the attribute
-#' `"uncodable"`, with its reason) and every other text's `.sample_prob` is
-#' multiplied by its stratum's response rate (its coded texts over its drawn
-#' ones), the usual weighting-class adjustment, so that the estimators
-#' stay valid if texts cannot be coded as if at random within a stratum. With
-#' `uncodable = "keep"` such texts stay, with `.status` `"uncodable"`, their
-#' reason in `.reason`, no code, and `.sample_prob` as drawn.
+#' A text that its coders (or the adjudicator) could not code stays, with
+#' `.status` `"uncodable"`, its reason in `.reason` and no code: the
+#' estimators take every drawn text without a code as nonresponse, and let the
+#' coded texts of its stratum stand for it, with a warning
+#' (`newrllama4_warning_nonresponse`).
 #'
 #' @param file The coding file of [coding_app()].
 #' @param by `"text"` for one row per text, the codes decided; `"coder"` for
 #'   one row per coder and text they coded (the latest code of each), to
 #'   measure how far the coders agree with each other: give it to
 #'   [agreement()].
-#' @param uncodable `"nonresponse"` or `"keep"`: see Details.
 #' @return With `by = "text"`, the sample's rows (every column it had) with
 #'   `.row`, `.sample_prob` and `.stratum` (`NA` where the sample had none),
 #'   the code -- a factor `code` for labels, a column named after each field
@@ -44,9 +40,8 @@
 #'   coding_app(sample, file, labels = c("yes", "no"), instruction = "Does the reviewer like it?")
 #'   read_codes(file)
 #' }
-read_codes <- function(file, by = c("text", "coder"), uncodable = c("nonresponse", "keep")) {
-  by <- rlang::arg_match(by)
-  uncodable <- rlang::arg_match(uncodable)
+read_codes <- function(file, by = c("text", "coder")) {
+  by <- check_choice(by, c("text", "coder"), "by")
   stored <- store_meta(file)
   codes <- store_codes(file)
   rows <- coded_rows_frame(stored$sample, stored$task)
@@ -64,8 +59,7 @@ read_codes <- function(file, by = c("text", "coder"), uncodable = c("nonresponse
   decided <- unit_decisions(codes, nrow(rows))
   rows[code_columns(stored$task)] <- decode_codes(decided$value, stored$task)
   rows[c(".status", ".coders", ".reason", ".note")] <- decided[c("status", "coders", "reason", "note")]
-  if (uncodable == "keep") return(rows)
-  as_nonresponse(rows)
+  rows
 }
 
 # The sample's rows with the design's columns, and room for the codes: a
@@ -142,21 +136,3 @@ unit_decisions <- function(codes, n_units) {
 
 # A missing or empty string as `y`.
 `%|%` <- function(x, y) if (length(x) == 0 || is.na(x) || identical(x, "")) y else x
-
-# Uncodable texts set aside as nonresponse: the others' inclusion
-# probabilities times their stratum's response rate.
-as_nonresponse <- function(rows) {
-  lost <- rows$.status == "uncodable"
-  if (!any(lost)) return(rows)
-  stratum <- ifelse(is.na(rows$.stratum), "", as.character(rows$.stratum))
-  response_rate <- stats::ave(as.numeric(!lost), stratum, FUN = mean)
-  rows$.sample_prob <- rows$.sample_prob * response_rate
-  kept <- rows[!lost, , drop = FALSE]
-  set_aside <- rows[lost, c(".row", ".stratum", ".reason"), drop = FALSE]
-  rownames(kept) <- rownames(set_aside) <- NULL
-  inform_newrllama4("nonresponse", c(
-    "{sum(lost)} text{?s} could not be coded: set aside as nonresponse (see {.code attr(x, \"uncodable\")}).",
-    "i" = "The other texts' {.field .sample_prob} are adjusted for their stratum's response rate."
-  ))
-  structure(kept, uncodable = set_aside)
-}

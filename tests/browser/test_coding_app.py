@@ -256,8 +256,6 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         for key, code in clicked.items():
             assert by_coder[key].get("code") == code and by_coder[key][".uncodable"] == (code is None)
             assert by_coder[key][".seconds"] >= 0
-        assert result["set_aside"] == ([uncodable_row] if final[uncodable_row] is None else [])
-        assert sorted(result["used"]) == sorted(r for r, c in final.items() if c is not None)
         assert len(result["coef"]) == 2 and all(isinstance(c, float) for c in result["coef"])
         assert isinstance(result["humans"][0], float)
     finally:

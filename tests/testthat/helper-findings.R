@@ -82,3 +82,19 @@ reprobed <- function(data, seed, informative) {
   data$.confidence <- pmax(data$.prob_yes, data$.prob_no)
   data
 }
+
+# `coded` rows of `data` drawn uniformly, with no design attribute.
+coded_at <- function(data, rows, prob = length(rows) / nrow(data)) {
+  coded <- data[rows, , drop = FALSE]
+  coded$.row <- rows
+  coded$.sample_prob <- prob
+  coded
+}
+
+# survey's design for `coded` (drawn by review_sample()): strata and their rows.
+survey_design <- function(coded, columns) {
+  strata <- attr(coded, "design")$strata
+  columns$stratum <- coded$.stratum
+  columns$rows <- strata$rows[match(coded$.stratum, strata$name)]
+  survey::svydesign(ids = ~1, strata = ~stratum, fpc = ~rows, data = columns)
+}

@@ -45,3 +45,24 @@ test_that("groups with few coded rows warn; bad groups are classed errors", {
   expect_error(label_shares(data, coded, truth, by = "outlet"), class = "newrllama4_error_invalid_argument")
   expect_error(label_shares(data[c("x", "truth")], coded, truth), class = "newrllama4_error_invalid_argument")
 })
+
+test_that("share intervals stay within [0, 1]", {
+  data <- simulated_labels(2000, 35)
+  data$rare <- ifelse(seq_len(2000) <= 60, "small", "large")
+  data$truth[1:60] <- "no"
+  # 4 coded rows in the small group at weight 30: its share's interval, unclipped, left [0, 1] below
+  coded <- coded_at(data, c(1, 16, 31, 46, seq(61, 2000, by = 30)), prob = 1 / 30)
+  shares <- suppressWarnings(label_shares(data, coded, truth, by = "rare", seed = 1))
+  estimate <- attr(shares, "estimates")$yes
+  unclipped <- estimate_table(estimate, "corrected")
+  expect_true(any(unclipped$conf.low < 0 | unclipped$conf.high > 1))
+  expect_true(all(shares$conf.low >= 0 & shares$conf.high <= 1 & shares$estimate >= 0 & shares$estimate <= 1))
+})
+
+test_that("label_shares() cross-fits every label in the same folds", {
+  data <- simulated_labels(600, 36)
+  coded <- review_sample(data, 100, weight = "uniform", seed = 36)
+  shares <- label_shares(data, coded, truth, prediction = "fit")
+  folds <- lapply(attr(shares, "estimates"), `[[`, "folds")
+  expect_identical(folds$yes, folds$no)
+})

@@ -8,7 +8,7 @@ test_that("each text gets its decision: agreed, adjudicated, uncodable, in disag
   store_write(file, 3, "ben", list(code = "no"))
   store_write(file, 3, "eve", list(code = "no"), role = "adjudication")
   store_write(file, 4, "ana", NULL, uncodable = TRUE, reason = "in French")
-  codes <- read_codes(file, uncodable = "keep")
+  codes <- read_codes(file)
   expect_identical(codes$.row, 1:5)
   expect_identical(codes$code, factor(c("yes", NA, "no", NA, NA), levels = c("yes", "no")))
   expect_identical(codes$.status, c("coded", "disagreement", "adjudicated", "uncodable", "not coded"))
@@ -19,17 +19,20 @@ test_that("each text gets its decision: agreed, adjudicated, uncodable, in disag
   expect_true(all(c(".sample_prob", ".stratum") %in% names(codes)))
 })
 
-test_that("uncodable texts are nonresponse: set aside, their stratum's probabilities adjusted", {
-  sample <- data.frame(text = paste("Text", 1:6), .row = c(3L, 8L, 9L, 12L, 20L, 21L),
-                       .stratum = rep(c("a", "b"), each = 3), .sample_prob = rep(c(0.3, 0.6), each = 3))
+test_that("uncodable texts stay, marked, and the estimators reweight their stratum's coded texts for them", {
+  data <- simulated_labels(300, seed = 5)
+  sample <- review_sample(data, n = 40, seed = 2)
   fixture <- coding_fixture(sample = sample, overlap = 0)
-  for (unit in 1:6) store_write(fixture$file, unit, "ana", list(code = "yes"))
+  for (unit in seq_len(nrow(sample))) store_write(fixture$file, unit, "ana", list(code = sample$truth[[unit]]))
   store_write(fixture$file, 2, "ana", NULL, uncodable = TRUE, reason = "blank")
-  expect_message(codes <- read_codes(fixture$file), class = "newrllama4_message_nonresponse")
-  expect_identical(codes$.row, c(3L, 9L, 12L, 20L, 21L))
-  expect_equal(codes$.sample_prob, c(0.2, 0.2, 0.6, 0.6, 0.6))
-  expect_identical(attr(codes, "uncodable")$.row, 8L)
-  expect_identical(attr(codes, "uncodable")$.reason, "blank")
+  codes <- read_codes(fixture$file)
+  expect_identical(codes$.row, sample$.row)
+  expect_identical(codes$.status[[2]], "uncodable")
+  expect_identical(codes$.reason[[2]], "blank")
+  expect_true(is.na(codes$code[[2]]))
+  expect_identical(codes$.sample_prob, sample$.sample_prob)
+  expect_warning(fit <- label_regression(yes ~ x, data, codes, code, seed = 1), class = "newrllama4_warning_nonresponse")
+  expect_identical(nobs(fit), nrow(data))
 })
 
 test_that("read_codes() feeds label_regression(), label_shares() and agreement() as it is", {

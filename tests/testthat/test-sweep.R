@@ -13,6 +13,9 @@ valid_calls <- function(fixtures = NULL) {
   data <- simulated_labels(120, seed = 1)
   coded <- review_sample(data, 60, weight = "uniform", seed = 1)
   fit <- label_regression(yes ~ x, data, coded, truth, seed = 1)
+  texts <- data.frame(text = c("Great film.", "Dull."), .label = c("yes", "no"))
+  coding_file <- tempfile(fileext = ".sqlite")
+  coding_app(texts, coding_file, labels = c("yes", "no"), instruction = "Does the reviewer like it?")
   calls <- list(
     agreement = list(predicted = data$.label, truth = data$truth, n_boot = 10, seed = 1),
     coded_rows_needed = list(x = fit, se = 0.1),
@@ -21,7 +24,10 @@ valid_calls <- function(fixtures = NULL) {
     review_sample = list(data = data, n = 10, seed = 1),
     passage_options = list(),
     engine_available = list(quiet = TRUE),
-    install_newrllama4 = list(envname = file.path(tempdir(), "never-made"))
+    install_newrllama4 = list(envname = file.path(tempdir(), "never-made")),
+    coding_app = list(sample = texts, file = tempfile(fileext = ".sqlite"), labels = c("yes", "no"),
+                      instruction = "Does the reviewer like it?"),
+    read_codes = list(file = coding_file)
   )
   if (is.null(fixtures)) return(calls)
   c(calls, list(
@@ -68,8 +74,13 @@ sweep_fixtures <- function() {
   test_models$sweep
 }
 
-# Exports that take nothing to spoil, or whose one argument frees what it is given.
-not_swept <- c("newrllama4_sitrep", "context_free", "context_clear_cache", "model_free")
+# Exports that take nothing to spoil, whose one argument frees what it is given, or
+# that serve an app until stopped (code_sample() checks its arguments through coding_app()).
+not_swept <- c("newrllama4_sitrep", "context_free", "context_clear_cache", "model_free", "code_sample")
+
+# `fn` called with `args`, a symbol among them as code (a column that `truth` or
+# `text` names, as a user writes it), every other value as itself.
+call_with <- function(fn, args) eval(as.call(c(list(fn), args)), globalenv())
 
 # Each argument of `fn` spoiled in turn: the conditions that are not ours.
 bare_errors <- function(name, call_args) {
@@ -80,10 +91,7 @@ bare_errors <- function(name, call_args) {
     for (kind in names(unusable_values)) {
       spoiled <- call_args
       spoiled[[argument]] <- unusable_values[[kind]]
-      cnd <- tryCatch(
-        suppressWarnings(suppressMessages(rlang::exec(fn, !!!spoiled))),
-        error = function(e) e
-      )
+      cnd <- tryCatch(suppressWarnings(suppressMessages(call_with(fn, spoiled))), error = function(e) e)
       if (!inherits(cnd, "newrllama4_error")) {
         what <- if (inherits(cnd, "error")) paste0("a bare error: ", conditionMessage(cnd)) else "no error"
         problems <- c(problems, sprintf("%s(%s = <%s>): %s", name, argument, kind, what))
@@ -101,8 +109,8 @@ test_that("the sweep lists a valid call of every export it sweeps, and each runs
                       getNamespaceExports("newrllama4"))
   expect_setequal(c(names(calls), not_swept), functions)
   for (name in setdiff(names(calls), c("install_newrllama4", "context_remote"))) {
-    expect_no_error(suppressWarnings(suppressMessages(rlang::exec(getExportedValue("newrllama4", name),
-                                                                  !!!calls[[name]]))))
+    expect_no_error(suppressWarnings(suppressMessages(call_with(getExportedValue("newrllama4", name),
+                                                                calls[[name]]))))
   }
 })
 

@@ -1,0 +1,64 @@
+# The design-based variance and the tuned lambda (findings-variance.R), against survey and
+# the estimating equations they solve.
+
+test_that("at lambda 1, gaussian fits solve least squares on DSL's pseudo-outcomes, with the design's variance", {
+  skip_if_not_installed("survey")
+  data <- simulated_labels(1500, 7)
+  coded <- review_sample(data, 200, weight = "confidence", seed = 7)
+  fit <- label_regression(yes ~ x + group, data, coded, truth, seed = 7, lambda = 1)
+  # the pseudo-outcome: prediction everywhere, plus the weighted error on coded rows
+  y <- as.numeric(coded$truth == "yes")
+  pseudo <- data$.prob_yes
+  pseudo[coded$.row] <- pseudo[coded$.row] + (y - pseudo[coded$.row]) / coded$.sample_prob
+  reference <- stats::lm(pseudo ~ x + group, data)
+  expect_equal(unname(coef(fit)), unname(coef(reference)), tolerance = 1e-8)
+  # the corpus target's variance: that of the stratified sample's total of x (y - g), as survey estimates it;
+  # the population's adds the coded rows' estimate of sum x x' (y - mu)^2
+  x <- stats::model.matrix(~ x + group, data)
+  z <- x[coded$.row, ] * (y - data$.prob_yes[coded$.row])
+  totals <- survey::svytotal(~ z1 + z2 + z3, survey_design(coded, data.frame(z1 = z[, 1], z2 = z[, 2], z3 = z[, 3])))
+  bread <- solve(crossprod(x))
+  corpus <- label_regression(yes ~ x + group, data, coded, truth, seed = 7, lambda = 1, target = "corpus")
+  expect_equal(unname(vcov(corpus)), unname(bread %*% stats::vcov(totals) %*% bread), tolerance = 1e-8)
+  residual <- x[coded$.row, ] * (y - fitted(reference)[coded$.row])
+  expect_equal(unname(vcov(fit)), unname(vcov(corpus) + bread %*% crossprod(residual, residual / coded$.sample_prob)
+                                         %*% bread), tolerance = 1e-8)
+  naive <- stats::lm(I(.label == "yes") ~ x + group, data)
+  expect_equal(unname(fit$fits$naive$coefficients), unname(coef(naive)), tolerance = 1e-8)
+  expect_equal(unname(fit$vcov$naive), unname(sandwich::vcovHC(naive, type = "HC0")), tolerance = 1e-8)
+  expect_equal(nobs(fit), 1500L)
+  expect_identical(rownames(confint(fit)), c("(Intercept)", "x", "groupb"))
+})
+
+test_that("the coded rows alone are survey's weighted regression, with its variance for the corpus", {
+  skip_if_not_installed("survey")
+  data <- simulated_labels(1000, 3)
+  coded <- review_sample(data, 150, weight = "confidence", seed = 3)
+  coded$y <- as.numeric(coded$truth == "yes")
+  design <- survey_design(coded, coded[c("x", "y")])
+  for (family in c("gaussian", "binomial")) {
+    fit <- label_regression(yes ~ x, data, coded, truth, family = family, seed = 3, target = "corpus")
+    reference <- survey::svyglm(y ~ x, design, family = if (family == "binomial") stats::quasibinomial() else
+      stats::gaussian())
+    expect_equal(unname(fit$fits$coded_only$coefficients), unname(coef(reference)), tolerance = 1e-6)
+    expect_equal(unname(fit$vcov$coded_only), unname(stats::vcov(reference)), tolerance = 1e-5)
+  }
+})
+
+test_that("the binomial fit solves the logistic score equation of PPI++ at its lambda", {
+  data <- simulated_labels(1000, 3)
+  coded <- review_sample(data, 150, weight = "uniform", seed = 3)
+  fit <- label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = 3)
+  expect_gt(fit$lambda, 0)
+  expect_lt(fit$lambda, 1)
+  x <- cbind(1, data$x)
+  mu <- stats::plogis(x %*% coef(fit))
+  y <- as.numeric(coded$truth == "yes")
+  g <- data$.prob_yes
+  coded_part <- crossprod(x[coded$.row, ], (y - mu[coded$.row] - fit$lambda * (g - mu)[coded$.row]) /
+                            coded$.sample_prob)
+  score <- fit$lambda * crossprod(x, g - mu) + coded_part
+  expect_lt(max(abs(score)), 1e-6)
+  expect_match(format(fit), "lambda\\): 0\\.[0-9]+, tuned", all = FALSE)
+  expect_identical(manifest(fit)$estimation$lambda, fit$lambda)
+})
