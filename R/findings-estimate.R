@@ -62,7 +62,8 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
     rows = usable, coded_rows = sample$rows, sample_prob = sample$prob, folds = fold,
     prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
     labelled_covariates = names(covariates), cluster = cluster, predictions = predicted$g,
-    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model, estimate)
+    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model,
+                                 c(estimate, list(cluster = cluster, labelled_covariates = names(covariates))))
   ))
 }
 
@@ -93,17 +94,19 @@ subset_rows <- function(data, rows) {
 
 # data's manifest (a new one for labels made elsewhere) with the estimate's
 # design: the coded rows, their probabilities, the folds, the prediction model,
-# lambda and the target.
+# lambda, the target, the labelled covariates and the clusters.
 findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model, estimate) {
   record <- attr(data, "manifest", exact = TRUE)
   if (!inherits(record, "newrllama4_manifest")) {
     record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama4_manifest")
   }
   record$estimation <- list(
-    estimator = "design-based (DSL with PPI++'s power tuning): lambda * prediction + R / pi * (truth - lambda *
-                 prediction), variance of a stratified sample",
+    estimator = paste("design-based (DSL with PPI++'s power tuning): lambda * prediction + R / pi * (truth - lambda *",
+                      "prediction), variance of the stratified sample"),
     lambda = estimate$lambda,
     target = estimate$target,
+    labelled_covariates = paste(estimate$labelled_covariates, collapse = ", "),
+    cluster = estimate$cluster %||% "none",
     outcome = outcome,
     coded_rows = length(sample$rows),
     coded_row_numbers = paste(sample$rows, collapse = " "),
