@@ -203,7 +203,8 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
   if (tuned) {
     first <- design_fit(x, g, y, sample, binary, 1)
     if (!first$converged) abort_degenerate(call)
-    lambda <- tuned_lambda(first, sample)
+    lambda_terms <- tuned_lambda(first, sample)
+    lambda <- lambda_from(lambda_terms)
   }
   fits <- list(
     corrected = design_fit(x, g, y, sample, binary, lambda),
@@ -226,7 +227,8 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
     fits[[name]]$coefficients[] <- NA_real_
     vcov[[name]] <- matrix(NA_real_, length(columns), length(columns), dimnames = list(columns, columns))
   }
-  list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned, target = target)
+  list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned,
+       lambda_terms = if (tuned) lambda_terms, target = target)
 }
 
 abort_degenerate <- function(call) {
