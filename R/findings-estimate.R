@@ -12,7 +12,7 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
   codes <- if (is.list(sample$truth)) sample$truth else stats::setNames(list(sample$truth), spec$name)
   versions <- covariate_versions(data, covariates, sample$rows, codes, call)
   frame <- stats::model.frame(terms, versions$predicted, na.action = stats::na.pass)
-  x_all <- stats::model.matrix(terms, frame)
+  x_all <- with_enum_probabilities(stats::model.matrix(terms, frame), covariates, call)
   matrix_of <- function(version) {
     stats::model.matrix(terms, stats::model.frame(terms, version, na.action = stats::na.pass,
                                                   xlev = stats::.getXlevels(terms, frame)))
@@ -73,7 +73,8 @@ covariate_versions <- function(data, covariates, rows, codes, call) {
   predicted <- naive <- data
   coded <- data[rows, , drop = FALSE]
   for (spec in covariates) {
-    predicted[[spec$name]] <- spec$prediction
+    # an enum field's levels get their probabilities in the model matrix
+    if (spec$kind != "enum") predicted[[spec$name]] <- spec$prediction
     naive[[spec$name]] <- spec$label
     coded[[spec$name]] <- variable_truth(spec, codes[[spec$name]], call)
   }
@@ -118,3 +119,19 @@ findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model
   record
 }
 
+
+# The model matrix on the predictions, each enum field's level indicators
+# replaced by the level's probability; a field only as a main effect, since an
+# interaction's columns would keep the model's labels.
+with_enum_probabilities <- function(x, covariates, call) {
+  for (spec in Filter(function(spec) spec$kind == "enum", covariates)) {
+    columns <- paste0(spec$name, spec$labels)
+    if (any(grepl(":", colnames(x), fixed = TRUE) & grepl(spec$name, colnames(x), fixed = TRUE))) {
+      abort_invalid("The enum field {.field {spec$name}} can be a covariate only as a main effect, not in an
+                     interaction.", "formula", call)
+    }
+    present <- intersect(columns, colnames(x))
+    x[, present] <- spec$prediction[, substring(present, nchar(spec$name) + 1)]
+  }
+  x
+}
