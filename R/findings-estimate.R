@@ -12,7 +12,7 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
   codes <- if (is.list(sample$truth)) sample$truth else stats::setNames(list(sample$truth), spec$name)
   versions <- covariate_versions(data, covariates, sample$rows, codes, call)
   frame <- stats::model.frame(terms, versions$predicted, na.action = stats::na.pass)
-  x_all <- stats::model.matrix(terms, frame)
+  x_all <- with_enum_probabilities(stats::model.matrix(terms, frame), covariates, call)
   matrix_of <- function(version) {
     stats::model.matrix(terms, stats::model.frame(terms, version, na.action = stats::na.pass,
                                                   xlev = stats::.getXlevels(terms, frame)))
@@ -62,7 +62,8 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
     rows = usable, coded_rows = sample$rows, sample_prob = sample$prob, folds = fold,
     prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
     labelled_covariates = names(covariates), cluster = cluster, predictions = predicted$g,
-    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model, estimate)
+    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model,
+                                 c(estimate, list(cluster = cluster, labelled_covariates = names(covariates))))
   ))
 }
 
@@ -72,7 +73,8 @@ covariate_versions <- function(data, covariates, rows, codes, call) {
   predicted <- naive <- data
   coded <- data[rows, , drop = FALSE]
   for (spec in covariates) {
-    predicted[[spec$name]] <- spec$prediction
+    # an enum field's levels get their probabilities in the model matrix
+    if (spec$kind != "enum") predicted[[spec$name]] <- spec$prediction
     naive[[spec$name]] <- spec$label
     coded[[spec$name]] <- variable_truth(spec, codes[[spec$name]], call)
   }
@@ -93,17 +95,19 @@ subset_rows <- function(data, rows) {
 
 # data's manifest (a new one for labels made elsewhere) with the estimate's
 # design: the coded rows, their probabilities, the folds, the prediction model,
-# lambda and the target.
+# lambda, the target, the labelled covariates and the clusters.
 findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model, estimate) {
   record <- attr(data, "manifest", exact = TRUE)
   if (!inherits(record, "newrllama4_manifest")) {
     record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama4_manifest")
   }
   record$estimation <- list(
-    estimator = "design-based (DSL with PPI++'s power tuning): lambda * prediction + R / pi * (truth - lambda *
-                 prediction), variance of a stratified sample",
+    estimator = paste("design-based (DSL with PPI++'s power tuning): lambda * prediction + R / pi * (truth - lambda *",
+                      "prediction), variance of the stratified sample"),
     lambda = estimate$lambda,
     target = estimate$target,
+    labelled_covariates = paste(estimate$labelled_covariates, collapse = ", "),
+    cluster = estimate$cluster %||% "none",
     outcome = outcome,
     coded_rows = length(sample$rows),
     coded_row_numbers = paste(sample$rows, collapse = " "),
@@ -115,3 +119,19 @@ findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model
   record
 }
 
+
+# The model matrix on the predictions, each enum field's level indicators
+# replaced by the level's probability; a field only as a main effect, since an
+# interaction's columns would keep the model's labels.
+with_enum_probabilities <- function(x, covariates, call) {
+  for (spec in Filter(function(spec) spec$kind == "enum", covariates)) {
+    columns <- paste0(spec$name, spec$labels)
+    if (any(grepl(":", colnames(x), fixed = TRUE) & grepl(spec$name, colnames(x), fixed = TRUE))) {
+      abort_invalid("The enum field {.field {spec$name}} can be a covariate only as a main effect, not in an
+                     interaction.", "formula", call)
+    }
+    present <- intersect(columns, colnames(x))
+    x[, present] <- spec$prediction[, substring(present, nchar(spec$name) + 1)]
+  }
+  x
+}

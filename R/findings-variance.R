@@ -111,7 +111,7 @@ design_vcov <- function(parts, target = "population", scale = 1) {
 # PPI++'s lambda for this design, from a first fit: the minimiser of the
 # trace of the sampling part's variance, tr(B (S_a - 2 lambda C_ab + lambda^2
 # S_b) B), with a = x (y - mu), b = x (g - mu) and S, C summed over strata with
-# their weights; cut to [0, 1].
+# their weights: the two traces, whose ratio lambda_from() takes.
 tuned_lambda <- function(fit, sample) {
   moments <- coded_moments(fit)
   both <- stratum_units(cbind(moments$a, moments$b), sample)
@@ -125,9 +125,14 @@ tuned_lambda <- function(fit, sample) {
   cross <- sum_over(stratum_cov)
   spread <- sum_over(function(a, b) stratum_cov(b))
   trace <- function(m) sum(diag(moments$bread %*% m %*% moments$bread))
-  denominator <- trace(spread)
-  if (!is.finite(denominator) || denominator <= 0) return(1)
-  min(max(trace((cross + t(cross)) / 2) / denominator, 0), 1)
+  c(cross = trace((cross + t(cross)) / 2), spread = trace(spread))
+}
+
+# The lambda that minimises the variance whose terms tuned_lambda() gave (or
+# their sum, over several estimates that share one lambda); cut to [0, 1].
+lambda_from <- function(terms) {
+  if (!is.finite(terms[["spread"]]) || terms[["spread"]] <= 0) return(1)
+  min(max(terms[["cross"]] / terms[["spread"]], 0), 1)
 }
 
 target_words <- c(population = "population the texts were drawn from", corpus = "corpus itself (every row coded)")

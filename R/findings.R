@@ -16,9 +16,10 @@
 # and bread() methods).
 
 # A labelled variable of `data`: a label of the annotation (its indicator,
-# predicted by `.prob_<label>`), or a boolean field of a schema annotation (its
-# TRUE, predicted by `.prob_<field>_true`); NULL for anything else. `positive`
-# is the code that counts as 1, `label` the model's own 0 or 1.
+# predicted by `.prob_<label>`), a boolean field of a schema annotation (its
+# TRUE, predicted by `.prob_<field>_true`), or an enum field (a covariate: its
+# levels' indicators, predicted by `.prob_<field>_<value>`); NULL for anything
+# else. `positive` is the code that counts as 1, `label` the model's own.
 variable_spec <- function(name, data) {
   labels <- if (".label" %in% names(data)) levels(as.factor(data$.label)) else character()
   prob_column <- paste0(".prob_", name)
@@ -33,6 +34,13 @@ variable_spec <- function(name, data) {
     return(list(kind = "field", name = name, positive = "true", labels = c("true", "false"),
                 prediction = as.numeric(data[[prob_column]]), label = as.numeric(data[[name]])))
   }
+  prob_columns <- paste0(".prob_", name, "_", levels(data[[name]]))
+  if (is.factor(data[[name]]) && all(prob_columns %in% names(data))) {
+    record <- attr(data, "manifest", exact = TRUE)$prompt
+    if (identical(record[[paste0("calibration (", name, ")")]], "hand-coded")) return(NULL)
+    return(list(kind = "enum", name = name, labels = levels(data[[name]]),
+                prediction = `colnames<-`(as.matrix(data[prob_columns]), levels(data[[name]])), label = data[[name]]))
+  }
   NULL
 }
 
@@ -40,6 +48,10 @@ variable_spec <- function(name, data) {
 # logical column: an answer coded by hand (`coded`), or observed for every row.
 outcome_spec <- function(outcome, data, call, coded = TRUE) {
   spec <- variable_spec(outcome, data)
+  if (identical(spec$kind, "enum")) {
+    abort_invalid("The enum field {.field {outcome}} is an outcome through one of its values: give
+                   {.code field = \"{outcome}\"} and put the value on the left.", "formula", call)
+  }
   if (!is.null(spec)) return(spec)
   if (outcome %in% names(data) && (is.numeric(data[[outcome]]) || is.logical(data[[outcome]]))) {
     value <- as.numeric(data[[outcome]])
@@ -55,6 +67,7 @@ outcome_spec <- function(outcome, data, call, coded = TRUE) {
 # The coded rows' truth on a variable's scale: a label's indicator (the codes
 # already spelled as labels), or the answer's number.
 variable_truth <- function(spec, truth, call) {
+  if (spec$kind == "enum") return(factor(truth, levels = spec$labels))
   if (!is.null(spec$positive)) return(as.numeric(truth == spec$positive))
   if (!is.numeric(truth) && !is.logical(truth)) {
     abort_newrllama4("coded_truth", "{.arg truth} must be numeric or logical, as the answer {.field {spec$name}} is.",
@@ -203,7 +216,8 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
   if (tuned) {
     first <- design_fit(x, g, y, sample, binary, 1)
     if (!first$converged) abort_degenerate(call)
-    lambda <- tuned_lambda(first, sample)
+    lambda_terms <- tuned_lambda(first, sample)
+    lambda <- lambda_from(lambda_terms)
   }
   fits <- list(
     corrected = design_fit(x, g, y, sample, binary, lambda),
@@ -226,7 +240,8 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
     fits[[name]]$coefficients[] <- NA_real_
     vcov[[name]] <- matrix(NA_real_, length(columns), length(columns), dimnames = list(columns, columns))
   }
-  list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned, target = target)
+  list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned,
+       lambda_terms = if (tuned) lambda_terms, target = target)
 }
 
 abort_degenerate <- function(call) {

@@ -20,7 +20,9 @@
 #' predictions, the narrower the interval, down to that of coding every row.
 #'
 #' A labelled variable may also be a covariate: a label of the annotation (its
-#' indicator) or a boolean field (logical, with `.prob_<field>_true`) on the
+#' indicator), a boolean field (logical, with `.prob_<field>_true`) or an enum
+#' field (a factor, with `.prob_<field>_<value>`: each level's indicator
+#' predicted by its probability) on the
 #' right of the formula, such as `applause ~ populist + log(words)` where
 #' `applause` is observed for every row and `populist` is a label. The
 #' correction is then DSL's general doubly robust moment (Egami et al. 2023,
@@ -75,8 +77,8 @@
 #' @param formula A formula: on the left, one of the labels (its indicator is
 #'   the outcome; backquote names that are not syntactic), a boolean field of
 #'   a schema annotation, or a numeric or logical column of `data`; on the
-#'   right, columns of `data`, labels and boolean fields (labelled
-#'   covariates: see Details).
+#'   right, columns of `data`, labels, boolean fields and enum fields (as
+#'   main effects; labelled covariates: see Details).
 #' @param data Labelled rows: the value of [annotate_texts()] with labels, or
 #'   any data frame with `.label` and `.prob_<label>` columns, or with the
 #'   answer column.

@@ -90,10 +90,18 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
                                    "i" = "Their intervals rest on too few rows to be trusted."))
   }
   terms <- stats::terms(if (nlevels(groups) == 1) ~ 1 else ~ 0 + .group)
-  estimates <- quiet_repeats(lapply(stats::setNames(nm = labels), function(label) {
-    estimate_design_based(outcome_spec(label, data, call), terms, data, sample, "gaussian", prediction, folds,
-                          seed, call, lambda, target, cluster = cluster)
-  }))
+  estimate_all <- function(lambda) {
+    quiet_repeats(lapply(stats::setNames(nm = labels), function(label) {
+      estimate_design_based(outcome_spec(label, data, call), terms, data, sample, "gaussian", prediction, folds,
+                            seed, call, lambda, target, cluster = cluster)
+    }))
+  }
+  estimates <- estimate_all(lambda)
+  if (is.null(lambda) && length(labels) > 2) {
+    # one lambda for every label, so that the shares add to one
+    pooled <- lambda_from(Reduce(`+`, lapply(estimates, `[[`, "lambda_terms")))
+    estimates <- lapply(estimate_all(pooled), function(estimate) utils::modifyList(estimate, list(lambda_tuned = TRUE)))
+  }
   group_of <- function(term) sub("^\\.group", "", term)
   table <- do.call(rbind, lapply(labels, function(label) {
     estimate <- estimates[[label]]

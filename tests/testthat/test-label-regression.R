@@ -97,3 +97,35 @@ test_that("mistakes are classed errors", {
   expect_error(label_regression(yes ~ x, data, coded, truth, family = "poisson"),
                class = "newrllama4_error_invalid_argument")
 })
+
+test_that("an enum field as covariate: its levels predicted by their probabilities, in DSL's moment", {
+  n <- 800
+  data <- withr::with_seed(5, {
+    tone <- sample(c("calm", "angry", "sad"), n, replace = TRUE, prob = c(0.5, 0.3, 0.2))
+    wrong <- stats::runif(n) < ifelse(tone == "angry", 0.3, 0.1)
+    label <- ifelse(wrong, sample(c("calm", "angry", "sad"), n, replace = TRUE), tone)
+    sure <- stats::runif(n, 0.5, 0.9)
+    data.frame(x = stats::rnorm(n), tone = factor(label, levels = c("calm", "angry", "sad")),
+               .prob_tone_calm = ifelse(label == "calm", sure, (1 - sure) / 2),
+               .prob_tone_angry = ifelse(label == "angry", sure, (1 - sure) / 2),
+               .prob_tone_sad = ifelse(label == "sad", sure, (1 - sure) / 2),
+               .confidence_tone = sure, tone_code = tone, y = 1 + (tone == "angry") + 2 * (tone == "sad") +
+                 stats::rnorm(n))
+  })
+  coded <- review_sample(data, 150, weight = "confidence", seed = 5, field = "tone")
+  fit <- label_regression(y ~ tone + x, data, coded, tone_code, seed = 1, lambda = 1)
+  # sum_i x_p (y - x_p b) + sum_coded (x_c (y - x_c b) - x_p (y - x_p b)) / pi = 0, solved for b
+  predicted <- cbind(1, as.matrix(data[c(".prob_tone_angry", ".prob_tone_sad")]), data$x)
+  codes <- factor(coded$tone_code, levels = c("calm", "angry", "sad"))
+  true <- cbind(1, codes == "angry", codes == "sad", coded$x)
+  weight <- 1 / coded$.sample_prob
+  at <- predicted[coded$.row, ]
+  gram <- crossprod(predicted) + crossprod(true, true * weight) - crossprod(at, at * weight)
+  right <- crossprod(predicted, data$y) + crossprod(true, coded$y * weight) - crossprod(at, coded$y * weight)
+  expect_equal(unname(coef(fit)), as.vector(solve(gram, right)), tolerance = 1e-8)
+  naive <- stats::lm(y ~ tone + x, data)
+  expect_equal(unname(fit$fits$naive$coefficients), unname(coef(naive)), tolerance = 1e-8)
+  expect_identical(fit$labelled_covariates, "tone")
+  expect_error(label_regression(y ~ tone * x, data, coded, tone_code), class = "newrllama4_error_invalid_argument")
+  expect_error(label_regression(tone ~ x, data, coded, tone_code), class = "newrllama4_error_invalid_argument")
+})

@@ -66,3 +66,23 @@ test_that("label_shares() cross-fits every label in the same folds", {
   folds <- lapply(attr(shares, "estimates"), `[[`, "folds")
   expect_identical(folds$yes, folds$no)
 })
+
+test_that("with three labels one tuned lambda serves all, so the corrected shares add to one", {
+  data <- simulated_labels(1500, 44)
+  third <- withr::with_seed(44, stats::runif(1500) < 0.2)
+  data$.label <- factor(ifelse(third, "maybe", as.character(data$.label)), levels = c("yes", "no", "maybe"))
+  # probabilities that say nothing of "maybe": alone, its lambda would be 0, the others' 0.72 and 1
+  data$.prob_maybe <- withr::with_seed(46, stats::runif(1500, 0, 0.4))
+  data$.prob_yes <- data$.prob_yes * (1 - data$.prob_maybe)
+  data$.prob_no <- 1 - data$.prob_yes - data$.prob_maybe
+  data$truth[withr::with_seed(45, stats::runif(1500) < 0.15)] <- "maybe"
+  coded <- review_sample(data, 200, weight = "uniform", seed = 44)
+  shares <- label_shares(data, coded, truth, seed = 1)
+  corrected <- shares[shares$estimator == "corrected", ]
+  expect_equal(sum(corrected$estimate), 1, tolerance = 1e-8)
+  lambdas <- vapply(attr(shares, "estimates"), `[[`, 0, "lambda")
+  expect_true(all(lambdas == lambdas[1]))
+  expect_gt(lambdas[[1]], 0)
+  expect_lt(lambdas[[1]], 1)
+  expect_match(format(shares), "tuned to the data", all = FALSE)
+})
