@@ -9,7 +9,8 @@ import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Awaitable, Iterator, Optional, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Iterator, Optional, TypeVar
 
 import httpx
 import numpy as np
@@ -36,9 +37,6 @@ from .fields import scored_answer
 from .http import StatusError, client_timeout, describe_error, retry_after_seconds, server_message
 from .labels import answer_label, label_probs
 from .pool import Endpoint, EndpointPool
-
-if TYPE_CHECKING:
-    from .context import RemoteContext
 
 log = logging.getLogger("newrllama4")
 
@@ -69,13 +67,39 @@ def request_seed(seed: int, index: int) -> int:
     return sequence_seed(seed, index) % 2**31
 
 
+@dataclass(frozen=True)
+class RemoteSettings:
+    """What a call reads of its RemoteContext, fixed when the call starts; the defaults are
+    RemoteContext's."""
+
+    endpoints: tuple[Endpoint, ...]
+    model: str
+    # the API key's header: sent, never shown
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    max_concurrency: int = 16
+    timeout: float = 600.0
+    retries: int = 3
+    backoff: float = 1.0
+
+    @property
+    def server_kinds(self) -> list[str]:
+        """The kinds of server behind the endpoints (see dialects.py), sorted, each once."""
+        return sorted({endpoint.api.name for endpoint in self.endpoints})
+
+    @property
+    def model_identity(self) -> str:
+        """What names the model in a result cache's key: the model id the servers report,
+        whichever endpoints serve it."""
+        return f"server:{self.model}"
+
+
 class RemoteCall:
     """One generate_parallel call on a RemoteContext."""
 
-    def __init__(self, context: RemoteContext, prompts: list[Any], labels: list[Optional[Labels]],
+    def __init__(self, settings: RemoteSettings, prompts: list[Any], labels: list[Optional[Labels]],
                  constraints: list[Optional[Constraint]], params: SamplingParams, on_progress: Progress,
                  cache: Optional[str]):
-        self.context = context
+        self.settings = settings
         self.cache_path = cache
         self.prompts = prompts
         self.labels = labels
@@ -91,7 +115,7 @@ class RemoteCall:
         started = time.perf_counter()
         # opened here, in the thread that runs the event loop: a SQLite connection stays in its thread
         cache = None if self.cache_path is None else CachedCall(
-            self.cache_path, self.context.model_identity, self._cache_setup(), self.params, self.labels,
+            self.cache_path, self.settings.model_identity, self._cache_setup(), self.params, self.labels,
             self.constraints,
         )
         try:
@@ -114,7 +138,7 @@ class RemoteCall:
         """What decides answers beside the model, the prompt and the arguments: the kinds of
         server, which decide what each request is sent (see dialects.py), and how labels
         are scored on them (answers stored before REMOTE_LABEL_SCORING are not found again)."""
-        return {"servers": self.context.server_kinds, "label_scoring": REMOTE_LABEL_SCORING}
+        return {"servers": self.settings.server_kinds, "label_scoring": REMOTE_LABEL_SCORING}
 
     async def _run(self, cache: Optional[CachedCall]) -> list[Completion]:
         completions: list[Optional[Completion]] = [None] * len(self.prompts)
@@ -128,12 +152,12 @@ class RemoteCall:
                 waiting.append(index)
             else:
                 self._report_done()
-        context = self.context
-        n_workers = min(len(waiting), context.max_concurrency * len(context.endpoints))
-        pool = EndpointPool(context.endpoints, context.max_concurrency, context.backoff)
+        settings = self.settings
+        n_workers = min(len(waiting), settings.max_concurrency * len(settings.endpoints))
+        pool = EndpointPool(settings.endpoints, settings.max_concurrency, settings.backoff)
         client = httpx.AsyncClient(
-            headers=context._headers,
-            timeout=client_timeout(context.timeout),
+            headers=dict(settings.headers),
+            timeout=client_timeout(settings.timeout),
             # the pool bounds requests; httpx's own limit would queue them behind its back
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=n_workers),
         )
@@ -159,7 +183,7 @@ class RemoteCall:
         """Prompt `index`'s completion: its request, sent again after failures worth a retry."""
         seed = request_seed(self.params.seed, index)
         failed_on: Optional[Endpoint] = None
-        for attempt in range(1, self.context.retries + 2):
+        for attempt in range(1, self.settings.retries + 2):
             endpoint = await pool.acquire(avoid=failed_on)
             log.debug("request %d sent to %s (attempt %d)", index, endpoint.url, attempt)
             retry_after = None
@@ -170,7 +194,7 @@ class RemoteCall:
                 if not isinstance(error, httpx.ConnectTimeout):
                     pool.release(endpoint)
                     return _failed(RemoteTimeoutError(
-                        index, endpoint.url, attempt, f"no answer within the timeout of {self.context.timeout:g} s."
+                        index, endpoint.url, attempt, f"no answer within the timeout of {self.settings.timeout:g} s."
                     ))
                 failure: RemoteError = RemoteConnectionError(index, endpoint.url, attempt, describe_error(error))
             except httpx.TransportError as error:
@@ -188,7 +212,7 @@ class RemoteCall:
             pool.release(endpoint, failed=True, retry_after=retry_after)
             log.debug("request %d failed: %s", index, failure)
             failed_on = endpoint
-            if attempt <= self.context.retries:
+            if attempt <= self.settings.retries:
                 self.stats.retries += 1
         return _failed(failure)
 
@@ -198,7 +222,7 @@ class RemoteCall:
         requests; StatusError or httpx's errors for a failure that may be worth a retry."""
         prompt, labels, constraint = self.prompts[index], self.labels[index], self.constraints[index]
         if constraint is not None and constraint.fields is not None:  # RemoteContext checked that it can
-            scoring = endpoint.api.label_scoring(client, endpoint.url, self.context.model)
+            scoring = endpoint.api.label_scoring(client, endpoint.url, self.settings.model)
             try:
                 return await scored_answer(scoring, prompt, index, constraint, self.params, seed)
             except (KeyError, IndexError, TypeError, ValueError) as error:
@@ -206,7 +230,7 @@ class RemoteCall:
                     index, endpoint.url, attempt, f"the fields could not be scored ({type(error).__name__}: {error})."
                 ))
         if labels is not None and endpoint.api.label_scoring is not None:
-            scoring = endpoint.api.label_scoring(client, endpoint.url, self.context.model)
+            scoring = endpoint.api.label_scoring(client, endpoint.url, self.settings.model)
             try:
                 scores = await scoring.label_scores(prompt, labels)
             except (KeyError, IndexError, TypeError, ValueError) as error:
@@ -215,7 +239,7 @@ class RemoteCall:
                 ))
             return self._labelled(index, labels, scores.probs, n_prompt_tokens=scores.n_prompt_tokens,
                                   n_tokens=0, n_cached_tokens=scores.n_cached_tokens)
-        body = endpoint.api.request_body(self.context.model, prompt, self.params, seed, labels,
+        body = endpoint.api.request_body(self.settings.model, prompt, self.params, seed, labels,
                                          self.constraints[index])
         response = await client.post(f"{endpoint.url}/{endpoint_path(prompt)}", json=body)
         if response.status_code != 200:
