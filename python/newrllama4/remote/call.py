@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Iterator, Optional, TypeVar
 import httpx
 import numpy as np
 
+from ..call_driver import CallDriver, Progress
 from ..constraints import Constraint, text_error
 from ..errors import (
     ConstraintError,
@@ -27,7 +28,6 @@ from ..errors import (
     RemoteResponseError,
     RemoteTimeoutError,
 )
-from ..generation import Progress
 from ..labels import Labels, pick_label
 from ..result_cache import CachedCall
 from ..results import Completion, ParallelResult, Stats
@@ -106,33 +106,23 @@ class RemoteCall:
         self.constraints = constraints
         self.params = params
         self.on_progress = on_progress
-        self.stats = Stats(seed=params.seed, prompts=len(prompts))
-        self._n_done = 0
+        self.stats = Stats(seed=params.seed)
         self._in_flight = 0
         self._busy_since = 0.0
 
     async def run(self) -> ParallelResult:
-        started = time.perf_counter()
         # opened here, in the thread that runs the event loop: a SQLite connection stays in its thread
         cache = None if self.cache_path is None else CachedCall(
             self.cache_path, self.settings.model_identity, self._cache_setup(), self.params, self.labels,
             self.constraints,
         )
-        try:
-            completions = await self._run(cache)
-        finally:
-            if cache is not None:
-                cache.close()
-        computed = [c for c in completions if not c.from_cache]
-        self.stats.result_cache_hits = len(completions) - len(computed)
+        with CallDriver(len(self.prompts), self.on_progress, cache) as driver:
+            await self._run(driver)
+        computed = [c for c in driver.completions if c is not None and not c.from_cache]
         self.stats.prompt_tokens = sum(c.n_prompt_tokens for c in computed)
         self.stats.cached_prompt_tokens = sum(c.n_cached_tokens for c in computed)
         self.stats.generated_tokens = sum(c.n_tokens for c in computed)
-        self.stats.failures = sum(c.finish_reason == "error" for c in completions)
-        self.stats.total_seconds = time.perf_counter() - started
-        self.stats.close()
-        log.debug("stats: %s", self.stats)
-        return ParallelResult(completions, self.stats)
+        return driver.result(self.stats)
 
     def _cache_setup(self) -> dict[str, Any]:
         """What decides answers beside the model, the prompt and the arguments: the kinds of
@@ -140,18 +130,11 @@ class RemoteCall:
         are scored on them (answers stored before REMOTE_LABEL_SCORING are not found again)."""
         return {"servers": self.settings.server_kinds, "label_scoring": REMOTE_LABEL_SCORING}
 
-    async def _run(self, cache: Optional[CachedCall]) -> list[Completion]:
-        completions: list[Optional[Completion]] = [None] * len(self.prompts)
-        waiting = []
+    async def _run(self, driver: CallDriver) -> None:
         for index, prompt in enumerate(self.prompts):
             if len(prompt) == 0:
-                completions[index] = _failed(EmptyPromptError(index))
-            elif cache is not None:
-                completions[index] = cache.lookup(index, prompt)
-            if completions[index] is None:
-                waiting.append(index)
-            else:
-                self._report_done()
+                driver.finish(index, _failed(EmptyPromptError(index)))
+        waiting = driver.look_up([i for i, prompt in enumerate(self.prompts) if len(prompt)], self.prompts.__getitem__)
         settings = self.settings
         n_workers = min(len(waiting), settings.max_concurrency * len(settings.endpoints))
         pool = EndpointPool(settings.endpoints, settings.max_concurrency, settings.backoff)
@@ -165,19 +148,10 @@ class RemoteCall:
 
         async def work() -> None:
             for index in queue:
-                completions[index] = await self._complete(client, pool, index)
-                if cache is not None:  # committed before the progress callback hears of it
-                    cache.store(index, completions[index])
-                self._report_done()
+                driver.finish(index, await self._complete(client, pool, index))
 
         async with client:
             await _all_or_none([work() for _ in range(n_workers)])
-        return completions
-
-    def _report_done(self) -> None:
-        self._n_done += 1
-        if self.on_progress is not None:
-            self.on_progress(self._n_done, len(self.prompts))
 
     async def _complete(self, client: httpx.AsyncClient, pool: EndpointPool, index: int) -> Completion:
         """Prompt `index`'s completion: its request, sent again after failures worth a retry."""

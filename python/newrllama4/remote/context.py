@@ -10,7 +10,8 @@ import httpx
 from ..checks import check_int, check_real
 from ..constraints import Constraint
 from ..errors import ClosedError, EndpointError, InvalidArgumentError
-from ..generation import Generator, Progress
+from ..call_driver import Progress
+from ..generation import Generator
 from ..labels import Labels
 from ..results import ParallelResult
 from ..sampling import SamplingParams
