@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 import llama_cpp as llama
 
+from . import call_driver
 from ._llama import TokenBatch, ggml_forces_tiled_matmul, identity_guaranteed, llama_errors, set_fields
 from .attention import TILE, batch_capacity
+from .call_driver import CallDriver, Progress, windows
 from .constraints import Constraint
 from .context_settings import ContextSettings
 from .engine import StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
 from .field_probs import run_rounds, writing
-from .generation import Generator, OneCallAtATime, Progress
+from .generation import Generator, OneCallAtATime
 from .labels import Labels
 from .memory import check_context_fits, head_sizes
 from .model import Model
 from .prefix_cache import PrefixCache
 from .result_cache import CachedCall, ModelFile
-from .results import Completion, ParallelResult
+from .results import ParallelResult
 from .sampling import SamplingParams
 from .scheduler import Scheduler
 from .worker import WorkerContext
@@ -28,8 +31,6 @@ from .worker import WorkerContext
 # fastest. Batch invariance holds the kernel each token gets fixed by the batch
 # discipline of attention.py, not by the cache type.
 KV_CACHE_TYPE, KV_CACHE_NAME = llama.GGML_TYPE_F16, "f16/f16"
-# field_probs' rounds run over windows of this many times n_seq_max prompts (_scored_fields)
-ROUND_WINDOW = 4
 
 
 class Context(Generator):
@@ -203,57 +204,37 @@ class Context(Generator):
             result_cache = None if cache is None else CachedCall(
                 cache, ModelFile(self.model.path), setup, sampling, labels, constraints, self.n_ctx
             )
-
-            def run(prompts: list[Any], labels: list[Optional[Labels]], constraints: list[Optional[Constraint]],
-                    sampling: SamplingParams, generators: Any = None, result_cache: Optional[CachedCall] = None,
-                    on_progress: Progress = None, to_continue: bool = False, continuing: bool = False) -> ParallelResult:
-                scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
-                loop = StepLoop(
-                    self.model, handle, self._batch, scheduler, self.n_ctx, sampling, on_progress,
-                    self._prefix_cache, result_cache, self.batch_invariant, to_continue, continuing,
-                )
-                return loop.run(prompts, labels, constraints, generators)
-
-            try:
+            with CallDriver(len(prompts), on_progress, result_cache) as driver:
                 if any(c is not None and c.fields is not None for c in constraints):
-                    result = self._scored_fields(run, prompts, labels, constraints, sampling, on_progress,
-                                                 result_cache)
+                    result = run_rounds(
+                        functools.partial(self._step_loop, handle), driver, prompts, labels, constraints, sampling,
+                        self.model.prompt_tokens,
+                        lambda text: writing(text, lambda t: self.model.tokenize(t, add_special=False),
+                                             self.model.token_piece),
+                        call_driver.ROUND_WINDOW * self.n_seq_max,
+                    )
                 else:
-                    result = run(prompts, labels, constraints, sampling, None, result_cache, on_progress)
-                result.stats.batch_invariant = self.batch_invariant
-                result.stats.kv_cache = KV_CACHE_NAME
-                result.stats.identity_guaranteed = self.batch_invariant and identity_guaranteed()
-                return result
-            finally:
-                if result_cache is not None:
-                    result_cache.close()
+                    result = self._step_loop(handle, prompts, labels, constraints, sampling, driver=driver)
+            result.stats.batch_invariant = self.batch_invariant
+            result.stats.kv_cache = KV_CACHE_NAME
+            result.stats.identity_guaranteed = self.batch_invariant and identity_guaranteed()
+            return result
 
-    def _scored_fields(self, run: Any, prompts: list[Any], labels: list[Optional[Labels]],
-                       constraints: list[Optional[Constraint]], sampling: SamplingParams, on_progress: Progress,
-                       result_cache: Optional[CachedCall]) -> ParallelResult:
-        """A call whose JSON schemas score fields, in rounds (field_probs.py), each a step loop."""
-        done = [0]
-
-        def report() -> None:
-            done[0] += 1
-            if on_progress is not None:
-                on_progress(done[0], len(prompts))
-
-        def lookup(index: int) -> Optional[Completion]:
-            if result_cache is None:
-                return None
-            tokens = self.model.prompt_tokens(prompts[index])
-            return result_cache.lookup(index, tokens) if tokens else None
-
-        return run_rounds(
-            run, prompts, labels, constraints, sampling, self.model.prompt_tokens,
-            lambda text: writing(text, lambda t: self.model.tokenize(t, add_special=False), self.model.token_piece),
-            lookup,
-            (lambda i, c: None) if result_cache is None else result_cache.store, report,
-            # rounds over windows of ROUND_WINDOW * n_seq_max prompts (field_probs.run_rounds): enough to keep
-            # every slot busy through a round's call, few enough that the snapshots a window holds between
-            # rounds (one per prompt, up to n_ctx tokens of KV each) stay within the prefix cache's budget at
-            # the usual sizes; where they do not, the cache evicts the oldest and those prompts are decoded
-            # again, exactly as before, only slower
-            ROUND_WINDOW * self.n_seq_max,
-        )
+    def _step_loop(self, handle: Any, prompts: list[Any], labels: list[Optional[Labels]],
+                   constraints: list[Optional[Constraint]], sampling: SamplingParams, generators: Any = None,
+                   to_continue: bool = False, continuing: bool = False,
+                   driver: Optional[CallDriver] = None) -> ParallelResult:
+        """The prompts through one step loop, a window at a time (call_driver.WINDOW_PER_SLOT
+        per slot), each window looked up in the result cache as it starts; without a `driver`
+        (a round of field_probs' calls), with no result cache and no progress of their own."""
+        driver = CallDriver(len(prompts)) if driver is None else driver
+        scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
+        loop = StepLoop(self.model, handle, self._batch, scheduler, self.n_ctx, sampling, self._prefix_cache,
+                        self.batch_invariant, driver.finish, to_continue, continuing)
+        for window in windows(range(len(prompts)), call_driver.WINDOW_PER_SLOT * self.n_seq_max):
+            tokens = {i: self.model.prompt_tokens(prompts[i]) for i in window}
+            loop.run(driver.look_up(window, lambda i: tokens[i] or None), tokens, labels, constraints, generators)
+        if self._prefix_cache is not None:
+            loop.stats.prefix_cache_bytes = self._prefix_cache.nbytes
+            loop.stats.prefix_cache_snapshots = len(self._prefix_cache)
+        return driver.result(loop.stats)

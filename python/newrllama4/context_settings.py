@@ -22,7 +22,7 @@ class ContextSettings:
     """The arguments of Context after its model, in its order, validated on construction;
     `n_threads=None` becomes the cores this process may run on."""
 
-    n_ctx: int = 4096
+    n_ctx: int = 2048
     n_seq_max: int = 8
     n_batch: int = 512
     n_threads: Optional[int] = None

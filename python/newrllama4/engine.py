@@ -1,9 +1,9 @@
 """The step loop of one call: admit, fill the batch, decode, sample, retire.
 
 Data flows one way: prompts -> sequences -> batch -> llama_decode -> samples -> results.
-With a result cache, prompts whose answers it holds skip the rest, and each other
-prompt's answer is committed to it as the prompt finishes.
-Whatever happens (a finished call, an exception, KeyboardInterrupt, an exception
+It runs the prompts of one window that a CallDriver (call_driver.py) did not find in
+the result cache, and hands each answer back as its prompt finishes.
+Whatever happens (a finished window, an exception, KeyboardInterrupt, an exception
 from the progress callback), every KV stream is empty on exit.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from typing import Any, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import llama_cpp as llama
 import numpy as np
@@ -21,27 +21,19 @@ from ._llama import TokenBatch
 from .attention import Rows, throwaway_rows, tiled_end
 from .constraints import ConstrainedAnswer, Constraint, mask_logits
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
-from .generation import Progress
 from .labels import LabelPrompt, Labels, score
 from .model import Model
 from .prefix_cache import PrefixCache
 from .prefix_plan import PrefixPlan
-from .result_cache import CachedCall
-from .results import Completion, ParallelResult, Stats
+from .results import Completion, Stats
 from .sampling import BatchSampler, SamplingParams, sequence_generator
 from .scheduler import PlanEntry, Scheduler
 from .sequence import Sequence
 
 log = logging.getLogger("newrllama4")
 
-Prompt = Any  # str, a list of token ids, or chat messages
-
-# How many prompts a call turns into sequences at a time, per slot. A call then holds the
-# tokens and sequences of one window (some 20 KB a row on the tiny model: 100,000 prompts
-# at once took 2.3 GB), so its memory follows n_seq_max, not its rows; the slots drain at
-# each window's end, a step or two in a window's 64 rounds of prompts. Shared prefixes
-# carry over through the prefix cache.
-WINDOW_PER_SLOT = 64
+# where a finished prompt's answer goes: its index and completion
+Finished = Callable[[int, Completion], None]
 
 
 class StepLoop:
@@ -53,15 +45,16 @@ class StepLoop:
         scheduler: Scheduler,
         n_ctx: int,
         params: SamplingParams,
-        on_progress: Progress,
         prefix_cache: Optional[PrefixCache],
-        result_cache: Optional[CachedCall],
         batch_invariant: bool,
+        finished: Finished,
         to_continue: bool = False,
         continuing: bool = False,
     ):
         """`to_continue`, `continuing`: the next call goes on from this call's prompts, this
-        call from the previous call's (PrefixPlan keeps one snapshot of each prompt between)."""
+        call from the previous call's (PrefixPlan keeps one snapshot of each prompt between).
+        `finished` takes each prompt's answer as the prompt finishes. One StepLoop runs a
+        call's windows one after the other, its stats counting them all."""
         self.model = model
         self.to_continue = to_continue
         self.continuing = continuing
@@ -73,22 +66,17 @@ class StepLoop:
         self.n_ctx = n_ctx
         self.params = params
         self.sampler = BatchSampler(params, model.n_vocab)
-        self.on_progress = on_progress
         self.prefix_cache = prefix_cache
         self.prefixes: Optional[PrefixPlan] = None
-        self.result_cache = result_cache
         self.sequences: dict[int, Sequence] = {}  # the window's, by prompt index
         self.label_prompts: dict[int, LabelPrompt] = {}
         self.generators: Optional[list[np.random.Generator]] = None
-        self.completions: list[Optional[Completion]] = []
+        self.finished = finished
         self.stats = Stats(seed=params.seed)
-        self._n_done = 0
-        self._n_total = 0
 
     # -- prompts -> sequences ---------------------------------------------------------
 
-    def _sequence(self, index: int, prompt: Prompt) -> Sequence:
-        tokens = self.model.prompt_tokens(prompt)
+    def _sequence(self, index: int, tokens: list[int]) -> Sequence:
         sequence = Sequence(index, tokens, self.params.stop)
         if self.batch_invariant:
             sequence.n_tiled = tiled_end(len(tokens))
@@ -115,53 +103,34 @@ class StepLoop:
                 scoring.finish("error", PromptTooLongError(sequence.index, scoring.n_prompt, self.n_ctx))
         return label_prompt
 
-    def run(self, prompts: list[Prompt], labels: list[Optional[Labels]],
-            constraints: list[Optional[Constraint]],
-            generators: Optional[list[np.random.Generator]] = None) -> ParallelResult:
-        """`generators`: each prompt's random stream, when the caller carries it over
-        calls (field_probs.py); by default `sequence_generator(seed, index)`."""
-        started = time.perf_counter()
+    def run(self, indices: list[int], tokens: Mapping[int, list[int]], labels: list[Optional[Labels]],
+            constraints: list[Optional[Constraint]], generators: Optional[list[np.random.Generator]] = None) -> None:
+        """Run the prompts at `indices`, given as their `tokens`, to their answers; every KV
+        stream is empty after. `generators`: each prompt's random stream, when the caller
+        carries it over calls (field_probs.py); by default `sequence_generator(seed, index)`."""
         self.generators = generators
-        self.completions = [None] * len(prompts)
-        self._n_total = self.stats.prompts = len(prompts)
         try:
-            window = WINDOW_PER_SLOT * self.scheduler.n_slots
-            for first in range(0, len(prompts), window):
-                self._run_window(range(first, min(len(prompts), first + window)), prompts, labels, constraints)
+            self._run(indices, tokens, labels, constraints)
         finally:
             self._release_all()
-        if self.prefix_cache is not None:
-            self.stats.prefix_cache_bytes = self.prefix_cache.nbytes
-            self.stats.prefix_cache_snapshots = len(self.prefix_cache)
-        self.stats.failures = sum(c.finish_reason == "error" for c in self.completions)
-        self.stats.total_seconds = time.perf_counter() - started
-        self.stats.close()
-        log.debug("stats: %s", self.stats)
-        return ParallelResult(self.completions, self.stats)
 
-    def _run_window(self, indices: range, prompts: list[Prompt], labels: list[Optional[Labels]],
-                    constraints: list[Optional[Constraint]]) -> None:
-        """Run the prompts at `indices` to their answers; every KV stream is empty after."""
-        sequences = self.sequences = {i: self._sequence(i, prompts[i]) for i in indices}
-        for i, s in sequences.items():
-            if self.result_cache is not None and not s.finished:
-                self.completions[i] = self.result_cache.lookup(i, s.tokens)
-        to_compute = [s for s in sequences.values() if self.completions[s.index] is None]
-        for sequence in to_compute:
+    def _run(self, indices: list[int], tokens: Mapping[int, list[int]], labels: list[Optional[Labels]],
+             constraints: list[Optional[Constraint]]) -> None:
+        sequences = self.sequences = {i: self._sequence(i, tokens[i]) for i in indices}
+        for sequence in sequences.values():
             if constraints[sequence.index] is not None and not sequence.finished:
                 sequence.constrained = ConstrainedAnswer(constraints[sequence.index], self.model)
         label_prompts = self.label_prompts = {
             s.index: self._label_prompt(s, labels[s.index])
-            for s in to_compute if labels[s.index] is not None and not s.finished
+            for s in sequences.values() if labels[s.index] is not None and not s.finished
         }
-        live = [s for s in to_compute if not s.finished and s.index not in label_prompts]
+        live = [s for s in sequences.values() if not s.finished and s.index not in label_prompts]
         live += [s for p in label_prompts.values() for s in p.sequences if not s.finished]
         self._n_left = Counter(s.index for s in live)
-        self.stats.result_cache_hits += len(sequences) - len(to_compute)
         self.stats.prompt_tokens += sum(s.n_prompt for s in live)
         for index in indices:
             if not self._n_left[index]:
-                log.debug("request %d answered before start (from the result cache, or failed)", index)
+                log.debug("request %d failed before start", index)
                 self._finish_prompt(index)
         if self.prefix_cache is not None:
             self.prefixes = PrefixPlan(self.prefix_cache, self.ctx, live, self.to_continue, self.continuing)
@@ -203,19 +172,9 @@ class StepLoop:
             self._finish_prompt(sequence.index)
 
     def _finish_prompt(self, index: int) -> None:
-        """Settle a finished prompt's answer, commit it to the result cache, then report
-        progress: a process killed from the progress callback has stored this answer."""
-        if self.completions[index] is None:
-            label_prompt = self.label_prompts.get(index)
-            self.completions[index] = (
-                label_prompt.completion(self.params.temperature, self._generator(index))
-                if label_prompt is not None else self.sequences[index].completion()
-            )
-            if self.result_cache is not None:
-                self.result_cache.store(index, self.completions[index])
-        self._n_done += 1
-        if self.on_progress is not None:
-            self.on_progress(self._n_done, self._n_total)
+        label_prompt = self.label_prompts.get(index)
+        self.finished(index, label_prompt.completion(self.params.temperature, self._generator(index))
+                      if label_prompt is not None else self.sequences[index].completion())
 
     def _generator(self, index: int) -> np.random.Generator:
         if self.generators is not None:

@@ -40,6 +40,7 @@ from typing import Any, Callable, Optional
 import llguidance
 import numpy as np
 
+from .call_driver import CallDriver, windows
 from .constraints import JSON_STYLE, Constraint, text_error
 from .errors import ConstraintError, IncompleteOutputError, InvalidArgumentError, PromptError, PromptTooLongError
 from .labels import pick_label
@@ -167,43 +168,30 @@ class Answer:
         self.failed: Optional[Completion] = None
 
 
-def run_rounds(run: RunLoop, prompts: list[Any], labels: list[Any], constraints: list[Optional[Constraint]],
-               params: SamplingParams, prompt_tokens: Callable[[Any], list[int]],
-               tokenize: Callable[[str], Optional[list[int]]],
-               lookup: Callable[[int], Optional[Completion]], store: Callable[[int, Completion], None],
-               report: Callable[[], None], window: int) -> ParallelResult:
+def run_rounds(run: RunLoop, driver: CallDriver, prompts: list[Any], labels: list[Any],
+               constraints: list[Optional[Constraint]], params: SamplingParams,
+               prompt_tokens: Callable[[Any], list[int]], tokenize: Callable[[str], Optional[list[int]]],
+               window: int) -> ParallelResult:
     """A call whose JSON schemas score fields: the prompts with scored fields in rounds,
-    the others in the first round as they are. `lookup` and `store` reach the result
-    cache by the prompt's position, `report` counts a prompt done; `prompt_tokens` renders
-    a prompt as the engine does, `tokenize` gives the tokens that write a value after its
-    colon (`writing`), None where none do.
+    the others in the first round as they are. `driver` looks every prompt up in the
+    result cache first and takes each window's answers; `prompt_tokens` renders a prompt
+    as the engine does, `tokenize` gives the tokens that write a value after its colon
+    (`writing`), None where none do.
 
     The prompts go through their rounds `window` at a time, a window through all its
     rounds before the next starts: between rounds each of its prompts keeps a snapshot of
     its KV in the prefix cache (to_continue / continuing), which the next round restores
     instead of decoding the prompt and the answer so far again, and a window bounds how
     many snapshots are held at once."""
-    n = len(prompts)
-    completions: list[Optional[Completion]] = [None] * n
     stats: list[Stats] = []
-    answers: dict[int, Answer] = {}
-    for i, c in enumerate(constraints):
-        completions[i] = lookup(i)
-        if completions[i] is None and c is not None and c.fields is not None:
-            answers[i] = Answer(i, c, params.seed)
-    first = [i for i in range(n) if completions[i] is None]
-    for i in range(n):
-        if completions[i] is not None:
-            report()
-    for start in range(0, len(first), window):
-        indices = first[start:start + window]
-        for i, completion in _window(run, indices, prompts, labels, constraints, answers, params,
+    first = driver.look_up(range(len(prompts)), lambda i: prompt_tokens(prompts[i]) or None)
+    answers = {i: Answer(i, c, params.seed) for i in first
+               if (c := constraints[i]) is not None and c.fields is not None}
+    for indices in windows(first, window):
+        for i, completion in _window(run, list(indices), prompts, labels, constraints, answers, params,
                                      prompt_tokens, tokenize, stats).items():
-            completions[i] = completion
-            if not completion.from_cache and (i not in answers or answers[i].failed is None):
-                store(i, completion)
-            report()
-    return ParallelResult(completions, _combined(stats, params.seed, n, n - len(first), completions))
+            driver.finish(i, completion)
+    return driver.result(_combined(stats, params.seed, driver.completions))
 
 
 def _window(run: RunLoop, indices: list[int], prompts: list[Any], labels: list[Any],
@@ -332,18 +320,16 @@ def finished(a: Answer) -> Completion:
     )
 
 
-def _combined(stats: list[Stats], seed: int, n: int, n_hits: int, completions: list[Completion]) -> Stats:
+def _combined(stats: list[Stats], seed: int, completions: list[Optional[Completion]]) -> Stats:
     """One call's stats from its rounds' (none when the result cache answered every prompt)."""
-    total = Stats(seed=seed, prompts=n, result_cache_hits=n_hits)
+    total = Stats(seed=seed)
     for s in stats:
         for f in ("prompt_tokens", "cached_prompt_tokens", "prefill_seconds", "decode_seconds", "sample_seconds",
-                  "request_seconds", "total_seconds", "llama_decode_calls", "decoded_tokens", "retries",
+                  "request_seconds", "llama_decode_calls", "decoded_tokens", "retries",
                   "prefix_snapshots", "prefix_copied_bytes"):
             setattr(total, f, getattr(total, f) + getattr(s, f))
         total.peak_active_sequences = max(total.peak_active_sequences, s.peak_active_sequences)
     if stats:
         total.prefix_cache_bytes, total.prefix_cache_snapshots = stats[-1].prefix_cache_bytes, stats[-1].prefix_cache_snapshots
-    total.generated_tokens = sum(c.n_tokens for c in completions if not c.from_cache)
-    total.failures = sum(c.finish_reason == "error" for c in completions)
-    total.close()
+    total.generated_tokens = sum(c.n_tokens for c in completions if c is not None and not c.from_cache)
     return total

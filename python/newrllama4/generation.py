@@ -10,8 +10,9 @@ import threading
 import warnings
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Sequence as SequenceType
+from typing import Any, Iterator, Optional, Sequence as SequenceType
 
+from .call_driver import Progress
 from .checks import check_bool, check_callable, check_prompts
 from .constraints import Constraint, check_constraints
 from .errors import ContextError, InvalidArgumentError
@@ -21,8 +22,6 @@ from .model import Model
 from .result_cache import check_cache_path
 from .results import Completion, ParallelResult
 from .sampling import SamplingParams
-
-Progress = Optional[Callable[[int, int], Any]]
 
 
 class Generator(ABC):

@@ -38,7 +38,8 @@ from ._llama import ggml_defaults_environment
 from .constraints import Constraint
 from .context_settings import ContextSettings
 from .errors import ClosedError, ContextError
-from .generation import Generator, OneCallAtATime, Progress
+from .call_driver import Progress
+from .generation import Generator, OneCallAtATime
 from .labels import Labels
 from .model import Model
 from .results import ParallelResult

@@ -166,15 +166,15 @@ def test_llama_cpp_log_lines_are_silent_by_default(tiny_model_path, capfd):
 
 
 def test_a_call_longer_than_a_window_gives_what_one_window_gives(ctx, monkeypatch, tmp_path):
-    """A call runs its prompts a window at a time (engine.WINDOW_PER_SLOT x n_seq_max), so that
+    """A call runs its prompts a window at a time (call_driver.WINDOW_PER_SLOT x n_seq_max), so that
     its memory does not grow with its rows: answers, probabilities, progress and counters are those of one window."""
-    import newrllama4.engine as engine
+    import newrllama4.call_driver as call_driver
 
     prompts = random_prompts(11, seed=12) + [""]
     labelled = [None, ["yes", "no"]] * 6
     arguments = dict(max_tokens=6, temperature=0, labels=labelled)
     whole = ctx.generate_parallel(prompts, **arguments)
-    monkeypatch.setattr(engine, "WINDOW_PER_SLOT", 1)  # windows of 4 prompts (n_seq_max = 4)
+    monkeypatch.setattr(call_driver, "WINDOW_PER_SLOT", 1)  # windows of 4 prompts (n_seq_max = 4)
     seen = []
     windowed = ctx.generate_parallel(prompts, on_progress=lambda done, total: seen.append((done, total)), **arguments)
     assert [c.text for c in windowed] == [c.text for c in whole]
@@ -194,7 +194,7 @@ def test_windows_on_gemma_after_a_long_shared_instruction(gemma, monkeypatch):
     # the users' case at realistic sizes across window boundaries: an instruction of some
     # 300 tokens, restored from the prefix cache in every window, labels scored and text
     # generated, each answer what the call in one window gives it (windows of 2 prompts)
-    import newrllama4.engine as engine
+    import newrllama4.call_driver as call_driver
 
     instruction = "Decide whether each sentence below is about the weather. " * 30
     texts = ["It rained all day.", "The bank raised its rates.", "Snow fell on the hills.",
@@ -204,7 +204,7 @@ def test_windows_on_gemma_after_a_long_shared_instruction(gemma, monkeypatch):
     arguments = dict(max_tokens=4, temperature=0, labels=[["yes", "no"], None] * 3 + [["yes", "no"]])
     with nl.Context(gemma, n_ctx=512, n_seq_max=2) as ctx:
         whole = ctx.generate_parallel(prompts, **arguments)
-    monkeypatch.setattr(engine, "WINDOW_PER_SLOT", 1)
+    monkeypatch.setattr(call_driver, "WINDOW_PER_SLOT", 1)
     with nl.Context(gemma, n_ctx=512, n_seq_max=2) as ctx:
         windowed = ctx.generate_parallel(prompts, **arguments)
     assert [c.text for c in windowed] == [c.text for c in whole]

@@ -15,12 +15,13 @@ def module_name(path):
 
 
 def imported(tree, name, is_package, modules):
-    """The package's modules that a module's source imports when it runs, wherever the
-    import stands (inside functions too; not under `if TYPE_CHECKING:`, which only type
-    checkers run): `from X import a` imports X.a where that is a module, else X."""
+    """The package's modules that a module's source imports, wherever the import stands:
+    inside functions, and under `if TYPE_CHECKING:` too (two modules that need each other
+    only for their types are still one job in two files): `from X import a` imports X.a
+    where that is a module, else X."""
     here = name if is_package else name.rpartition(".")[0]
     found = set()
-    for node in runtime_nodes(tree):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -30,16 +31,6 @@ def imported(tree, name, is_package, modules):
                 base = f"{anchor}.{base}" if base else anchor
             found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names)
     return {m for m in found if m in modules and m != name}
-
-
-def runtime_nodes(tree):
-    """Every node of the tree but those under `if TYPE_CHECKING:`."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            yield from (n for child in node.orelse for n in [child, *runtime_nodes(child)])
-            continue
-        yield node
-        yield from runtime_nodes(node)
 
 
 def import_graph():
@@ -85,10 +76,10 @@ def test_the_package_s_import_graph_has_no_cycle():
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
-def test_imports_for_type_checkers_only_are_left_out():
+def test_imports_for_type_checkers_only_count_too():
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\nelse:\n"
                      "    from .b import B\ndef f():\n    from .c import C\n")
-    assert imported(tree, "p.m", False, {"p.a", "p.b", "p.c"}) == {"p.b", "p.c"}
+    assert imported(tree, "p.m", False, {"p.a", "p.b", "p.c"}) == {"p.a", "p.b", "p.c"}
 
 
 def test_the_cycle_finder_finds_a_cycle():

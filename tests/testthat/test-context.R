@@ -30,6 +30,16 @@ test_that("context_create checks its arguments in R", {
   expect_error(context_create(model, prefix_cache_mb = -1), class = "newrllama4_error_invalid_argument")
 })
 
+test_that("context_create()'s defaults are the engine's (ContextSettings)", {
+  skip_without_engine()
+  fields <- reticulate::import("dataclasses")$fields(engine()$context_settings$ContextSettings)
+  engine_defaults <- stats::setNames(lapply(fields, function(f) f$default), vapply(fields, function(f) f$name, ""))
+  r_defaults <- lapply(as.list(formals(context_create))[-1], eval)
+  # R gives the engine n_batch = max(512, n_seq_max) rather than an argument
+  expect_setequal(names(r_defaults), setdiff(names(engine_defaults), "n_batch"))
+  expect_equal(r_defaults, engine_defaults[names(r_defaults)])
+})
+
 test_that("a shared instruction is decoded once, reused by the next call, and cleared on request", {
   instruction <- paste(rep("tell me a story about the king and the queen of the river", 4), collapse = " ")
   prompts <- paste(instruction, c("once", "upon", "a", "time"))

@@ -103,6 +103,16 @@ test_that("servers that cannot be used, and bad arguments, are refused at creati
   expect_no_match(conditionMessage(error), "123456789")
 })
 
+test_that("context_remote()'s defaults are the engine's (RemoteContext)", {
+  skip_without_engine()
+  signature <- reticulate::import("inspect", convert = FALSE)$signature(engine()$RemoteContext)
+  parameters <- reticulate::py_to_r(reticulate::import_builtins(convert = FALSE)$dict(signature$parameters))
+  r_defaults <- lapply(as.list(formals(context_remote))[-1], eval)
+  # backoff, the wait after a failed request, is left to the engine in R
+  expect_setequal(c("base_url", names(r_defaults)), setdiff(names(parameters), "backoff"))
+  expect_equal(r_defaults, lapply(parameters[names(r_defaults)], function(p) p$default))
+})
+
 test_that("a remote context has no prefix cache to clear", {
   expect_error(context_clear_cache(context_remote(tiny_server()$url)), class = "newrllama4_error_invalid_argument")
 })

@@ -9,11 +9,13 @@ import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Awaitable, Iterator, Optional, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Iterator, Optional, TypeVar
 
 import httpx
 import numpy as np
 
+from ..call_driver import CallDriver, Progress
 from ..constraints import Constraint, text_error
 from ..errors import (
     ConstraintError,
@@ -26,7 +28,6 @@ from ..errors import (
     RemoteResponseError,
     RemoteTimeoutError,
 )
-from ..generation import Progress
 from ..labels import Labels, pick_label
 from ..result_cache import CachedCall
 from ..results import Completion, ParallelResult, Stats
@@ -36,9 +37,6 @@ from .fields import scored_answer
 from .http import StatusError, client_timeout, describe_error, retry_after_seconds, server_message
 from .labels import answer_label, label_probs
 from .pool import Endpoint, EndpointPool
-
-if TYPE_CHECKING:
-    from .context import RemoteContext
 
 log = logging.getLogger("newrllama4")
 
@@ -69,71 +67,80 @@ def request_seed(seed: int, index: int) -> int:
     return sequence_seed(seed, index) % 2**31
 
 
+@dataclass(frozen=True)
+class RemoteSettings:
+    """What a call reads of its RemoteContext, fixed when the call starts; the defaults are
+    RemoteContext's."""
+
+    endpoints: tuple[Endpoint, ...]
+    model: str
+    # the API key's header: sent, never shown
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    max_concurrency: int = 16
+    timeout: float = 600.0
+    retries: int = 3
+    backoff: float = 1.0
+
+    @property
+    def server_kinds(self) -> list[str]:
+        """The kinds of server behind the endpoints (see dialects.py), sorted, each once."""
+        return sorted({endpoint.api.name for endpoint in self.endpoints})
+
+    @property
+    def model_identity(self) -> str:
+        """What names the model in a result cache's key: the model id the servers report,
+        whichever endpoints serve it."""
+        return f"server:{self.model}"
+
+
 class RemoteCall:
     """One generate_parallel call on a RemoteContext."""
 
-    def __init__(self, context: RemoteContext, prompts: list[Any], labels: list[Optional[Labels]],
+    def __init__(self, settings: RemoteSettings, prompts: list[Any], labels: list[Optional[Labels]],
                  constraints: list[Optional[Constraint]], params: SamplingParams, on_progress: Progress,
                  cache: Optional[str]):
-        self.context = context
+        self.settings = settings
         self.cache_path = cache
         self.prompts = prompts
         self.labels = labels
         self.constraints = constraints
         self.params = params
         self.on_progress = on_progress
-        self.stats = Stats(seed=params.seed, prompts=len(prompts))
-        self._n_done = 0
+        self.stats = Stats(seed=params.seed)
         self._in_flight = 0
         self._busy_since = 0.0
 
     async def run(self) -> ParallelResult:
-        started = time.perf_counter()
         # opened here, in the thread that runs the event loop: a SQLite connection stays in its thread
         cache = None if self.cache_path is None else CachedCall(
-            self.cache_path, self.context.model_identity, self._cache_setup(), self.params, self.labels,
+            self.cache_path, self.settings.model_identity, self._cache_setup(), self.params, self.labels,
             self.constraints,
         )
-        try:
-            completions = await self._run(cache)
-        finally:
-            if cache is not None:
-                cache.close()
-        computed = [c for c in completions if not c.from_cache]
-        self.stats.result_cache_hits = len(completions) - len(computed)
+        with CallDriver(len(self.prompts), self.on_progress, cache) as driver:
+            await self._run(driver)
+        computed = [c for c in driver.completions if c is not None and not c.from_cache]
         self.stats.prompt_tokens = sum(c.n_prompt_tokens for c in computed)
         self.stats.cached_prompt_tokens = sum(c.n_cached_tokens for c in computed)
         self.stats.generated_tokens = sum(c.n_tokens for c in computed)
-        self.stats.failures = sum(c.finish_reason == "error" for c in completions)
-        self.stats.total_seconds = time.perf_counter() - started
-        self.stats.close()
-        log.debug("stats: %s", self.stats)
-        return ParallelResult(completions, self.stats)
+        return driver.result(self.stats)
 
     def _cache_setup(self) -> dict[str, Any]:
         """What decides answers beside the model, the prompt and the arguments: the kinds of
         server, which decide what each request is sent (see dialects.py), and how labels
         are scored on them (answers stored before REMOTE_LABEL_SCORING are not found again)."""
-        return {"servers": self.context.server_kinds, "label_scoring": REMOTE_LABEL_SCORING}
+        return {"servers": self.settings.server_kinds, "label_scoring": REMOTE_LABEL_SCORING}
 
-    async def _run(self, cache: Optional[CachedCall]) -> list[Completion]:
-        completions: list[Optional[Completion]] = [None] * len(self.prompts)
-        waiting = []
+    async def _run(self, driver: CallDriver) -> None:
         for index, prompt in enumerate(self.prompts):
             if len(prompt) == 0:
-                completions[index] = _failed(EmptyPromptError(index))
-            elif cache is not None:
-                completions[index] = cache.lookup(index, prompt)
-            if completions[index] is None:
-                waiting.append(index)
-            else:
-                self._report_done()
-        context = self.context
-        n_workers = min(len(waiting), context.max_concurrency * len(context.endpoints))
-        pool = EndpointPool(context.endpoints, context.max_concurrency, context.backoff)
+                driver.finish(index, _failed(EmptyPromptError(index)))
+        waiting = driver.look_up([i for i, prompt in enumerate(self.prompts) if len(prompt)], self.prompts.__getitem__)
+        settings = self.settings
+        n_workers = min(len(waiting), settings.max_concurrency * len(settings.endpoints))
+        pool = EndpointPool(settings.endpoints, settings.max_concurrency, settings.backoff)
         client = httpx.AsyncClient(
-            headers=context._headers,
-            timeout=client_timeout(context.timeout),
+            headers=dict(settings.headers),
+            timeout=client_timeout(settings.timeout),
             # the pool bounds requests; httpx's own limit would queue them behind its back
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=n_workers),
         )
@@ -141,25 +148,16 @@ class RemoteCall:
 
         async def work() -> None:
             for index in queue:
-                completions[index] = await self._complete(client, pool, index)
-                if cache is not None:  # committed before the progress callback hears of it
-                    cache.store(index, completions[index])
-                self._report_done()
+                driver.finish(index, await self._complete(client, pool, index))
 
         async with client:
             await _all_or_none([work() for _ in range(n_workers)])
-        return completions
-
-    def _report_done(self) -> None:
-        self._n_done += 1
-        if self.on_progress is not None:
-            self.on_progress(self._n_done, len(self.prompts))
 
     async def _complete(self, client: httpx.AsyncClient, pool: EndpointPool, index: int) -> Completion:
         """Prompt `index`'s completion: its request, sent again after failures worth a retry."""
         seed = request_seed(self.params.seed, index)
         failed_on: Optional[Endpoint] = None
-        for attempt in range(1, self.context.retries + 2):
+        for attempt in range(1, self.settings.retries + 2):
             endpoint = await pool.acquire(avoid=failed_on)
             log.debug("request %d sent to %s (attempt %d)", index, endpoint.url, attempt)
             retry_after = None
@@ -170,7 +168,7 @@ class RemoteCall:
                 if not isinstance(error, httpx.ConnectTimeout):
                     pool.release(endpoint)
                     return _failed(RemoteTimeoutError(
-                        index, endpoint.url, attempt, f"no answer within the timeout of {self.context.timeout:g} s."
+                        index, endpoint.url, attempt, f"no answer within the timeout of {self.settings.timeout:g} s."
                     ))
                 failure: RemoteError = RemoteConnectionError(index, endpoint.url, attempt, describe_error(error))
             except httpx.TransportError as error:
@@ -188,7 +186,7 @@ class RemoteCall:
             pool.release(endpoint, failed=True, retry_after=retry_after)
             log.debug("request %d failed: %s", index, failure)
             failed_on = endpoint
-            if attempt <= self.context.retries:
+            if attempt <= self.settings.retries:
                 self.stats.retries += 1
         return _failed(failure)
 
@@ -198,7 +196,7 @@ class RemoteCall:
         requests; StatusError or httpx's errors for a failure that may be worth a retry."""
         prompt, labels, constraint = self.prompts[index], self.labels[index], self.constraints[index]
         if constraint is not None and constraint.fields is not None:  # RemoteContext checked that it can
-            scoring = endpoint.api.label_scoring(client, endpoint.url, self.context.model)
+            scoring = endpoint.api.label_scoring(client, endpoint.url, self.settings.model)
             try:
                 return await scored_answer(scoring, prompt, index, constraint, self.params, seed)
             except (KeyError, IndexError, TypeError, ValueError) as error:
@@ -206,7 +204,7 @@ class RemoteCall:
                     index, endpoint.url, attempt, f"the fields could not be scored ({type(error).__name__}: {error})."
                 ))
         if labels is not None and endpoint.api.label_scoring is not None:
-            scoring = endpoint.api.label_scoring(client, endpoint.url, self.context.model)
+            scoring = endpoint.api.label_scoring(client, endpoint.url, self.settings.model)
             try:
                 scores = await scoring.label_scores(prompt, labels)
             except (KeyError, IndexError, TypeError, ValueError) as error:
@@ -215,7 +213,7 @@ class RemoteCall:
                 ))
             return self._labelled(index, labels, scores.probs, n_prompt_tokens=scores.n_prompt_tokens,
                                   n_tokens=0, n_cached_tokens=scores.n_cached_tokens)
-        body = endpoint.api.request_body(self.context.model, prompt, self.params, seed, labels,
+        body = endpoint.api.request_body(self.settings.model, prompt, self.params, seed, labels,
                                          self.constraints[index])
         response = await client.post(f"{endpoint.url}/{endpoint_path(prompt)}", json=body)
         if response.status_code != 200:

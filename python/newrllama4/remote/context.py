@@ -10,11 +10,12 @@ import httpx
 from ..checks import check_int, check_real
 from ..constraints import Constraint
 from ..errors import ClosedError, EndpointError, InvalidArgumentError
-from ..generation import Generator, Progress
+from ..call_driver import Progress
+from ..generation import Generator
 from ..labels import Labels
 from ..results import ParallelResult
 from ..sampling import SamplingParams
-from .call import RemoteCall, run_to_completion
+from .call import RemoteCall, RemoteSettings, run_to_completion
 from .dialects import OpenAICompatible, server_api
 from .http import client_timeout, describe_error, server_message
 from .pool import Endpoint
@@ -72,10 +73,10 @@ class RemoteContext(Generator):
         base_url: Any,
         model: Optional[str] = None,
         api_key: Optional[str] = None,
-        max_concurrency: int = 16,
-        timeout: float = 600.0,
-        retries: int = 3,
-        backoff: float = 1.0,
+        max_concurrency: int = RemoteSettings.max_concurrency,
+        timeout: float = RemoteSettings.timeout,
+        retries: int = RemoteSettings.retries,
+        backoff: float = RemoteSettings.backoff,
     ):
         urls = _check_base_urls(base_url)
         if model is not None and (not isinstance(model, str) or not model):
@@ -138,9 +139,15 @@ class RemoteContext(Generator):
         return f"<newrllama4.RemoteContext {state}>"
 
     @property
+    def settings(self) -> RemoteSettings:
+        """What a call reads of this context, as it is when the call starts."""
+        return RemoteSettings(self.endpoints, self.model, tuple(self._headers.items()), self.max_concurrency,
+                              self.timeout, self.retries, self.backoff)
+
+    @property
     def server_kinds(self) -> list[str]:
         """The kinds of server behind the endpoints (see dialects.py), sorted, each once."""
-        return sorted({endpoint.api.name for endpoint in self.endpoints})
+        return self.settings.server_kinds
 
     @property
     def scores_fields(self) -> bool:  # type: ignore[override]
@@ -149,9 +156,8 @@ class RemoteContext(Generator):
 
     @property
     def model_identity(self) -> str:
-        """What names this context's model in a result cache's key: the model id the
-        servers report, whichever endpoints serve it."""
-        return f"server:{self.model}"
+        """What names this context's model in a result cache's key (RemoteSettings.model_identity)."""
+        return self.settings.model_identity
 
     # -- generation -------------------------------------------------------------------
 
@@ -176,7 +182,7 @@ class RemoteContext(Generator):
                 "field_probs", True, f"False: {', '.join(self.server_kinds)} cannot score a schema's fields "
                 "(llama-server can)"
             )
-        call = RemoteCall(self, prompts, labels, constraints, sampling, on_progress, cache)
+        call = RemoteCall(self.settings, prompts, labels, constraints, sampling, on_progress, cache)
         return run_to_completion(call.run())
 
 
