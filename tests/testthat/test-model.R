@@ -190,7 +190,7 @@ test_that("where llama-cpp-python's Llama ran first, model_load warns once with 
     "library(newrllama4)",
     "path <- commandArgs(TRUE)[1]",
     "llama_cpp <- reticulate::import('llama_cpp')",
-    "invisible(llama_cpp$Llama(source = path, n_ctx = 64L, verbose = FALSE))",
+    "invisible(llama_cpp$Llama(model_path = path, n_ctx = 64L, verbose = FALSE))",
     "caught <- NULL",
     "model <- withCallingHandlers(model_load(path), newrllama4_warning_identity = function(w) {",
     "  caught <<- w; invokeRestart('muffleWarning')",
