@@ -9,9 +9,9 @@ The same 32 prompts, 64 new tokens each, greedy, on the default model:
 (a) runs in a process of its own, without the engine's ggml settings: llama.cpp's defaults.
 Tokens/s count generated tokens over wall time; ratios are to (a) in the same run,
 since the machine is shared and absolute numbers drift. The runs at 32 sequences take
-turns for `--rounds` rounds and each shows its fastest.
+turns for `--rounds` rounds, each round starting one run later, and each shows its fastest.
 
-Usage: python bench_parallel.py [--prompts 32] [--max-tokens 64] [--threads N] [--rounds 3]
+Usage: python bench_parallel.py [--prompts 32] [--max-tokens 64] [--threads N] [--rounds 4]
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
-    parser.add_argument("--rounds", type=int, default=3, help="turns taken by the runs at 32 sequences")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="turns taken by the runs at 32 sequences (4: each runs first once)")
     parser.add_argument("--loop-child", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args()
     texts = prompts(args.prompts)
@@ -112,10 +113,14 @@ def main() -> None:
             rows.append((f"(b) generate_parallel n_seq_max={n_seq_max}", stats.generated_tokens,
                          stats.total_seconds, stats))
         # the runs compared with each other at 32 sequences take turns, so that the machine's
-        # drift over minutes falls on all of them; each keeps its fastest round
+        # drift over minutes falls on all of them, and each round starts one run later, so that
+        # none always runs first (a virtual machine's host can lend a burst of speed to whatever
+        # follows an idle spell); each keeps its fastest round
         fastest: dict[str, nl.Stats] = {}
-        for _ in range(args.rounds):
-            for name, options in at_32.items():
+        names = list(at_32)
+        for round_ in range(args.rounds):
+            for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+                options = at_32[name]
                 stats = bench_parallel(model, texts, args.max_tokens, args.threads, 32, **options)
                 if name not in fastest or stats.total_seconds < fastest[name].total_seconds:
                     fastest[name] = stats
