@@ -189,6 +189,7 @@ uncoded_accuracy <- function(data, coded) {
 }
 
 test_that("with five labels, 30 coded rows and an order of pure noise, the refit is never worse on average", {
+  skip_on_cran()  # a simulation of 20-50 s: make test runs it, CRAN's checks skip it
   gains <- vapply(1:20, function(seed) {
     data <- five_label_rows(400, seed = seed)
     coded <- review_sample(data, n = 30, weight = "uniform", seed = seed)
@@ -251,6 +252,7 @@ test_that("too few coded rows for the labels and orders warn, naming how many wo
 })
 
 test_that("where the labels need no refit, the chosen one costs nothing, as the fixed refit did at 20 rows", {
+  skip_on_cran()  # a simulation of 20-50 s: make test runs it, CRAN's checks skip it
   gains <- vapply(1:30, function(seed) {
     data <- five_label_rows(400, noise_order = FALSE, seed = seed)
     coded <- review_sample(data, n = 20, weight = "uniform", seed = seed)

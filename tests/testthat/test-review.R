@@ -46,6 +46,7 @@ test_that("bad arguments are classed errors", {
 })
 
 test_that(".sample_prob is each row's inclusion probability, for either weight", {
+  skip_on_cran()  # a simulation of 20-50 s: make test runs it, CRAN's checks skip it
   data <- simulated_labels(60, 29)
   for (weight in c("uniform", "confidence")) {
     first <- review_sample(data, n = 12, weight = weight, seed = 1)
@@ -81,6 +82,7 @@ test_that("weighted by confidence, the least sure band of each label is oversamp
 })
 
 test_that("a second draw adds rows with the combined sample's probabilities", {
+  skip_on_cran()  # a simulation of 20-50 s: make test runs it, CRAN's checks skip it
   data <- simulated_labels(90, 37)
   for (weight in c("uniform", "confidence")) {
     first <- review_sample(data, n = 15, weight = weight, seed = 1)
