@@ -3,6 +3,7 @@
 # (276 of 300): a method that covers 95% passes with probability 0.99, one that
 # covers 90% with probability 0.15. Small corpora keep the whole file to
 # seconds, about 80 of them: CRAN's checks skip it, make test runs it.
+skip_on_cran()
 
 covers <- function(table, term, value) {
   row <- table[table$term == term, ]
@@ -10,7 +11,6 @@ covers <- function(table, term, value) {
 }
 
 test_that("a labelled covariate with an observed outcome: corrected intervals cover, naive ones do not", {
-  skip_on_cran()
   covered <- vapply(1:300, function(seed) {
     data <- with_applause(seed)
     coded <- review_sample(data, 150, weight = "uniform", seed = seed)
@@ -23,7 +23,6 @@ test_that("a labelled covariate with an observed outcome: corrected intervals co
 })
 
 test_that("two labelled variables in one model: each corrected by its own codes", {
-  skip_on_cran()
   covered <- vapply(1:300, function(seed) {
     data <- two_labels(seed)
     coded <- review_sample(data, 200, weight = "uniform", seed = seed)
@@ -36,7 +35,6 @@ test_that("two labelled variables in one model: each corrected by its own codes"
 })
 
 test_that("the corpus target covers the corpus's own slope with narrower intervals", {
-  skip_on_cran()
   draws <- vapply(1:300, function(seed) {
     data <- simulated_labels(1000, seed)
     corpus_slope <- unname(stats::coef(stats::lm(I(truth == "yes") ~ x, data))[2])
@@ -53,7 +51,6 @@ test_that("the corpus target covers the corpus's own slope with narrower interva
 })
 
 test_that("tuned, the interval is never meaningfully wider than the coded rows' alone, and narrower when it can be", {
-  skip_on_cran()
   ratio <- function(seed, informative) {
     data <- reprobed(simulated_labels(2000, seed), seed, informative)
     coded <- review_sample(data, 200, weight = "uniform", seed = seed)
@@ -72,7 +69,6 @@ test_that("tuned, the interval is never meaningfully wider than the coded rows' 
 })
 
 test_that("texts nested in speakers: the cluster-robust interval covers the population share, the plain one not", {
-  skip_on_cran()
   covered <- vapply(1:300, function(seed) {
     data <- clustered(seed)
     coded <- review_sample(data, 300, weight = "uniform", seed = seed)
@@ -88,7 +84,6 @@ test_that("texts nested in speakers: the cluster-robust interval covers the popu
 })
 
 test_that("speakers drawn whole: exact inclusion probabilities, and intervals that cover", {
-  skip_on_cran()
   data <- clustered(1)
   coded <- review_sample(data, 12, seed = 1, cluster = "speaker")
   expect_identical(length(unique(coded$speaker)), 12L)
