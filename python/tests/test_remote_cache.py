@@ -45,7 +45,9 @@ def test_a_run_whose_server_died_resumes_with_only_the_missing_prompts(tiny_mode
     cache = tmp_path / "answers.sqlite"
     prompts = random_prompts(10, seed=42, max_words=10)
     with ModelServer(tiny_model_path) as doomed:  # serves the same model as tiny_server, at another address
-        interrupted = remote(doomed.url, max_concurrency=2).generate_parallel(
+        # no retries: each retry on the dead server doubles its rest (up to 30 s), which here
+        # only adds minutes of waiting to the failures this test needs
+        interrupted = remote(doomed.url, max_concurrency=2, retries=0).generate_parallel(
             prompts, **GREEDY, cache=cache, on_progress=kill_after_first_answer(doomed))
     finished = [i for i, c in enumerate(interrupted) if c.error is None]
     assert finished and interrupted.stats.failures == len(prompts) - len(finished)

@@ -226,7 +226,8 @@ def test_prompts_on_a_server_that_dies_move_to_the_other(tiny_model_path, tiny_s
 
 def test_when_the_only_server_dies_finished_prompts_survive_and_the_rest_fail_alone(tiny_model_path):
     with ModelServer(tiny_model_path) as doomed:
-        ctx = remote(doomed.url, max_concurrency=2)
+        # each failure on the dead server doubles its rest: from 1 ms, the 20 or so here wait seconds, not minutes
+        ctx = remote(doomed.url, max_concurrency=2, backoff=0.001)
         result = ctx.generate_parallel(random_prompts(8, seed=5, max_words=10), max_tokens=8,
                                        on_progress=kill_after_first_answer(doomed))
     finished = [c for c in result if c.error is None]
