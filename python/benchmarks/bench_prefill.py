@@ -127,7 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--child", labels=sorted(RUNS.values()), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=sorted(RUNS.values()), help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:  # the Llama child never imports newrllama4, which would set ggml up its own way
