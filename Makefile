@@ -80,7 +80,7 @@ r-test-deps: r-deps
 # CMake, for the build tree that stays (LLAMA_CPP_BUILD): one from a build's isolated
 # environment would be gone when the test setup reconfigures the tree
 build-deps:
-	@$(call apt_unless,CMake,cmake make,,cmake make)
+	@$(call apt_unless,CMake,cmake,,cmake)
 
 # the engine and the two default models
 python-env: $(VENV)/.installed

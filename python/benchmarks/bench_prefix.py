@@ -13,8 +13,8 @@ those rows follow.
 With `--llama-server PATH` (llama.cpp's server binary: `make setup-test` builds it from the
 engine's llama.cpp into .venv/bin; `make bench` passes it), the same prompts also go to
 llama-server with 8 slots and its prompt cache, through a RemoteContext: the reference for
-what reuse should reach. Its answers
-are compared with ours ("same" counts the prompts whose answers match).
+what reuse should reach. Its answers are compared with ours ("same" counts the prompts
+whose answers match).
 
 Usage: python bench_prefix.py [--threads N] [--llama-server PATH]
 """
