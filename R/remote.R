@@ -13,6 +13,10 @@
 #' status is sent again, to another endpoint when there is one, up to `retries`
 #' times; a server that failed rests a moment (a second, doubling with each
 #' failure in a row, or as long as its `Retry-After` asks) before it gets more.
+#' Once every server has refused connections in `retries + 1` rounds in a row
+#' (and at least three), the servers are taken for gone: the prompts not yet
+#' answered fail at once, with `attempts` 0 if they were never sent, instead of
+#' each waiting out its retries (hours, over thousands of prompts).
 #' A request with no answer within `timeout` seconds is not sent again. A prompt
 #' whose last attempt fails gets `NA`, like any failed prompt, with an error of
 #' class `newrllama4_error_remote_connection`, `newrllama4_error_remote_timeout`,

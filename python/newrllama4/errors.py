@@ -264,14 +264,17 @@ class RemoteError(PromptError):
     """A prompt's request to a server failed, after any retries (RemoteContext).
 
     `endpoint` is the base URL of the server that failed last and `attempts` how many
-    requests were sent for the prompt.
+    requests were sent for the prompt: 0 when the servers were gone before its turn.
     """
 
     def __init__(self, index: int, endpoint: str, attempts: int, problem: str):
         self.endpoint = endpoint
         self.attempts = attempts
-        tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
-        super().__init__(index, f"failed on {endpoint} after {tries}: {problem}")
+        if attempts == 0:
+            super().__init__(index, f"was not sent to {endpoint}: {problem}")
+        else:
+            tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+            super().__init__(index, f"failed on {endpoint} after {tries}: {problem}")
 
 
 class RemoteConnectionError(RemoteError):

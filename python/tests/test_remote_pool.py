@@ -3,9 +3,12 @@
 import asyncio
 import time
 
+import pytest
+
 import newrllama4 as nl
 from newrllama4.remote.dialects import VLLM
 from newrllama4.remote import EndpointPool
+from newrllama4.remote.pool import Unreachable
 
 
 # -- spreading requests ------------------------------------------------------------------------
@@ -18,7 +21,7 @@ def endpoints(n):
 def test_the_endpoint_with_fewest_requests_in_flight_goes_first():
     async def scenario():
         a, b = endpoints(2)
-        pool = EndpointPool([a, b], per_endpoint=2, backoff=1.0)
+        pool = EndpointPool([a, b], per_endpoint=2, backoff=1.0, give_up_after=3)
         taken = [await pool.acquire() for _ in range(3)]
         assert taken == [a, b, a]
         pool.release(a)
@@ -29,7 +32,7 @@ def test_the_endpoint_with_fewest_requests_in_flight_goes_first():
 def test_a_retry_waits_for_a_busy_endpoint_rather_than_go_back_to_the_one_that_failed():
     async def scenario():
         failing, busy = endpoints(2)
-        pool = EndpointPool([failing, busy], per_endpoint=1, backoff=0.0)
+        pool = EndpointPool([failing, busy], per_endpoint=1, backoff=0.0, give_up_after=3)
         assert [await pool.acquire(), await pool.acquire()] == [failing, busy]
         pool.release(failing, failed=True)  # rests 0 s: awake at once
         asyncio.get_running_loop().call_later(0.2, pool.release, busy)
@@ -43,7 +46,7 @@ def test_a_retry_waits_for_a_busy_endpoint_rather_than_go_back_to_the_one_that_f
 def test_an_endpoint_rests_after_a_failure_and_requests_wait_for_it():
     async def scenario():
         (only,) = endpoints(1)
-        pool = EndpointPool([only], per_endpoint=4, backoff=0.3)
+        pool = EndpointPool([only], per_endpoint=4, backoff=0.3, give_up_after=3)
         await pool.acquire()
         await pool.acquire()
         pool.release(only, failed=True)
@@ -51,6 +54,60 @@ def test_an_endpoint_rests_after_a_failure_and_requests_wait_for_it():
         started = time.monotonic()
         assert await pool.acquire() == only
         assert 0.25 <= time.monotonic() - started < 2
+    asyncio.run(scenario())
+
+
+
+# -- servers that are gone -----------------------------------------------------------------------
+
+
+async def refuse(pool, endpoint, rounds, avoid=None):
+    """`rounds` requests to `endpoint`, each refused after the rest of the one before."""
+    for _ in range(rounds):
+        assert await pool.acquire(avoid=avoid) is endpoint
+        pool.release(endpoint, failed=True, refused=True)
+
+
+def test_once_every_endpoint_refused_enough_times_in_a_row_the_pool_gives_up():
+    async def scenario():
+        a, b = endpoints(2)
+        pool = EndpointPool([a, b], per_endpoint=1, backoff=0.0, give_up_after=2)
+        await refuse(pool, a, 2, avoid=b)
+        await refuse(pool, b, 1, avoid=a)
+        assert await pool.acquire(avoid=a) is b  # b may still answer
+        pool.release(b, failed=True, refused=True)
+        with pytest.raises(Unreachable) as gone:
+            await pool.acquire()
+        assert (gone.value.endpoint, gone.value.rounds) == (b, 2)
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("break_the_run", [{"failed": False}, {"failed": True, "refused": False}],
+                         ids=["an answer", "another failure"])
+def test_a_run_of_refusals_is_broken_by_an_answer_or_another_failure(break_the_run):
+    async def scenario():
+        (only,) = endpoints(1)
+        pool = EndpointPool([only], per_endpoint=1, backoff=0.0, give_up_after=2)
+        await refuse(pool, only, 1)
+        assert await pool.acquire() is only
+        pool.release(only, **break_the_run)
+        await refuse(pool, only, 1)
+        assert await pool.acquire() is only  # one refusal since the run broke: not given up
+    asyncio.run(scenario())
+
+
+def test_requests_waiting_for_a_resting_endpoint_give_up_at_once_when_it_is_gone():
+    async def scenario():
+        (only,) = endpoints(1)
+        pool = EndpointPool([only], per_endpoint=1, backoff=10.0, give_up_after=1)
+        await pool.acquire()
+        waiting = asyncio.ensure_future(pool.acquire())
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        pool.release(only, failed=True, refused=True)  # it now rests 10 s
+        with pytest.raises(Unreachable):
+            await waiting
+        assert time.monotonic() - started < 1
     asyncio.run(scenario())
 
 

@@ -7,8 +7,10 @@ requests in flight. A request that fails with a broken or refused connection, HT
 or a 5xx status is sent again, on another endpoint when one is available, up to
 `retries` times; an endpoint that failed rests before it gets more requests (`backoff`
 seconds, doubling with each failure in a row, at most MAX_REST_SECONDS, or what its
-Retry-After asks). A prompt whose last attempt fails gets its classed error in its
-Completion; the other prompts are unaffected.
+Retry-After asks). Once every endpoint has refused connections in `retries + 1` rounds
+in a row (at least three), the servers are taken for gone and the prompts not yet
+answered fail without waiting out their retries. A prompt whose last attempt fails gets
+its classed error in its Completion; the other prompts are unaffected.
 
 The HTTP client is httpx's async one, not the `openai` package's (which wraps httpx and
 brings pydantic and more with it): it gives direct control of timeouts, connection

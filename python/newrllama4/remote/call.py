@@ -36,7 +36,7 @@ from .dialects import Answer, endpoint_path, read_answer
 from .fields import scored_answer
 from .http import StatusError, client_timeout, describe_error, retry_after_seconds, server_message
 from .labels import answer_label, label_probs
-from .pool import Endpoint, EndpointPool
+from .pool import Endpoint, EndpointPool, Unreachable
 
 log = logging.getLogger("newrllama4")
 
@@ -137,7 +137,10 @@ class RemoteCall:
         waiting = driver.look_up([i for i, prompt in enumerate(self.prompts) if len(prompt)], self.prompts.__getitem__)
         settings = self.settings
         n_workers = min(len(waiting), settings.max_concurrency * len(settings.endpoints))
-        pool = EndpointPool(settings.endpoints, settings.max_concurrency, settings.backoff)
+        # the servers are taken for gone once they refused as many rounds in a row as one
+        # prompt may try, and at least three (a server that restarts refuses for a moment)
+        pool = EndpointPool(settings.endpoints, settings.max_concurrency, settings.backoff,
+                            give_up_after=max(settings.retries + 1, 3))
         client = httpx.AsyncClient(
             headers=dict(settings.headers),
             timeout=client_timeout(settings.timeout),
@@ -157,10 +160,16 @@ class RemoteCall:
         """Prompt `index`'s completion: its request, sent again after failures worth a retry."""
         seed = request_seed(self.params.seed, index)
         failed_on: Optional[Endpoint] = None
+        failure: Optional[RemoteError] = None
         for attempt in range(1, self.settings.retries + 2):
-            endpoint = await pool.acquire(avoid=failed_on)
+            try:
+                endpoint = await pool.acquire(avoid=failed_on)
+            except Unreachable as gone:
+                return _failed(failure or RemoteConnectionError(
+                    index, gone.endpoint.url, 0, f"every server had refused connections {gone.rounds} times in a row."
+                ))
             log.debug("request %d sent to %s (attempt %d)", index, endpoint.url, attempt)
-            retry_after = None
+            retry_after, refused = None, False
             try:
                 with self._request():
                     completion = await self._attempt(client, endpoint, index, attempt, seed)
@@ -170,9 +179,10 @@ class RemoteCall:
                     return _failed(RemoteTimeoutError(
                         index, endpoint.url, attempt, f"no answer within the timeout of {self.settings.timeout:g} s."
                     ))
-                failure: RemoteError = RemoteConnectionError(index, endpoint.url, attempt, describe_error(error))
+                failure = RemoteConnectionError(index, endpoint.url, attempt, describe_error(error))
             except httpx.TransportError as error:
                 failure = RemoteConnectionError(index, endpoint.url, attempt, describe_error(error))
+                refused = isinstance(error, httpx.ConnectError)
             except StatusError as error:
                 response = error.response
                 failure = RemoteHTTPError(index, endpoint.url, attempt, response.status_code, server_message(response))
@@ -183,7 +193,7 @@ class RemoteCall:
             else:
                 pool.release(endpoint)
                 return completion
-            pool.release(endpoint, failed=True, retry_after=retry_after)
+            pool.release(endpoint, failed=True, retry_after=retry_after, refused=refused)
             log.debug("request %d failed: %s", index, failure)
             failed_on = endpoint
             if attempt <= self.settings.retries:
