@@ -57,7 +57,6 @@ def test_an_endpoint_rests_after_a_failure_and_requests_wait_for_it():
     asyncio.run(scenario())
 
 
-
 # -- servers that are gone -----------------------------------------------------------------------
 
 

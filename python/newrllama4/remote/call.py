@@ -165,9 +165,7 @@ class RemoteCall:
             try:
                 endpoint = await pool.acquire(avoid=failed_on)
             except Unreachable as gone:
-                return _failed(failure or RemoteConnectionError(
-                    index, gone.endpoint.url, 0, f"every server had refused connections {gone.rounds} times in a row."
-                ))
+                return _failed(failure or RemoteConnectionError(index, gone.endpoint.url, 0, str(gone)))
             log.debug("request %d sent to %s (attempt %d)", index, endpoint.url, attempt)
             retry_after, refused = None, False
             try:

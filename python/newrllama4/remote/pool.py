@@ -41,7 +41,7 @@ class Unreachable(Exception):
     `endpoint` is the one that refused last."""
 
     def __init__(self, endpoint: Endpoint, rounds: int):
-        super().__init__(f"every endpoint refused connections {rounds} times in a row, {endpoint} last")
+        super().__init__(f"every server had refused connections {rounds} times in a row.")
         self.endpoint = endpoint
         self.rounds = rounds
 
