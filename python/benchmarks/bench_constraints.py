@@ -13,13 +13,11 @@ batched fill (what the engine uses) against llama.cpp's own grammar sampler appl
 each sequence's full candidate array, at the start of the answer and inside a string.
 
 Then a schema against the same schema with `field_probs=True` (field_table): the codebook
-of tests/testthat/test-annotate-texts.R (three booleans and an enum of four topics) over
+of tests/testthat/test-annotate-answers.R (three booleans and an enum of four topics) over
 its 40 short texts, n_ctx=512, n_seq_max=4, greedy, on SmolLM2 135M and on the default
 model. With field_probs each scored field is a round of its own (field_probs.py); a
 later round restores each text's previous round from the prefix cache instead of
-prefilling it again. Measured on 1 thread of a busy 2-core machine (before -> after,
-each pair run back to back): SmolLM2 field_probs 186 s -> 56 s and 249 s -> 93 s
-(6.8x / 8.6x a plain schema's time -> 2.8x / 2.7x); Gemma 3 270M 76 s -> 49 s (2.9x -> 1.9x).
+prefilling it again. The latest figures are in docs/benchmarks.md.
 
 Usage: python bench_constraints.py [--threads N] [--fields-only]
 """
@@ -145,7 +143,7 @@ CODEBOOK = {
 
 
 def codebook_prompts(model: nl.Model) -> list[Any]:
-    """The 40 texts of test-annotate-texts.R's codebook after an instruction: chat messages,
+    """The 40 texts of test-annotate-answers.R's codebook after an instruction: chat messages,
     or plain text for a model without a chat template (the default Gemma 3 270M file)."""
     shapes = ["The team won the %s final after extra time.", "Parliament passed the %s bill at night.",
               "Heavy rain is expected over %s tomorrow.", "This %s restaurant serves great soup."]
