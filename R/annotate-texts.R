@@ -78,10 +78,11 @@
 #'   * `FALSE` or `"none"`: the model's probabilities as they are.
 #'
 #'   The kind and the prior are in the manifest (`calibration`,
-#'   `label_prior`). Measured on three labelled corpora (README), where the
-#'   order of the examples swung accuracy, `example_orders = 2` followed by
-#'   [recalibrate_labels()] on about 30 rows coded by hand came within 0.03 of
-#'   the better order everywhere; without coded rows, `example_orders = 2` with
+#'   `label_prior`). Measured on four labelled corpora and two small models
+#'   (`docs/benchmarks.md`), where the order of the examples swung accuracy,
+#'   `example_orders = 2` followed by [recalibrate_labels()] on about 30 rows
+#'   coded by hand came within 0.05 of the better order, or above it,
+#'   everywhere; without coded rows, `example_orders = 2` with
 #'   `calibrate = TRUE` was the most robust option, short of it where one label
 #'   dominates. The default stays one order, uncalibrated, whose probabilities
 #'   are the model's own.
