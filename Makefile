@@ -143,6 +143,7 @@ bench: setup-test
 	$(PYTHON) python/benchmarks/bench_scale.py engine --model gemma3-270m
 	$(PYTHON) python/benchmarks/bench_scale.py engine --model gemma3-270m --texts near-duplicate --prefix-cache-mb 8192
 	Rscript tools/bench_annotate_scale.R 1000 10000
+	Rscript tools/bench_r_overhead.R 32 32 5
 	Rscript tools/bench_annotation.R
 	Rscript tools/bench_codebook.R
 	Rscript tools/bench_findings.R
