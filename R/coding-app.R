@@ -40,6 +40,15 @@
 #' sample or coding task is refused with an error of class
 #' `newrllama4_error_coding_file` (field `mismatch`: `"sample"` or `"task"`).
 #'
+#' The file is plain SQLite, which any SQLite client reads: the sample's
+#' columns in the table `sample` (dates and times as ISO 8601 text), each
+#' text in `texts` (`unit` is the row's number in the sample), every code in
+#' `codes`. A file from an earlier version of the package, which kept the
+#' sample as serialized R, is never unserialized: [read_codes()] refuses it
+#' (`mismatch = "layout"`), and `coding_app()` given the sample it was made for
+#' (checked against the keys the file recorded) rewrites it in this layout,
+#' every code kept.
+#'
 #' Needs the shiny, DBI and RSQLite packages; not the engine.
 #'
 #' @param sample The rows to code: the value of [review_sample()], or any data

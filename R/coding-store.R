@@ -5,9 +5,17 @@
 # processes, only ever insert. WAL lets them read while another writes;
 # synchronous = FULL makes a committed code survive a power cut too.
 
-coding_file_format <- "newrllama4 coding file 1"
+# Layout 2 keeps the sample as plain tables (`sample`, its columns; `texts`,
+# the text of each unit) that any SQLite client reads. Layout 1 kept it as
+# serialize()d R, which only unserialize() reads, and that can run code hidden
+# in a file received from someone else (CVE-2024-27322): it is never read, but
+# upgraded in place when coding_app() is given the sample the file was made
+# for, which its recorded keys confirm without reading it.
+coding_file_format <- "newrllama4 coding file 2"
+coding_file_format_serialized <- "newrllama4 coding file 1"
 
 coding_tables <- c(
+  "CREATE TABLE IF NOT EXISTS texts (unit INTEGER PRIMARY KEY, text TEXT NOT NULL)",
   "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
   "CREATE TABLE IF NOT EXISTS coders (coder TEXT PRIMARY KEY, seed INTEGER NOT NULL, unit_order TEXT NOT NULL,
      created TEXT NOT NULL)",
@@ -47,17 +55,17 @@ in_transaction <- function(con, f) {
 store_open <- function(file, sample, texts, task, overlap, seed, call = caller_env()) {
   keys <- list(sample_key = sample_key(sample$.row, texts), task_key = task_key(task))
   with_store(file, function(con) in_transaction(con, function() {
-    meta <- store_meta_table(con, file, call, new_ok = TRUE)
+    meta <- store_meta_table(con, file, call, new_ok = TRUE, serialized_ok = TRUE)
+    for (sql in coding_tables) DBI::dbExecute(con, sql)
     if (is.null(meta)) {
-      for (sql in coding_tables) DBI::dbExecute(con, sql)
       n_double <- round(overlap * nrow(sample))
       double <- if (n_double == 0) integer() else sort(withr::with_seed(seed, sample.int(nrow(sample), n_double)))
       values <- c(list(format = coding_file_format, created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z"),
                        seed = seed, overlap = overlap, double = paste(double, collapse = " "),
-                       task = as.character(jsonlite::toJSON(task, auto_unbox = TRUE)),
-                       sample = jsonlite::base64_enc(serialize(list(sample = sample, texts = texts), NULL))), keys)
+                       task = as.character(jsonlite::toJSON(task, auto_unbox = TRUE))), keys)
       DBI::dbWriteTable(con, "meta", data.frame(key = names(values), value = vapply(values, as.character, "")),
                         append = TRUE)
+      store_sample_tables(con, sample, texts)
       return(invisible(file))
     }
     for (key in names(keys)) {
@@ -70,17 +78,81 @@ store_open <- function(file, sample, texts, task, overlap, seed, call = caller_e
         ), file = file, mismatch = what, call = call)
       }
     }
+    if (identical(meta$format, coding_file_format_serialized)) {
+      # the keys match: this is the file's own sample, which replaces the serialized one unread
+      store_sample_tables(con, sample, texts)
+      DBI::dbExecute(con, "DELETE FROM meta WHERE key = 'sample'")
+      DBI::dbExecute(con, "UPDATE meta SET value = ? WHERE key = 'format'", params = list(coding_file_format))
+    }
     invisible(file)
   }))
 }
 
+# The sample as a table of its columns, in its row order, and each unit's
+# text; `sample_columns` in the description says how to make each column R's
+# again (a factor's levels, a date's or time's class).
+store_sample_tables <- function(con, sample, texts) {
+  columns <- lapply(sample, sample_column)
+  DBI::dbWriteTable(con, "texts", data.frame(unit = seq_along(texts), text = enc2utf8(as.character(texts))),
+                    append = TRUE)
+  frame <- structure(lapply(columns, `[[`, "values"), names = names(sample), class = "data.frame",
+                     row.names = seq_len(nrow(sample)))
+  DBI::dbWriteTable(con, "sample", frame)
+  types <- lapply(columns, function(column) column[names(column) != "values"])
+  DBI::dbExecute(con, "INSERT INTO meta VALUES ('sample_columns', ?)",
+                 params = list(as.character(jsonlite::toJSON(unname(types), auto_unbox = TRUE))))
+}
+
+# A column as SQLite keeps it (numbers, text; dates and times as ISO 8601
+# text), with what R needs to restore it. A column of another class is kept
+# as its text; a list column as one JSON value per row (read back by
+# jsonlite::fromJSON(), which gives an empty vector as list()).
+sample_column <- function(x) {
+  if (is.factor(x)) return(list(type = "factor", levels = I(levels(x)), values = as.character(x)))
+  if (inherits(x, "Date")) return(list(type = "Date", values = format(x, "%Y-%m-%d")))
+  if (inherits(x, "POSIXct")) {
+    return(list(type = "POSIXct", tz = attr(x, "tzone")[1] %||% "",
+                values = format(x, "%Y-%m-%dT%H:%M:%OS6Z", tz = "UTC")))
+  }
+  if (is.list(x)) {
+    return(list(type = "json", values = vapply(x, function(value) {
+      as.character(jsonlite::toJSON(value, auto_unbox = TRUE, null = "null", na = "null", digits = NA))
+    }, "")))
+  }
+  type <- if (is.logical(x)) "logical" else if (is.integer(x)) "integer" else if (is.double(x)) "double" else "character"
+  list(type = type, values = if (type == "logical") as.integer(x) else if (type == "character") as.character(x) else
+    as.vector(x))
+}
+
+restore_column <- function(values, column) {
+  switch(column$type,
+         factor = factor(values, levels = as.character(unlist(column$levels))),
+         Date = as.Date(values),
+         POSIXct = structure(as.POSIXct(values, format = "%Y-%m-%dT%H:%M:%OSZ", tz = "UTC"), tzone = column$tz),
+         json = lapply(values, jsonlite::fromJSON),
+         logical = as.logical(values),
+         integer = as.integer(values),
+         double = as.numeric(values),
+         as.character(values))
+}
+
 # The file's description as a named list; NULL for a new, empty file when
-# `new_ok`, a classed error for anything that is not a coding file.
-store_meta_table <- function(con, file, call, new_ok = FALSE) {
+# `new_ok`, a classed error for anything that is not a coding file. A file of
+# layout 1 is refused unless `serialized_ok` (store_open() upgrades it).
+store_meta_table <- function(con, file, call, new_ok = FALSE, serialized_ok = FALSE) {
   tables <- DBI::dbListTables(con)
   if (length(tables) == 0 && new_ok) return(NULL)
   meta <- if ("meta" %in% tables) DBI::dbGetQuery(con, "SELECT key, value FROM meta") else NULL
-  if (is.null(meta) || !identical(meta$value[meta$key == "format"], coding_file_format)) {
+  format <- if (!is.null(meta)) meta$value[meta$key == "format"]
+  if (identical(format, coding_file_format_serialized) && !serialized_ok) {
+    abort_newrllama4("coding_file", c(
+      "{.arg file} {.path {file}} was made by an earlier version of newrllama4, which kept its sample in a form only
+       {.fn unserialize} reads; it is not read, since {.fn unserialize} can run code hidden in a file.",
+      "i" = "Open it once with {.fn coding_app} and the sample it was made for: that keeps the sample as plain tables,
+             and every code."
+    ), file = file, mismatch = "layout", call = call)
+  }
+  if (!identical(format, coding_file_format) && !(serialized_ok && identical(format, coding_file_format_serialized))) {
     abort_newrllama4("coding_file", "{.arg file} {.path {file}} is not a coding file of {.fn coding_app}.",
                      file = file, mismatch = "format", call = call)
   }
@@ -94,11 +166,15 @@ store_meta <- function(file, call = caller_env()) {
     abort_newrllama4("coding_file", "{.arg file} must be an existing coding file of {.fn coding_app}.",
                      file = file, mismatch = "missing", call = call)
   }
-  meta <- with_store(file, function(con) store_meta_table(con, file, call))
-  stored <- unserialize(jsonlite::base64_dec(meta$sample))
-  list(sample = stored$sample, texts = stored$texts,
-       task = jsonlite::fromJSON(meta$task, simplifyVector = FALSE), seed = as.integer(meta$seed),
-       overlap = as.numeric(meta$overlap), double = as.integer(strsplit(meta$double, " ")[[1]]))
+  with_store(file, function(con) {
+    meta <- store_meta_table(con, file, call)
+    columns <- jsonlite::fromJSON(meta$sample_columns, simplifyVector = FALSE)
+    sample <- DBI::dbGetQuery(con, "SELECT * FROM sample ORDER BY rowid")
+    sample[] <- Map(restore_column, sample, columns)
+    list(sample = sample, texts = DBI::dbGetQuery(con, "SELECT text FROM texts ORDER BY unit")$text,
+         task = jsonlite::fromJSON(meta$task, simplifyVector = FALSE), seed = as.integer(meta$seed),
+         overlap = as.numeric(meta$overlap), double = as.integer(strsplit(meta$double, " ")[[1]]))
+  })
 }
 
 sample_key <- function(rows, texts) rlang::hash(list(as.integer(rows), enc2utf8(as.character(texts))))

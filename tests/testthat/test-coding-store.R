@@ -9,6 +9,52 @@ test_that("a new file is in WAL mode and records the sample, the task and which 
   expect_identical(stored$seed, 1L)
 })
 
+test_that("the sample is plain tables that any SQLite client reads, and comes back as it was", {
+  sample <- data.frame(text = c("Great film.", "Dull.", "Fine, I suppose."), .label = factor(c("yes", "no", NA)),
+                       score = c(0.25, NA, 1e-7), n = c(1L, 2L, NA), kept = c(TRUE, NA, FALSE),
+                       day = as.Date(c("2026-01-02", NA, "2025-12-31")), check.names = FALSE)
+  sample$at <- as.POSIXct(c("2026-01-02 10:11:12", "2026-01-03 00:00:00", NA), tz = "Europe/Paris")
+  sample$words <- list(c("great", "film"), "dull", c(1.5, NA))
+  file <- withr::local_tempfile(fileext = ".sqlite")
+  coding_app(sample, file, labels = c("yes", "no"), seed = 1)
+  con <- DBI::dbConnect(RSQLite::SQLite(), file)
+  withr::defer(DBI::dbDisconnect(con))
+  expect_identical(DBI::dbGetQuery(con, "SELECT text FROM texts ORDER BY unit")$text, sample$text)
+  plain <- DBI::dbGetQuery(con, "SELECT * FROM sample ORDER BY rowid")
+  expect_identical(plain$.label, c("yes", "no", NA))
+  expect_identical(plain$day, c("2026-01-02", NA, "2025-12-31"))
+  expect_identical(plain$at[[1]], "2026-01-02T09:11:12.000000Z")
+  expect_identical(DBI::dbGetQuery(con, "SELECT count(*) AS n FROM meta WHERE key = 'sample'")$n, 0L)
+  stored <- store_meta(file)
+  expect_identical(stored$sample[names(sample)], sample)
+  expect_identical(stored$sample$.row, 1:3)
+})
+
+test_that("a file of the serialized layout is never unserialized: refused, or upgraded with its own sample", {
+  fixture <- coding_fixture(n = 4, overlap = 0.5)
+  store_write(fixture$file, 2, "ana", list(code = "no"))
+  # the layout of before: no sample tables, the sample as serialize()d bytes (here ones that unserialize() rejects)
+  with_store(fixture$file, function(con) {
+    DBI::dbExecute(con, "DROP TABLE sample")
+    DBI::dbExecute(con, "DROP TABLE texts")
+    DBI::dbExecute(con, "DELETE FROM meta WHERE key = 'sample_columns'")
+    DBI::dbExecute(con, "UPDATE meta SET value = 'newrllama4 coding file 1' WHERE key = 'format'")
+    DBI::dbExecute(con, "INSERT INTO meta VALUES ('sample', 'bm90IFIgZGF0YQ==')")
+  })
+  err <- expect_error(read_codes(fixture$file), class = "newrllama4_error_coding_file")
+  expect_identical(err$mismatch, "layout")
+  expect_match(conditionMessage(err), "Open it once with")
+  expect_error(coding_app(fixture$sample[1:3, ], fixture$file, labels = c("yes", "no")),
+               class = "newrllama4_error_coding_file")
+  expect_error(read_codes(fixture$file), class = "newrllama4_error_coding_file")
+  coding_app(fixture$sample, fixture$file, labels = c("yes", "no"))
+  codes <- read_codes(fixture$file)
+  expect_identical(codes$text, fixture$sample$text)
+  expect_identical(as.character(codes$code), c(NA, "no", NA, NA))
+  expect_identical(with_store(fixture$file, function(con) DBI::dbGetQuery(con, "SELECT value FROM meta WHERE key = 'sample'")),
+                   data.frame(value = character()))
+})
+
 test_that("a file of another sample or task, or no coding file at all, is refused with a classed error", {
   fixture <- coding_fixture(n = 6)
   other <- fixture$sample[1:5, ]
