@@ -1,0 +1,107 @@
+# The model's hidden states as features of the rows: annotate_texts(features =
+# TRUE) and embed_texts() add them to the data as the column `.features`, and
+# the learner reads them with row_features().
+#
+# The column is a list with one element per row: the row's vector in single
+# precision (4 bytes a dimension, little-endian, as the engine sends it), or
+# NULL for a row without features (its text missing, its prompt failed). A
+# list of float32 blobs keeps 100,000 rows of Gemma's 640 dimensions in 256 MB
+# (a double matrix takes 512 MB), and as a column it goes wherever the rows go:
+# `[`, subset(), split(), dplyr's filter(), arrange(), slice() and joins, and
+# bind_rows() of annotations of the same source. The column's attribute
+# `source` names the model and the state the vectors are (see
+# features_source()). A CSV keeps no vectors: write.csv() and readr write the
+# placeholder "<features>", and row_features() of the data read back says how
+# to get them again.
+
+features_column_name <- ".features"
+
+# A features column from the engine's rows: `blobs`, a list of raw vectors of
+# 4 * dim bytes or NULL.
+new_features <- function(blobs, dim, source) {
+  structure(blobs, dim_features = as.integer(dim), source = source, class = c("newrllama4_features", "list"))
+}
+
+# A features column from a double matrix, one row per row (NA rows have none).
+features_from_matrix <- function(values, source) {
+  blobs <- lapply(seq_len(nrow(values)), function(i) {
+    if (anyNA(values[i, ])) NULL else writeBin(as.double(values[i, ]), raw(), size = 4L, endian = "little")
+  })
+  new_features(blobs, ncol(values), source)
+}
+
+# The features of every row of `data` as a double matrix (one row per row, NA
+# where a row has none; columns f1..fd) with the attribute `source`; an error
+# of class newrllama4_error_no_features saying how to get them when `data` has
+# none.
+row_features <- function(data, call = caller_env()) {
+  column <- data[[features_column_name]]
+  if (!inherits(column, "newrllama4_features")) {
+    how <- c("i" = "Add them with {.code annotate_texts(..., features = TRUE)} or {.fn embed_texts}.")
+    problem <- if (is.null(column)) {
+      "The data have no {.field .features} column: the model's hidden states of its rows."
+    } else {
+      c("The data's {.field .features} column is not the engine's features.",
+        "x" = "A file (a CSV, a spreadsheet) keeps only their placeholder, not the vectors.")
+    }
+    abort_newrllama4("no_features", c(problem, how), call = call)
+  }
+  features_matrix(column)
+}
+
+features_matrix <- function(column) {
+  dim <- attr(column, "dim_features")
+  present <- !vapply(column, is.null, logical(1))
+  values <- matrix(NA_real_, length(column), dim, dimnames = list(NULL, paste0("f", seq_len(dim))))
+  if (any(present)) {
+    values[present, ] <- matrix(readBin(unlist(unclass(column)[present], use.names = FALSE), "double",
+                                        n = sum(present) * dim, size = 4L, endian = "little"),
+                                ncol = dim, byrow = TRUE)
+  }
+  attr(values, "source") <- attr(column, "source")
+  values
+}
+
+# Where a features column came from: the model, and which state ("last_token",
+# the annotation prompt's last token, or "mean", the mean over the text's own
+# tokens); NULL for data without features.
+features_source <- function(data) {
+  attr(data[[features_column_name]], "source")
+}
+
+#' @export
+`[.newrllama4_features` <- function(x, i) {
+  new_features(unclass(x)[i], attr(x, "dim_features"), attr(x, "source"))
+}
+
+#' @export
+format.newrllama4_features <- function(x, ...) {
+  ifelse(vapply(x, is.null, logical(1)), NA_character_, sprintf("<features %d>", attr(x, "dim_features")))
+}
+
+#' @export
+print.newrllama4_features <- function(x, ...) {
+  cat(sprintf("# %d rows of %d features (%s)\n", length(x), attr(x, "dim_features"),
+              paste(unlist(attr(x, "source")), collapse = ", ")))
+  print(format(x), quote = FALSE)
+  invisible(x)
+}
+
+# What a file keeps of a row's features: a placeholder (write.csv() and readr
+# write a column of objects through as.character()).
+#' @export
+as.character.newrllama4_features <- function(x, ...) {
+  ifelse(vapply(x, is.null, logical(1)), NA_character_, "<features>")
+}
+
+# vctrs (dplyr, tidyr, tibble) slices and combines the blobs as a plain list and
+# restores the column's class and source.
+#' @exportS3Method vctrs::vec_proxy
+vec_proxy.newrllama4_features <- function(x, ...) {
+  unclass(x)[seq_along(x)]
+}
+
+#' @exportS3Method vctrs::vec_restore
+vec_restore.newrllama4_features <- function(x, to, ...) {
+  new_features(x, attr(to, "dim_features"), attr(to, "source"))
+}

@@ -1,0 +1,59 @@
+# Features made without the engine: a matrix of values exact in single precision
+# (multiples of 1/8), the third row without features.
+some_features <- function() {
+  values <- matrix(c(1:12 / 8, -(1:12) / 4), 6, 4)
+  values[3, ] <- NA
+  data <- data.frame(id = 1:6, group = c("a", "b", "a", "b", "a", "b"))
+  data$.features <- features_from_matrix(values, list(model = "tiny", state = "last_token"))
+  list(data = data, values = values)
+}
+
+test_that("row_features() gives each row's vector back as doubles, NA for a row without one", {
+  made <- some_features()
+  features <- row_features(made$data)
+  expect_equal(unname(features[, ]), made$values, ignore_attr = TRUE)
+  expect_identical(colnames(features), paste0("f", 1:4))
+  expect_identical(attr(features, "source"), list(model = "tiny", state = "last_token"))
+  expect_identical(features_source(made$data), list(model = "tiny", state = "last_token"))
+  # single precision: 4 bytes a dimension
+  expect_identical(lengths(unclass(made$data$.features)), c(16L, 16L, 0L, 16L, 16L, 16L))
+})
+
+test_that("the features follow their rows through `[`, subset() and split()", {
+  made <- some_features()
+  picked <- made$data[c(6, 1, 3), ]
+  expect_equal(row_features(picked)[, ], made$values[c(6, 1, 3), ], ignore_attr = TRUE)
+  expect_identical(features_source(picked), features_source(made$data))
+  bs <- split(made$data, made$data$group)$b
+  expect_equal(row_features(bs)[, ], made$values[c(2, 4, 6), ], ignore_attr = TRUE)
+  expect_equal(row_features(subset(made$data, id > 4))[, ], made$values[5:6, ], ignore_attr = TRUE)
+})
+
+test_that("dplyr's verbs keep each row's features, bind_rows() too", {
+  skip_if_not_installed("dplyr")
+  made <- some_features()
+  arranged <- dplyr::arrange(dplyr::filter(made$data, id != 2), dplyr::desc(id))
+  expect_equal(row_features(arranged)[, ], made$values[c(6, 5, 4, 3, 1), ], ignore_attr = TRUE)
+  both <- dplyr::bind_rows(made$data[1:2, ], made$data[5:6, ])
+  expect_equal(row_features(both)[, ], made$values[c(1, 2, 5, 6), ], ignore_attr = TRUE)
+  joined <- dplyr::left_join(data.frame(id = c(5, 1)), made$data, by = "id")
+  expect_equal(row_features(joined)[, ], made$values[c(5, 1), ], ignore_attr = TRUE)
+})
+
+test_that("data without features, or read back from a CSV, raise an error that says how to get them", {
+  made <- some_features()
+  expect_error(row_features(made$data["id"]), "annotate_texts", class = "newrllama4_error_no_features")
+  path <- withr::local_tempfile(fileext = ".csv")
+  utils::write.csv(made$data, path, row.names = FALSE)
+  back <- utils::read.csv(path)
+  expect_identical(back$.features, c("<features>", "<features>", NA, "<features>", "<features>", "<features>"))
+  expect_error(row_features(back), "placeholder", class = "newrllama4_error_no_features")
+})
+
+test_that("a features column prints one short cell per row", {
+  made <- some_features()
+  printed <- utils::capture.output(print(made$data))
+  expect_match(printed[[2]], "<features 4>", fixed = TRUE)
+  expect_match(printed[[4]], "<NA>|NA")
+  expect_length(printed, 7)
+})
