@@ -24,10 +24,13 @@
 #'
 #' @section Several coders:
 #' A coder opens the app's address with `?coder=NAME`, or gives a name on the
-#' first screen. Each text is coded by one coder, and a share `overlap` of
+#' first screen; a name given again with other spaces, case or accents ("ana
+#' maria" for "Ana María") is the same coder, shown as first given. Each text is coded by one coder, and a share `overlap` of
 #' them (chosen once, from `seed`) by a second one as well, to measure how far
 #' people agree ([agreement()] on `read_codes(file, by = "coder")`). Texts
-#' another coder has on screen are left to them. Where two coders disagree,
+#' another coder has on screen are left to them until they close the page: a
+#' text is found free and claimed in one transaction, so that no two coders,
+#' in one app or several R processes, get a text that one coder is to code. Where two coders disagree,
 #' `?coder=NAME&adjudicate=1` (or the box on the first screen) shows both codes
 #' and records a third decision, which [read_codes()] takes.
 #'

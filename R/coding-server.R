@@ -14,16 +14,17 @@ coding_server <- function(file, stored, blind) {
 
     shiny::observeEvent(TRUE, once = TRUE, {
       query <- shiny::parseQueryString(shiny::isolate(session$clientData$url_search))
-      state$coder <- coder_name(query$coder)
+      state$coder <- coder_name(file, query$coder)
       state$adjudicate <- isTRUE(query$adjudicate %in% c("1", "true", "TRUE"))
       show()
     })
     output$screen <- shiny::renderUI(screen())
+    session$onSessionEnded(function() if (!is.null(state$coder)) store_release(file, state$coder))
 
     shiny::observeEvent(input$nl_event, {
       event <- input$nl_event
       if (identical(event$type, "start")) {
-        state$coder <- coder_name(event$coder)
+        state$coder <- coder_name(file, event$coder)
         if (is.null(state$coder)) return(screen(welcome_screen("Please give a name of up to 40 characters.")))
         state$adjudicate <- isTRUE(event$adjudicate)
         shiny::updateQueryString(paste0("?coder=", utils::URLencode(state$coder, reserved = TRUE),
@@ -36,9 +37,11 @@ coding_server <- function(file, stored, blind) {
   }
 }
 
-coder_name <- function(name) {
-  name <- trimws(name %||% "")
-  if (!rlang::is_string(name) || !nzchar(name) || nchar(name) > 40) NULL else name
+# The coder a name stands for, as they first gave it; NULL for no name.
+coder_name <- function(file, name) {
+  if (!rlang::is_string(name)) return(NULL)
+  name <- name_shown(name)
+  if (!nzchar(name) || nchar(name) > 40) NULL else store_person(file, name)
 }
 
 # A coder's click: a code (or "cannot code") written at once, then the next
@@ -81,33 +84,36 @@ current_screen <- function(file, stored, state, blind) {
   if (state$adjudicate) return(adjudication_screen(file, stored, state, codes))
   coder <- store_coder(file, state$coder, nrow(stored$sample), stored$seed)
   mine <- codes[codes$role == "code" & codes$coder == state$coder, ]
-  available <- available_units(coder$order, state$coder, codes, store_claims(file), stored$double)
   # in the coder's order, which recoding a text does not change
   mine <- mine[order(match(mine$unit, coder$order)), ]
   history <- mine$unit
   state$back <- min(state$back, length(history))
-  total <- length(history) + length(available)
   if (state$back > 0) {
+    available <- available_units(coder$order, state$coder, codes, store_claims(file), stored$double)
     position <- length(history) - state$back + 1L
     state$unit <- history[[position]]
+    store_claim(file, state$coder, state$unit)
     previous <- as.list(mine[position, ])
     previous$value <- if (is.na(previous$value)) list() else jsonlite::fromJSON(previous$value, simplifyVector = FALSE)
   } else {
-    waiting <- setdiff(available, state$skipped)
-    if (length(waiting) == 0) {
-      state$skipped <- integer()
-      waiting <- available
-    }
-    if (length(waiting) == 0) {
-      state$unit <- NULL
+    claimed <- store_claim_next(file, state$coder, coder$order, stored$double, function(available) {
+      waiting <- setdiff(available, state$skipped)
+      if (length(waiting) == 0) {
+        state$skipped <- integer()
+        waiting <- available
+      }
+      if (length(waiting) > 0) waiting[[1]]
+    })
+    available <- claimed$available
+    state$unit <- claimed$unit
+    if (is.null(state$unit)) {
       return(message_screen("Done, thank you", sprintf("You coded all %d texts that were yours to code, %s.",
                                                        length(history), state$coder)))
     }
-    state$unit <- waiting[[1]]
     position <- length(history) + 1L
     previous <- NULL
   }
-  store_claim(file, state$coder, state$unit)
+  total <- length(history) + length(available)
   state$shown <- Sys.time()
   coding_screen(list(
     heading = paste("Coder:", state$coder), unit = state$unit, text = stored$texts[[state$unit]],

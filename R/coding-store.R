@@ -224,6 +224,49 @@ store_codes <- function(file) {
   })
 }
 
+# The first text `coder` may code now (as `pick()` chooses among the
+# available ones, in the coder's order), claimed in the same transaction that
+# found it free: two sessions, in one R process or several, never both get a
+# text that only one coder is to code. Gives the unit (NULL when none is
+# left) and how many were available.
+store_claim_next <- function(file, coder, order, double, pick) {
+  with_store(file, function(con) in_transaction(con, function() {
+    codes <- DBI::dbGetQuery(con, "SELECT unit, coder, role FROM codes WHERE role = 'code' GROUP BY unit, coder")
+    claims <- DBI::dbGetQuery(con, "SELECT coder, unit FROM claims WHERE time > ?",
+                              params = list(as.numeric(Sys.time()) - claim_seconds))
+    available <- available_units(order, coder, codes, claims, double)
+    unit <- pick(available)
+    if (!is.null(unit)) {
+      DBI::dbExecute(con, "INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",
+                     params = list(coder, as.integer(unit), as.numeric(Sys.time())))
+    }
+    list(unit = unit, available = available)
+  }))
+}
+
+# A coder who leaves (their session ends) holds no text back.
+store_release <- function(file, coder) {
+  with_store(file, function(con) DBI::dbExecute(con, "DELETE FROM claims WHERE coder = ?", params = list(coder)))
+}
+
+# The name a person first gave, for a name given again with other spaces, case
+# or accents; the name itself, trimmed, for someone new.
+store_person <- function(file, name) {
+  name <- name_shown(name)
+  known <- with_store(file, function(con) {
+    DBI::dbGetQuery(con, "SELECT coder FROM coders UNION ALL SELECT coder FROM (SELECT coder, min(id) AS first
+                          FROM codes GROUP BY coder ORDER BY first)")$coder
+  })
+  same <- known[name_key(known) == name_key(name)]
+  if (length(same) > 0) same[[1]] else name
+}
+
+name_shown <- function(name) stringi::stri_replace_all_regex(stringi::stri_trim_both(name), "\\s+", " ")
+
+name_key <- function(name) {
+  stringi::stri_trans_general(name_shown(name), "NFKD; [:Nonspacing Mark:] Remove; NFC; Lower")
+}
+
 store_claim <- function(file, coder, unit) {
   with_store(file, function(con) {
     DBI::dbExecute(con, "INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",

@@ -9,3 +9,24 @@ coding_fixture <- function(n = 6, overlap = 0.5, ..., sample = NULL) {
   app <- coding_app(sample, file, labels = c("yes", "no"), overlap = overlap, seed = 1, ...)
   list(file = file, app = app, sample = sample)
 }
+
+# Starts a second R process that runs `lines` with the package's own
+# functions (deparsed from its namespace, so that what is tested is this
+# source, installed or not), and gives a function that waits for it to end.
+store_process <- function(lines, envir = parent.frame()) {
+  done <- withr::local_tempfile(.local_envir = envir)
+  script <- withr::local_tempfile(fileext = ".R", .local_envir = envir)
+  ns <- asNamespace("newrllama4")
+  objects <- Filter(function(name) is.function(ns[[name]]) || is.atomic(ns[[name]]) && !is.null(ns[[name]]),
+                    ls(ns, all.names = TRUE))
+  writeLines(c("library(rlang)", vapply(objects, function(name) {
+    paste(sprintf("`%s` <-", name), paste(deparse(ns[[name]], control = c("keepNA", "keepInteger", "niceNames",
+                                                                           "showAttributes")), collapse = "\n"))
+  }, ""), lines, sprintf("file.create(%s)", deparse(done))), script)
+  system2(file.path(R.home("bin"), "Rscript"), shQuote(script), wait = FALSE, stdout = FALSE, stderr = FALSE)
+  function() {
+    deadline <- Sys.time() + 60
+    while (!file.exists(done) && Sys.time() < deadline) Sys.sleep(0.1)
+    file.exists(done)
+  }
+}

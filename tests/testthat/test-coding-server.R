@@ -88,3 +88,18 @@ test_that("fields of a schema are written in the task's order, typed", {
   })
   expect_identical(store_codes(file)$value, '{"n":3,"urgent":true}')
 })
+
+test_that("a name given again differently is the same coder, and a coder who leaves holds no text back", {
+  fixture <- coding_fixture(n = 4, overlap = 0)
+  shiny::testServer(fixture$app, {
+    session$setInputs(nl_event = list(type = "start", coder = " Ána ", adjudicate = FALSE))
+    click(session, "code", value = list(code = "yes"))
+    expect_identical(store_claims(fixture$file)$coder, "Ána")
+  })
+  expect_identical(nrow(store_claims(fixture$file)), 0L)
+  shiny::testServer(fixture$app, {
+    session$setInputs(nl_event = list(type = "start", coder = "ana", adjudicate = FALSE))
+    expect_match(as.character(screen()), "Coder: Ána")
+    expect_match(as.character(screen()), "2 of 4")
+  })
+})

@@ -106,19 +106,57 @@ test_that("codes are appended and the latest counts; texts go to one coder, the 
 
 test_that("two R processes writing to one file at once lose nothing", {
   fixture <- coding_fixture(n = 4)
-  done <- withr::local_tempfile()
-  script <- withr::local_tempfile(fileext = ".R")
-  # the store's own functions, in a second R process
-  writeLines(c(
-    paste("with_store <-", paste(deparse(with_store), collapse = "\n")),
-    paste("store_write <-", paste(deparse(store_write), collapse = "\n")),
-    sprintf("for (i in 1:60) store_write(%s, 1 + i %%%% 4, 'other', list(code = 'yes'))", deparse(fixture$file)),
-    sprintf("file.create(%s)", deparse(done))
-  ), script)
-  system2(file.path(R.home("bin"), "Rscript"), shQuote(script), wait = FALSE, stdout = FALSE, stderr = FALSE)
+  wait <- store_process(sprintf("for (i in 1:60) store_write(%s, 1 + i %%%% 4, 'other', list(code = 'yes'))",
+                                deparse(fixture$file)))
   for (i in 1:60) store_write(fixture$file, 1 + i %% 4, "here", list(code = "no"))
-  deadline <- Sys.time() + 60
-  while (!file.exists(done) && Sys.time() < deadline) Sys.sleep(0.1)
+  expect_true(wait())
   n <- with_store(fixture$file, function(con) DBI::dbGetQuery(con, "SELECT coder, count(*) AS n FROM codes GROUP BY coder"))
   expect_identical(n$n[order(n$coder)], c(60L, 60L))
+})
+
+test_that("two R processes claiming texts from one file never get the same single-coded text", {
+  fixture <- coding_fixture(n = 40, overlap = 0)
+  go <- withr::local_tempfile()
+  # both start together and take the texts in the same order, slowly, so that
+  # each claim races the other's (without one transaction, texts were handed
+  # out twice here in each run)
+  claim_all <- function(coder) {
+    sprintf("while (!file.exists(%s)) Sys.sleep(0.01)
+    repeat {
+      claimed <- store_claim_next(%s, '%s', 1:40, integer(), function(units) {
+        Sys.sleep(0.02)
+        if (length(units) > 0) units[[1]]
+      })
+      if (is.null(claimed$unit)) break
+      store_write(%s, claimed$unit, '%s', list(code = 'yes'))
+    }", deparse(go), deparse(fixture$file), coder, deparse(fixture$file), coder)
+  }
+  wait <- store_process(c(claim_all("other")))
+  Sys.sleep(1)
+  file.create(go)
+  eval(parse(text = claim_all("here")))
+  expect_true(wait())
+  coded <- store_codes(fixture$file)
+  expect_setequal(coded$unit, 1:40)
+  expect_identical(anyDuplicated(coded$unit), 0L)
+  expect_gt(min(table(coded$coder)), 0)
+})
+
+test_that("a claim is released when its coder leaves", {
+  fixture <- coding_fixture(n = 2, overlap = 0)
+  expect_identical(store_claim_next(fixture$file, "ana", 1:2, integer(), function(units) units[[1]])$unit, 1L)
+  expect_identical(store_claim_next(fixture$file, "ben", 1:2, integer(), function(units) units[[1]])$unit, 2L)
+  store_release(fixture$file, "ana")
+  expect_identical(store_claims(fixture$file)$coder, "ben")
+})
+
+test_that("a name given again with other spaces, case or accents is the same person, as first given", {
+  fixture <- coding_fixture(n = 2)
+  expect_identical(store_person(fixture$file, "  Ana   María "), "Ana María")
+  store_coder(fixture$file, "Ana María", 2, 1L)
+  expect_identical(store_person(fixture$file, "ana maria"), "Ana María")
+  expect_identical(store_person(fixture$file, "ANA  MARÍA"), "Ana María")
+  store_write(fixture$file, 1, "Zoë", list(code = "yes"), role = "adjudication")
+  expect_identical(store_person(fixture$file, "zoe"), "Zoë")
+  expect_identical(store_person(fixture$file, "Anna Maria"), "Anna Maria")
 })
