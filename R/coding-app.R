@@ -34,6 +34,19 @@
 #' `?coder=NAME&adjudicate=1` (or the box on the first screen) shows both codes
 #' and records a third decision, which [read_codes()] takes.
 #'
+#' @section Every code checked:
+#' What the page sends is checked in R before it is written, whatever sent
+#' it: a label of the codebook; for a schema, each field of its kind (an
+#' enum's value, yes or no, a whole number, a finite number, a text), the
+#' enum and yes/no fields filled (numbers and texts may be left empty); a
+#' reason for a text that cannot be coded; notes, reasons and texts of at
+#' most 2,000 characters. A refused code is not written, and the page says
+#' why (the condition, for code that writes codes itself, is of class
+#' `newrllama4_error_code_refused`, its field `problems` the reasons). Two
+#' coders disagree when their labels differ, or any field but a free text
+#' (`"string"`): wordings of a gist differ without sending the text to
+#' adjudication.
+#'
 #' @section Nothing lost:
 #' Codes are written in WAL mode, each with its coder, time and the seconds
 #' spent on the text, and never overwritten (a new code is a new row). The app

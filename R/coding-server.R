@@ -30,6 +30,7 @@ coding_server <- function(file, stored, blind) {
         shiny::updateQueryString(paste0("?coder=", utils::URLencode(state$coder, reserved = TRUE),
                                         if (state$adjudicate) "&adjudicate=1"), mode = "replace")
       } else if (!is.null(state$coder)) {
+        state$problem <- NULL
         handle_event(file, stored, state, event)
       }
       show()
@@ -56,11 +57,16 @@ handle_event <- function(file, stored, state, event) {
   switch(event$type,
          code = ,
          uncodable = {
-           value <- code_value(event$value, stored$task)
-           if (is.null(value) && event$type == "code") return(invisible())
-           store_write(file, state$unit, state$coder, value = value,
-                       uncodable = event$type == "uncodable", reason = event$reason, note = event$note,
-                       seconds = as.numeric(difftime(Sys.time(), state$shown, units = "secs")), role = role)
+           refused <- tryCatch({
+             store_write(file, state$unit, state$coder, value = code_value(event$value, stored$task),
+                         uncodable = event$type == "uncodable", reason = event$reason, note = event$note,
+                         seconds = as.numeric(difftime(Sys.time(), state$shown, units = "secs")), role = role)
+             NULL
+           }, newrllama4_error_code_refused = function(e) e$problems)
+           if (!is.null(refused)) {
+             state$problem <- paste("Not saved:", paste(refused, collapse = " "))
+             return(invisible())
+           }
            state$back <- max(0L, state$back - 1L)
            if (state$adjudicate) state$unit <- NULL
          },
@@ -69,13 +75,11 @@ handle_event <- function(file, stored, state, event) {
   invisible()
 }
 
-# The code in the task's order of fields, and only the task's fields; NULL
-# for a label that is not one of the task's.
+# The code in the task's order of fields, and only the task's fields, for
+# store_write() to check; NULL for an event that holds no code at all.
 code_value <- function(value, task) {
-  if (length(task$labels$label) > 0) {
-    code <- value$code
-    return(if (rlang::is_string(code) && code %in% task$labels$label) list(code = code))
-  }
+  if (!is.list(value)) return(NULL)
+  if (length(task$labels$label) > 0) return(list(code = value$code))
   stats::setNames(lapply(task$fields, function(field) value[[field$name]]), code_columns(task))
 }
 
@@ -118,12 +122,12 @@ current_screen <- function(file, stored, state, blind) {
   coding_screen(list(
     heading = paste("Coder:", state$coder), unit = state$unit, text = stored$texts[[state$unit]],
     share = 100 * length(history) / max(total, 1), count = sprintf("%d of %d", position, total),
-    previous = previous, back = TRUE, hint = if (!blind) model_hint(stored$sample, state$unit)
+    previous = previous, back = TRUE, hint = if (!blind) model_hint(stored$sample, state$unit), problem = state$problem
   ), stored$task)
 }
 
 adjudication_screen <- function(file, stored, state, codes) {
-  open <- disagreements(codes)
+  open <- disagreements(codes, stored$task)
   if (!isTRUE(state$unit %in% open)) state$unit <- if (length(open) > 0) open[[1]]
   if (is.null(state$unit)) {
     return(message_screen("Nothing to adjudicate", "Every text that two coders coded has their agreement or a decision."))
@@ -137,7 +141,7 @@ adjudication_screen <- function(file, stored, state, codes) {
   coding_screen(list(
     heading = paste("Adjudicating:", state$coder), unit = state$unit, text = stored$texts[[state$unit]],
     share = 0, count = sprintf("%d disagreement%s", length(open), if (length(open) == 1) "" else "s"),
-    others = shiny::tagList(picker, others_codes(theirs)), back = FALSE
+    others = shiny::tagList(picker, others_codes(theirs)), back = FALSE, problem = state$problem
   ), stored$task)
 }
 

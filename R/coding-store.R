@@ -200,14 +200,24 @@ store_coder <- function(file, coder, n_units, seed) {
   }))
 }
 
-# One code, written at once. `value` is the code as a named list in the task's
-# field order, so that equal codes are equal strings.
+# One code, written at once, once check_code() finds it is one of the task's
+# codes: every way a code reaches the file passes here, whatever the page sent.
+# `value` is the code as a named list in the task's field order, so that equal
+# codes are equal strings.
 store_write <- function(file, unit, coder, value, uncodable = FALSE, reason = NA, note = NA, seconds = NA,
-                        role = "code") {
-  json <- if (uncodable) NA_character_ else as.character(jsonlite::toJSON(value, auto_unbox = TRUE, null = "null",
-                                                                           na = "null", digits = NA))
-  blank <- function(x) if (is.null(x) || is.na(x) || !nzchar(trimws(x))) NA_character_ else as.character(x)
+                        role = "code", call = caller_env()) {
+  blank <- function(x) if (!rlang::is_string(x) || !nzchar(trimws(x))) NA_character_ else x
   with_store(file, function(con) {
+    task <- jsonlite::fromJSON(DBI::dbGetQuery(con, "SELECT value FROM meta WHERE key = 'task'")$value,
+                               simplifyVector = FALSE)
+    n_units <- DBI::dbGetQuery(con, "SELECT count(*) AS n FROM texts")$n
+    problems <- check_code(unit, value, uncodable, reason, note, role, task, n_units)
+    if (length(problems) > 0) {
+      abort_newrllama4("code_refused", c("The code was not saved:", stats::setNames(problems, rep("x", length(problems)))),
+                       problems = problems, unit = unit, call = call)
+    }
+    json <- if (isTRUE(uncodable)) NA_character_ else as.character(jsonlite::toJSON(
+      value, auto_unbox = TRUE, null = "null", na = "null", digits = NA))
     DBI::dbExecute(con, "INSERT INTO codes (unit, coder, role, value, uncodable, reason, note, seconds, time)
                          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    params = list(as.integer(unit), coder, role, json, as.integer(uncodable), blank(reason), blank(note),
@@ -215,6 +225,63 @@ store_write <- function(file, unit, coder, value, uncodable = FALSE, reason = NA
   })
   invisible(TRUE)
 }
+
+# The longest note, reason or text field a code may carry, in characters.
+code_text_limit <- 2000
+
+# Why a code is not one of the task's, in words for the coder; none when it
+# is: a label of the codebook, or each field of its kind (an enum's value, yes
+# or no, a whole number, a finite number, a text), the enums and yes/no
+# fields filled. A text that cannot be coded needs a reason.
+check_code <- function(unit, value, uncodable, reason, note, role, task, n_units) {
+  problems <- c(
+    if (!rlang::is_scalar_integerish(unit, finite = TRUE) || unit < 1 || unit > n_units) "It is not for a text of the sample.",
+    if (!rlang::is_string(role, c("code", "adjudication"))) "Its role is neither a code nor an adjudication.",
+    if (!rlang::is_bool(uncodable)) "It neither codes the text nor says it cannot be coded.",
+    if (!is_missing_text(note) && !is_short_text(note)) sprintf("The note must be a text of at most %d characters.",
+                                                               code_text_limit)
+  )
+  if (isTRUE(uncodable)) {
+    reason_ok <- !is_missing_text(reason) && is_short_text(reason)
+    return(c(problems, if (!reason_ok) sprintf("Say why it cannot be coded, in at most %d characters.",
+                                               code_text_limit)))
+  }
+  if (!is.list(value)) return(c(problems, "It holds no code."))
+  labels <- unlist(task$labels$label)
+  if (length(labels) > 0) {
+    ok <- identical(names(value), "code") && rlang::is_string(value$code, labels)
+    return(c(problems, if (!ok) "Its label is not one of the codebook's."))
+  }
+  names <- vapply(task$fields, function(field) field$name, "")
+  if (!identical(names(value), names)) return(c(problems, "Its fields are not the codebook's."))
+  fields <- unlist(lapply(task$fields, function(field) check_field(value[[field$name]], field)))
+  empty <- all(vapply(value, function(x) is.null(x) || is_missing_text(x), NA))
+  c(problems, fields, if (empty && length(fields) == 0) "Nothing was filled.")
+}
+
+check_field <- function(x, field) {
+  name <- field$name
+  if (is.null(x) || (rlang::is_scalar_atomic(x) && (is.na(x) || identical(x, "")))) {
+    return(if (field$kind %in% c("enum", "boolean")) sprintf("Choose %s.", name))
+  }
+  ok <- switch(field$kind,
+               enum = rlang::is_string(x, unlist(field$values)),
+               boolean = rlang::is_bool(x),
+               integer = rlang::is_scalar_integerish(x, finite = TRUE) && abs(x) <= .Machine$integer.max,
+               number = rlang::is_scalar_double(x) && is.finite(x) || rlang::is_scalar_integer(x),
+               is_short_text(x))
+  if (ok) return(NULL)
+  switch(field$kind,
+         enum = sprintf("%s must be one of %s.", name, paste(unlist(field$values), collapse = ", ")),
+         boolean = sprintf("%s must be yes or no.", name),
+         integer = sprintf("%s must be a whole number.", name),
+         number = sprintf("%s must be a number.", name),
+         sprintf("%s must be a text of at most %d characters.", name, code_text_limit))
+}
+
+is_missing_text <- function(x) is.null(x) || (rlang::is_scalar_atomic(x) && is.na(x)) || identical(trimws(x), "")
+
+is_short_text <- function(x) rlang::is_string(x) && nchar(x, allowNA = TRUE) <= code_text_limit
 
 # The latest code of each coder (and each adjudicator) for each unit.
 store_codes <- function(file) {
@@ -294,11 +361,23 @@ available_units <- function(order, coder, codes, claims, double) {
 }
 
 # Each unit's two or more codes, when they differ and no decision is recorded.
-disagreements <- function(codes) {
+disagreements <- function(codes, task) {
   coded <- codes[codes$role == "code", ]
-  coded$signature <- ifelse(coded$uncodable == 1, "(cannot code)", coded$value)
   decided <- unique(codes$unit[codes$role == "adjudication"])
-  units <- split(coded$signature, coded$unit)
+  units <- split(code_signature(coded, task), coded$unit)
   differing <- as.integer(names(units)[vapply(units, function(s) length(unique(s)) > 1, NA)])
   sort(setdiff(differing, decided))
+}
+
+# What two codes must share to agree: the label, or every field but the free
+# texts (two coders' wordings of a gist differ without disagreeing), or both
+# saying the text cannot be coded.
+code_signature <- function(codes, task) {
+  compared <- vapply(Filter(function(field) field$kind != "string", task$fields), function(field) field$name, "")
+  if (length(task$labels$label) > 0) compared <- "code"
+  vapply(seq_len(nrow(codes)), function(i) {
+    if (codes$uncodable[[i]] == 1) return("(cannot code)")
+    value <- jsonlite::fromJSON(codes$value[[i]], simplifyVector = FALSE)
+    as.character(jsonlite::toJSON(value[compared], auto_unbox = TRUE, null = "null", digits = NA))
+  }, "")
 }

@@ -31,8 +31,8 @@ welcome_screen <- function(problem = NULL) {
 }
 
 # The coding screen of one text. `view`: the text, its unit, the position and
-# total, the coder's earlier code of it (when gone back) and, not blind, the
-# model's answer.
+# total, the coder's earlier code of it (when gone back), not blind, the
+# model's answer, and why the last code was refused, if it was.
 coding_screen <- function(view, task) {
   tag <- shiny::tags
   top <- tag$div(class = "nl-top",
@@ -44,6 +44,7 @@ coding_screen <- function(view, task) {
                           if (!is.null(view$others)) view$others,
                           tag$article(class = "nl-text", `data-unit` = view$unit, view$text),
                           if (!is.null(view$hint)) tag$p(class = "nl-hint", view$hint),
+                          if (!is.null(view$problem)) tag$p(class = "nl-problem", role = "alert", view$problem),
                           code_form(task, view$previous, view$back)),
                   codebook(task))
   tag$div(class = "nl-screen", top, main)

@@ -20,6 +20,7 @@ condition_parents <- c(
   coded_truth = "coded_rows",
   too_few_coded = "coded_rows",
   coding_file = "invalid_argument",
+  code_refused = "invalid_argument",
   empty_stratum = "coded_rows",
   degenerate_fit = "estimation"
 )

@@ -56,7 +56,7 @@ read_codes <- function(file, by = c("text", "coder")) {
     rownames(out) <- NULL
     return(structure(out, class = c("newrllama4_coder_codes", "data.frame"), codes = code_columns(stored$task)))
   }
-  decided <- unit_decisions(codes, nrow(rows))
+  decided <- unit_decisions(codes, nrow(rows), stored$task)
   rows[code_columns(stored$task)] <- decode_codes(decided$value, stored$task)
   rows[c(".status", ".coders", ".reason", ".note")] <- decided[c("status", "coders", "reason", "note")]
   rows
@@ -105,7 +105,7 @@ decode_codes <- function(json, task) {
 
 # Each text's decision: the latest adjudication, else its coders' code when
 # they agree.
-unit_decisions <- function(codes, n_units) {
+unit_decisions <- function(codes, n_units, task) {
   decisions <- data.frame(unit = seq_len(n_units), status = "not coded", coders = 0L, value = NA_character_,
                           reason = NA_character_, note = NA_character_)
   coded <- codes[codes$role == "code", ]
@@ -115,7 +115,7 @@ unit_decisions <- function(codes, n_units) {
     mine <- by_unit[[as.character(unit)]]
     adjudicated <- mine[mine$role == "adjudication", ]
     own <- mine[mine$role == "code", ]
-    signature <- ifelse(own$uncodable == 1, "(cannot code)", own$value)
+    signature <- code_signature(own, task)
     decision <- if (nrow(adjudicated) > 0) adjudicated[nrow(adjudicated), ] else if (length(unique(signature)) == 1) {
       own[nrow(own), ]
     }

@@ -33,6 +33,7 @@ test_that("a coder names themselves, codes, goes back, skips and marks a text un
     expect_identical(codes$reason[codes$uncodable == 1], "blank")
     click(session, "code", value = list(code = "bogus"))
     expect_identical(nrow(store_codes(fixture$file)), 2L)
+    expect_match(as.character(screen()), "Not saved: Its label is not one of the codebook")
     click(session, "code", value = list(code = "yes"))
     expect_identical(state$unit, second)  # the skipped text comes back last
     click(session, "code", value = list(code = "yes"))
