@@ -2,8 +2,11 @@
 # model matrix on the rows' predictions and on the coded rows' codes, the
 # outcome's cross-fitted predictions, and the three fits.
 
-# The corrected, naive and coded-only fits of `terms` on one outcome, on the
-# rows of `data` that have a prediction and every covariate. `covariates`: the
+# The corrected, naive and coded-only fits of `terms` on one outcome, for the
+# domain of the rows of `data` that have a prediction and every covariate:
+# the prediction part sums over the domain's rows, the coded part over the
+# coded rows in it, and coded rows outside it count in their strata as zeros,
+# so the estimate is consistent for the domain whatever its size. `covariates`: the
 # specs of the labelled covariates (variable_spec()), each in the model as its
 # probability on every row, its code on coded rows and its label in the naive
 # fit; `sample$truth` then lists the codes by variable.
@@ -17,37 +20,42 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
     stats::model.matrix(terms, stats::model.frame(terms, version, na.action = stats::na.pass,
                                                   xlev = stats::.getXlevels(terms, frame)))
   }
-  usable <- which(stats::complete.cases(x_all) & !is.na(spec$prediction) & !is.na(spec$label))
-  if (!all(sample$rows %in% usable)) {
-    abort_newrllama4("coded_rows", c(
-      "Some coded rows have no label, prediction or covariate in {.arg data}: rows {.val {setdiff(sample$rows, usable)}}.",
-      "i" = "Rows without a label are never drawn; a covariate missing for coded rows must be filled in or its rows
-             left out before drawing."), call = call)
-  }
+  # the estimate's domain: rows with a label, a prediction and every covariate
+  in_domain <- stats::complete.cases(x_all) & !is.na(spec$prediction) & !is.na(spec$label)
+  usable <- which(in_domain)
+  inside <- in_domain[sample$rows]
+  check_domain_drawn(data, in_domain, inside, call)
   binary <- family == "binomial"
   y <- if (spec$kind == "observed") spec$label[sample$rows] else variable_truth(spec, codes[[spec$name]], call)
+  y <- y[inside]
   if (binary && !all(y %in% c(0, 1))) {
     abort_newrllama4("coded_truth", "{.arg family} {.val binomial} needs codes of 0 or 1 (or a label).", call = call)
   }
   x <- x_all[usable, , drop = FALSE]
-  x_coded <- matrix_of(versions$coded)
+  x_coded <- matrix_of(versions$coded)[inside, , drop = FALSE]
   n_coefficients <- ncol(x)
-  if (length(sample$rows) < 2 * n_coefficients + 2) {
+  if (sum(inside) < 2 * n_coefficients + 2) {
     abort_newrllama4("too_few_coded", c(
-      "{length(sample$rows)} coded row{?s} are too few for {n_coefficients} coefficient{?s}.",
+      "{sum(inside)} coded row{?s} in the estimate's domain are too few for {n_coefficients} coefficient{?s}.",
       "i" = "Code at least {2 * n_coefficients + 2} rows (more for intervals worth having: see {.fn coded_rows_needed})."),
       call = call)
   }
   check_coded_columns(x, x_coded, call)
   if (length(usable) < nrow(data)) {
     inform_newrllama4("rows_left_out", c(
-      "{nrow(data) - length(usable)} row{?s} without a label, prediction or covariate left out.",
-      "i" = "The estimate is for the rows that have them (rows the model could not label are not in it)."))
+      "{nrow(data) - length(usable)} row{?s} without a label, prediction or covariate {?is/are} outside the
+       estimate's domain: it is for the {length(usable)} rows that have them.",
+      "i" = if (any(!inside)) "{sum(!inside)} coded row{?s} among them count{?s/} as drawn, adding nothing."))
   }
-  # positions among the usable rows
+  # positions among the domain's rows; coded rows outside it stay in their
+  # strata's variance, adding nothing (a domain estimator)
   clusters <- if (!is.null(cluster)) data[[cluster]][usable]
-  local <- list(rows = match(sample$rows, usable), prob = sample$prob, truth_labels = as.character(codes[[spec$name]]),
-                stratum = sample$stratum, unit = sample$unit, clusters = clusters)
+  local <- list(rows = match(sample$rows[inside], usable), prob = sample$prob[inside],
+                truth_labels = as.character(codes[[spec$name]])[inside], stratum = sample$stratum[inside],
+                unit = sample$unit[inside], clusters = clusters)
+  if (any(!inside)) {
+    local$outside <- list(prob = sample$prob[!inside], stratum = sample$stratum[!inside], unit = sample$unit[!inside])
+  }
   local$cluster <- clusters[local$rows]
   local_spec <- spec
   local_spec$prediction <- spec$prediction[usable]
@@ -59,12 +67,30 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
   estimate <- three_estimates(list(predicted = x, coded = x_coded, naive = x_naive), local_spec, local, y, predicted$g,
                               binary, call, lambda, target)
   c(estimate, list(
-    rows = usable, coded_rows = sample$rows, sample_prob = sample$prob, folds = fold,
+    rows = usable, coded_rows = sample$rows[inside], coded_outside = sum(!inside), data_rows = nrow(data), sample_prob = sample$prob,
+    folds = fold,
     prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
     labelled_covariates = names(covariates), cluster = cluster, predictions = predicted$g,
     manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model,
-                                 c(estimate, list(cluster = cluster, labelled_covariates = names(covariates))))
+                                 c(estimate, list(cluster = cluster, labelled_covariates = names(covariates),
+                                                   domain_rows = length(usable))))
   ))
+}
+
+# Rows outside the domain must be so whether or not they were coded: a
+# covariate filled in for the coded rows alone leaves far fewer coded rows
+# outside it than the draw gives (a one-sided binomial test at 1e-6, which a
+# design with unequal probabilities does not reach by chance), and the coded
+# rows then stand for rows that are not in the domain.
+check_domain_drawn <- function(data, in_domain, inside, call) {
+  drawable <- if (".label" %in% names(data)) !is.na(data$.label) else rep(TRUE, nrow(data))
+  share <- mean(!in_domain[drawable])
+  if (share == 0 || stats::pbinom(sum(!inside), length(inside), share) >= 1e-6) return(invisible())
+  abort_newrllama4("coded_rows", c(
+    "{sum(!inside)} of {length(inside)} coded rows lack a label, prediction or covariate, against
+     {round(100 * share)}% of the rows: the coded rows were completed where the others were not.",
+    "i" = "Fill in the missing values for every row, or leave them missing on the coded rows as on the others."),
+    call = call)
 }
 
 # `data` three ways: each labelled covariate as its probability (every row),
@@ -108,6 +134,7 @@ findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model
     target = estimate$target,
     labelled_covariates = paste(estimate$labelled_covariates, collapse = ", "),
     cluster = estimate$cluster %||% "none",
+    domain_rows = estimate$domain_rows,
     outcome = outcome,
     coded_rows = length(sample$rows),
     coded_row_numbers = paste(sample$rows, collapse = " "),

@@ -52,8 +52,17 @@ stratum_of <- function(sample) {
 
 # The sampling units of each stratum: the coded rows, or the clusters drawn
 # whole (`sample$unit`), with the unit totals of the rows of `m` (one row of
-# `m` a coded row), the stratum's units and the units drawn.
+# `m` a coded row in the estimate's domain; those outside it, `sample$outside`,
+# add rows of zeros), the stratum's units and the units drawn.
 stratum_units <- function(m, sample) {
+  if (!is.null(sample$outside)) {
+    # coded rows outside the estimate's domain: drawn in their strata, adding nothing
+    m <- rbind(m, matrix(0, length(sample$outside$prob), ncol(m)))
+    outside <- sample$outside
+    sample <- list(rows = c(sample$rows, rep(NA_integer_, length(outside$prob))), prob = c(sample$prob, outside$prob),
+                   stratum = if (!is.null(sample$stratum)) c(as.character(sample$stratum), as.character(outside$stratum)),
+                   unit = if (!is.null(sample$unit)) c(sample$unit, outside$unit))
+  }
   unit <- sample$unit %||% seq_along(sample$rows)
   members <- split(seq_along(sample$rows), stratum_of(sample))
   lapply(members, function(i) {

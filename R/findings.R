@@ -29,15 +29,13 @@ variable_spec <- function(name, data) {
   }
   prob_column <- paste0(".prob_", name, "_true")
   if (is.logical(data[[name]]) && prob_column %in% names(data)) {
-    record <- attr(data, "manifest", exact = TRUE)$prompt
-    if (identical(record[[paste0("calibration (", name, ")")]], "hand-coded")) return(NULL)
+    if (refitted_field(name, data)) return(NULL)
     return(list(kind = "field", name = name, positive = "true", labels = c("true", "false"),
                 prediction = as.numeric(data[[prob_column]]), label = as.numeric(data[[name]])))
   }
   prob_columns <- paste0(".prob_", name, "_", levels(data[[name]]))
   if (is.factor(data[[name]]) && all(prob_columns %in% names(data))) {
-    record <- attr(data, "manifest", exact = TRUE)$prompt
-    if (identical(record[[paste0("calibration (", name, ")")]], "hand-coded")) return(NULL)
+    if (refitted_field(name, data)) return(NULL)
     return(list(kind = "enum", name = name, labels = levels(data[[name]]),
                 prediction = `colnames<-`(as.matrix(data[prob_columns]), levels(data[[name]])), label = data[[name]]))
   }
@@ -82,6 +80,19 @@ variable_truth <- function(spec, truth, call) {
 refitted_by_hand <- function(data) {
   record <- attr(data, "manifest", exact = TRUE)
   identical(record$prompt$calibration, "hand-coded") && !is.null(attr(data, "order_probs", exact = TRUE))
+}
+
+# A boolean or enum field of `data` that recalibrate_labels(field =) refitted.
+refitted_field <- function(name, data) {
+  record <- attr(data, "manifest", exact = TRUE)$prompt
+  name %in% names(data) && identical(record[[paste0("calibration (", name, ")")]], "hand-coded")
+}
+
+# The domain, as print() tells it: the rows outside it, if any.
+domain_words <- function(estimate) {
+  if (is.null(estimate$data_rows) || estimate$data_rows == length(estimate$rows)) return("")
+  sprintf(" in the domain (of %s; rows without a label, prediction or covariate are outside it)",
+          format_count(estimate$data_rows))
 }
 
 # Folds for cross-fitting: coded and other rows each spread evenly over the folds.

@@ -38,6 +38,15 @@
 #' Validity rests only on the known inclusion probabilities of the coded rows,
 #' never on how good the predictions are: those change the width alone.
 #'
+#' Rows without a label, a prediction or a covariate are outside the
+#' estimate's domain, coded or not: the estimate is for the rows that have
+#' them (a domain estimate: the coded rows outside the domain count in their
+#' strata as drawn, adding nothing, so the domain's size is estimated as the
+#' design estimates everything else), and print says how many rows it has. A
+#' covariate filled in for the coded rows alone would make them stand for rows
+#' outside the domain: that is a classed error. Labels and fields refitted by
+#' [recalibrate_labels()] saw the codes, so they cannot be covariates.
+#'
 #' This needs the coded rows to be a probability sample of `data` with known
 #' inclusion probabilities: draw them with [review_sample()] (either weight)
 #' and keep its `.row` and `.sample_prob` columns when the codes come back.
@@ -177,9 +186,15 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
     abort_invalid("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data} nor
                    {?a label/labels}.", "formula", call, subclass = "missing_column")
   }
-  if (length(covariates) > 0 && refitted_by_hand(data)) {
-    abort_invalid(c("Labels refitted by {.fn recalibrate_labels} saw the codes, so they cannot be covariates.",
-                    "i" = "Use the labels as annotated: the correction does not need them calibrated."), "data", call)
+  # a refitted label or field's probabilities saw the coded rows' codes: as a
+  # covariate its errors would no longer be those the codes correct
+  refitted <- c(if (length(covariates) > 0 && refitted_by_hand(data)) "the labels",
+                right[vapply(right, refitted_field, NA, data = data)])
+  if (length(refitted) > 0) {
+    abort_invalid(c("{.field {refitted}} {?was/were} refitted by {.fn recalibrate_labels}, which saw the codes, so
+                     {?it/they} cannot be {?a covariate/covariates}.",
+                    "i" = "Use {cli::qty(length(refitted))}{?it/them} as annotated (the value of {.fn annotate_texts}): the correction does not
+                           need {?it/them} calibrated."), "data", call)
   }
   truth <- rlang::enquo(truth)
   # a numeric outcome beside labelled covariates is observed, unless `truth` names its codes
@@ -239,8 +254,9 @@ format.summary.newrllama4_label_regression <- function(x, ...) {
   object <- x$object
   table <- x$table
   header <- paste0(cli::format_inline("{.cls newrllama4_label_regression}"), ": ",
-                   sprintf("%s, %s; %s rows, %d coded by hand; intervals for the %s", format(object$formula),
-                           object$family, format_count(length(object$rows)), length(object$coded_rows),
+                   sprintf("%s, %s; %s rows%s, %d coded by hand; intervals for the %s", format(object$formula),
+                           object$family, format_count(length(object$rows)), domain_words(object),
+                           length(object$coded_rows),
                            target_words[[object$target]]))
   cells <- sprintf("%.3f [%.3f, %.3f]", table$estimate, table$conf.low, table$conf.high)
   wide <- matrix(cells, ncol = length(estimators), dimnames = list(unique(table$term), estimators))

@@ -17,7 +17,9 @@
 #' own, with the same probability). Shares and their intervals are kept within
 #' \[0, 1\]. As in [label_regression()], the weight on the predictions is
 #' tuned (`lambda`), the target is the population or the corpus (`target`),
-#' and `cluster` gives a cluster-robust variance.
+#' and `cluster` gives a cluster-robust variance. Rows whose `by` group or
+#' probabilities are missing are outside the estimate's domain, as in
+#' [label_regression()]: the shares are those of the rows that have them.
 #'
 #' @inheritParams label_regression
 #' @param by `NULL` for the shares of all rows, or the names of columns of
@@ -144,6 +146,9 @@ format.newrllama4_label_shares <- function(x, ...) {
            sprintf("corrected shares with %g%% intervals for the %s, beside the model's labels (naive) and the %s",
                    100 * level, target_words[[estimates[[1]]$target]], "coded rows alone")),
     utils::capture.output(print.data.frame(shown, row.names = FALSE)),
+    if (nzchar(domain_words(estimates[[1]]))) {
+      sprintf("%s rows%s.", format_count(length(estimates[[1]]$rows)), domain_words(estimates[[1]]))
+    },
     lambda_line(lambdas, estimates[[1]]$lambda_tuned),
     cli::format_inline("Predictions: {estimates[[1]]$prediction_model}."))
 }

@@ -104,3 +104,19 @@ test_that("speakers drawn whole: exact inclusion probabilities, and intervals th
   expect_error(review_sample(data, 100, cluster = "speaker"), class = "newrllama4_error_invalid_argument")
   expect_error(label_shares(data, coded, truth, cluster = "nobody"), class = "newrllama4_error_invalid_argument")
 })
+
+test_that("a group missing on some rows: the estimate is for the domain of rows that have one, and covers it", {
+  covered <- vapply(1:300, function(seed) {
+    data <- simulated_labels(1000, seed)
+    coded <- review_sample(data, 150, weight = "confidence", seed = seed)
+    # missing more often on "yes" rows, coded or not: the domain's share is not the corpus's
+    data$group[withr::with_seed(seed + 7, stats::runif(1000)) < ifelse(data$truth == "yes", 0.5, 0.1)] <- NA
+    coded$group <- data$group[coded$.row]
+    shares <- suppressMessages(label_shares(data, coded, truth, by = "group", seed = seed, target = "corpus"))
+    shares <- shares[shares$label == "yes" & shares$group == "a", ]
+    domain_share <- mean(data$truth[data$group %in% "a"] == "yes")
+    stats::setNames(shares$conf.low <= domain_share & domain_share <= shares$conf.high, shares$estimator)
+  }, logical(3))
+  # measured: corrected 0.950, coded rows alone 0.947
+  expect_gte(sum(covered["corrected", ]), 276)
+})

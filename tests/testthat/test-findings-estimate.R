@@ -39,3 +39,32 @@ test_that("a degenerate logistic cell is a classed error; a separated naive fit 
   expect_true(all(is.na(fit$fits$naive$coefficients)))
   expect_output(print(fit), "corrected")
 })
+
+test_that("rows missing a covariate are outside the domain on both sides; one filled in on coded rows alone is an error", {
+  data <- with_applause(5)
+  coded <- review_sample(data, 150, weight = "uniform", seed = 5)
+  missing <- withr::with_seed(5, stats::runif(1000) < 0.3)
+  data$x[missing] <- NA
+  coded$x <- data$x[coded$.row]
+  expect_message(fit <- label_regression(applause ~ yes + x, data, coded, truth, seed = 1), "domain",
+                 class = "newrllama4_message_rows_left_out")
+  expect_identical(fit$rows, which(!missing))
+  expect_identical(fit$coded_rows, coded$.row[!missing[coded$.row]])
+  expect_identical(manifest(fit)$estimation$domain_rows, sum(!missing))
+  expect_match(format(fit)[1], sprintf("%d rows in the domain \\(of 1,000", sum(!missing)))
+  data$group[missing] <- NA
+  coded$group <- data$group[coded$.row]
+  shares <- suppressMessages(label_shares(data, coded, truth, by = "group", seed = 1))
+  expect_match(format(shares), sprintf("^%d rows in the domain", sum(!missing)), all = FALSE)
+  # at lambda 0 the coded rows out of the domain add nothing, their stratum still counting them as drawn
+  alone <- suppressMessages(label_regression(applause ~ yes + x, data, coded, truth, lambda = 0))
+  inside <- !missing[coded$.row]
+  weights <- inside / coded$.sample_prob
+  expect_equal(unname(coef(alone)), unname(stats::coef(stats::lm(applause ~ (truth == "yes") + x, coded,
+                                                                 weights = weights))))
+  # covariates filled in for the coded rows alone: they would stand for rows outside the domain
+  data$x[coded$.row] <- with_applause(5)$x[coded$.row]
+  coded$x <- data$x[coded$.row]
+  expect_error(suppressMessages(label_regression(applause ~ yes + x, data, coded, truth)), "coded rows were completed",
+               class = "newrllama4_error_coded_rows")
+})

@@ -129,3 +129,12 @@ test_that("an enum field as covariate: its levels predicted by their probabiliti
   expect_error(label_regression(y ~ tone * x, data, coded, tone_code), class = "newrllama4_error_invalid_argument")
   expect_error(label_regression(tone ~ x, data, coded, tone_code), class = "newrllama4_error_invalid_argument")
 })
+
+test_that("a field refitted by recalibrate_labels() is no covariate: a classed error, as for the labels", {
+  data <- two_labels(3)
+  coded <- review_sample(data, 150, weight = "uniform", seed = 3)
+  attr(data, "manifest") <- structure(list(created = "now", prompt = list(`calibration (negative)` = "hand-coded")),
+                                      class = "newrllama4_manifest")
+  expect_error(label_regression(yes ~ negative, data, coded, c(yes = "truth", negative = "negative_code")),
+               "negative.*refitted", class = "newrllama4_error_invalid_argument")
+})
