@@ -28,9 +28,12 @@
 #' made.
 #'
 #' @param data A data frame, or a character vector of texts.
-#' @param text The text of each row: a column of `data` (unquoted, or any
-#'   expression over its columns), or a glue template such as
-#'   `"{title}: {body}"`. Not needed when `data` is a character vector.
+#' @param text The text of each row: a column of `data`, unquoted
+#'   (`text = review`) or by its name (`text = "review"`: a string without
+#'   braces that names one column is that column), any expression over its
+#'   columns, or a glue template such as `"{title}: {body}"`. Not needed when
+#'   `data` is a character vector. The same rule holds for every function that
+#'   takes `text`, and for the columns of `examples`.
 #' @param instruction The task, in words: what to read and what to answer.
 #' @param labels A character vector of labels: each row gets exactly one, in a
 #'   factor column `.label` with these levels, and each label's probability in
@@ -291,10 +294,15 @@ annotation_manifest <- function(record, prompt, result, skipped, passages = NULL
 
 # The text of each row: a column, an expression over columns, or a glue template
 # (a string literal); a row with a missing value in the template's columns is NA.
+# A string without braces that names a column is that column (`text = "review"`,
+# as many R functions take a column), not a template that repeats the name.
 row_texts <- function(data, text, arg, call = caller_env()) {
   template <- rlang::quo_get_expr(text)
+  bare_string <- rlang::is_string(template) && !grepl("{", template, fixed = TRUE)
   value <- tryCatch(
-    if (rlang::is_string(template)) {
+    if (bare_string && template %in% names(data)) {
+      data[[template]]
+    } else if (rlang::is_string(template)) {
       as.character(glue::glue_data(data, template, .na = NULL, .envir = rlang::quo_get_env(text)))
     } else {
       rlang::eval_tidy(text, data)
@@ -306,7 +314,11 @@ row_texts <- function(data, text, arg, call = caller_env()) {
   )
   if (is.factor(value)) value <- as.character(value)
   if (!is.character(value) || length(value) != nrow(data)) {
-    abort_invalid("{.arg {arg}} must give one string per row, not {.obj_type_friendly {value}}.", arg, call)
+    abort_invalid(c("{.arg {arg}} must give one string per row, not {.obj_type_friendly {value}}.",
+                    "x" = if (bare_string) "The data has no column {.val {template}}.",
+                    "i" = "Name a column unquoted ({.code text = review}), by its name ({.code text = \"review\"}) or
+                           in a glue template ({.code text = \"{{title}}: {{review}}\"}); the data's columns:
+                           {.field {names(data)}}."), arg, call)
   }
   as_utf8(value, arg, call)
 }

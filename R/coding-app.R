@@ -75,8 +75,10 @@
 #' @param schema Instead of labels, the fields to code, as for
 #'   [annotate_texts()]; a field given as a list may carry a `description`.
 #' @param instruction The coding task in words, shown atop the codebook.
-#' @param text The texts: a column of `sample` (unquoted), an expression over
-#'   its columns or a glue template; `NULL` for the column `text`.
+#' @param text The texts: a column of `sample`, unquoted (`text = body`) or
+#'   by its name (`text = "body"`), an expression over its columns or a glue
+#'   template (`"{title}: {body}"`), as in [annotate_texts()]; `NULL` for the
+#'   column `text`.
 #' @param overlap The share of texts that a second coder also codes, from 0 to 1.
 #' @param seed `NULL`, or a whole number that fixes which texts are coded
 #'   twice and each coder's order (a new file draws one and records it). Both

@@ -28,6 +28,8 @@ test_that("texts come from a column, an expression, a glue template or a charact
   by_column <- run(reviews, review)
   by_template <- run(reviews, "{title}: {review}")
   by_expression <- run(reviews, paste0(title, ": ", review))
+  by_name <- run(reviews, "review")  # a string naming one column, without braces, is that column
+  expect_identical(by_name$.prob_positive, by_column$.prob_positive)
   expect_identical(by_template$.prob_positive, by_expression$.prob_positive)
   expect_false(identical(by_template$.prob_positive, by_column$.prob_positive))
   from_vector <- run(reviews$review)
@@ -35,6 +37,25 @@ test_that("texts come from a column, an expression, a glue template or a charact
   expect_identical(from_vector$.label, by_column$.label)
   piped <- reviews |> run(review)
   expect_identical(piped$.label, by_column$.label)
+})
+
+test_that("a string naming one column is that column, in the texts and the examples; another says how to name one", {
+  expect_identical(row_texts(reviews, rlang::quo("review"), "text"), reviews$review)
+  expect_identical(row_texts(reviews, rlang::quo("{review}"), "text"), reviews$review)
+  expect_identical(row_texts(reviews, rlang::quo("title"), "text"), reviews$title)
+  examples <- data.frame(review = c("Love it.", "Awful."), .label = c("positive", "negative"))
+  answer <- answer_shape(sentiment, NULL)
+  expect_identical(example_turns(examples, rlang::quo("review"), answer),
+                   example_turns(examples, rlang::quo(review), answer))
+  # before any model is loaded: the check comes first
+  error <- expect_error(annotate_texts(reviews, "reveiw", instruction, labels = sentiment),
+                        class = "newrllama4_error_invalid_argument")
+  expect_match(conditionMessage(error), 'no column "reveiw"', fixed = TRUE)
+  expect_match(conditionMessage(error), 'text = "review"', fixed = TRUE)
+  expect_match(conditionMessage(error), 'text = "{title}: {review}"', fixed = TRUE)
+  expect_match(conditionMessage(error), "id, title, and review", fixed = TRUE)
+  expect_error(annotate_texts(reviews, id, instruction, labels = sentiment), "text = review", fixed = TRUE,
+               class = "newrllama4_error_invalid_argument")
 })
 
 test_that("a row that cannot run gets NA and a reason in .error; the others complete", {

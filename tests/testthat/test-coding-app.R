@@ -12,6 +12,24 @@ test_that("coding_app() makes a Shiny app and checks its arguments", {
                class = "newrllama4_error_missing_column")
 })
 
+test_that("coding_app() and code_sample() take a string naming the texts' column as that column", {
+  skip_if_not_installed("RSQLite")
+  skip_if_not_installed("shiny")
+  sample <- data.frame(body = c("first", "second"), .label = factor(c("a", "b")))
+  by_name <- withr::local_tempfile(fileext = ".sqlite")
+  coding_app(sample, by_name, text = "body")
+  expect_identical(store_meta(by_name)$texts, sample$body)
+  expect_error(coding_app(sample, withr::local_tempfile(fileext = ".sqlite"), text = "bdy"), 'no column "bdy"',
+               fixed = TRUE, class = "newrllama4_error_invalid_argument")
+  # code_sample() passes `text` on to coding_app(), which makes the file before the
+  # server starts: an address no server can take ends the call right after
+  through_code_sample <- withr::local_tempfile(fileext = ".sqlite")
+  expect_error(suppressMessages(
+    code_sample(sample, through_code_sample, text = "body", host = "256.0.0.1", port = 8765L, launch.browser = FALSE)
+  ), "Failed to create server")
+  expect_identical(store_meta(through_code_sample)$texts, sample$body)
+})
+
 test_that("labels, schema and instruction come from the annotation's manifest, else from .label", {
   skip_if_not_installed("RSQLite")
   sample <- data.frame(body = c("first", "second"), .label = factor(c("b", "a"), levels = c("b", "a")))
