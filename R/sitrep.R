@@ -1,7 +1,9 @@
 #' Report the setup, for a bug report
 #'
 #' Prints, on standard output, what a bug report about newrllama4 needs: the
-#' versions of R, of this package and of reticulate; which Python is used and
+#' versions of R, of this package and of reticulate, and any attached package
+#' that masks this package's functions or whose functions it masks (localLLM
+#' exports five of the same names); which Python is used and
 #' what chose it (a variable of reticulate's, or the engine's virtual
 #' environment), with reticulate's variables; whether the engine can be used,
 #' and if not, why; the versions of the engine, llama-cpp-python and llama.cpp,
@@ -105,7 +107,8 @@ sitrep_r <- function() {
   sitrep_section(
     sitrep_item("R", sitrep_try(paste0(R.version$version.string, ", ", R.version$platform))),
     sitrep_item("newrllama4", sitrep_try(paste0(package_version_string(), " (", system.file(package = "newrllama4"), ")"))),
-    sitrep_item("reticulate", sitrep_try(format(utils::packageVersion("reticulate"))))
+    sitrep_item("reticulate", sitrep_try(format(utils::packageVersion("reticulate")))),
+    tryCatch(sitrep_masking(), error = function(e) sitrep_item("masked names", paste("could not be determined:", safe_message(e))))
   )
 }
 
