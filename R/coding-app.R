@@ -11,10 +11,16 @@
 #' Each text is shown large, with the codebook (the instruction and each
 #' label's or field's description) beside it: a button per label (keys 1 to 9
 #' choose them), or an input per field of a schema (choices for an enum and a
-#' boolean, a number, a short text; Enter saves). A text can be marked "cannot
-#' code" with a reason, and every code can carry a note. Back returns to the
-#' coder's earlier texts (coding one again records the new code), skip leaves
+#' boolean, a number, a short text; Enter saves). A key held down codes one
+#' text, not the ones after it, and digits typed in a box are text. A text can
+#' be marked "cannot code" with a reason chosen from `uncodable`, or "other"
+#' in the coder's words, and every code can carry a note (up to 2,000
+#' characters). Back returns to the coder's earlier texts (coding one again
+#' records the new code; a note typed before going back is kept), skip leaves
 #' a text for later, and the bar shows the coder's progress ("37 of 150").
+#' Each code is confirmed on the page ("Saved: text 12"); a code that cannot
+#' be written (a read-only or full disk, a locked file) stays on screen with
+#' the reason, to save again. A dropped connection reconnects by itself.
 #'
 #' @section Blind coding:
 #' By default the page never receives the model's labels, probabilities or
@@ -30,9 +36,22 @@
 #' people agree ([agreement()] on `read_codes(file, by = "coder")`). Texts
 #' another coder has on screen are left to them until they close the page: a
 #' text is found free and claimed in one transaction, so that no two coders,
-#' in one app or several R processes, get a text that one coder is to code. Where two coders disagree,
-#' `?coder=NAME&adjudicate=1` (or the box on the first screen) shows both codes
-#' and records a third decision, which [read_codes()] takes.
+#' in one app or several R processes, get a text that one coder is to code.
+#' Coders never see anyone else's codes. Where two coders disagree, an
+#' adjudicator (`?coder=NAME&adjudicate=1`, or the box on the first screen)
+#' sees both codes and records a third decision, which [read_codes()] takes;
+#' never on a text they coded themselves. A decision can be picked again and
+#' changed (the earlier one stays in the file's history).
+#'
+#' @section The team screen:
+#' Adjudicators also have a team screen: for each coder, the texts coded,
+#' marked "cannot code", left to code and on screen now, and the median
+#' seconds a text; the texts coded twice so far; Krippendorff's alpha among
+#' the coders with its 95% interval, as [agreement()] gives it, on the texts
+#' coded twice before adjudication (for a schema, on each field that is a
+#' category); the open disagreements; and a CSV of every code ever written,
+#' the replaced ones too, with who wrote it, in which role, when and after how
+#' many seconds (`.current` marks the codes that count).
 #'
 #' @section Every code checked:
 #' What the page sends is checked in R before it is written, whatever sent
@@ -70,8 +89,10 @@
 #' @param sample The rows to code: the value of [review_sample()], or any data
 #'   frame with the texts.
 #' @param file Path of the SQLite file that keeps the codes (created if new).
-#' @param labels The labels to choose from: a character vector, or a named one
-#'   whose names are the labels and whose values describe them.
+#' @param labels The labels to choose from: a character vector, a named one
+#'   whose names are the labels and whose values describe them, or a data
+#'   frame with a column `label` and, where given, `description` and `examples`
+#'   (a text per label, or a list column of several), which the codebook shows.
 #' @param schema Instead of labels, the fields to code, as for
 #'   [annotate_texts()]; a field given as a list may carry a `description`.
 #' @param instruction The coding task in words, shown atop the codebook.
@@ -86,6 +107,9 @@
 #'   its own.
 #' @param blind `FALSE` to show the model's label and confidence beside each
 #'   text (not advised: it anchors the coders).
+#' @param uncodable The reasons a coder can choose for "cannot code"; "other",
+#'   with the reason in words, is always offered. [read_codes()] gives the
+#'   reason in `.reason` (`"other: ..."` for one in words).
 #' @param ... Passed to `coding_app()`.
 #' @param port,host Where `code_sample()` serves the app.
 #' @param launch.browser Whether `code_sample()` opens the browser.
@@ -107,7 +131,8 @@
 #' }
 #' if (interactive()) code_sample(sample, file)
 coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction = NULL, text = NULL, overlap = 0,
-                       seed = NULL, blind = TRUE) {
+                       seed = NULL, blind = TRUE,
+                       uncodable = c("not in English", "not about the topic", "cut off or unreadable")) {
   call <- current_env()
   rlang::check_installed(c("shiny", "DBI", "RSQLite"), reason = "to code a sample by hand.")
   if (!is.data.frame(sample) || nrow(sample) == 0) {
@@ -119,6 +144,10 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
   seed <- if (is.null(seed)) sample.int(.Machine$integer.max, 1) else check_whole(seed, "seed", min = 0,
                                                                                    max = .Machine$integer.max)
   check_flag(blind, "blind")
+  if (!is.character(uncodable) || anyNA(uncodable) || !all(nzchar(trimws(uncodable))) || anyDuplicated(uncodable) ||
+      "other" %in% uncodable) {
+    abort_invalid("{.arg uncodable} must be distinct reasons in words (\"other\" is always offered).", "uncodable", call)
+  }
   text <- rlang::enquo(text)
   if (rlang::quo_is_null(text)) {
     if (!"text" %in% names(sample)) {
@@ -132,7 +161,7 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
   sample$.row <- sample$.row %||% seq_len(nrow(sample))
   store_open(file, sample, texts, task, overlap, seed, call)
   stored <- store_meta(file)
-  shiny::shinyApp(coding_page(), coding_server(normalizePath(file), stored, blind))
+  shiny::shinyApp(coding_page(), coding_server(normalizePath(file), stored, blind, uncodable))
 }
 
 #' @rdname coding_app
@@ -163,13 +192,38 @@ coding_task <- function(sample, labels, schema, instruction, call) {
 
 coding_labels <- function(labels, call) {
   if (is.null(labels)) return(NULL)
+  if (is.data.frame(labels)) return(coding_labels_frame(labels, call))
   if (!is.character(labels) || length(labels) < 2 || anyNA(labels)) {
-    abort_invalid("{.arg labels} must be a character vector of two labels or more.", "labels", call)
+    abort_invalid("{.arg labels} must be a character vector of two labels or more, or a data frame of them.",
+                  "labels", call)
   }
   named <- if (is.null(names(labels))) rep(FALSE, length(labels)) else nzchar(names(labels))
   label <- ifelse(named, names(labels), labels)
   if (anyDuplicated(label)) abort_invalid("{.arg labels} must be distinct.", "labels", call)
   list(label = unname(label), description = unname(ifelse(named, labels, "")))
+}
+
+# A codebook as a table: a column `label`, and `description` and `examples`
+# (a text per label, or a list of them) where given.
+coding_labels_frame <- function(labels, call) {
+  label <- labels$label
+  if (!is.character(label) || length(label) < 2 || anyNA(label) || anyDuplicated(label)) {
+    abort_invalid("{.arg labels} as a data frame must have a column {.field label} of two distinct labels or more.",
+                  "labels", call)
+  }
+  text_column <- function(column) {
+    values <- labels[[column]] %||% rep(list(character()), length(label))
+    values <- lapply(values, function(value) {
+      value <- as.character(unlist(value))
+      value[!is.na(value) & nzchar(trimws(value))]
+    })
+    if (!all(vapply(values, is.character, NA))) {
+      abort_invalid("{.arg labels}' column {.field {column}} must hold texts.", "labels", call)
+    }
+    values
+  }
+  description <- vapply(text_column("description"), function(value) paste(value, collapse = " "), "")
+  list(label = label, description = description, examples = text_column("examples"))
 }
 
 # Fields as annotate_texts() takes them, or its manifest's JSON schema.

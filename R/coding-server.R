@@ -1,39 +1,89 @@
-# The coding app's server: one session per coder (or adjudicator). Every
-# screen is worked out afresh from the file, so that what another session (or
-# another R process) wrote in between counts, and a reopened app resumes
-# where each coder stopped.
+# The coding app's server: one session per person. Every screen is worked out
+# afresh from the file, so that what another session (or another R process)
+# wrote in between counts, and a reopened app resumes where each coder stopped.
 
-coding_server <- function(file, stored, blind) {
+# The screens each role may open: coders code and see nothing of anyone
+# else's codes; adjudicators settle disagreements and follow the team's work;
+# a lead follows the team's work.
+role_views <- list(coder = "code", adjudicator = c("adjudicate", "team"), lead = "team")
+
+# Who the session is: a name and a role. Without people named (one person at
+# this machine), the address says it (`?coder=NAME`, `&adjudicate=1`), or the
+# first screen.
+session_person <- function(file, name, adjudicate) {
+  name <- coder_name(file, name)
+  if (is.null(name)) return(NULL)
+  list(name = name, role = if (isTRUE(adjudicate)) "adjudicator" else "coder")
+}
+
+coding_server <- function(file, stored, blind, uncodable) {
   force(file)
   function(input, output, session) {
+    # A dropped connection (Wi-Fi, a laptop asleep) comes back as a new session,
+    # which finds all it needs in the file; "force", as code_sample() serves
+    # without Shiny Server, on which TRUE alone would depend.
+    session$allowReconnect("force")
     state <- new.env(parent = emptyenv())
     state$skipped <- integer()
     state$back <- 0L
+    state$drafts <- list()
     screen <- shiny::reactiveVal(NULL)
-    show <- function() screen(if (is.null(state$coder)) welcome_screen() else current_screen(file, stored, state, blind))
+    show <- function() {
+      screen(if (is.null(state$person)) welcome_screen() else switch(state$view,
+        code = current_screen(file, stored, state, blind, uncodable),
+        adjudicate = adjudication_screen(file, stored, state, uncodable),
+        team = team_screen(file, stored, state)
+      ))
+    }
+    # A failed write or read keeps the page as it is, the code on it, and says
+    # so: the coder tries again once the file is back.
+    problem <- function(what) function(e) {
+      reason <- if (inherits(e, "newrllama4_error_code_refused")) paste(e$problems, collapse = " ") else {
+        cli::ansi_strip(conditionMessage(e))
+      }
+      reason <- sub("([^.!?])$", "\\1.", trimws(reason))
+      state$problem <- sprintf(what, reason)
+      message("coding app: ", state$problem)
+      session$sendCustomMessage("nl_problem", list(message = state$problem))
+    }
+    enter <- function(person) {
+      state$person <- person
+      state$view <- role_views[[person$role]][[1]]
+      tryCatch(show(), error = problem("The file could not be read (%s). Reload the page to try again."))
+    }
 
     shiny::observeEvent(TRUE, once = TRUE, {
       query <- shiny::parseQueryString(shiny::isolate(session$clientData$url_search))
-      state$coder <- coder_name(file, query$coder)
-      state$adjudicate <- isTRUE(query$adjudicate %in% c("1", "true", "TRUE"))
-      show()
+      person <- session_person(file, query$coder, query$adjudicate %in% c("1", "true", "TRUE"))
+      if (is.null(person)) screen(welcome_screen()) else enter(person)
     })
     output$screen <- shiny::renderUI(screen())
-    session$onSessionEnded(function() if (!is.null(state$coder)) store_release(file, state$coder))
+    session$onSessionEnded(function() if (!is.null(state$person)) store_release(file, state$person$name))
+    output$codes_csv <- shiny::downloadHandler(
+      filename = function() paste0(tools::file_path_sans_ext(basename(file)), "-codes.csv"),
+      content = function(path) {
+        if (!"team" %in% role_views[[state$person$role %||% "coder"]]) stop("Only the team's lead may download the codes.")
+        utils::write.csv(code_history(file, stored), path, row.names = FALSE, na = "")
+      }
+    )
 
     shiny::observeEvent(input$nl_event, {
       event <- input$nl_event
       if (identical(event$type, "start")) {
-        state$coder <- coder_name(file, event$coder)
-        if (is.null(state$coder)) return(screen(welcome_screen("Please give a name of up to 40 characters.")))
-        state$adjudicate <- isTRUE(event$adjudicate)
-        shiny::updateQueryString(paste0("?coder=", utils::URLencode(state$coder, reserved = TRUE),
-                                        if (state$adjudicate) "&adjudicate=1"), mode = "replace")
-      } else if (!is.null(state$coder)) {
-        state$problem <- NULL
-        handle_event(file, stored, state, event)
+        person <- session_person(file, event$coder, event$adjudicate)
+        if (is.null(person)) return(screen(welcome_screen("Please give a name of up to 40 characters.")))
+        shiny::updateQueryString(paste0("?coder=", utils::URLencode(person$name, reserved = TRUE),
+                                        if (person$role == "adjudicator") "&adjudicate=1"), mode = "replace")
+        return(enter(person))
       }
-      show()
+      if (is.null(state$person)) return()
+      saved <- tryCatch({
+        handle_event(file, stored, state, event, uncodable)
+        TRUE
+      }, error = problem("Not saved: %s Your code is still on screen: try again."))
+      if (isTRUE(saved)) {
+        tryCatch(show(), error = problem("The next text could not be opened (%s). Try again."))
+      }
     })
   }
 }
@@ -45,34 +95,59 @@ coder_name <- function(file, name) {
   if (!nzchar(name) || nchar(name) > 40) NULL else store_person(file, name)
 }
 
-# A coder's click: a code (or "cannot code") written at once, then the next
-# text; back and skip move through the coder's texts.
-handle_event <- function(file, stored, state, event) {
+# A click: a code (or "cannot code") written at once, then the next text; back
+# and skip move through the coder's texts, keeping a note typed meanwhile;
+# a view is one of the person's role.
+handle_event <- function(file, stored, state, event, uncodable) {
+  if (identical(event$type, "view")) {
+    if (isTRUE(event$view %in% role_views[[state$person$role]])) {
+      state$view <- event$view
+      state$unit <- NULL
+    }
+    return(invisible())
+  }
   if (identical(event$type, "pick")) {
     state$unit <- as.integer(event$pick)
     return(invisible())
   }
-  if (!identical(as.integer(event$unit), state$unit)) return(invisible())  # a click on a text no longer shown
-  role <- if (state$adjudicate) "adjudication" else "code"
+  if (state$view == "team" || !identical(as.integer(event$unit), state$unit)) return(invisible())  # a stale click
+  unit <- as.character(state$unit)
   switch(event$type,
          code = ,
          uncodable = {
-           refused <- tryCatch({
-             store_write(file, state$unit, state$coder, value = code_value(event$value, stored$task),
-                         uncodable = event$type == "uncodable", reason = event$reason, note = event$note,
-                         seconds = as.numeric(difftime(Sys.time(), state$shown, units = "secs")), role = role)
-             NULL
-           }, newrllama4_error_code_refused = function(e) e$problems)
-           if (!is.null(refused)) {
-             state$problem <- paste("Not saved:", paste(refused, collapse = " "))
-             return(invisible())
-           }
+           value <- if (event$type == "code") code_value(event$value, stored$task)
+           reason <- if (event$type == "uncodable") uncodable_reason(event$reason, event$other, uncodable)
+           store_write(file, state$unit, state$person$name, value = value,
+                       uncodable = event$type == "uncodable", reason = reason, note = event$note,
+                       seconds = as.numeric(difftime(Sys.time(), state$shown, units = "secs")),
+                       role = if (state$view == "adjudicate") "adjudication" else "code")
+           state$drafts[[unit]] <- NULL
+           state$saved <- sprintf("Saved: text %s", stored$sample$.row[[state$unit]])
            state$back <- max(0L, state$back - 1L)
-           if (state$adjudicate) state$unit <- NULL
+           if (state$view == "adjudicate") state$unit <- NULL
          },
-         back = state$back <- state$back + 1L,
-         skip = if (state$back > 0) state$back <- state$back - 1L else state$skipped <- c(state$skipped, state$unit))
+         back = ,
+         skip = {
+           state$drafts[[unit]] <- if (nzchar(trimws(event$note %||% ""))) event$note
+           if (event$type == "back") {
+             state$back <- state$back + 1L
+           } else if (state$back > 0) {
+             state$back <- state$back - 1L
+           } else {
+             state$skipped <- c(state$skipped, state$unit)
+           }
+         })
   invisible()
+}
+
+# "Cannot code" needs a reason: one of the set categories, or "other" in the
+# coder's words.
+uncodable_reason <- function(kind, other, categories) {
+  if (rlang::is_string(kind) && kind %in% categories) return(kind)
+  other <- trimws(other %||% "")
+  if (identical(kind, "other") && rlang::is_string(other) && nzchar(other)) return(paste("other:", other))
+  abort_newrllama4("code_refused", "Choose why the text cannot be coded, or {.val other} and say why.",
+                   problems = "Choose why the text cannot be coded, or \"other\" and say why.")
 }
 
 # The code in the task's order of fields, and only the task's fields, for
@@ -83,24 +158,23 @@ code_value <- function(value, task) {
   stats::setNames(lapply(task$fields, function(field) value[[field$name]]), code_columns(task))
 }
 
-current_screen <- function(file, stored, state, blind) {
-  codes <- store_codes(file)
-  if (state$adjudicate) return(adjudication_screen(file, stored, state, codes))
-  coder <- store_coder(file, state$coder, nrow(stored$sample), stored$seed)
-  mine <- codes[codes$role == "code" & codes$coder == state$coder, ]
+current_screen <- function(file, stored, state, blind, uncodable) {
+  me <- state$person$name
+  codes <- store_codes(file, notes_of = me)
+  coder <- store_coder(file, me, nrow(stored$sample), stored$seed)
+  mine <- codes[codes$role == "code" & codes$coder == me, ]
   # in the coder's order, which recoding a text does not change
   mine <- mine[order(match(mine$unit, coder$order)), ]
   history <- mine$unit
   state$back <- min(state$back, length(history))
   if (state$back > 0) {
-    available <- available_units(coder$order, state$coder, codes, store_claims(file), stored$double)
+    available <- available_units(coder$order, me, codes, store_claims(file), stored$double)
     position <- length(history) - state$back + 1L
     state$unit <- history[[position]]
-    store_claim(file, state$coder, state$unit)
-    previous <- as.list(mine[position, ])
-    previous$value <- if (is.na(previous$value)) list() else jsonlite::fromJSON(previous$value, simplifyVector = FALSE)
+    store_claim(file, me, state$unit)
+    previous <- stored_code(mine[position, ])
   } else {
-    claimed <- store_claim_next(file, state$coder, coder$order, stored$double, function(available) {
+    claimed <- store_claim_next(file, me, coder$order, stored$double, function(available) {
       waiting <- setdiff(available, state$skipped)
       if (length(waiting) == 0) {
         state$skipped <- integer()
@@ -112,7 +186,7 @@ current_screen <- function(file, stored, state, blind) {
     state$unit <- claimed$unit
     if (is.null(state$unit)) {
       return(message_screen("Done, thank you", sprintf("You coded all %d texts that were yours to code, %s.",
-                                                       length(history), state$coder)))
+                                                       length(history), me), saved = take_saved(state)))
     }
     position <- length(history) + 1L
     previous <- NULL
@@ -120,29 +194,55 @@ current_screen <- function(file, stored, state, blind) {
   total <- length(history) + length(available)
   state$shown <- Sys.time()
   coding_screen(list(
-    heading = paste("Coder:", state$coder), unit = state$unit, text = stored$texts[[state$unit]],
+    heading = paste("Coder:", me), unit = state$unit, text = stored$texts[[state$unit]],
     share = 100 * length(history) / max(total, 1), count = sprintf("%d of %d", position, total),
-    previous = previous, back = TRUE, hint = if (!blind) model_hint(stored$sample, state$unit), problem = state$problem
-  ), stored$task)
+    previous = previous, draft = state$drafts[[as.character(state$unit)]], back = TRUE,
+    hint = if (!blind) model_hint(stored$sample, state$unit), saved = take_saved(state)
+  ), stored$task, uncodable)
 }
 
-adjudication_screen <- function(file, stored, state, codes) {
-  open <- disagreements(codes, stored$task)
-  if (!isTRUE(state$unit %in% open)) state$unit <- if (length(open) > 0) open[[1]]
+# A stored code as the form takes it back.
+stored_code <- function(code) {
+  code <- as.list(code)
+  code$value <- if (is.na(code$value)) list() else jsonlite::fromJSON(code$value, simplifyVector = FALSE)
+  code
+}
+
+# The "saved" mark, shown once, on the screen after the code.
+take_saved <- function(state) {
+  saved <- state$saved
+  state$saved <- NULL
+  saved
+}
+
+# Disagreements to settle, then those settled (to change a decision), never
+# on a text the adjudicator coded themselves.
+adjudication_screen <- function(file, stored, state, uncodable) {
+  me <- state$person$name
+  codes <- store_codes(file)
+  own <- codes$unit[codes$role == "code" & codes$coder == me]
+  open <- setdiff(disagreements(codes, stored$task), own)
+  decisions <- codes[codes$role == "adjudication" & !codes$unit %in% own, ]
+  decided <- sort(unique(decisions$unit))
+  if (!isTRUE(state$unit %in% c(open, decided))) state$unit <- if (length(open) > 0) open[[1]]
+  nav <- view_buttons(state)
+  saved <- take_saved(state)
   if (is.null(state$unit)) {
-    return(message_screen("Nothing to adjudicate", "Every text that two coders coded has their agreement or a decision."))
+    return(message_screen("Nothing to adjudicate", if (length(decided) > 0) {
+      sprintf("Every disagreement has a decision (%d). Pick one to change it:", length(decided))
+    } else {
+      "Every text that two coders coded has their agreement or a decision."
+    }, nav = nav, saved = saved, more = unit_picker(decided, stored, state, decided)))
   }
   state$shown <- Sys.time()
   theirs <- codes[codes$role == "code" & codes$unit == state$unit, ]
-  picker <- shiny::tags$ul(class = "nl-list", lapply(open, function(unit) {
-    shiny::tags$li(shiny::tags$button(class = paste("nl-pick", if (unit == state$unit) "nl-chosen"),
-                                      `data-unit` = unit, sprintf("text %d", stored$sample$.row[[unit]])))
-  }))
+  current <- decisions[decisions$unit == state$unit, ]
   coding_screen(list(
-    heading = paste("Adjudicating:", state$coder), unit = state$unit, text = stored$texts[[state$unit]],
-    share = 0, count = sprintf("%d disagreement%s", length(open), if (length(open) == 1) "" else "s"),
-    others = shiny::tagList(picker, others_codes(theirs)), back = FALSE, problem = state$problem
-  ), stored$task)
+    heading = paste("Adjudicating:", me), unit = state$unit, text = stored$texts[[state$unit]],
+    share = 0, count = sprintf("%d disagreement%s open", length(open), if (length(open) == 1) "" else "s"),
+    others = shiny::tagList(unit_picker(c(open, decided), stored, state, decided), others_codes(theirs)),
+    previous = if (nrow(current) > 0) stored_code(current[nrow(current), ]), back = FALSE, nav = nav, saved = saved
+  ), stored$task, uncodable)
 }
 
 # Shown only with `blind = FALSE`: the model's label and how sure it was.

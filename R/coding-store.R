@@ -283,11 +283,15 @@ is_missing_text <- function(x) is.null(x) || (rlang::is_scalar_atomic(x) && is.n
 
 is_short_text <- function(x) rlang::is_string(x) && nchar(x, allowNA = TRUE) <= code_text_limit
 
-# The latest code of each coder (and each adjudicator) for each unit.
-store_codes <- function(file) {
+# The latest code of each coder (and each adjudicator) for each unit; with
+# `notes_of`, only that person's notes, so that a click does not carry
+# everyone's notes from the file.
+store_codes <- function(file, notes_of = NULL) {
+  note <- if (is.null(notes_of)) "note" else "CASE WHEN coder = ? THEN note END AS note"
   with_store(file, function(con) {
-    DBI::dbGetQuery(con, "SELECT * FROM codes WHERE id IN (SELECT max(id) FROM codes GROUP BY unit, coder, role)
-                          ORDER BY id")
+    DBI::dbGetQuery(con, paste("SELECT id, unit, coder, role, value, uncodable, reason,", note, ", seconds, time
+                                FROM codes WHERE id IN (SELECT max(id) FROM codes GROUP BY unit, coder, role)
+                                ORDER BY id"), params = if (!is.null(notes_of)) list(notes_of))
   })
 }
 
@@ -332,6 +336,17 @@ name_shown <- function(name) stringi::stri_replace_all_regex(stringi::stri_trim_
 
 name_key <- function(name) {
   stringi::stri_trans_general(name_shown(name), "NFKD; [:Nonspacing Mark:] Remove; NFC; Lower")
+}
+
+# Every code ever written, the replaced ones too, in the order written.
+store_history <- function(file) {
+  with_store(file, function(con) DBI::dbGetQuery(con, "SELECT * FROM codes ORDER BY id"))
+}
+
+# Each coder who came, with their order of the units.
+store_coders <- function(file) {
+  coders <- with_store(file, function(con) DBI::dbGetQuery(con, "SELECT coder, unit_order FROM coders ORDER BY created, coder"))
+  stats::setNames(lapply(strsplit(coders$unit_order, " "), as.integer), coders$coder)
 }
 
 store_claim <- function(file, coder, unit) {

@@ -31,26 +31,56 @@ welcome_screen <- function(problem = NULL) {
 }
 
 # The coding screen of one text. `view`: the text, its unit, the position and
-# total, the coder's earlier code of it (when gone back), not blind, the
-# model's answer, and why the last code was refused, if it was.
-coding_screen <- function(view, task) {
+# total, the coder's earlier code of it (when gone back) and a note typed
+# before leaving it, the mark of the code just saved and, not blind, the
+# model's answer.
+coding_screen <- function(view, task, uncodable) {
   tag <- shiny::tags
-  top <- tag$div(class = "nl-top",
-                 tag$span(class = "nl-coder", view$heading),
-                 tag$div(class = "nl-progress", tag$div(class = "nl-bar", style = sprintf("width: %.1f%%", view$share))),
-                 tag$span(class = "nl-count", view$count))
   main <- tag$div(class = "nl-main",
                   tag$div(class = "nl-work",
                           if (!is.null(view$others)) view$others,
                           tag$article(class = "nl-text", `data-unit` = view$unit, view$text),
                           if (!is.null(view$hint)) tag$p(class = "nl-hint", view$hint),
-                          if (!is.null(view$problem)) tag$p(class = "nl-problem", role = "alert", view$problem),
-                          code_form(task, view$previous, view$back)),
+                          code_form(task, view$previous, view$back, view$draft, uncodable)),
                   codebook(task))
-  tag$div(class = "nl-screen", top, main)
+  tag$div(class = "nl-screen", top_bar(view), main)
 }
 
-code_form <- function(task, previous, back = TRUE) {
+top_bar <- function(view) {
+  tag <- shiny::tags
+  tag$div(class = "nl-top",
+          tag$span(class = "nl-coder", view$heading),
+          view$nav,
+          if (!is.null(view$saved)) tag$span(class = "nl-saved", role = "status", "\u2713 ", view$saved),
+          if (!is.null(view$share)) {
+            tag$div(class = "nl-progress", tag$div(class = "nl-bar", style = sprintf("width: %.1f%%", view$share)))
+          },
+          tag$span(class = "nl-count", view$count))
+}
+
+# Buttons between the screens of the person's role, when it has several.
+view_buttons <- function(state) {
+  views <- role_views[[state$person$role]]
+  if (length(views) < 2) return(NULL)
+  names <- c(code = "Code", adjudicate = "Adjudicate", team = "Team")
+  shiny::tags$span(class = "nl-views", lapply(views, function(view) {
+    shiny::tags$button(class = paste("nl-view", if (view == state$view) "nl-chosen"), `data-view` = view,
+                       names[[view]])
+  }))
+}
+
+# Texts to pick on the adjudication screen; those with a decision marked.
+unit_picker <- function(units, stored, state, decided) {
+  if (length(units) == 0) return(NULL)
+  shiny::tags$ul(class = "nl-list", lapply(units, function(unit) {
+    shiny::tags$li(shiny::tags$button(
+      class = paste("nl-pick", if (identical(unit, state$unit)) "nl-chosen", if (unit %in% decided) "nl-decided"),
+      `data-unit` = unit, sprintf("text %d", stored$sample$.row[[unit]]), if (unit %in% decided) " \u2713"
+    ))
+  }))
+}
+
+code_form <- function(task, previous, back = TRUE, draft = NULL, uncodable = character()) {
   tag <- shiny::tags
   previous <- previous %||% list()
   answer <- if (length(task$labels$label) > 0) {
@@ -65,14 +95,28 @@ code_form <- function(task, previous, back = TRUE) {
             lapply(task$fields, field_input, previous = previous$value),
             tag$button(id = "nl-save", class = "nl-primary", "Save and next", tag$kbd("Enter")))
   }
+  note <- draft %||% (previous$note %|% "")
   tag$div(class = "nl-form",
           answer,
-          tag$input(id = "nl-note", type = "text", placeholder = "Note (optional)", value = previous$note %||% ""),
-          tag$div(class = "nl-uncodable",
-                  tag$input(id = "nl-reason", type = "text", placeholder = "Why it cannot be coded",
-                            value = previous$reason %||% ""),
-                  tag$button(id = "nl-cannot", "Cannot code")),
+          tag$input(id = "nl-note", type = "text", maxlength = code_text_limit, value = note,
+                    placeholder = sprintf("Note (optional, up to %d characters)", code_text_limit)),
+          uncodable_input(uncodable, previous$reason %|% ""),
           if (back) tag$div(class = "nl-nav", tag$button(id = "nl-back", "\u2190 Back"), tag$button(id = "nl-skip", "Skip \u2192")))
+}
+
+# "Cannot code": a reason from the set categories, or "other" in words.
+uncodable_input <- function(categories, reason) {
+  tag <- shiny::tags
+  other <- if (startsWith(reason, "other: ")) substring(reason, 8) else ""
+  chosen <- if (nzchar(other)) "other" else reason
+  options <- lapply(c(categories, "other"), function(category) {
+    tag$option(value = category, selected = if (identical(category, chosen)) NA, category)
+  })
+  tag$div(class = "nl-uncodable",
+          tag$select(id = "nl-reason", tag$option(value = "", "Why it cannot be coded\u2026"), options),
+          tag$input(id = "nl-other", type = "text", maxlength = code_text_limit, placeholder = "Other reason",
+                    value = other),
+          tag$button(id = "nl-cannot", "Cannot code"))
 }
 
 field_input <- function(field, previous) {
@@ -100,8 +144,13 @@ field_input <- function(field, previous) {
 codebook <- function(task) {
   tag <- shiny::tags
   entries <- if (length(task$labels$label) > 0) {
-    Map(function(label, description) list(tag$dt(label), if (nzchar(description)) tag$dd(description)),
-        task$labels$label, task$labels$description)
+    examples <- task$labels$examples %||% vector("list", length(task$labels$label))
+    Map(function(label, description, examples) {
+      examples <- unlist(examples)
+      list(tag$dt(label), if (nzchar(description)) tag$dd(description),
+           if (length(examples) > 0) tag$dd(class = "nl-examples", "For example:",
+                                             tag$ul(lapply(examples, tag$li))))
+    }, task$labels$label, task$labels$description, examples)
   } else {
     lapply(task$fields, function(field) {
       kind <- if (field$kind == "enum") paste(unlist(field$values), collapse = ", ") else field$kind
@@ -130,6 +179,11 @@ others_codes <- function(codes) {
           })))
 }
 
-message_screen <- function(heading, body) {
-  shiny::tags$div(class = "nl-welcome", shiny::tags$h1(heading), shiny::tags$p(body))
+# A screen of a few words: the welcome's look, with the person's screens
+# and the last code's mark when there are.
+message_screen <- function(heading, body, nav = NULL, saved = NULL, more = NULL) {
+  tag <- shiny::tags
+  tag$div(class = "nl-welcome",
+          if (!is.null(nav) || !is.null(saved)) top_bar(list(nav = nav, saved = saved)),
+          tag$h1(heading), tag$p(body), more)
 }

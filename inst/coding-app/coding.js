@@ -34,22 +34,42 @@
   function start() {
     send("start", {coder: value("nl-coder"), adjudicate: document.getElementById("nl-adjudicate").checked});
   }
+  // A write that failed: the page stays as it was, the code on it, with the reason.
+  function problem(message) {
+    var box = document.getElementById("nl-problem");
+    if (!box) {
+      box = document.createElement("p");
+      box.id = "nl-problem";
+      box.className = "nl-problem";
+      box.setAttribute("role", "alert");
+      var top = document.querySelector(".nl-top, .nl-welcome h1");
+      if (top) top.insertAdjacentElement("afterend", box); else document.body.prepend(box);
+    }
+    box.textContent = message.message;
+    document.querySelectorAll(".nl-screen button").forEach(function (b) { b.disabled = false; });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    Shiny.addCustomMessageHandler("nl_problem", problem);
+  });
   document.addEventListener("click", function (e) {
     var target = e.target.closest("button");
     if (!target || target.disabled) return;
     if (target.classList.contains("nl-label")) send("code", {value: {code: target.getAttribute("data-value")}});
     else if (target.id === "nl-save") send("code", {value: fields()});
-    else if (target.id === "nl-cannot") send("uncodable", {reason: value("nl-reason")});
+    else if (target.id === "nl-cannot") send("uncodable", {reason: value("nl-reason"), other: value("nl-other")});
     else if (target.id === "nl-back") send("back", {});
     else if (target.id === "nl-skip") send("skip", {});
     else if (target.id === "nl-start") start();
     else if (target.classList.contains("nl-pick")) send("pick", {pick: Number(target.getAttribute("data-unit"))});
+    else if (target.classList.contains("nl-view")) send("view", {view: target.getAttribute("data-view")});
   });
   document.addEventListener("keydown", function (e) {
-    var typing = e.target.matches && e.target.matches("input[type=text], input[type=number], textarea");
+    // a key held down repeats: it must not code the texts that follow unseen
+    if (e.repeat) return;
+    var typing = e.target.matches && e.target.matches("input, select, textarea");
     if (e.key === "Enter") {
       if (e.target.id === "nl-coder") { start(); return; }
-      if (e.target.id === "nl-reason") { document.getElementById("nl-cannot").click(); return; }
+      if (e.target.id === "nl-other") { document.getElementById("nl-cannot").click(); return; }
       var save = document.getElementById("nl-save");
       if (save) { e.preventDefault(); save.click(); }
       return;

@@ -8,6 +8,8 @@ adjudicates their disagreements; read_codes() must then give, row by row,
 what was clicked, and feed label_regression() as it is.
 """
 
+import csv
+import io
 import json
 import os
 import re
@@ -25,13 +27,15 @@ from selenium import webdriver
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SCREENSHOT = Path(os.environ.get("CODING_APP_SCREENSHOT", ROOT / "build" / "test-results" / "coding-app.png"))
 N_TEXTS = 20
 N_DOUBLE = 5  # overlap 0.25 of 20
+NOTE = "ana-private-note 12"  # digits: typed into the note, they must not code
+DRAFT = "typed before going back"
 
 
 def free_port():
@@ -43,10 +47,14 @@ def free_port():
 class App:
     """The app in its own R process (and process group, so that a kill takes all of it)."""
 
-    def __init__(self, file, *task):
+    def __init__(self, file, *task, file_modes_apply=False):
         self.port = free_port()
         self.log = open(Path(file).with_suffix(f".{self.port}.log"), "w")
-        self.process = subprocess.Popen(["Rscript", str(HERE / "serve.R"), str(file), str(self.port), *task],
+        command = ["Rscript", str(HERE / "serve.R"), str(file), str(self.port), *task]
+        if file_modes_apply and os.geteuid() == 0:
+            # root writes to read-only files; without these capabilities it heeds file modes as their owner
+            command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *command]
+        self.process = subprocess.Popen(command,
                                         stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.time() + 60
         while True:
@@ -129,7 +137,10 @@ class Coder:
     def code(self, label, by_key, note=None):
         row, unit = self.row(), self.unit()
         if note:
-            self.driver.find_element(By.ID, "nl-note").send_keys(note)
+            box = self.driver.find_element(By.ID, "nl-note")
+            box.send_keys(note)
+            # digits typed in the note are the note's, not codes
+            assert box.get_attribute("value") == note and self.unit() == unit
         if by_key:
             ActionChains(self.driver).send_keys("1" if label == "yes" else "2").perform()
         else:
@@ -139,8 +150,10 @@ class Coder:
         return row
 
     def cannot_code(self, reason):
+        """Cannot code: "other", in words (a set category needs no words)."""
         row, unit = self.row(), self.unit()
-        self.driver.find_element(By.ID, "nl-reason").send_keys(reason)
+        Select(self.driver.find_element(By.ID, "nl-reason")).select_by_value("other")
+        self.driver.find_element(By.ID, "nl-other").send_keys(reason)
         self.driver.find_element(By.ID, "nl-cannot").click()
         self.clicked[row] = None
         self.wait_for_screen(unit)
@@ -163,7 +176,7 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         model_probs = rscript("-e", "source('%s'); cat(format(browser_data()$.prob_yes))" % (HERE / "sample.R"))
         page = driver.page_source
         assert not any(p in page for p in model_probs.split()), "a model probability reached the page"
-        uncodable_row = None
+        uncodable_row = draft_row = None
         for step in range(12):
             if step == 6:
                 SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
@@ -172,7 +185,30 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
                 uncodable_row = ana.cannot_code("The text is cut off")
                 continue
             row = ana.row()
-            ana.code(ana_code(row), by_key=step % 2 == 0, note="ana-private-note" if step == 1 else None)
+            if step == 2:
+                # a held key repeats: the repeats code nothing (a code would disable the buttons at once)
+                assert driver.find_element(By.CSS_SELECTOR, ".nl-saved").text.startswith("\u2713 Saved: text")
+                driver.execute_script("document.body.dispatchEvent(new KeyboardEvent('keydown',"
+                                      " {key: '1', repeat: true, bubbles: true}))")
+                assert driver.find_element(By.CSS_SELECTOR, ".nl-label").is_enabled() and ana.row() == row
+            if step == 9:
+                # a note typed before Back is there again on return
+                unit = ana.unit()
+                driver.find_element(By.ID, "nl-note").send_keys(DRAFT)
+                driver.find_element(By.ID, "nl-back").click()
+                ana.wait_for_screen(unit)
+                back_unit = ana.unit()
+                driver.find_element(By.ID, "nl-skip").click()
+                ana.wait_for_screen(back_unit)
+                assert ana.row() == row and driver.find_element(By.ID, "nl-note").get_attribute("value") == DRAFT
+                draft_row = row
+            if step == 10:
+                # a coder's crafted request for the adjudication screen changes nothing
+                driver.execute_script("Shiny.setInputValue('nl_event', {type: 'view', view: 'adjudicate',"
+                                      " nonce: Math.random()}, {priority: 'event'})")
+            ana.code(ana_code(row), by_key=step % 2 == 0, note=NOTE if step == 1 else None)
+            if step == 10:
+                assert not driver.find_elements(By.CSS_SELECTOR, ".nl-others, .nl-views")
             if step == 7:
                 # back to this text: its code is shown; change it, then on to the next new text
                 unit = ana.unit()
@@ -206,7 +242,7 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         ana.wait_for_screen()
         assert ana.count() == f"13 of {N_TEXTS}"
         ben = Coder(driver, app.url("?coder=ben"), "ben")
-        assert "ana-private-note" not in driver.page_source
+        assert NOTE not in driver.page_source
         for turn in range(100):
             coder = (ana, ben)[turn % 2]
             coder.focus()
@@ -226,6 +262,9 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         both = set(ana.clicked) & set(ben.clicked)
         disagree = {row for row in both if ana.clicked[row] != ben.clicked[row]}
         assert len(both) == N_DOUBLE and disagree
+        # an adjudicator never gets a text they coded: Ana coded every one of the overlap's
+        ana_adjudicating = Coder(driver, app.url("?coder=ana&adjudicate=1"), "ana")
+        assert driver.find_element(By.CSS_SELECTOR, ".nl-welcome h1").text == "Nothing to adjudicate"
         eve = Coder(driver, app.url("?coder=eve&adjudicate=1"), "eve")
         decided = {}
         while not eve.done():
@@ -234,6 +273,31 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
             decided[eve.row()] = "no"
             eve.code("no", by_key=len(decided) % 2 == 0)
         assert set(decided) == disagree
+        # a decision revisited: its form holds the decision, and a new one replaces it
+        driver.find_element(By.CSS_SELECTOR, ".nl-pick.nl-decided").click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-label"))
+        assert driver.find_element(By.CSS_SELECTOR, ".nl-label.nl-chosen").get_attribute("data-value") == "no"
+        revisited = eve.row()
+        eve.code("yes", by_key=False)
+        decided[revisited] = "yes"
+
+        # --- the team screen: progress per coder, agreement so far, open disagreements, the CSV
+        driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view=team]").click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-team"))
+        team = driver.find_element(By.CSS_SELECTOR, ".nl-team").text
+        assert f"{N_TEXTS} of {N_TEXTS} texts coded" in team and "Open disagreements (0)" in team
+        assert "Krippendorff's alpha" in team and f"Texts coded twice: {N_DOUBLE} of the {N_DOUBLE} planned." in team
+        rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, ".nl-table tbody tr")]
+        assert [r.split()[:2] for r in rows] == [["ana", str(len(ana.clicked))], ["ben", str(len(ben.clicked))]]
+        driver.set_window_size(1200, 760)
+        driver.save_screenshot(str(SCREENSHOT.with_name("coding-team.png")))
+        driver.set_window_size(1200, 680)
+        href = driver.find_element(By.ID, "codes_csv").get_attribute("href")
+        history = list(csv.DictReader(io.StringIO(urllib.request.urlopen(href, timeout=20).read().decode())))
+        with sqlite3.connect(file) as db:
+            assert len(history) == db.execute("SELECT count(*) FROM codes").fetchone()[0]
+        assert {r[".coder"] for r in history} == {"ana", "ben", "eve"}
+        assert all(float(r[".seconds"]) >= 0 for r in history)
 
         # --- read_codes(), row by row, against the clicks
         result = json.loads(rscript(HERE / "check.R", file))
@@ -245,11 +309,12 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         assert set(kept) == set(final)
         for row, code in final.items():
             if code is None:
-                assert kept[row][".status"] == "uncodable" and kept[row][".reason"] == "The text is cut off"
+                assert kept[row][".status"] == "uncodable" and kept[row][".reason"] == "other: The text is cut off"
                 assert "code" not in kept[row]
             else:
                 assert kept[row]["code"] == code, row
                 assert kept[row][".status"] == ("adjudicated" if row in decided else "coded")
+        assert kept[draft_row][".note"] == DRAFT
         by_coder = {(r[".row"], r[".coder"]): r for r in result["by_coder"]}
         clicked = {(row, c.name): code for c in (ana, ben) for row, code in c.clicked.items()}
         assert set(by_coder) == set(clicked)
@@ -265,12 +330,14 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def test_coding_app_codes_typed_fields():
-    """A schema's fields: choices, yes/no, a number and a short text, saved by Enter or the button."""
+def test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write():
+    """A schema's fields: choices, yes/no, a number and a short text, saved by Enter or the button; with
+    the file read-only, the page says the code was not saved and keeps it, and it is saved once the
+    file is writable again."""
     workdir = Path(tempfile.mkdtemp(prefix="coding-fields-"))
     file = workdir / "codes.sqlite"
     driver = chromium()
-    app = App(file, "fields")
+    app = App(file, "fields", file_modes_apply=True)
     try:
         coder = Coder(driver, app.url("?coder=ana"), "ana")
         expected = {}
@@ -290,13 +357,37 @@ def test_coding_app_codes_typed_fields():
             coder.wait_for_screen(unit)
             expected[row] = {"stance": stance, "local": local, "signatures": signatures, "gist": gist or None}
         assert coder.count() == "3 of 3"
+
+        # the file read-only (WAL writes beside it, so its folder too): the code stays, with the reason
+        row, unit = coder.row(), coder.unit()
+        driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-stance][value=for]").click()
+        driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-local][value=true]").click()
+        driver.find_element(By.CSS_SELECTOR, "[data-field=signatures] input").send_keys("7")
+        os.chmod(file, 0o444)
+        os.chmod(workdir, 0o555)
+        try:
+            driver.find_element(By.ID, "nl-save").click()
+            WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.ID, "nl-problem"))
+            assert "Not saved" in driver.find_element(By.ID, "nl-problem").text
+            assert coder.unit() == unit and driver.find_element(By.ID, "nl-save").is_enabled()
+            assert driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-stance][value=for]").is_selected()
+            driver.save_screenshot(str(SCREENSHOT.with_name("coding-app-not-saved.png")))
+        finally:
+            os.chmod(workdir, 0o700)
+            os.chmod(file, 0o644)
+        with sqlite3.connect(file) as db:
+            assert db.execute("SELECT count(*) FROM codes").fetchone()[0] == 2
+        driver.find_element(By.ID, "nl-save").click()
+        coder.wait_for_screen(unit)
+        assert coder.done() and "Saved" in driver.find_element(By.CSS_SELECTOR, ".nl-saved").text
+        expected[row] = {"stance": "for", "local": True, "signatures": 7, "gist": None}
+
         rows = json.loads(rscript("-e", "cat(jsonlite::toJSON(newrllama4::read_codes('%s'), na = 'null'))" % file))
         got = {r[".row"]: r for r in rows}
+        assert set(got) == set(expected) == {1, 2, 3}
         for row, fields in expected.items():
             for name, value in fields.items():
                 assert got[row].get(name) == value, (row, name)
-        (left,) = {1, 2, 3} - set(expected)
-        assert got[left][".status"] == "not coded"
     finally:
         driver.quit()
         if app.process.poll() is None:
@@ -307,5 +398,5 @@ def test_coding_app_codes_typed_fields():
 if __name__ == "__main__":
     started = time.time()
     test_coding_app_codes_resumes_shares_and_adjudicates()
-    test_coding_app_codes_typed_fields()
+    test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write()
     print(f"passed in {time.time() - started:.0f} s")

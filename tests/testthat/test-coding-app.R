@@ -8,6 +8,8 @@ test_that("coding_app() makes a Shiny app and checks its arguments", {
   bad(fixture$sample, fixture$file, labels = "yes")
   bad(fixture$sample, fixture$file, labels = c("a", "b"), schema = list(x = "string"))
   bad(data.frame(text = "a"), withr::local_tempfile(), seed = 1)  # neither labels nor schema
+  bad(fixture$sample, fixture$file, uncodable = c("other"))
+  bad(fixture$sample, fixture$file, uncodable = c("too short", "too short"))
   expect_error(coding_app(data.frame(body = "a"), withr::local_tempfile(), labels = c("a", "b")),
                class = "newrllama4_error_missing_column")
 })

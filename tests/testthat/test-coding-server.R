@@ -1,7 +1,7 @@
 # The server through shiny::testServer(): the clicks that coding.js sends.
 click <- function(session, type, ...) {
-  session$setInputs(nl_event = list(type = type, unit = get("state", session$env)$unit, note = "", ...,
-                                    nonce = stats::runif(1)))
+  event <- utils::modifyList(list(type = type, unit = get("state", session$env)$unit, note = ""), list(...))
+  session$setInputs(nl_event = c(event, nonce = stats::runif(1)))
 }
 
 test_that("a coder names themselves, codes, goes back, skips and marks a text uncodable; all is written at once", {
@@ -25,15 +25,17 @@ test_that("a coder names themselves, codes, goes back, skips and marks a text un
     second <- state$unit
     click(session, "skip")
     expect_false(identical(state$unit, second))
-    click(session, "uncodable", reason = "blank")
+    expect_message(click(session, "uncodable", reason = ""), "Choose why")
+    expect_match(state$problem, "Not saved: Choose why")
+    click(session, "uncodable", reason = "other", other = "  blank ")
     # a click on a text no longer on screen changes nothing
     session$setInputs(nl_event = list(type = "code", unit = first, value = list(code = "yes"), nonce = 1))
     codes <- store_codes(fixture$file)
     expect_identical(codes$value[codes$unit == first], '{"code":"no"}')
-    expect_identical(codes$reason[codes$uncodable == 1], "blank")
-    click(session, "code", value = list(code = "bogus"))
+    expect_identical(codes$reason[codes$uncodable == 1], "other: blank")
+    expect_message(click(session, "code", value = list(code = "bogus")), "not one of the codebook")
     expect_identical(nrow(store_codes(fixture$file)), 2L)
-    expect_match(as.character(screen()), "Not saved: Its label is not one of the codebook")
+    expect_match(state$problem, "Not saved: Its label is not one of the codebook")
     click(session, "code", value = list(code = "yes"))
     expect_identical(state$unit, second)  # the skipped text comes back last
     click(session, "code", value = list(code = "yes"))
@@ -103,4 +105,75 @@ test_that("a name given again differently is the same coder, and a coder who lea
     expect_match(as.character(screen()), "Coder: Ána")
     expect_match(as.character(screen()), "2 of 4")
   })
+})
+test_that("a code that cannot be written stays on screen with the reason, and is written on the next try", {
+  fixture <- coding_fixture(n = 3, overlap = 0)
+  # the browser suite makes the file itself read-only; here the write fails as SQLite's would
+  writable <- store_write
+  local_package_binding("store_write", function(...) stop("attempt to write a readonly database"))
+  shiny::testServer(fixture$app, {
+    session$setInputs(nl_event = list(type = "start", coder = "ana", adjudicate = FALSE))
+    first <- state$unit
+    before <- as.character(screen())
+    expect_message(click(session, "code", value = list(code = "yes")), "readonly")
+    expect_match(state$problem, "^Not saved: attempt to write a readonly database. .*still on screen")
+    expect_identical(as.character(screen()), before)
+    expect_identical(state$unit, first)
+    assign("store_write", writable, envir = environment(engine_available))
+    click(session, "code", value = list(code = "yes"))
+    expect_match(as.character(screen()), "Saved: text 1")
+  })
+  expect_identical(store_codes(fixture$file)$value, '{"code":"yes"}')
+})
+
+test_that("a note typed before back or skip comes back with its text", {
+  fixture <- coding_fixture(n = 3, overlap = 0)
+  shiny::testServer(fixture$app, {
+    session$setInputs(nl_event = list(type = "start", coder = "ana", adjudicate = FALSE))
+    click(session, "code", value = list(code = "yes"))
+    second <- state$unit
+    click(session, "back", note = "half a thought")
+    click(session, "skip")
+    expect_identical(state$unit, second)
+    expect_match(as.character(screen()), 'value="half a thought"', fixed = TRUE)
+  })
+})
+
+test_that("coders never adjudicate; an adjudicator never gets their own texts and can change a decision", {
+  fixture <- coding_fixture(n = 3, overlap = 1)
+  for (unit in 1:3) store_write(fixture$file, unit, "ana", list(code = "no"))
+  for (unit in 1:2) store_write(fixture$file, unit, "ben", list(code = "yes"))
+  store_write(fixture$file, 3, "eve", list(code = "yes"))
+  shiny::testServer(fixture$app, {
+    session$setInputs(nl_event = list(type = "start", coder = "cal", adjudicate = FALSE))
+    session$setInputs(nl_event = list(type = "view", view = "adjudicate", nonce = 1))
+    expect_identical(state$view, "code")
+    expect_no_match(as.character(screen()), "ana|ben|Adjudicat")
+  })
+  shiny::testServer(fixture$app, {
+    session$setInputs(nl_event = list(type = "start", coder = "eve", adjudicate = TRUE))
+    expect_match(as.character(screen()), "2 disagreements open")  # not text 3, which eve coded
+    first <- state$unit
+    click(session, "code", value = list(code = "yes"))
+    click(session, "code", value = list(code = "no"))
+    expect_match(as.character(screen()), "Nothing to adjudicate")
+    session$setInputs(nl_event = list(type = "pick", pick = first, nonce = 2))
+    html <- as.character(screen())
+    expect_match(html, 'class="nl-label nl-chosen" data-value="yes"', fixed = TRUE)
+    click(session, "code", value = list(code = "no"))
+  })
+  codes <- read_codes(fixture$file)
+  expect_identical(as.character(codes$code[1:2]), c("no", "no"))
+  expect_identical(codes$.status[3], "disagreement")
+  history <- store_history(fixture$file)
+  expect_identical(history$value[history$role == "adjudication"], c('{"code":"yes"}', '{"code":"no"}', '{"code":"no"}'))
+})
+
+test_that("a click does not carry other people's notes from the file", {
+  fixture <- coding_fixture(n = 2, overlap = 1)
+  store_write(fixture$file, 1, "ana", list(code = "no"), note = "ana's note")
+  store_write(fixture$file, 2, "ben", list(code = "no"), note = "ben's note")
+  codes <- store_codes(fixture$file, notes_of = "ana")
+  expect_identical(codes$note, c("ana's note", NA))
+  expect_identical(store_codes(fixture$file)$note, c("ana's note", "ben's note"))
 })

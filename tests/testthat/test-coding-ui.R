@@ -26,3 +26,22 @@ test_that("a code reads back as a coder wrote it", {
   expect_identical(code_summary(list(uncodable = 0, value = '{"code":"yes"}')), "code: yes")
   expect_identical(code_summary(list(uncodable = 1, reason = NA)), "Cannot code: no reason given")
 })
+
+test_that("the codebook shows each label's description and examples; labels may be a data frame", {
+  labels <- coding_labels(data.frame(label = c("yes", "no"), description = c("Says yes", NA),
+                                     examples = I(list(c("Sure.", "Gladly."), character()))), current_env())
+  html <- as.character(codebook(list(instruction = "", labels = labels, fields = list())))
+  expect_match(html, "<dd>Says yes</dd>", fixed = TRUE)
+  expect_match(html, "<li>Sure.</li>\\s*<li>Gladly.</li>")
+  expect_identical(labels$description, c("Says yes", ""))
+  expect_error(coding_labels(data.frame(label = c("a", "a")), current_env()), class = "newrllama4_error_invalid_argument")
+})
+
+test_that("cannot code offers the set reasons and other, filled with the earlier reason; notes show their cap", {
+  html <- as.character(code_form(task, list(reason = "other: too short", uncodable = 1), uncodable = "not in English"))
+  expect_match(html, '<option value="other" selected>other</option>', fixed = TRUE)
+  expect_match(html, 'id="nl-other" type="text" maxlength="2000" placeholder="Other reason" value="too short"', fixed = TRUE)
+  expect_match(html, sprintf("up to %d characters", code_text_limit))
+  html <- as.character(code_form(task, list(reason = "not in English"), uncodable = "not in English"))
+  expect_match(html, '<option value="not in English" selected>', fixed = TRUE)
+})

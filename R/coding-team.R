@@ -1,0 +1,105 @@
+# The lead's view of the coding: how far each coder got, how well the texts
+# coded twice agree before adjudication, which disagreements are open, and
+# every code with its history to download. Adjudicators and a lead see it;
+# coders never do (role_views).
+
+team_screen <- function(file, stored, state) {
+  tag <- shiny::tags
+  team <- team_progress(file, stored)
+  coded <- sum(team$texts$coders > 0)
+  tag$div(class = "nl-screen nl-team",
+          top_bar(list(heading = paste("Team:", state$person$name), nav = view_buttons(state),
+                       share = 100 * coded / nrow(team$texts),
+                       count = sprintf("%d of %d texts coded", coded, nrow(team$texts)))),
+          tag$h2("Coders"),
+          if (nrow(team$coders) == 0) tag$p("No coder has come yet.") else html_table(team$coders, c(
+            coder = "Coder", coded = "Coded", uncodable = "Cannot code", left = "Left to code",
+            held = "On screen now", seconds = "Median seconds a text"
+          )),
+          tag$p(sprintf("Texts coded twice: %d of the %d planned.", sum(team$texts$coders[stored$double] >= 2),
+                        length(stored$double))),
+          tag$h2("Agreement so far, before adjudication"),
+          tag$ul(lapply(seq_len(nrow(team$agreement)), function(i) tag$li(alpha_words(team$agreement[i, ])))),
+          tag$h2(sprintf("Open disagreements (%d)", length(team$open))),
+          if (length(team$open) > 0) tag$ul(class = "nl-disagreements", lapply(team$open, function(unit) {
+            theirs <- team$codes[team$codes$role == "code" & team$codes$unit == unit, ]
+            tag$li(sprintf("Text %d: ", stored$sample$.row[[unit]]),
+                   paste(sprintf("%s (%s)", theirs$coder, vapply(seq_len(nrow(theirs)), function(i) {
+                     code_summary(theirs[i, ])
+                   }, "")), collapse = "; "))
+          })),
+          tag$p(shiny::downloadLink("codes_csv", "Download every code with its history (CSV)")))
+}
+
+# The figures of the team screen, from the file as it is now.
+team_progress <- function(file, stored) {
+  codes <- store_codes(file)
+  claims <- store_claims(file)
+  orders <- store_coders(file)
+  coded <- codes[codes$role == "code", ]
+  per_coder <- function(f, type) vapply(names(orders), function(coder) f(coder, coded[coded$coder == coder, ]), type)
+  coders <- data.frame(
+    coder = names(orders),
+    coded = per_coder(function(coder, mine) nrow(mine), 0L),
+    uncodable = per_coder(function(coder, mine) sum(mine$uncodable == 1), 0L),
+    left = per_coder(function(coder, mine) length(available_units(orders[[coder]], coder, codes, claims, stored$double)), 0L),
+    held = per_coder(function(coder, mine) sum(claims$coder == coder & !claims$unit %in% mine$unit), 0L),
+    seconds = per_coder(function(coder, mine) round(stats::median(mine$seconds), 1), 0),
+    row.names = NULL
+  )
+  list(coders = coders, codes = codes, open = disagreements(codes, stored$task),
+       texts = data.frame(coders = tabulate(coded$unit, length(stored$texts))),
+       agreement = team_agreement(file, stored))
+}
+
+# Krippendorff's alpha among the coders, with its interval, as agreement()
+# gives it, for each coded field that is a category.
+team_agreement <- function(file, stored) {
+  by_coder <- read_codes(file, by = "coder")
+  # the people with each other only: the model's agreement with them is not the lead's question here
+  for (column in grep("^\\.label$|^\\.model_", names(by_coder), value = TRUE)) by_coder[[column]] <- NULL
+  fields <- if (length(stored$task$labels$label) > 0) "code" else {
+    vapply(Filter(function(field) field$kind %in% c("enum", "boolean"), stored$task$fields), `[[`, "", "name")
+  }
+  rows <- lapply(fields, function(field) {
+    coded <- by_coder$.row[!is.na(by_coder[[field]])]
+    humans <- if (any(table(coded) >= 2)) {
+      agreement(by_coder, field = field, n_boot = 500, seed = 1)$humans
+    } else {
+      data.frame(coders = length(unique(by_coder$.coder)), texts = 0L, krippendorff_alpha = NA_real_,
+                 lower = NA_real_, upper = NA_real_)
+    }
+    data.frame(field = field, humans)
+  })
+  do.call(rbind, c(list(data.frame(field = character(), coders = integer(), texts = integer(),
+                                   krippendorff_alpha = double(), lower = double(), upper = double())), rows))
+}
+
+alpha_words <- function(row) {
+  field <- if (row$field == "code") "" else paste0(row$field, ": ")
+  if (row$texts == 0) return(paste0(field, "no text coded twice yet."))
+  interval <- if (is.na(row$lower)) "" else sprintf(" (95%% interval %.2f to %.2f)", row$lower, row$upper)
+  sprintf("%sKrippendorff's alpha %s%s, over %d text%s coded by two coders or more.", field,
+          format_figure(row$krippendorff_alpha, 2), interval, row$texts, if (row$texts == 1) "" else "s")
+}
+
+html_table <- function(frame, headers) {
+  tag <- shiny::tags
+  tag$table(class = "nl-table",
+            tag$thead(tag$tr(lapply(unname(headers), tag$th))),
+            tag$tbody(lapply(seq_len(nrow(frame)), function(i) {
+              tag$tr(lapply(names(headers), function(column) tag$td(format(frame[[column]][[i]]))))
+            })))
+}
+
+# Every code written, the replaced ones too (`.current` FALSE), with who
+# wrote it, in which role, when and after how many seconds.
+code_history <- function(file, stored) {
+  history <- store_history(file)
+  out <- data.frame(.row = stored$sample$.row[history$unit], .coder = history$coder, .role = history$role)
+  out[code_columns(stored$task)] <- decode_codes(history$value, stored$task)
+  out$.uncodable <- history$uncodable == 1
+  out[c(".reason", ".note", ".seconds", ".time")] <- history[c("reason", "note", "seconds", "time")]
+  out$.current <- history$id %in% store_codes(file)$id
+  out
+}

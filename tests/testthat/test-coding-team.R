@@ -1,0 +1,55 @@
+test_that("the team screen: each coder's progress, agreement as agreement() gives it, open disagreements", {
+  fixture <- coding_fixture(n = 6, overlap = 1)
+  codes <- list(ana = c("yes", "no", "yes", "yes", "no", "no"), ben = c("yes", "no", "no", "yes", "no", NA))
+  for (coder in names(codes)) {
+    for (unit in which(!is.na(codes[[coder]]))) store_write(fixture$file, unit, coder, list(code = codes[[coder]][unit]),
+                                                            seconds = unit)
+    store_coder(fixture$file, coder, 6, 1L)
+  }
+  store_write(fixture$file, 4, "ben", NULL, uncodable = TRUE, reason = "not in English")
+  store_claim(fixture$file, "ben", 6)
+  stored <- store_meta(fixture$file)
+  team <- team_progress(fixture$file, stored)
+  expect_identical(team$coders$coder, c("ana", "ben"))
+  expect_identical(team$coders$coded, c(6L, 5L))
+  expect_identical(team$coders$uncodable, c(0L, 1L))
+  expect_identical(team$coders$left, c(0L, 1L))
+  expect_identical(team$coders$held, c(0L, 1L))
+  expect_identical(team$open, c(3L, 4L))
+  expected <- agreement(read_codes(fixture$file, by = "coder"), n_boot = 500, seed = 1)$humans
+  expect_identical(team$agreement$krippendorff_alpha, expected$krippendorff_alpha)
+  expect_identical(team$agreement$lower, expected$lower)
+  expect_identical(team$agreement$texts, 4L)  # ben could not code text 4
+  shiny::testServer(fixture$app, {
+    session$setInputs(nl_event = list(type = "start", coder = "eve", adjudicate = TRUE))
+    session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
+    html <- as.character(screen())
+    expect_match(html, "Open disagreements (2)", fixed = TRUE)
+    expect_match(html, "Krippendorff's alpha")
+    expect_match(html, "6 of 6 texts coded")
+    csv <- utils::read.csv(output$codes_csv)
+    expect_identical(nrow(csv), 12L)
+    expect_identical(sum(csv$.current), 11L)  # ben's first code of text 4, replaced
+  })
+  shiny::testServer(fixture$app, {
+    session$setInputs(nl_event = list(type = "start", coder = "cal", adjudicate = FALSE))
+    session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
+    expect_no_match(as.character(screen()), "Krippendorff")
+    expect_error(output$codes_csv, "lead")
+  })
+})
+
+test_that("the history of codes reads back typed, with who, when and how long", {
+  skip_if_not_installed("RSQLite")
+  file <- withr::local_tempfile(fileext = ".sqlite")
+  coding_app(data.frame(text = c("a", "b")), file, schema = list(n = "integer", tone = list(enum = c("calm", "angry"))))
+  store_write(file, 2, "ana", list(n = 3, tone = "calm"), seconds = 4.5, note = "sure")
+  store_write(file, 2, "ana", list(n = 4, tone = "angry"), seconds = 2)
+  history <- code_history(file, store_meta(file))
+  expect_identical(history$n, c(3L, 4L))
+  expect_identical(as.character(history$tone), c("calm", "angry"))
+  expect_identical(history$.current, c(FALSE, TRUE))
+  expect_identical(history[c(".row", ".coder", ".role", ".seconds", ".note")],
+                   data.frame(.row = c(2L, 2L), .coder = "ana", .role = "code", .seconds = c(4.5, 2), .note = c("sure", NA)))
+  expect_match(history$.time, "^\\d{4}-\\d\\d-\\d\\dT")
+})
