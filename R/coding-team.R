@@ -88,7 +88,10 @@ html_table <- function(frame, headers) {
   tag$table(class = "nl-table",
             tag$thead(tag$tr(lapply(unname(headers), tag$th))),
             tag$tbody(lapply(seq_len(nrow(frame)), function(i) {
-              tag$tr(lapply(names(headers), function(column) tag$td(format(frame[[column]][[i]]))))
+              tag$tr(lapply(names(headers), function(column) {
+                value <- frame[[column]][[i]]
+                tag$td(if (is.na(value)) "-" else if (is.double(value)) sprintf("%.1f", value) else format(value))
+              }))
             })))
 }
 

@@ -92,9 +92,9 @@ def ana_code(row):
 
 
 def ben_code(row):
-    """Ben disagrees with Ana on even rows."""
+    """Ben disagrees with Ana on rows divisible by four (two of the five coded twice)."""
     code = ana_code(row)
-    return ("yes" if code == "no" else "no") if row % 2 == 0 else code
+    return ("yes" if code == "no" else "no") if row % 4 == 0 else code
 
 
 class Coder:
@@ -266,6 +266,16 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         ana_adjudicating = Coder(driver, app.url("?coder=ana&adjudicate=1"), "ana")
         assert driver.find_element(By.CSS_SELECTOR, ".nl-welcome h1").text == "Nothing to adjudicate"
         eve = Coder(driver, app.url("?coder=eve&adjudicate=1"), "eve")
+        # the team screen before adjudication: the open disagreements listed
+        driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view=team]").click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-team"))
+        assert f"Open disagreements ({len(disagree)})" in driver.find_element(By.CSS_SELECTOR, ".nl-team").text
+        assert len(driver.find_elements(By.CSS_SELECTOR, ".nl-disagreements li")) == len(disagree)
+        driver.set_window_size(1200, 760)
+        driver.save_screenshot(str(SCREENSHOT.with_name("coding-team.png")))
+        driver.set_window_size(1200, 680)
+        driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view=adjudicate]").click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-others"))
         decided = {}
         while not eve.done():
             shown = driver.find_element(By.CSS_SELECTOR, ".nl-others").text
@@ -289,9 +299,6 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         assert "Krippendorff's alpha" in team and f"Texts coded twice: {N_DOUBLE} of the {N_DOUBLE} planned." in team
         rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, ".nl-table tbody tr")]
         assert [r.split()[:2] for r in rows] == [["ana", str(len(ana.clicked))], ["ben", str(len(ben.clicked))]]
-        driver.set_window_size(1200, 760)
-        driver.save_screenshot(str(SCREENSHOT.with_name("coding-team.png")))
-        driver.set_window_size(1200, 680)
         href = driver.find_element(By.ID, "codes_csv").get_attribute("href")
         history = list(csv.DictReader(io.StringIO(urllib.request.urlopen(href, timeout=20).read().decode())))
         with sqlite3.connect(file) as db:
