@@ -5,9 +5,10 @@
 # dplyr verbs through vctrs) gives plain strings, since the call's stats do not
 # describe a subset, a combination or a table.
 
-new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL, manifest = NULL, field_probs = NULL) {
+new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL, manifest = NULL, field_probs = NULL,
+                        features = NULL) {
   structure(texts, errors = errors, stats = stats, probs = probs, parsed = parsed, manifest = manifest,
-            field_probs = field_probs, class = c("newrllama4_answers", "character"))
+            field_probs = field_probs, features = features, class = c("newrllama4_answers", "character"))
 }
 
 #' Stats and failures of a generate_parallel() call

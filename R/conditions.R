@@ -94,8 +94,8 @@ engine_condition <- function(exception, call = NULL, traceback = NULL) {
 }
 
 # Arguments the engine names otherwise than R: model_load()'s `source` is
-# Model()'s `path`.
-r_argument_names <- c(path = "source")
+# Model()'s `path`, generate_parallel()'s `features` its `hidden_states`.
+r_argument_names <- c(path = "source", hidden_states = "features")
 
 # The R name of an argument the engine names: "json_schema[0]", the first
 # prompt's schema, is "json_schema[[1]]" (R numbers prompts from 1);

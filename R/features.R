@@ -37,7 +37,7 @@ features_from_matrix <- function(values, source) {
 row_features <- function(data, call = caller_env()) {
   column <- data[[features_column_name]]
   if (!inherits(column, "newrllama4_features")) {
-    how <- c("i" = "Add them with {.code annotate_texts(..., features = TRUE)} or {.fn embed_texts}.")
+    how <- c("i" = "Add them with {.code annotate_texts(..., features = TRUE)}.")
     problem <- if (is.null(column)) {
       "The data have no {.field .features} column: the model's hidden states of its rows."
     } else {
@@ -104,4 +104,35 @@ vec_proxy.newrllama4_features <- function(x, ...) {
 #' @exportS3Method vctrs::vec_restore
 vec_restore.newrllama4_features <- function(x, to, ...) {
   new_features(x, attr(to, "dim_features"), attr(to, "source"))
+}
+
+# The features of a call's prompts (generate_parallel(features = TRUE)): the
+# engine's float32 states, one after the other, as a features column with one
+# element per prompt (NULL for a prompt without: it failed).
+prompt_features <- function(hidden_states, context, n_prompts) {
+  dim <- context$model$py$n_embd
+  size <- 4L * dim
+  blobs <- vector("list", n_prompts)
+  kept <- as.logical(unlist(hidden_states$kept %||% rep(FALSE, n_prompts)))
+  blobs[kept] <- lapply(seq_len(sum(kept)) - 1L, function(k) hidden_states$states[k * size + seq_len(size)])
+  new_features(blobs, dim, list(model = basename(context$model$py$path), state = "last_token"))
+}
+
+# Each row's features from its prompts' (`prompt_rows`: the row of each prompt,
+# NA for a prompt of no row): the prompt's own where a row has one prompt, else
+# their mean (over the example orders, the passages); NULL for a row one of
+# whose prompts has none.
+rows_features <- function(features, prompt_rows, n_rows) {
+  mine <- which(!is.na(prompt_rows))
+  rows <- prompt_rows[mine]
+  if (!anyDuplicated(rows)) {
+    blobs <- vector("list", n_rows)
+    blobs[rows] <- unclass(features)[mine]
+    return(new_features(blobs, attr(features, "dim_features"), attr(features, "source")))
+  }
+  values <- features_matrix(features[mine])
+  sums <- rowsum(values, rows)
+  means <- matrix(NA_real_, n_rows, ncol(values))
+  means[as.integer(rownames(sums)), ] <- sums / as.vector(table(rows))
+  features_from_matrix(means, attr(features, "source"))
 }

@@ -89,6 +89,13 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 #'   score labels (llama-server), and refuses with
 #'   `newrllama4_error_invalid_argument` where it cannot (see
 #'   [context_remote()]).
+#' @param features `TRUE` keeps each prompt's features: the final hidden state
+#'   of its last token, the one its first answer token (a label's
+#'   probabilities) is read from, in single precision, at no extra decode.
+#'   [annotate_texts()] adds them to the rows as the column `.features`. A
+#'   prompt's features are the same bits whatever else shares its batch, and
+#'   the answers are the same with or without them. Not with `field_probs`,
+#'   nor on a server (`newrllama4_error_invalid_argument`).
 #' @return A character vector of class `newrllama4_answers`, one answer per
 #'   prompt, with the prompts' names. It prints the answers and a summary line;
 #'   [generation_stats()] and [generation_errors()] give the call's counters and
@@ -120,12 +127,13 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p, temperature, repeat_last_n,
                               penalty_repeat, seed, stop, labels = NULL, json_schema = NULL, grammar = NULL,
                               cache = NULL, progress = rlang::is_interactive(), on_error = c("warn", "stop"),
-                              field_probs = FALSE) {
+                              field_probs = FALSE, features = FALSE) {
   check_context(context)
   prompts <- check_prompts(prompts)
   params <- c(sampling_params(current_env()), constraint_params(labels, json_schema, grammar, length(prompts)))
   params$cache <- check_cache(cache)
   params$field_probs <- check_flag(field_probs, "field_probs")
+  params$hidden_states <- check_flag(features, "features")
   check_flag(progress, "progress")
   on_error <- check_choice(on_error, c("warn", "stop"), "on_error")
   result <- run_engine(context, as.list(unname(prompts)), params, progress)
@@ -134,7 +142,8 @@ generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p,
   answers <- new_answers(answers, result$errors, result$stats, probs_matrix(result$label_probs, names(prompts)),
                          parse_answers(answers, params$json_schema),
                          new_manifest(context, params, result, constraints_record(params, result$field_probs)),
-                         field_probs_matrices(result$field_probs, names(prompts)))
+                         field_probs_matrices(result$field_probs, names(prompts)),
+                         if (params$hidden_states) prompt_features(result$hidden_states, context, length(prompts)))
   n_failed <- nrow(result$errors)
   if (n_failed > 0) {
     first <- result$conditions[[1]]
@@ -234,7 +243,8 @@ run_engine <- function(context, prompts, params, progress, call = caller_env()) 
     conditions = conditions,
     stats = result$stats,
     label_probs = result$label_probs,
-    field_probs = result$field_probs
+    field_probs = result$field_probs,
+    hidden_states = result$hidden_states
   )
 }
 

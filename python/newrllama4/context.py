@@ -15,6 +15,7 @@ from .constraints import Constraint
 from .context_settings import ContextSettings
 from .engine import StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
+from .features import HiddenStates
 from .field_probs import run_rounds, writing
 from .generation import Generator, OneCallAtATime
 from .labels import Labels
@@ -113,17 +114,35 @@ class Context(Generator):
             no_perf=True,
         )
         check_context_fits(model, self.n_ctx, params)
-        with llama_errors() as errors:
-            handle = llama.llama_init_from_model(model.handle(repacked=repacked), params)
-        if not handle:
-            raise ContextError(self._failure(errors))
-        self._handle = handle
+        self._params, self._repacked = params, repacked
+        self._handle = self._llama_context()
+        self._states: Optional[HiddenStates] = None
         self._batch = TokenBatch(capacity)
         self._prefix_cache = (
             PrefixCache(int(settings.prefix_cache_mb * 2**20), llama.llama_model_n_swa(model.handle()))
             if settings.prefix_cache else None
         )
         model.register_context(self)
+
+    def _llama_context(self) -> Any:
+        with llama_errors() as errors:
+            handle = llama.llama_init_from_model(self.model.handle(repacked=self._repacked), self._params)
+        if not handle:
+            raise ContextError(self._failure(errors))
+        return handle
+
+    def _hidden_states(self) -> HiddenStates:
+        """The hidden states of the context's decodes (features.py). The first call that
+        wants them remakes the llama.cpp context with the eval callback that reads them,
+        which a decode then pays for whether it keeps states or not (a Python call for
+        each node of the graph); a context whose calls never want them never pays."""
+        if self._states is None:
+            states = HiddenStates(self.model.n_embd)
+            states.install(self._params)
+            handle = self._llama_context()
+            llama.llama_free(self._handle)
+            self._handle, self._states = handle, states
+        return self._states
 
     def _failure(self, errors: list[str]) -> str:
         """Why llama.cpp made no context, as far as its log says; 'smaller' only for a size problem."""
@@ -194,15 +213,18 @@ class Context(Generator):
 
     def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
-                  on_progress: Progress, cache: Optional[str]) -> ParallelResult:
+                  on_progress: Progress, cache: Optional[str], hidden_states: bool = False) -> ParallelResult:
         with self._calls.call():
-            handle = self._live_handle()
+            self._live_handle()
+            if hidden_states:
+                self._hidden_states()
+            handle = self._handle
             # what decides answers beside the model, the prompt and the arguments: llama.cpp's
             # kernels, and whether prompts of different lengths share a batch
             # (the KV cache types follow from these and the model file, which the key names by its hash)
             setup = {"llama_cpp": llama.__version__, "batch_invariant": self.batch_invariant}
             result_cache = None if cache is None else CachedCall(
-                cache, ModelFile(self.model.path), setup, sampling, labels, constraints, self.n_ctx
+                cache, ModelFile(self.model.path), setup, sampling, labels, constraints, self.n_ctx, hidden_states
             )
             with CallDriver(len(prompts), on_progress, result_cache) as driver:
                 if any(c is not None and c.fields is not None for c in constraints):
@@ -214,7 +236,8 @@ class Context(Generator):
                         call_driver.ROUND_WINDOW * self.n_seq_max,
                     )
                 else:
-                    result = self._step_loop(handle, prompts, labels, constraints, sampling, driver=driver)
+                    result = self._step_loop(handle, prompts, labels, constraints, sampling, driver=driver,
+                                             hidden_states=hidden_states)
             result.stats.batch_invariant = self.batch_invariant
             result.stats.kv_cache = KV_CACHE_NAME
             result.stats.identity_guaranteed = self.batch_invariant and identity_guaranteed()
@@ -223,17 +246,18 @@ class Context(Generator):
     def _step_loop(self, handle: Any, prompts: list[Any], labels: list[Optional[Labels]],
                    constraints: list[Optional[Constraint]], sampling: SamplingParams, generators: Any = None,
                    to_continue: bool = False, continuing: bool = False,
-                   driver: Optional[CallDriver] = None) -> ParallelResult:
+                   driver: Optional[CallDriver] = None, hidden_states: bool = False) -> ParallelResult:
         """The prompts through one step loop, a window at a time (call_driver.WINDOW_PER_SLOT
         per slot), each window looked up in the result cache as it starts; without a `driver`
         (a round of field_probs' calls), with no result cache and no progress of their own."""
         driver = CallDriver(len(prompts)) if driver is None else driver
         scheduler = Scheduler(self.n_seq_max, self.n_batch, separate_phases=self.batch_invariant)
         loop = StepLoop(self.model, handle, self._batch, scheduler, self.n_ctx, sampling, self._prefix_cache,
-                        self.batch_invariant, driver.finish, to_continue, continuing)
+                        self.batch_invariant, driver.finish, to_continue, continuing, self._states)
         for window in windows(range(len(prompts)), call_driver.WINDOW_PER_SLOT * self.n_seq_max):
             tokens = {i: self.model.prompt_tokens(prompts[i]) for i in window}
-            loop.run(driver.look_up(window, lambda i: tokens[i] or None), tokens, labels, constraints, generators)
+            loop.run(driver.look_up(window, lambda i: tokens[i] or None), tokens, labels, constraints, generators,
+                     hidden_states)
         if self._prefix_cache is not None:
             loop.stats.prefix_cache_bytes = self._prefix_cache.nbytes
             loop.stats.prefix_cache_snapshots = len(self._prefix_cache)

@@ -21,6 +21,7 @@ from ._llama import TokenBatch
 from .attention import Rows, throwaway_rows, tiled_end
 from .constraints import ConstrainedAnswer, Constraint, mask_logits
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
+from .features import HiddenStates, state_bytes
 from .labels import LabelPrompt, Labels, score
 from .model import Model
 from .prefix_cache import PrefixCache
@@ -50,10 +51,12 @@ class StepLoop:
         finished: Finished,
         to_continue: bool = False,
         continuing: bool = False,
+        states: Optional[HiddenStates] = None,
     ):
         """`to_continue`, `continuing`: the next call goes on from this call's prompts, this
         call from the previous call's (PrefixPlan keeps one snapshot of each prompt between).
-        `finished` takes each prompt's answer as the prompt finishes. One StepLoop runs a
+        `states`: the context's hidden states, read for the prompts of a call with
+        `hidden_states` (features.py). `finished` takes each prompt's answer as the prompt finishes. One StepLoop runs a
         call's windows one after the other, its stats counting them all."""
         self.model = model
         self.to_continue = to_continue
@@ -72,6 +75,8 @@ class StepLoop:
         self.label_prompts: dict[int, LabelPrompt] = {}
         self.generators: Optional[list[np.random.Generator]] = None
         self.finished = finished
+        self.states = states
+        self.hidden_states = False
         self.stats = Stats(seed=params.seed)
 
     # -- prompts -> sequences ---------------------------------------------------------
@@ -104,11 +109,14 @@ class StepLoop:
         return label_prompt
 
     def run(self, indices: list[int], tokens: Mapping[int, list[int]], labels: list[Optional[Labels]],
-            constraints: list[Optional[Constraint]], generators: Optional[list[np.random.Generator]] = None) -> None:
+            constraints: list[Optional[Constraint]], generators: Optional[list[np.random.Generator]] = None,
+            hidden_states: bool = False) -> None:
         """Run the prompts at `indices`, given as their `tokens`, to their answers; every KV
         stream is empty after. `generators`: each prompt's random stream, when the caller
-        carries it over calls (field_probs.py); by default `sequence_generator(seed, index)`."""
+        carries it over calls (field_probs.py); by default `sequence_generator(seed, index)`.
+        `hidden_states`: each answer keeps its prompt's last token's state (features.py)."""
         self.generators = generators
+        self.hidden_states = hidden_states
         try:
             self._run(indices, tokens, labels, constraints)
         finally:
@@ -125,6 +133,8 @@ class StepLoop:
             for s in sequences.values() if labels[s.index] is not None and not s.finished
         }
         live = [s for s in sequences.values() if not s.finished and s.index not in label_prompts]
+        for sequence in live + [p.root for p in label_prompts.values()]:
+            sequence.keeps_state = self.hidden_states
         live += [s for p in label_prompts.values() for s in p.sequences if not s.finished]
         self._n_left = Counter(s.index for s in live)
         self.stats.prompt_tokens += sum(s.n_prompt for s in live)
@@ -193,8 +203,16 @@ class StepLoop:
         throwaway = self._throwaway_rows(plan)
         wanting_logits = self._fill(plan, throwaway)
         is_prefill = any(entry.sequence.prefilling for entry in plan)
+        # a prompt's state is its first output row: that of its last prompt token
+        keeping = [s.keeps_state and s.hidden_state is None for s in wanting_logits]
+        if any(keeping):
+            self.states.wanted = True
         started = time.perf_counter()
-        status = self.batch.decode(self.ctx)
+        try:
+            status = self.batch.decode(self.ctx)
+        finally:
+            if any(keeping):
+                self.states.wanted = False
         elapsed = time.perf_counter() - started
         for rows in throwaway:
             llama.llama_memory_seq_rm(self.memory, rows.slot, rows.position, -1)
@@ -204,8 +222,12 @@ class StepLoop:
         else:
             self.stats.decode_seconds += elapsed
         if status != 0:
+            if any(keeping):
+                self.states.take()
             self._recover(plan, status)
             return
+        if any(keeping):
+            self._keep_states(wanting_logits, keeping)
         for sequence, n in plan:
             sequence.n_cached += n
             self.stats.decoded_tokens += n
@@ -213,6 +235,14 @@ class StepLoop:
                 self.prefixes.after_decode(sequence)
         if wanting_logits:
             self._sample(wanting_logits)
+
+    def _keep_states(self, sequences: list[Sequence], keeping: list[bool]) -> None:
+        rows = self.states.take()
+        if len(rows) != len(sequences):
+            raise RuntimeError(f"llama.cpp computed {len(rows)} final hidden states for {len(sequences)} output rows")
+        for sequence, keeps, row in zip(sequences, keeping, rows):
+            if keeps:
+                sequence.hidden_state = state_bytes(row)
 
     def _fill(self, plan: list[PlanEntry], throwaway: list[Rows]) -> list[Sequence]:
         """Put the plan and its throwaway rows into the batch, in slot order (llama.cpp

@@ -5,6 +5,9 @@ fail the conversion of a whole call's answers; each becomes U+FFFD, the characte
 the engine already puts where a model emits bytes that are not valid UTF-8. Every
 other character, control characters included, reaches R unchanged.
 
+A call's hidden states (features.py) cross as one bytearray, which R receives as a raw
+vector: the prompts' float32 states one after the other, with which prompts have one.
+
 R integers are 32-bit and reticulate wraps a larger Python int around silently (82 GB
 arrived as 0.5 GB), so whole numbers outside that range reach R as doubles.
 """
@@ -41,6 +44,7 @@ def to_r(value: Any) -> Any:
             "errors": [c.error for c in value],
             "label_probs": [to_r(c.label_probs) for c in value],
             "field_probs": [to_r(c.field_probs) for c in value],
+            "hidden_states": _hidden_states(value),
             "stats": value.stats.to_dict(),
         }
     if isinstance(value, (list, tuple)):
@@ -48,6 +52,13 @@ def to_r(value: Any) -> Any:
     if isinstance(value, dict):
         return {to_r(k): to_r(v) for k, v in value.items()}
     return value
+
+
+def _hidden_states(result: ParallelResult) -> Any:
+    kept = [c.hidden_state is not None for c in result]
+    if not any(kept):
+        return None
+    return {"kept": kept, "states": bytearray(b"".join(c.hidden_state for c in result if c.hidden_state is not None))}
 
 
 def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -65,6 +65,7 @@ class Generator(ABC):
         grammar: Any = None,
         cache: Any = None,
         field_probs: bool = False,
+        hidden_states: bool = False,
     ) -> ParallelResult:
         """Generate one completion per prompt, in prompt order. The sampling arguments and
         their defaults are SamplingParams' (sampling.py).
@@ -93,6 +94,11 @@ class Generator(ABC):
         Such a schema must fix its layout (every property required, no others), else
         InvalidArgumentError.
 
+        `hidden_states=True` keeps in each completion's `hidden_state` the final hidden
+        state of its prompt's last token, the one its first answer token (a label's
+        probabilities) is read from, as little-endian float32 bytes, at no extra decode
+        (see features.py). Not with `field_probs`, nor on a server.
+
         `cache`, the path of a SQLite file (created if missing), keeps answers across
         calls and crashes: prompts it answers are not run again, and each other answer
         is committed as its prompt finishes (see result_cache.py for what the key covers).
@@ -102,6 +108,8 @@ class Generator(ABC):
         constraints = check_constraints(json_schema, grammar, len(prompts), self._vocabulary())
         if check_bool("field_probs", field_probs):
             constraints = with_scored_fields(constraints)
+        if check_bool("hidden_states", hidden_states) and field_probs:
+            raise InvalidArgumentError("hidden_states", hidden_states, "False with field_probs")
         for i, (one, constraint) in enumerate(zip(prompt_labels, constraints)):
             if one is not None and constraint is not None:
                 raise InvalidArgumentError(
@@ -113,7 +121,7 @@ class Generator(ABC):
         )
         on_progress = check_callable("on_progress", on_progress)
         cache = check_cache_path(cache)
-        return self._generate(prompts, prompt_labels, constraints, sampling, on_progress, cache)
+        return self._generate(prompts, prompt_labels, constraints, sampling, on_progress, cache, hidden_states)
 
     @abstractmethod
     def _vocabulary(self) -> Optional[Model]:
@@ -123,7 +131,7 @@ class Generator(ABC):
     @abstractmethod
     def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
-                  on_progress: Progress, cache: Optional[str]) -> ParallelResult:
+                  on_progress: Progress, cache: Optional[str], hidden_states: bool = False) -> ParallelResult:
         """generate_parallel() with its arguments checked."""
 
 

@@ -102,6 +102,8 @@ class LabelPrompt:
             sequence.score_tokens = sorted(next_tokens)
             self.sequences.append(sequence)
         self._by_node = {tuple(s.tokens[self.n_prompt:]): s for s in self.sequences}
+        # the sequence of the prompt alone, whose last token's state the first label token is read from
+        self.root = self._by_node[()]
 
     def completion(self, temperature: float, generator: np.random.Generator) -> Completion:
         failed = next((s for s in self.sequences if s.finish_reason == "error"), None)
@@ -115,7 +117,7 @@ class LabelPrompt:
         return Completion(
             text=label, tokens=[], n_prompt_tokens=self.n_prompt, n_tokens=0,
             n_cached_tokens=min(s.n_restored for s in self.sequences), finish_reason="stop",
-            label=label, label_probs=dict(zip(self.labels, probs.tolist())),
+            label=label, label_probs=dict(zip(self.labels, probs.tolist())), hidden_state=self.root.hidden_state,
         )
 
 

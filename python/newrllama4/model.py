@@ -49,6 +49,7 @@ class Model:
         self._repacked_handle: Any = None
         self.n_vocab = llama.llama_vocab_n_tokens(self._vocab)
         self.n_ctx_train = llama.llama_model_n_ctx_train(handle)
+        self.n_embd = llama.llama_model_n_embd(handle)  # the length of a prompt's hidden state (features.py)
         self.n_params = llama.llama_model_n_params(handle)
         self.size = llama.llama_model_size(handle)
         buf = ctypes.create_string_buffer(256)

@@ -26,7 +26,9 @@ An answer's key is the SHA-256 of a canonical JSON of everything that decides it
   cannot change an answer: all `SamplingParams` fields, and the arguments given
   per prompt (a prompt's own labels, ...) with that prompt's value; `field_probs` only
   where it scores a prompt's fields (field_probs.py), so that the answers of other
-  prompts, which it leaves alone, are found again;
+  prompts, which it leaves alone, are found again; `hidden_states` only when True, since
+  an answer kept without its state cannot serve a call that wants it, while one kept with
+  it is the same answer (features.py);
 - with temperature > 0 only, the seed and the prompt's index, which seed its random
   stream (`sampling.sequence_generator`) and, remotely, its request's seed. A greedy
   answer depends on neither, so it is found again whatever the seed and wherever the
@@ -39,6 +41,7 @@ first of two identical answers computed at the same time.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -167,11 +170,15 @@ class ResultCache:
         if row is None:
             return None
         stored = json.loads(row[0])
+        if stored.get("hidden_state") is not None:
+            stored["hidden_state"] = base64.b64decode(stored["hidden_state"])
         # none of the prompt was decoded for this answer
         return Completion(**stored, n_cached_tokens=stored["n_prompt_tokens"], from_cache=True)
 
     def put(self, key: str, completion: Completion) -> None:
         stored = {f.name: getattr(completion, f.name) for f in fields(Completion) if f.name not in _NOT_STORED}
+        if completion.hidden_state is not None:
+            stored["hidden_state"] = base64.b64encode(completion.hidden_state).decode("ascii")
         self._run("INSERT OR IGNORE INTO answers VALUES (?, ?)", (key, json.dumps(stored)))
 
 
@@ -206,14 +213,15 @@ class CachedCall:
 
     def __init__(self, path: str, model: Union[ModelFile, str], setup: dict[str, Any], params: SamplingParams,
                  labels: list[Optional[Labels]], constraints: list[Optional[Constraint]],
-                 n_ctx: Optional[int] = None):
+                 n_ctx: Optional[int] = None, hidden_states: bool = False):
         self._cache = ResultCache(path)
         try:
             model_id = self._cache.model_sha256(model.path) if isinstance(model, ModelFile) else model
         except BaseException:
             self._cache.close()
             raise
-        self._common = {"format": CACHE_FORMAT, "model": model_id, **setup}
+        self._common = {"format": CACHE_FORMAT, "model": model_id, **setup,
+                        **({"hidden_states": True} if hidden_states else {})}
         self._arguments = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "seed"}
         self._per_prompt = per_prompt_arguments(labels, constraints)
         self._scores_fields = [c is not None and c.fields is not None for c in constraints]

@@ -24,6 +24,9 @@ class Completion:
     # with `json_schema` and `field_probs`: {field: {value: probability}} for each enum and
     # boolean field ("true"/"false" for a boolean), the value in `parsed` picked from them
     field_probs: Optional[dict[str, dict[str, float]]] = None
+    # with `hidden_states`: the prompt's last token's final hidden state, little-endian
+    # float32 bytes (see features.py)
+    hidden_state: Optional[bytes] = None
     from_cache: bool = False  # read from the result cache (`cache=`), as an earlier call stored it
 
 

@@ -75,6 +75,9 @@ class Sequence:
         self.scores: dict[int, float] = {}
         # a constrained sequence samples only what its json_schema or grammar allows next
         self.constrained: Optional[ConstrainedAnswer] = None
+        # keeps its last prompt token's final hidden state (features.py) in `hidden_state`
+        self.keeps_state = False
+        self.hidden_state: Optional[bytes] = None
         self.slot: Optional[int] = None
         self.generator: Optional[np.random.Generator] = None
         self.output = OutputText(stop)
@@ -142,4 +145,5 @@ class Sequence:
             finish_reason=finish_reason,
             error=error,
             parsed=parsed,
+            hidden_state=self.hidden_state,
         )

@@ -131,8 +131,8 @@ class WorkerContext(Generator):
 
     def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
-                  on_progress: Progress, cache: Optional[str]) -> ParallelResult:
-        message = ("generate", prompts, labels, constraints, sampling, on_progress is not None, cache)
+                  on_progress: Progress, cache: Optional[str], hidden_states: bool = False) -> ParallelResult:
+        message = ("generate", prompts, labels, constraints, sampling, on_progress is not None, cache, hidden_states)
         with self._calls.call():
             return self._run(message, on_progress)
 

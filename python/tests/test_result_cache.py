@@ -111,10 +111,11 @@ def test_sampled_answers_are_keyed_by_seed_and_index(ctx, tmp_path):
 
 # a value other than the base call's for every argument of generate_parallel in the key
 BASE = dict(max_tokens=6, temperature=0.7, top_k=40, top_p=0.9, min_p=0.0, repeat_last_n=64, penalty_repeat=1.1,
-            seed=1, stop=None, labels=None, json_schema=None, grammar=None, field_probs=False)
+            seed=1, stop=None, labels=None, json_schema=None, grammar=None, field_probs=False,
+            hidden_states=False)
 OTHER = dict(max_tokens=7, temperature=0.9, top_k=20, top_p=0.8, min_p=0.05, repeat_last_n=8, penalty_repeat=1.3,
              seed=2, stop=["zzz"], labels=["yes", "no"], json_schema={"type": "integer", "minimum": 0, "maximum": 99},
-             grammar='root ::= "a" | "b"', field_probs=True)
+             grammar='root ::= "a" | "b"', field_probs=True, hidden_states=True)
 
 
 def test_every_argument_that_can_change_an_answer_is_in_the_key():

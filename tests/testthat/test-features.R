@@ -57,3 +57,38 @@ test_that("a features column prints one short cell per row", {
   expect_match(printed[[4]], "<NA>|NA")
   expect_length(printed, 7)
 })
+
+test_that("annotate_texts(features = TRUE) keeps each row's state, the same bits whatever else is annotated", {
+  ctx <- tiny_context()
+  data <- rbind(reviews, data.frame(id = 6L, title = "Blank", review = " "))
+  annotated <- annotate_texts(data, review, instruction, labels = sentiment, context = ctx, progress = FALSE,
+                              features = TRUE) |> suppressWarnings()
+  features <- row_features(annotated)
+  expect_identical(dim(features), c(6L, ctx$model$py$n_embd))
+  expect_identical(which(is.na(features[, 1])), 6L)
+  expect_identical(features_source(annotated)$state, "last_token")
+  expect_identical(manifest(annotated)$prompt$features, "last_token")
+  # the labels as without features, and a row's features as when it is annotated with others
+  plain <- annotate_texts(data[1:5, ], review, instruction, labels = sentiment, context = ctx, progress = FALSE)
+  expect_identical(annotated[1:5, c(".label", ".prob_positive")], plain[c(".label", ".prob_positive")])
+  alone <- annotate_texts(data[c(4, 2), ], review, instruction, labels = sentiment, context = ctx, progress = FALSE,
+                          features = TRUE)
+  expect_identical(row_features(alone)[, ], features[c(4, 2), ])
+})
+
+test_that("features from several example orders are their mean, and come back from the result cache", {
+  ctx <- tiny_context()
+  cache <- withr::local_tempfile(fileext = ".sqlite")
+  examples <- data.frame(review = c("Love it.", "Awful."), .label = c("positive", "negative"))
+  annotate <- function(orders) {
+    annotate_texts(reviews, review, instruction, labels = sentiment, examples = examples, example_orders = orders,
+                   context = ctx, cache = cache, progress = FALSE, features = TRUE) |> suppressWarnings()
+  }
+  both <- annotate(2L)  # the given order, then its rotation
+  first <- row_features(annotate(list(1:2)))
+  second <- row_features(annotate(list(2:1)))
+  expect_equal(row_features(both), (first + second) / 2, tolerance = 1e-6)
+  again <- annotate(2L)
+  expect_identical(manifest(again)$prompts$from_cache, 10L)
+  expect_identical(row_features(again), row_features(both))
+})

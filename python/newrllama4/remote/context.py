@@ -166,9 +166,14 @@ class RemoteContext(Generator):
 
     def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
-                  on_progress: Progress, cache: Optional[str]) -> ParallelResult:
+                  on_progress: Progress, cache: Optional[str], hidden_states: bool = False) -> ParallelResult:
         if self._closed:
             raise ClosedError("remote context")
+        if hidden_states:
+            raise InvalidArgumentError(
+                "hidden_states", True, "False: a server gives no hidden state of a prompt (its embeddings endpoint "
+                "embeds texts alone)"
+            )
         used = [(name, value) for name, value in (("labels", labels), ("json_schema", constraints))
                 if any(v is not None for v in value)]
         unable = [str(e) for e in self.endpoints if not e.api.has_structured_outputs]
