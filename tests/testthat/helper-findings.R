@@ -98,3 +98,14 @@ survey_design <- function(coded, columns) {
   columns$rows <- strata$rows[match(coded$.stratum, strata$name)]
   survey::svydesign(ids = ~1, strata = ~stratum, fpc = ~rows, data = columns)
 }
+
+# A rare label: 3% of the rows are truly "yes", and the model's probabilities
+# tell them apart by `signal` on the logit (weakly at the default).
+rare_labels <- function(n, seed, share = 0.03, signal = -2) {
+  withr::with_seed(seed, {
+    truth <- stats::rbinom(n, 1, share)
+    prob <- stats::plogis(ifelse(truth == 1, signal, -3) + stats::rnorm(n, sd = 1.5))
+    data.frame(.label = factor(ifelse(prob > 0.5, "yes", "no"), levels = c("yes", "no")), .prob_yes = prob,
+               .prob_no = 1 - prob, .confidence = pmax(prob, 1 - prob), truth = ifelse(truth == 1, "yes", "no"))
+  })
+}

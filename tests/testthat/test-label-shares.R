@@ -1,14 +1,44 @@
+# The coverage tests use 300 draws and ask for 276 covered (92%): a method that covers 95% passes with probability
+# 0.99, one that covers 90% with probability 0.14 (about 12 s in all; CRAN skips them).
 test_that("corrected shares by group cover the true shares", {
-  covered <- vapply(1:40, function(seed) {
-    data <- simulated_labels(2000, seed)
-    coded <- review_sample(data, 300, weight = "confidence", seed = seed)
-    shares <- suppressWarnings(label_shares(data, coded, truth, by = "group", seed = seed))
-    corrected <- shares[shares$estimator == "corrected" & shares$label == "yes", ]
-    # the superpopulation share of "yes": the mean of plogis(-0.3 + 0.8 x) over x ~ N(0, 1)
-    truth <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
-    mean(corrected$conf.low <= truth & truth <= corrected$conf.high)
-  }, 0)
-  expect_gte(mean(covered), 0.85)
+  skip_on_cran()
+  # the superpopulation share of "yes": the mean of plogis(-0.3 + 0.8 x) over x ~ N(0, 1)
+  truth <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
+  covered <- vapply(1:300, function(seed) {
+    data <- simulated_labels(1000, seed)
+    coded <- review_sample(data, 150, weight = "confidence", seed = seed)
+    shares <- label_shares(data, coded, truth, by = "group", seed = seed)
+    corrected <- shares[shares$estimator == "corrected" & shares$label == "yes" & shares$group == "a", ]
+    corrected$conf.low <= truth && truth <= corrected$conf.high
+  }, NA)
+  # measured: 0.937
+  expect_gte(sum(covered), 276)
+})
+
+test_that("a rare share (3%, 150 uniform coded rows) gets a score-type interval that covers, never of zero width", {
+  skip_on_cran()
+  draws <- vapply(1:300, function(seed) {
+    data <- rare_labels(2000, seed)
+    coded <- review_sample(data, 150, weight = "uniform", seed = seed)
+    shares <- label_shares(data, coded, truth, seed = seed)
+    yes <- shares[shares$label == "yes", ]
+    c(stats::setNames(yes$conf.low <= 0.03 & 0.03 <= yes$conf.high, yes$estimator),
+      width = min(yes$conf.high - yes$conf.low))
+  }, numeric(4))
+  # measured: corrected 0.967, coded rows alone 0.970; the normal interval cut to [0, 1] 0.937 and 0.940 (0.925
+  # and 0.925 with probabilities that say nothing), and 0.5-1% of them of zero width
+  expect_gte(sum(draws["corrected", ]), 276)
+  expect_gte(sum(draws["coded_only", ]), 276)
+  expect_gt(min(draws["width", ]), 0)
+})
+
+test_that("the score-type interval is asymmetric near 0, close to the normal one in the middle", {
+  interval <- share_interval(c(0, 0.02, 0.5), c(0, 0.01, 0.03), c(150, 150, 150), 0.95)
+  expect_equal(interval$conf.low[1], 0)
+  expect_gt(interval$conf.high[1], 0.01)
+  expect_gt(interval$conf.high[2] - 0.02, 0.02 - interval$conf.low[2])
+  expect_equal(c(interval$conf.low[3], interval$conf.high[3]), 0.5 + c(-1, 1) * stats::qnorm(0.975) * 0.03,
+               tolerance = 0.002)
 })
 
 test_that("shares are per-group means of the pseudo-outcomes, and sum to one", {
