@@ -22,6 +22,19 @@
 #' be written (a read-only or full disk, a locked file) stays on screen with
 #' the reason, to save again. A dropped connection reconnects by itself.
 #'
+#' @section A team:
+#' Named in `coders`, `adjudicators` and `lead`, each person comes in by a
+#' secret link of their own, which [coding_links()] gives and `code_sample()`
+#' prints: the key in it says who they are and in which role (`?coder=`
+#' changes nothing), and a request without a valid key gets a page saying
+#' the link is not valid, with no text of the sample. Where the host has a
+#' login (`session$user`, as on Posit Connect or shinyapps.io), a person
+#' whose login is their name needs no key (`?role=adjudicator` chooses among
+#' their roles). Without people named, the app is for this machine alone:
+#' `code_sample()` refuses another `host` (an error of class
+#' `newrllama4_error_coding_access`), and the app refuses requests from other
+#' machines.
+#'
 #' @section Blind coding:
 #' By default the page never receives the model's labels, probabilities or
 #' confidence, nor other coders' codes, so that nobody anchors on them; each
@@ -110,8 +123,16 @@
 #' @param uncodable The reasons a coder can choose for "cannot code"; "other",
 #'   with the reason in words, is always offered. [read_codes()] gives the
 #'   reason in `.reason` (`"other: ..."` for one in words).
+#' @param coders,adjudicators `NULL` for one person coding on this machine,
+#'   or the names of the people who code, and of those who adjudicate their
+#'   disagreements: each gets a secret link (see [coding_links()]). A person
+#'   may be named in both. Names are compared without case, accents or
+#'   spaces, and shown as first given.
+#' @param lead `NULL`, or the name of the person who leads the coding.
 #' @param ... Passed to `coding_app()`.
-#' @param port,host Where `code_sample()` serves the app.
+#' @param port,host Where `code_sample()` serves the app. A `host` other than
+#'   this machine (such as `"0.0.0.0"`, every address) needs the people
+#'   named.
 #' @param launch.browser Whether `code_sample()` opens the browser.
 #' @details `labels`, `schema` and `instruction` left `NULL` come from the
 #'   manifest of the annotation (the attribute `"manifest"` of `sample`, see
@@ -132,7 +153,8 @@
 #' if (interactive()) code_sample(sample, file)
 coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction = NULL, text = NULL, overlap = 0,
                        seed = NULL, blind = TRUE,
-                       uncodable = c("not in English", "not about the topic", "cut off or unreadable")) {
+                       uncodable = c("not in English", "not about the topic", "cut off or unreadable"),
+                       coders = NULL, adjudicators = NULL, lead = NULL) {
   call <- current_env()
   rlang::check_installed(c("shiny", "DBI", "RSQLite"), reason = "to code a sample by hand.")
   if (!is.data.frame(sample) || nrow(sample) == 0) {
@@ -148,6 +170,7 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
       "other" %in% uncodable) {
     abort_invalid("{.arg uncodable} must be distinct reasons in words (\"other\" is always offered).", "uncodable", call)
   }
+  people <- coding_people(coders, adjudicators, lead, call)
   text <- rlang::enquo(text)
   if (rlang::quo_is_null(text)) {
     if (!"text" %in% names(sample)) {
@@ -160,6 +183,7 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
   task <- coding_task(sample, labels, schema, instruction, call)
   sample$.row <- sample$.row %||% seq_len(nrow(sample))
   store_open(file, sample, texts, task, overlap, seed, call)
+  if (!is.null(people)) store_people(file, people)
   stored <- store_meta(file)
   shiny::shinyApp(coding_page(), coding_server(normalizePath(file), stored, blind, uncodable))
 }
@@ -167,7 +191,17 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
 #' @rdname coding_app
 #' @export
 code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", launch.browser = interactive()) {
+  check_string(host, "host")
   app <- coding_app(sample, file, ...)
+  check_host(host, file, current_env())
+  port <- port %||% httpuv::randomPort()
+  if (nrow(access_people(file)) > 0) {
+    address <- if (host %in% local_hosts) host else Sys.info()[["nodename"]]
+    links <- coding_links(file, sprintf("http://%s:%d/", address, port))
+    cli::cli_inform(c("Each person's link (send each their own):",
+                      stats::setNames(sprintf("%s (%s): %s", links$name, links$role, links$url),
+                                      rep("*", nrow(links)))))
+  }
   shiny::runApp(app, port = port, host = host, launch.browser = launch.browser)
   invisible(file)
 }

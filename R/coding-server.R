@@ -7,9 +7,9 @@
 # a lead follows the team's work.
 role_views <- list(coder = "code", adjudicator = c("adjudicate", "team"), lead = "team")
 
-# Who the session is: a name and a role. Without people named (one person at
-# this machine), the address says it (`?coder=NAME`, `&adjudicate=1`), or the
-# first screen.
+# Who the session is: a name and a role. With people named, their link says
+# it (session_identity()); without (one person at this machine), the address
+# (`?coder=NAME`, `&adjudicate=1`), or the first screen.
 session_person <- function(file, name, adjudicate) {
   name <- coder_name(file, name)
   if (is.null(name)) return(NULL)
@@ -54,7 +54,8 @@ coding_server <- function(file, stored, blind, uncodable) {
 
     shiny::observeEvent(TRUE, once = TRUE, {
       query <- shiny::parseQueryString(shiny::isolate(session$clientData$url_search))
-      person <- session_person(file, query$coder, query$adjudicate %in% c("1", "true", "TRUE"))
+      person <- session_identity(file, query, session)
+      if (!is.null(person$refused)) return(screen(person$refused))
       if (is.null(person)) screen(welcome_screen()) else enter(person)
     })
     output$screen <- shiny::renderUI(screen())
@@ -70,6 +71,7 @@ coding_server <- function(file, stored, blind, uncodable) {
     shiny::observeEvent(input$nl_event, {
       event <- input$nl_event
       if (identical(event$type, "start")) {
+        if (nrow(access_people(file)) > 0) return()  # a person named is who their link says, nobody else
         person <- session_person(file, event$coder, event$adjudicate)
         if (is.null(person)) return(screen(welcome_screen("Please give a name of up to 40 characters.")))
         shiny::updateQueryString(paste0("?coder=", utils::URLencode(person$name, reserved = TRUE),

@@ -22,7 +22,9 @@ coding_tables <- c(
   "CREATE TABLE IF NOT EXISTS codes (id INTEGER PRIMARY KEY AUTOINCREMENT, unit INTEGER NOT NULL,
      coder TEXT NOT NULL, role TEXT NOT NULL, value TEXT, uncodable INTEGER NOT NULL, reason TEXT, note TEXT,
      seconds REAL, time TEXT NOT NULL)",
-  "CREATE TABLE IF NOT EXISTS claims (coder TEXT PRIMARY KEY, unit INTEGER NOT NULL, time REAL NOT NULL)"
+  "CREATE TABLE IF NOT EXISTS claims (coder TEXT PRIMARY KEY, unit INTEGER NOT NULL, time REAL NOT NULL)",
+  "CREATE TABLE IF NOT EXISTS people (name TEXT NOT NULL, role TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE,
+     PRIMARY KEY (name, role))"
 )
 
 # A claim older than this (a coder who walked away) no longer holds a text back.
@@ -173,7 +175,8 @@ store_meta <- function(file, call = caller_env()) {
     sample[] <- Map(restore_column, sample, columns)
     list(sample = sample, texts = DBI::dbGetQuery(con, "SELECT text FROM texts ORDER BY unit")$text,
          task = jsonlite::fromJSON(meta$task, simplifyVector = FALSE), seed = as.integer(meta$seed),
-         overlap = as.numeric(meta$overlap), double = as.integer(strsplit(meta$double, " ")[[1]]))
+         overlap = as.numeric(meta$overlap), double = as.integer(strsplit(meta$double, " ")[[1]]),
+         keys = meta[c("sample_key", "task_key")])
   })
 }
 

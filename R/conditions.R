@@ -21,6 +21,7 @@ condition_parents <- c(
   too_few_coded = "coded_rows",
   coding_file = "invalid_argument",
   code_refused = "invalid_argument",
+  coding_access = "invalid_argument",
   empty_stratum = "coded_rows",
   degenerate_fit = "estimation"
 )

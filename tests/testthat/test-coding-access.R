@@ -1,0 +1,108 @@
+# the secret that makes the links, in a directory of the test's own
+local_secret_dir <- function(envir = parent.frame()) {
+  withr::local_envvar(R_USER_DATA_DIR = withr::local_tempdir(.local_envir = envir), .local_envir = envir)
+}
+
+team_fixture <- function(n = 4, envir = parent.frame()) {
+  skip_if_not_installed("openssl")
+  local_secret_dir(envir)
+  coding_fixture(n = n, overlap = 0.5, coders = c("Ana", "Ben"), adjudicators = c("Eve", "ana"), lead = "Lea",
+                 envir = envir)
+}
+
+# The session as opened at the address ending in `search` (shiny's test
+# session has a fixed one), before its first flush reads it.
+open_at <- function(session, search) {
+  session$clientData <- list(url_search = search)
+  session$flushReact()
+}
+
+link_key <- function(links, name, role) sub(".*key=", "", links$url[links$name == name & links$role == role])
+
+test_that("each person named gets a link of their own, whose key the file keeps only hashed", {
+  fixture <- team_fixture()
+  links <- coding_links(fixture$file, "http://127.0.0.1:4321/")
+  expect_identical(links$name, c("Ana", "Ben", "Eve", "Ana", "Lea"))
+  expect_identical(links$role, c("coder", "coder", "adjudicator", "adjudicator", "lead"))
+  expect_match(links$url, "^http://127.0.0.1:4321/\\?key=[0-9a-f]{32}$")
+  expect_identical(anyDuplicated(links$url), 0L)
+  stored <- with_store(fixture$file, function(con) DBI::dbGetQuery(con, "SELECT * FROM people"))
+  keys <- sub(".*key=", "", links$url)
+  expect_false(any(keys %in% unlist(stored)))
+  expect_false(any(vapply(keys, function(key) grepl(key, paste(readBin(fixture$file, "raw", 1e6), collapse = "")), NA)))
+  # the same links again; new ones from another user's secret, which can't make the old ones
+  expect_identical(coding_links(fixture$file, "http://127.0.0.1:4321/"), links)
+  expect_identical(access_person(fixture$file, link_key(links, "Ben", "coder")), list(name = "Ben", role = "coder"))
+  local_secret_dir()
+  expect_error(coding_links(fixture$file, "http://x/"), class = "newrllama4_error_coding_access")
+  coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), coders = "Ana")
+  expect_null(access_person(fixture$file, link_key(links, "Ana", "coder")))
+  expect_identical(coding_links(fixture$file, "http://x/?a=1")$url, paste0("http://x/?a=1&key=",
+                                                                           link_key(coding_links(fixture$file, "http://x/"), "Ana", "coder")))
+})
+
+test_that("people are checked: names of 1 to 40 characters, nobody twice in a role, coders named", {
+  skip_if_not_installed("openssl")
+  local_secret_dir()
+  fixture <- coding_fixture(n = 2)
+  bad <- function(...) expect_error(coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), ...),
+                                    class = "newrllama4_error_invalid_argument")
+  bad(coders = c("Ana", " ana "))
+  bad(coders = c("Ana", ""))
+  bad(coders = strrep("a", 41))
+  bad(coders = "Ana", lead = c("Eve", "Lea"))
+  bad(adjudicators = "Eve")
+  expect_error(coding_links(fixture$file, "http://x/"), class = "newrllama4_error_coding_access")
+})
+
+test_that("with people named, the key alone says who one is; no key, a wrong key or a typed name gets no text", {
+  fixture <- team_fixture()
+  links <- coding_links(fixture$file, "http://127.0.0.1/")
+  no_text <- function(html) for (text in fixture$sample$text) expect_false(grepl(text, html, fixed = TRUE))
+  for (search in c("", "?coder=Ana", "?key=0123456789abcdef0123456789abcdef", "?key=")) {
+    shiny::testServer(fixture$app, {
+      open_at(session, search)
+      expect_match(as.character(screen()), "This link is not valid")
+      session$setInputs(nl_event = list(type = "start", coder = "Ana", adjudicate = FALSE))
+      expect_match(as.character(screen()), "This link is not valid")
+      no_text(as.character(screen()))
+      expect_null(state$person)
+    })
+  }
+  shiny::testServer(fixture$app, {
+    open_at(session, paste0("?coder=Eve&adjudicate=1&key=", link_key(links, "Ben", "coder")))
+    expect_match(as.character(screen()), "Coder: Ben")
+    expect_identical(state$person, list(name = "Ben", role = "coder"))
+    session$setInputs(nl_event = list(type = "start", coder = "Eve", adjudicate = TRUE))
+    expect_identical(state$person, list(name = "Ben", role = "coder"))
+  })
+  shiny::testServer(fixture$app, {
+    open_at(session, paste0("?key=", link_key(links, "Eve", "adjudicator")))
+    expect_identical(state$person, list(name = "Eve", role = "adjudicator"))
+    expect_identical(state$view, "adjudicate")
+  })
+})
+
+test_that("a host's login stands for the key, in the role asked for among the person's", {
+  fixture <- team_fixture()
+  expect_identical(access_person(fixture$file, NULL, user = "ANA"), list(name = "Ana", role = "coder"))
+  expect_identical(access_person(fixture$file, NULL, user = "ana", role = "adjudicator"),
+                   list(name = "Ana", role = "adjudicator"))
+  expect_identical(access_person(fixture$file, NULL, user = "ana", role = "lead"), list(name = "Ana", role = "coder"))
+  expect_null(access_person(fixture$file, NULL, user = "mallory"))
+  expect_null(access_person(fixture$file, "wrong", user = "ana"))
+})
+
+test_that("without people named, the app is for this machine: another host or a request from elsewhere is refused", {
+  fixture <- coding_fixture(n = 2)
+  err <- expect_error(code_sample(fixture$sample, fixture$file, labels = c("yes", "no"), host = "0.0.0.0"),
+                      class = "newrllama4_error_coding_access")
+  expect_match(conditionMessage(err), "coders = c\\(...\\)")
+  expect_true(is_local_request(list(REMOTE_ADDR = "127.0.0.1")))
+  expect_false(is_local_request(list(REMOTE_ADDR = "192.168.1.7")))
+  expect_false(is_local_request(list(REMOTE_ADDR = "127.0.0.1", HTTP_X_FORWARDED_FOR = "192.168.1.7")))
+  elsewhere <- session_identity(fixture$file, list(coder = "ana"), list(request = list(REMOTE_ADDR = "192.168.1.7")))
+  expect_match(as.character(elsewhere$refused), "serves only the computer it runs on")
+  expect_identical(session_identity(fixture$file, list(coder = " ana"), list(request = list(REMOTE_ADDR = "::1"))),
+                   list(name = "ana", role = "coder"))
+})
