@@ -37,7 +37,7 @@ features_from_matrix <- function(values, source) {
 row_features <- function(data, call = caller_env()) {
   column <- data[[features_column_name]]
   if (!inherits(column, "newrllama4_features")) {
-    how <- c("i" = "Add them with {.code annotate_texts(..., features = TRUE)}.")
+    how <- c("i" = "Add them with {.code annotate_texts(..., features = TRUE)} or {.fn embed_texts}.")
     problem <- if (is.null(column)) {
       "The data have no {.field .features} column: the model's hidden states of its rows."
     } else {
@@ -135,4 +135,45 @@ rows_features <- function(features, prompt_rows, n_rows) {
   means <- matrix(NA_real_, n_rows, ncol(values))
   means[as.integer(rownames(sums)), ] <- sums / as.vector(table(rows))
   features_from_matrix(means, attr(features, "source"))
+}
+
+#' Embed texts: the model's features of every row, without a labelling task
+#'
+#' Gives every row of `data` the features that [annotate_texts()] keeps with
+#' `features = TRUE`: the model's final hidden state at the last token of the
+#' row's prompt, the instruction followed by the row's text, laid out as
+#' [annotate_texts()] lays out its prompts. With the instruction of an
+#' annotation, a row's features are the same bits as that annotation's; the
+#' model answers nothing (one token is decoded past the prompt, and dropped).
+#' Features serve a learner fitted on rows coded by hand: the state carries more
+#' of what the model read than the label it would give.
+#'
+#' @inheritParams annotate_texts
+#' @param instruction What the model is to read the texts for, in words: the
+#'   features follow it (the same text under another task is another state).
+#'   Wrapping a text in its task makes its features better predictors of that
+#'   task's codes (Buckmann and Hill 2024).
+#' @param ... Passed to [generate_parallel()]: `progress`, ...
+#' @return `data` (a data frame; a character vector becomes a data frame with
+#'   a `text` column) with a column `.features` (one vector a row in single
+#'   precision; see `features` in [annotate_texts()]) and `.error`: `NA`, or why
+#'   a row has none. Rows keep their order and their other columns. Needs a
+#'   local model: a server gives no hidden states (an error of class
+#'   `newrllama4_error_invalid_argument`).
+#' @seealso [annotate_texts()], whose `features = TRUE` keeps the same
+#'   features with the labels, at no extra cost.
+#' @export
+#' @examplesIf engine_available()
+#' reviews <- data.frame(id = 1:3, review = c("Great value, works well.",
+#'                                            "Broke after a day.", "It is a kettle."))
+#' ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 4L)
+#' embedded <- embed_texts(reviews, review, "Is the review positive or negative?", context = ctx,
+#'                         progress = FALSE)
+#' embedded
+embed_texts <- function(data, text, instruction, context = NULL, cache = NULL, passages = NULL, ...) {
+  text <- if (missing(text)) rlang::quo(text) else rlang::enquo(text)
+  embedded <- annotate_texts(data, !!text, instruction, context = context, cache = cache, passages = passages,
+                             features = TRUE, max_tokens = 1L, ...)
+  embedded[[".answer"]] <- NULL  # the one token decoded past the prompt
+  embedded
 }

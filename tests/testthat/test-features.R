@@ -92,3 +92,12 @@ test_that("features from several example orders are their mean, and come back fr
   expect_identical(manifest(again)$prompts$from_cache, 10L)
   expect_identical(row_features(again), row_features(both))
 })
+
+test_that("embed_texts() gives the features of the annotation with the same instruction, and no answer", {
+  ctx <- tiny_context()
+  embedded <- embed_texts(reviews$review[1:3], instruction = instruction, context = ctx, progress = FALSE)
+  expect_named(embedded, c("text", ".error", ".features"))
+  annotated <- annotate_texts(reviews[1:3, ], review, instruction, labels = sentiment, context = ctx,
+                              progress = FALSE, features = TRUE)
+  expect_identical(row_features(embedded), row_features(annotated))
+})
