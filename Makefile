@@ -148,6 +148,7 @@ bench: setup-test
 	Rscript tools/bench_codebook.R
 	Rscript tools/bench_findings.R
 	Rscript tools/bench_findings_corpus.R
+	Rscript tools/bench_findings_validity.R
 
 clean:
 	rm -rf $(VENV) $(RLIB) build *.Rcheck newrllama4_*.tar.gz inst/python

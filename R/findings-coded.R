@@ -5,9 +5,10 @@
 
 # `labels`: the labels the codes must be one of (NULL for an answer's numbers),
 # or for several labelled variables a list of them, named by variable.
-# `probabilities`: whether `.sample_prob` is needed. Returns the coded rows'
-# positions among `data`'s rows, their codes, inclusion probabilities and strata.
-checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabilities = TRUE) {
+# `probabilities`: whether `.sample_prob` is needed; `cluster`: the column of
+# `data` whose rows share errors, if the user named one. Returns the design
+# (coded_design()) of the rows that have a code, with their codes as `truth`.
+checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabilities = TRUE, cluster = NULL) {
   if (!is.data.frame(coded) || !".row" %in% names(coded)) {
     abort_newrllama4("coded_rows", "{.arg coded} must be a data frame of rows coded by hand with {.field .row} (their
                      row numbers in {.arg data}), as {.fn review_sample} gives them.", call = call)
@@ -33,12 +34,106 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
       "i" = "{.field .row} numbers the rows of {.arg data} as it was drawn from: do not sort, filter or reorder it in
              between."), call = call)
   }
-  design <- attr(coded, "design", exact = TRUE)
-  # clusters drawn whole are the sampling units
-  sample <- list(rows = rows, truth = codes, stratum = coded$.stratum,
-                 unit = if (!is.null(design$cluster)) coded[[design$cluster]])
-  if (probabilities) sample$prob <- checked_probabilities(coded, call)
-  responding(sample, design, probabilities, call)
+  design <- coded_design(coded, data, rows, cluster, probabilities, call)
+  design$truth <- codes
+  responding(design, probabilities, call)
+}
+
+design_columns <- c(".stratum", ".stratum_rows", ".stratum_drawn", ".sampling_unit")
+
+# The design of the coded rows, from their columns (review_sample() writes
+# them): the rows, each one's stratum, inclusion probability and sampling unit
+# (the value of the cluster drawn whole, or NULL for rows drawn one by one),
+# the strata's labelled and drawn rows, the column of `data` whose clusters
+# share errors (`cluster`, by default the clusters drawn), and where all this
+# was read from. A sample of an older version has the design in an attribute;
+# coded rows without either (someone's own sample) have their design assumed,
+# and told.
+coded_design <- function(coded, data, rows, cluster, probabilities, call) {
+  present <- intersect(design_columns, names(coded))
+  attribute <- attr(coded, "design", exact = TRUE)
+  if (length(present) < length(design_columns) && any(design_columns[-1] %in% present)) {
+    abort_newrllama4("coded_rows", c(
+      "{.arg coded} has some of the design's columns but not {.field {setdiff(design_columns, present)}}.",
+      "i" = "Keep every column {.fn review_sample} gave the drawn rows ({.field {c(design_columns, '.sample_prob')}});
+             they say how the rows were drawn."), call = call)
+  }
+  prob <- if (probabilities) checked_probabilities(coded, call)
+  stratum <- if (!is.null(coded$.stratum)) as.character(coded$.stratum)
+  if (length(present) == length(design_columns)) {
+    strata <- design_strata(coded, call)
+    labelled <- if (".label" %in% names(data)) sum(!is.na(data$.label))
+    if (!is.null(labelled) && sum(strata$rows) < labelled) {
+      abort_newrllama4("empty_stratum", c(
+        "The strata of the coded rows hold {sum(strata$rows)} of the {labelled} labelled rows of {.arg data}: no row
+         drawn from the others is among them, so the estimate cannot stand for those rows.",
+        "i" = "Keep every drawn row, coded or not, and code rows of every stratum: draw more with
+               {.code review_sample(previous =)}."), call = call)
+    }
+    unit_column <- unique(as.character(coded$.sampling_unit))
+    read_from <- "the coded rows' columns"
+  } else if (!is.null(attribute$strata)) {
+    strata <- attribute$strata[c("name", "rows", "drawn")]
+    unit_column <- attribute$cluster %||% ".row"
+    read_from <- "the sample's attribute \"design\""
+  } else {
+    strata <- assumed_strata(stratum, prob, probabilities)
+    unit_column <- ".row"
+    read_from <- "assumed"
+    if (probabilities) {
+      inform_newrllama4("design_assumed", c(
+        "{.arg coded} has no design columns ({.field {design_columns[-1]}}), so its design is assumed:
+         rows drawn one by one {if (is.null(stratum)) 'with the probabilities of .sample_prob' else 'in the strata of
+         .stratum'}, each stratum's rows the sum of its rows' 1 / {.field .sample_prob}, and no drawn row lost.",
+        "i" = "Draw the rows to code with {.fn review_sample} and keep its columns to have the design read, not
+               assumed."))
+    }
+  }
+  if (length(unit_column) != 1 || is.na(unit_column) || (unit_column != ".row" && !unit_column %in% names(data))) {
+    abort_newrllama4("coded_rows", c(
+      "{.field .sampling_unit} of {.arg coded} must name one column of {.arg data}: the clusters drawn whole, or
+       {.val .row}.", "x" = "It has {.val {unit_column}}."), call = call)
+  }
+  unit <- if (unit_column != ".row") data[[unit_column]][rows]
+  cluster <- cluster %||% if (unit_column != ".row") unit_column
+  if (!is.null(cluster) && (!rlang::is_string(cluster) || !cluster %in% names(data) || anyNA(data[[cluster]]))) {
+    abort_invalid("{.arg cluster} must name a column of {.arg data} without missing values.", "cluster", call)
+  }
+  list(rows = rows, prob = prob, stratum = stratum, unit = unit, cluster = cluster, strata = strata,
+       sampling_unit = unit_column, read_from = read_from)
+}
+
+# The strata of the design columns: one size and one count of rows drawn each.
+design_strata <- function(coded, call) {
+  stratum <- as.character(coded$.stratum)
+  sizes <- suppressWarnings(as.numeric(coded$.stratum_rows))
+  drawn <- suppressWarnings(as.numeric(coded$.stratum_drawn))
+  per_stratum <- function(values) tapply(values, stratum, function(v) if (length(unique(v)) == 1) v[[1]] else NA)
+  strata <- data.frame(name = unique(stratum), stringsAsFactors = FALSE)
+  strata$rows <- as.vector(per_stratum(sizes)[strata$name])
+  strata$drawn <- as.vector(per_stratum(drawn)[strata$name])
+  if (anyNA(stratum) || anyNA(strata$rows) || anyNA(strata$drawn) || any(strata$drawn > strata$rows) ||
+      any(strata$drawn < 1)) {
+    abort_newrllama4("coded_rows", c(
+      "The design columns of {.arg coded} disagree: each stratum of {.field .stratum} must have one
+       {.field .stratum_rows} and one {.field .stratum_drawn}, at most its rows.",
+      "i" = "Were rows of several samples bound together? Draw further rows with {.code review_sample(previous =)},
+             which gives every row the combined design."), call = call)
+  }
+  strata
+}
+
+# Strata as far as coded rows without design columns tell them: `.stratum`, or
+# rows of one inclusion probability, each with the rows its probabilities stand
+# for and the rows it has as those drawn.
+assumed_strata <- function(stratum, prob, probabilities) {
+  if (is.null(stratum)) {
+    if (!probabilities) return(NULL)
+    stratum <- format(prob, digits = 15)
+  }
+  names <- unique(stratum)
+  size <- vapply(names, function(h) if (probabilities) sum(1 / prob[stratum == h]) else 1, 0)
+  data.frame(name = names, rows = round(size), drawn = as.vector(table(stratum)[names]), stringsAsFactors = FALSE)
 }
 
 checked_probabilities <- function(coded, call) {
@@ -107,30 +202,25 @@ codes_as_labels <- function(codes, labels, call) {
 # stratum's coded rows then stand for its rows, their probability the share
 # coded. That is valid where the uncoded rows are like the coded ones of their
 # stratum, so it warns; a stratum with no coded row cannot be stood for.
-responding <- function(sample, design, probabilities, call) {
-  coded <- if (is.list(sample$truth)) stats::complete.cases(as.data.frame(sample$truth)) else !is.na(sample$truth)
+responding <- function(design, probabilities, call) {
+  truth <- design$truth
+  coded <- if (is.list(truth)) stats::complete.cases(as.data.frame(truth)) else !is.na(truth)
   strata <- design$strata
-  short <- !is.null(strata) && !is.null(sample$stratum) &&
-    any(strata$drawn > tabulate(match(sample$stratum[coded], strata$name), nrow(strata)) | strata$drawn == 0)
-  if (all(coded) && !short) return(sample)
-  if (!is.null(sample$unit)) {
+  stratum <- design$stratum %||% if (probabilities) format(design$prob, digits = 15)
+  answered <- if (!is.null(strata)) as.vector(table(factor(stratum[coded], levels = strata$name)))
+  if (!is.null(strata)) design$strata$coded <- answered
+  if (all(coded) && (is.null(strata) || all(strata$drawn <= answered))) return(design)
+  if (!is.null(design$unit)) {
     abort_newrllama4("coded_truth", c(
-      "{.arg truth} must give a code for every row of the clusters drawn.",
-      "i" = "A cluster's rows are drawn together: code them all."), call = call)
+      "{.arg truth} must give a code for every row of the clusters drawn: {sum(strata$drawn - answered)} of
+       {sum(strata$drawn)} have none.",
+      "i" = "A cluster's rows are drawn together: code them all (and keep them all)."), call = call)
   }
-  if (is.null(sample$stratum) || (probabilities && is.null(strata) && anyNA(sample$stratum))) {
+  if (is.null(design$stratum) || (design$read_from == "assumed" && anyNA(stratum))) {
     abort_newrllama4("coded_truth", c(
       "{.arg truth} must give a code for every coded row.",
       "i" = "Rows left out of a drawn sample bias the correction: code them, or draw again."), call = call)
   }
-  stratum <- as.character(sample$stratum)
-  if (is.null(strata)) {
-    # the stratum's rows, from its drawn rows' probabilities
-    names <- unique(stratum)
-    size <- vapply(names, function(h) if (probabilities) sum(1 / sample$prob[stratum == h]) else 1, 0)
-    strata <- data.frame(name = names, rows = round(size), drawn = as.vector(table(stratum)[names]))
-  }
-  answered <- as.vector(table(factor(stratum[coded], levels = strata$name)))
   empty <- strata$name[strata$rows > 0 & answered == 0]
   if (length(empty) > 0) {
     abort_newrllama4("empty_stratum", c(
@@ -143,21 +233,12 @@ responding <- function(sample, design, probabilities, call) {
     "{missing} drawn row{?s} not coded: each stratum's coded rows are reweighted to stand for its rows.",
     "i" = "This assumes the uncoded rows are like the coded ones of their stratum; code them if they are not."))
   keep <- which(coded)
-  truth <- if (is.list(sample$truth)) lapply(sample$truth, `[`, keep) else sample$truth[keep]
-  out <- list(rows = sample$rows[keep], truth = truth, stratum = stratum[keep])
+  design$rows <- design$rows[keep]
+  design$truth <- if (is.list(truth)) lapply(truth, `[`, keep) else truth[keep]
+  design$stratum <- stratum[keep]
   if (probabilities) {
-    position <- match(out$stratum, strata$name)
-    out$prob <- answered[position] / strata$rows[position]
+    position <- match(design$stratum, strata$name)
+    design$prob <- answered[position] / strata$rows[position]
   }
-  out
-}
-
-# The column of `data` whose rows share errors (speaker, outlet, day): by
-# default the clusters `coded` was drawn in, if any.
-check_cluster <- function(cluster, data, coded, call) {
-  cluster <- cluster %||% attr(coded, "design", exact = TRUE)$cluster
-  if (!is.null(cluster) && (!rlang::is_string(cluster) || !cluster %in% names(data) || anyNA(data[[cluster]]))) {
-    abort_invalid("{.arg cluster} must name a column of {.arg data} without missing values.", "cluster", call)
-  }
-  cluster
+  design
 }

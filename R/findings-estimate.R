@@ -9,11 +9,12 @@
 # so the estimate is consistent for the domain whatever its size. `covariates`: the
 # specs of the labelled covariates (variable_spec()), each in the model as its
 # probability on every row, its code on coded rows and its label in the naive
-# fit; `sample$truth` then lists the codes by variable.
-estimate_design_based <- function(spec, terms, data, sample, family, prediction, folds, seed, call, lambda = NULL,
-                                  target = "population", covariates = list(), cluster = NULL) {
-  codes <- if (is.list(sample$truth)) sample$truth else stats::setNames(list(sample$truth), spec$name)
-  versions <- covariate_versions(data, covariates, sample$rows, codes, call)
+# fit; `design$truth` then lists the codes by variable. `design`: the coded
+# rows' design and codes (checked_coded_rows()).
+estimate_design_based <- function(spec, terms, data, design, family, prediction, folds, seed, call, lambda = NULL,
+                                  target = "population", covariates = list()) {
+  codes <- if (is.list(design$truth)) design$truth else stats::setNames(list(design$truth), spec$name)
+  versions <- covariate_versions(data, covariates, design$rows, codes, call)
   frame <- stats::model.frame(terms, versions$predicted, na.action = stats::na.pass)
   x_all <- with_enum_probabilities(stats::model.matrix(terms, frame), covariates, call)
   matrix_of <- function(version) {
@@ -23,10 +24,10 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
   # the estimate's domain: rows with a label, a prediction and every covariate
   in_domain <- stats::complete.cases(x_all) & !is.na(spec$prediction) & !is.na(spec$label)
   usable <- which(in_domain)
-  inside <- in_domain[sample$rows]
+  inside <- in_domain[design$rows]
   check_domain_drawn(data, in_domain, inside, call)
   binary <- family == "binomial"
-  y <- if (spec$kind == "observed") spec$label[sample$rows] else variable_truth(spec, codes[[spec$name]], call)
+  y <- if (spec$kind == "observed") spec$label[design$rows] else variable_truth(spec, codes[[spec$name]], call)
   y <- y[inside]
   if (binary && !all(y %in% c(0, 1))) {
     abort_newrllama4("coded_truth", "{.arg family} {.val binomial} needs codes of 0 or 1 (or a label).", call = call)
@@ -49,12 +50,13 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
   }
   # positions among the domain's rows; coded rows outside it stay in their
   # strata's variance, adding nothing (a domain estimator)
+  cluster <- design$cluster
   clusters <- if (!is.null(cluster)) data[[cluster]][usable]
-  local <- list(rows = match(sample$rows[inside], usable), prob = sample$prob[inside],
-                truth_labels = as.character(codes[[spec$name]])[inside], stratum = sample$stratum[inside],
-                unit = sample$unit[inside], clusters = clusters)
+  local <- list(rows = match(design$rows[inside], usable), prob = design$prob[inside],
+                truth_labels = as.character(codes[[spec$name]])[inside], stratum = design$stratum[inside],
+                unit = design$unit[inside], clusters = clusters)
   if (any(!inside)) {
-    local$outside <- list(prob = sample$prob[!inside], stratum = sample$stratum[!inside], unit = sample$unit[!inside])
+    local$outside <- list(prob = design$prob[!inside], stratum = design$stratum[!inside], unit = design$unit[!inside])
   }
   local$cluster <- clusters[local$rows]
   local_spec <- spec
@@ -67,11 +69,11 @@ estimate_design_based <- function(spec, terms, data, sample, family, prediction,
   estimate <- three_estimates(list(predicted = x, coded = x_coded, naive = x_naive), local_spec, local, y, predicted$g,
                               binary, call, lambda, target)
   c(estimate, list(
-    rows = usable, coded_rows = sample$rows[inside], coded_outside = sum(!inside), data_rows = nrow(data), sample_prob = sample$prob,
+    rows = usable, coded_rows = design$rows[inside], coded_outside = sum(!inside), data_rows = nrow(data), sample_prob = design$prob,
     folds = fold,
     prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
     labelled_covariates = names(covariates), cluster = cluster, predictions = predicted$g,
-    manifest = findings_manifest(data, spec$name, sample, fold[local$rows], folds, predicted$model,
+    manifest = findings_manifest(data, spec$name, design, fold[local$rows], folds, predicted$model,
                                  c(estimate, list(cluster = cluster, labelled_covariates = names(covariates),
                                                    domain_rows = length(usable))))
   ))
@@ -120,9 +122,10 @@ subset_rows <- function(data, rows) {
 }
 
 # data's manifest (a new one for labels made elsewhere) with the estimate's
-# design: the coded rows, their probabilities, the folds, the prediction model,
-# lambda, the target, the labelled covariates and the clusters.
-findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model, estimate) {
+# design: where it was read from, the sampling unit, the strata's rows, draws
+# and coded rows, the coded rows, their probabilities, the folds, the prediction
+# model, lambda, the target, the labelled covariates and the clusters.
+findings_manifest <- function(data, outcome, design, coded_folds, n_folds, model, estimate) {
   record <- attr(data, "manifest", exact = TRUE)
   if (!inherits(record, "newrllama4_manifest")) {
     record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama4_manifest")
@@ -136,14 +139,24 @@ findings_manifest <- function(data, outcome, sample, coded_folds, n_folds, model
     cluster = estimate$cluster %||% "none",
     domain_rows = estimate$domain_rows,
     outcome = outcome,
-    coded_rows = length(sample$rows),
-    coded_row_numbers = paste(sample$rows, collapse = " "),
-    sample_probs = paste(unique(signif(sort(sample$prob), 4)), collapse = ", "),
+    design_read_from = design$read_from,
+    sampling_unit = if (design$sampling_unit == ".row") "rows drawn one by one" else
+      paste("clusters of", design$sampling_unit, "drawn whole"),
+    strata = design_strata_line(design$strata),
+    coded_rows = length(design$rows),
+    coded_row_numbers = paste(design$rows, collapse = " "),
+    sample_probs = paste(unique(signif(sort(design$prob), 4)), collapse = ", "),
     folds = n_folds,
     fold_of_coded_rows = paste(coded_folds, collapse = " "),
     prediction_model = model
   )
   record
+}
+
+# Each stratum's coded, drawn and labelled rows, as the manifest records them.
+design_strata_line <- function(strata) {
+  paste(sprintf("%s: %d coded of %d drawn of %d rows", strata$name, as.integer(strata$coded), as.integer(strata$drawn),
+                as.integer(strata$rows)), collapse = "; ")
 }
 
 

@@ -49,7 +49,18 @@
 #'
 #' This needs the coded rows to be a probability sample of `data` with known
 #' inclusion probabilities: draw them with [review_sample()] (either weight)
-#' and keep its `.row` and `.sample_prob` columns when the codes come back.
+#' and keep its columns when the codes come back. The design is read from
+#' them (`.row`, `.stratum`, `.stratum_rows`, `.stratum_drawn`,
+#' `.sample_prob`, `.sampling_unit`), so it survives [read_codes()], CSV and
+#' spreadsheet files, `dplyr` and `[`. Drawn rows that did not come back (a
+#' missing code, or a row deleted) are found there too: each stratum's coded
+#' rows are reweighted to stand for its rows, with a warning
+#' (`newrllama4_warning_nonresponse`), and a stratum with none is an error.
+#' Coded rows without these columns (a sample drawn elsewhere) need
+#' `.sample_prob`; their design is then assumed (rows drawn one by one, the
+#' strata of `.stratum` or of equal probabilities, none lost) and a message
+#' (`newrllama4_message_design_assumed`) says so. The manifest records the
+#' design the estimate used.
 #'
 #' With `prediction = "fit"`, each row's prediction comes from a regression of
 #' the truth on the model's probability (its logit) and the formula's
@@ -92,7 +103,7 @@
 #'   any data frame with `.label` and `.prob_<label>` columns, or with the
 #'   answer column.
 #' @param coded The rows of `data` coded by hand: [review_sample()]'s rows,
-#'   with `.row`, `.sample_prob` and the codes.
+#'   with its design columns and the codes.
 #' @param truth The column of `coded` that holds the codes: labels, or the
 #'   answer's true values. With several labelled variables (a labelled outcome
 #'   and labelled covariates, or several labelled covariates), a named
@@ -178,7 +189,6 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   if (!is.null(lambda)) lambda <- check_number(lambda, "lambda", min = 0, max = 1)
   target <- check_choice(target, c("population", "corpus"), "target")
-  cluster <- check_cluster(cluster, data, coded, call)
   right <- all.vars(formula[[3]])
   covariates <- Filter(Negate(is.null), lapply(stats::setNames(nm = right), variable_spec, data = data))
   missing <- setdiff(right, c(names(data), names(covariates)))
@@ -203,13 +213,13 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   coded_variables <- c(if (spec$kind != "observed") stats::setNames(list(spec), outcome), covariates)
   labels <- lapply(coded_variables, function(variable) variable$labels)
   if (length(coded_variables) == 1) {
-    sample <- checked_coded_rows(data, coded, truth, call, labels = labels[[1]])
-    sample$truth <- stats::setNames(list(sample$truth), names(coded_variables))
+    design <- checked_coded_rows(data, coded, truth, call, labels = labels[[1]], cluster = cluster)
+    design$truth <- stats::setNames(list(design$truth), names(coded_variables))
   } else {
-    sample <- checked_coded_rows(data, coded, truth, call, labels = labels)
+    design <- checked_coded_rows(data, coded, truth, call, labels = labels, cluster = cluster)
   }
-  estimate <- estimate_design_based(spec, stats::delete.response(stats::terms(formula)), data, sample, family,
-                                    prediction, folds, seed, call, lambda, target, covariates, cluster)
+  estimate <- estimate_design_based(spec, stats::delete.response(stats::terms(formula)), data, design, family,
+                                    prediction, folds, seed, call, lambda, target, covariates)
   estimate$formula <- formula
   estimate$family <- family
   record <- estimate$manifest

@@ -75,7 +75,6 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   level <- check_number(level, "level", min = 0, max = 1)
   if (!is.null(lambda)) lambda <- check_number(lambda, "lambda", min = 0, max = 1)
   target <- check_choice(target, c("population", "corpus"), "target")
-  cluster <- check_cluster(cluster, data, coded, call)
   # one seed for every label's folds, so that each label is cross-fitted alike
   seed <- if (is.null(seed)) sample.int(.Machine$integer.max, 1) else
     check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
@@ -85,10 +84,10 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
     abort_invalid("{.arg data} has no {.field {paste0('.prob_', missing)}} column{?s}.", "data", call,
                   subclass = "missing_column")
   }
-  sample <- checked_coded_rows(data, coded, rlang::enquo(truth), call, labels = labels)
+  design <- checked_coded_rows(data, coded, rlang::enquo(truth), call, labels = labels, cluster = cluster)
   groups <- if (is.null(by)) factor(rep("all", nrow(data))) else interaction(data[by], drop = TRUE, sep = " / ")
   data$.group <- groups
-  coded_per_group <- table(groups[sample$rows])
+  coded_per_group <- table(groups[design$rows])
   empty <- names(coded_per_group)[coded_per_group == 0]
   if (length(empty) > 0) {
     abort_newrllama4("too_few_coded", c(
@@ -104,8 +103,8 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   terms <- stats::terms(if (nlevels(groups) == 1) ~ 1 else ~ 0 + .group)
   estimate_all <- function(lambda) {
     quiet_repeats(lapply(stats::setNames(nm = labels), function(label) {
-      estimate_design_based(outcome_spec(label, data, call), terms, data, sample, "gaussian", prediction, folds,
-                            seed, call, lambda, target, cluster = cluster)
+      estimate_design_based(outcome_spec(label, data, call), terms, data, design, "gaussian", prediction, folds,
+                            seed, call, lambda, target)
     }))
   }
   estimates <- estimate_all(lambda)

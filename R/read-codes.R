@@ -20,7 +20,9 @@
 #'   one row per coder and text they coded (the latest code of each), to
 #'   measure how far the coders agree with each other: give it to
 #'   [agreement()].
-#' @return With `by = "text"`, the sample's rows (every column it had) with
+#' @return With `by = "text"`, the sample's rows (every column it had, the
+#'   design's columns of [review_sample()] among them: `.stratum`,
+#'   `.stratum_rows`, `.stratum_drawn`, `.sample_prob`, `.sampling_unit`) with
 #'   `.row`, `.sample_prob` and `.stratum` (`NA` where the sample had none),
 #'   the code -- a factor `code` for labels, a column named after each field
 #'   of a schema (a model's answer of the same name moves to

@@ -50,13 +50,20 @@
 #'   each row's `.sample_prob` is its cluster's, `n` over the clusters. Texts
 #'   of one speaker share errors, so [label_regression()] and [label_shares()]
 #'   then give a cluster-robust variance.
-#' @return The drawn rows of `data`, in their order there, with `.row`, their
-#'   row numbers in `data`, `.stratum` and `.sample_prob`; with `previous`,
-#'   its rows (and their columns, such as the codes) and the new ones, and
-#'   `.draw`, the round in which each was drawn. Rows without a label
-#'   (`.error`) are never drawn. The attribute `"design"` describes the
-#'   strata: their labels, confidence bands, rows, draws and inclusion
-#'   probabilities.
+#' @return The drawn rows of `data`, in their order there, with the design
+#'   in columns of their own: `.row`, their row numbers in `data`; `.draw`,
+#'   the round in which each was drawn; `.stratum`; `.stratum_rows`, the
+#'   stratum's labelled rows in `data`; `.stratum_drawn`, the rows drawn from
+#'   it (in every round so far); `.sample_prob`, the row's inclusion
+#'   probability; and `.sampling_unit`, the column whose values were drawn
+#'   (`".row"` for rows drawn one by one, or the `cluster` column). Being
+#'   columns, they survive [read_codes()], a CSV or spreadsheet file, `dplyr`
+#'   verbs and `[`: keep them when the codes come back, and the estimators
+#'   find there everything about the draw, rows drawn but lost included. With
+#'   `previous`, its rows (and their columns, such as the codes) and the new
+#'   ones. Rows without a label (`.error`) are never drawn. The attribute
+#'   `"design"` describes the strata for reading: their labels, confidence
+#'   bands, rows, draws and inclusion probabilities.
 #' @export
 #' @examples
 #' labelled <- data.frame(
@@ -125,14 +132,29 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
     sample <- bind_rows_filled(previous, sample)
     sample <- sample[order(sample$.row), , drop = FALSE]
   }
-  sample$.stratum <- strata$name[design$stratum[sample$.row]]
-  sample$.sample_prob <- strata$prob[design$stratum[sample$.row]]
+  if (is.null(previous)) sample$.draw <- rep(1L, nrow(sample))
+  sample <- with_design_columns(sample, strata, design$stratum[sample$.row])
   rownames(sample) <- NULL
   attr(sample, "design") <- structure(
     list(weight = weight, field = field %||% ".label", n_bands = n_bands, strata = strata[c("name", "label", "band", "rows", "drawn", "prob")],
          rounds = if (is.null(previous)) 1L else round + 1L),
     class = "newrllama4_sample_design"
   )
+  sample
+}
+
+# The design in the drawn rows' own columns, so that it survives read_codes(),
+# files, spreadsheets, dplyr and `[`: each row's stratum (`position` among
+# `strata`), the stratum's labelled rows in `data` and rows drawn from it, the
+# row's inclusion probability, and the column whose values were drawn (`.row`
+# for rows one by one, or the cluster column): the estimators read these, and
+# find lost rows as those drawn but absent.
+with_design_columns <- function(sample, strata, position, unit = ".row") {
+  sample$.stratum <- strata$name[position]
+  sample$.stratum_rows <- strata$rows[position]
+  sample$.stratum_drawn <- strata$drawn[position]
+  sample$.sample_prob <- strata$prob[position]
+  sample$.sampling_unit <- rep(unit, length(position))
   sample
 }
 
@@ -261,11 +283,11 @@ cluster_sample <- function(data, labelled, n, seed, previous, cluster, field, ca
   drawn <- rows[data[[cluster]][rows] %in% drawn_clusters]
   sample <- data[drawn, , drop = FALSE]
   sample$.row <- drawn
-  sample$.stratum <- "clusters"
-  sample$.sample_prob <- n / length(clusters)
-  rownames(sample) <- NULL
+  sample$.draw <- rep(1L, length(drawn))
   strata <- data.frame(name = "clusters", label = NA_character_, band = NA_character_, rows = length(rows),
                        drawn = length(drawn), prob = n / length(clusters), stringsAsFactors = FALSE)
+  sample <- with_design_columns(sample, strata, rep(1L, length(drawn)), unit = cluster)
+  rownames(sample) <- NULL
   attr(sample, "design") <- structure(
     list(weight = "uniform", field = field %||% ".label", n_bands = 1L, strata = strata, rounds = 1L,
          cluster = cluster, clusters = length(clusters), clusters_drawn = n),

@@ -15,23 +15,51 @@ test_that("rows without a label are left out with a message saying the estimate 
 test_that("coded rows short of the design are reweighted within their stratum; an uncoded stratum is an error", {
   data <- simulated_labels(1500, 34)
   coded <- review_sample(data, 200, weight = "confidence", seed = 34)
-  design <- attr(coded, "design")
-  dropped <- coded[-(1:12), ]
-  attr(dropped, "design") <- design
+  strata <- attr(coded, "design")$strata
+  # rows deleted, then a file: the design columns still count the rows drawn
+  file <- withr::local_tempfile(fileext = ".csv")
+  utils::write.csv(coded[-(1:12), ], file, row.names = FALSE)
+  dropped <- utils::read.csv(file)
   expect_warning(fit <- label_regression(yes ~ x, data, dropped, truth, seed = 1), "12 drawn rows",
                  class = "newrllama4_warning_nonresponse")
-  answered <- table(dropped$.stratum)[design$strata$name]
-  expected_prob <- as.vector(answered / design$strata$rows)[match(dropped$.stratum, design$strata$name)]
+  answered <- table(dropped$.stratum)[strata$name]
+  expected_prob <- as.vector(answered / strata$rows)[match(dropped$.stratum, strata$name)]
   expect_equal(fit$sample_prob, expected_prob)
+  expect_match(attr(fit, "manifest")$estimation$strata, "coded of")
   # a missing code is the same nonresponse as a dropped row
   missing_codes <- coded
   missing_codes$truth[1:12] <- NA
   expect_warning(same <- label_regression(yes ~ x, data, missing_codes, truth, seed = 1),
                  class = "newrllama4_warning_nonresponse")
   expect_equal(coef(same), coef(fit))
-  # a stratum with no coded row
-  gone <- coded[coded$.stratum != coded$.stratum[1], ]
-  attr(gone, "design") <- design
-  expect_error(suppressWarnings(label_regression(yes ~ x, data, gone, truth)), coded$.stratum[1], fixed = TRUE,
+  # a stratum with no coded row, present or gone
+  uncoded <- transform(coded, truth = ifelse(.stratum == .stratum[1], NA, truth))
+  expect_error(suppressWarnings(label_regression(yes ~ x, data, uncoded, truth)), coded$.stratum[1], fixed = TRUE,
                class = "newrllama4_error_empty_stratum")
+  gone <- coded[coded$.stratum != coded$.stratum[1], ]
+  expect_error(suppressWarnings(label_regression(yes ~ x, data, gone, truth)),
+               class = "newrllama4_error_empty_stratum")
+})
+
+test_that("the design is read from the rows' columns, the attribute of an older sample, or assumed and said so", {
+  data <- simulated_labels(800, 35)
+  coded <- review_sample(data, 120, weight = "confidence", seed = 35)
+  expect_true(all(c(".stratum", ".stratum_rows", ".stratum_drawn", ".sample_prob", ".sampling_unit", ".draw") %in%
+                    names(coded)))
+  fit <- label_regression(yes ~ x, data, coded, truth, seed = 1)
+  expect_identical(attr(fit, "manifest")$estimation$design_read_from, "the coded rows' columns")
+  expect_identical(attr(fit, "manifest")$estimation$sampling_unit, "rows drawn one by one")
+  # a sample of an older version: the attribute, no new columns
+  older <- coded[setdiff(names(coded), c(".stratum_rows", ".stratum_drawn", ".sampling_unit"))]
+  attr(older, "design") <- attr(coded, "design")
+  expect_equal(vcov(label_regression(yes ~ x, data, older, truth, seed = 1)), vcov(fit))
+  # someone's own sample: assumed, and told
+  own <- older
+  attr(own, "design") <- NULL
+  expect_message(label_regression(yes ~ x, data, own, truth, seed = 1), "assumed",
+                 class = "newrllama4_message_design_assumed")
+  expect_error(label_regression(yes ~ x, data, coded[names(coded) != ".stratum_drawn"], truth),
+               ".stratum_drawn", class = "newrllama4_error_coded_rows")
+  expect_error(label_regression(yes ~ x, data, transform(coded, .stratum_rows = 5), truth),
+               class = "newrllama4_error_coded_rows")
 })

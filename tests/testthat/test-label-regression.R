@@ -85,10 +85,13 @@ test_that("mistakes are classed errors", {
   expect_error(label_regression(yes ~ x, data, transform(coded, truth = NA), truth),
                class = "newrllama4_error_empty_stratum")
   expect_error(label_regression(yes ~ x, data, transform(coded, truth = NA, .stratum = NULL), truth),
+               class = "newrllama4_error_coded_rows")
+  expect_error(label_regression(yes ~ x, data, transform(coded, truth = NA, .stratum = NULL, .stratum_rows = NULL,
+                                                         .stratum_drawn = NULL, .sampling_unit = NULL), truth),
                class = "newrllama4_error_coded_truth")
   expect_error(label_regression(yes ~ income, data, coded, truth), class = "newrllama4_error_missing_column")
   expect_error(label_regression(maybe ~ x, data, coded, truth), class = "newrllama4_error_missing_column")
-  expect_error(label_regression(yes ~ x, data, `attr<-`(coded[1:5, ], "design", NULL), truth),
+  expect_error(suppressWarnings(label_regression(yes ~ x, data, coded[1:5, ], truth)),
                class = "newrllama4_error_too_few_coded")
   # the coded rows must still be data's rows at .row
   expect_error(label_regression(yes ~ x, data[rev(seq_len(nrow(data))), ], coded, truth),

@@ -75,3 +75,27 @@ test_that("schema fields come back as typed columns named after the fields; a mo
   expect_identical(codes$count, c(3L, NA))
   expect_identical(codes$summary, c("short", NA))
 })
+
+test_that("a whole-cluster sample read back with read_codes(), or through a CSV file, gives the sample's own interval", {
+  data <- clustered(7, clusters = 40, size = 8)
+  data$text <- paste("text", seq_len(nrow(data)))
+  sample <- review_sample(data, 8, seed = 7, cluster = "speaker")
+  fixture <- coding_fixture(sample = sample, overlap = 0)
+  for (unit in seq_len(nrow(sample))) store_write(fixture$file, unit, "ana", list(code = sample$truth[[unit]]))
+  codes <- read_codes(fixture$file)
+  file <- withr::local_tempfile(fileext = ".csv")
+  utils::write.csv(codes, file, row.names = FALSE)
+  from_file <- utils::read.csv(file)
+  itself <- label_regression(yes ~ 1, data, sample, truth, seed = 1)
+  expect_identical(attr(itself, "manifest")$estimation$sampling_unit, "clusters of speaker drawn whole")
+  for (read in list(codes, from_file, from_file[c(".row", "code", names(from_file)[startsWith(names(from_file), ".s")])])) {
+    fit <- label_regression(yes ~ 1, data, read, code, seed = 1)
+    expect_equal(confint(fit), confint(itself))
+    expect_identical(attr(fit, "manifest")$estimation$sampling_unit, "clusters of speaker drawn whole")
+  }
+  shares <- label_shares(data, from_file, code, seed = 1)
+  expect_equal(shares, label_shares(data, sample, truth, seed = 1), ignore_attr = TRUE)
+  # a cluster's row lost is not reweighted: its cluster's total would be wrong
+  expect_error(label_regression(yes ~ 1, data, from_file[-1, ], code), "clusters drawn",
+               class = "newrllama4_error_coded_truth")
+})
