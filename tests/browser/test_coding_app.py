@@ -47,14 +47,14 @@ def free_port():
 class App:
     """The app in its own R process (and process group, so that a kill takes all of it)."""
 
-    def __init__(self, file, *task, file_modes_apply=False):
+    def __init__(self, file, *task, file_modes_apply=False, env=None):
         self.port = free_port()
         self.log = open(Path(file).with_suffix(f".{self.port}.log"), "w")
         command = ["Rscript", str(HERE / "serve.R"), str(file), str(self.port), *task]
         if file_modes_apply and os.geteuid() == 0:
             # root writes to read-only files; without these capabilities it heeds file modes as their owner
             command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *command]
-        self.process = subprocess.Popen(command,
+        self.process = subprocess.Popen(command, env=env,
                                         stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.time() + 60
         while True:
@@ -402,8 +402,84 @@ def test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write():
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def shiny_event(driver, event):
+    """An event as a crafted page (or the browser's console) sends it, past the page's own form."""
+    driver.execute_script("Shiny.setInputValue('nl_event', Object.assign(arguments[0], {nonce: Math.random()}),"
+                          " {priority: 'event'})", event)
+
+
+def test_coding_app_lets_each_named_person_in_by_their_own_link_only():
+    """With people named: no key, a wrong key or a name in the address opens a page without any text; a
+    link is its person whatever the address adds; a crafted code outside the codebook is refused and not
+    stored; the file's sample is plain SQLite."""
+    workdir = Path(tempfile.mkdtemp(prefix="coding-team-"))
+    file = workdir / "codes.sqlite"
+    env = dict(os.environ, R_USER_DATA_DIR=str(workdir / "user-data"))
+    driver = chromium()
+    app = App(file, "team", env=env)
+    try:
+        with sqlite3.connect(file) as db:
+            texts = [t for (t,) in db.execute("SELECT text FROM texts ORDER BY unit")]
+            rows = [r for (r,) in db.execute('SELECT ".row" FROM sample ORDER BY rowid')]
+        assert len(texts) == 6 and rows == [1, 2, 3, 4, 5, 6] and texts[0].startswith("Text 01.")
+        links = {(link["name"], link["role"]): link["url"] for link in json.loads(Path(f"{file}.links.json").read_text())}
+        assert set(links) == {("Ana", "coder"), ("Ben", "coder"), ("Eve", "adjudicator")}
+
+        def refused():
+            WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-welcome h1"))
+            assert driver.find_element(By.CSS_SELECTOR, ".nl-welcome h1").text == "This link is not valid"
+            page = driver.page_source
+            assert not driver.find_elements(By.CSS_SELECTOR, ".nl-text")
+            assert not any(text[:30] in page for text in texts)
+
+        for query in ["", "?coder=Ana", "?key=" + "0" * 32, "?coder=Ana&key=" + links[("Ana", "coder")][-31:]]:
+            driver.get(app.url(query))
+            refused()
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(SCREENSHOT.with_name("coding-app-link-not-valid.png")))
+        # a crafted "start" naming Ana changes nothing
+        shiny_event(driver, {"type": "start", "coder": "Ana", "adjudicate": False})
+        time.sleep(1)
+        refused()
+
+        # Ana, by her link, codes two texts with a note
+        ana = Coder(driver, links[("Ana", "coder")], "Ana")
+        assert driver.find_element(By.CSS_SELECTOR, ".nl-coder").text == "Coder: Ana"
+        ana.code("yes", by_key=False, note="ana-private-note")
+        ana.code("no", by_key=True)
+        # a crafted code outside the codebook is refused, said so, and not stored
+        unit = ana.unit()
+        shiny_event(driver, {"type": "code", "unit": int(unit), "value": {"code": "maybe"}, "note": ""})
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.ID, "nl-problem"))
+        assert "Not saved" in driver.find_element(By.ID, "nl-problem").text
+        assert ana.unit() == unit
+        with sqlite3.connect(file) as db:
+            stored = db.execute("SELECT coder, value FROM codes ORDER BY id").fetchall()
+        assert stored == [("Ana", '{"code":"yes"}'), ("Ana", '{"code":"no"}')]
+
+        # Ben's link with Ana's name added is Ben's: none of Ana's texts, codes or notes, back or not
+        ben = Coder(driver, links[("Ben", "coder")] + "&coder=Ana&adjudicate=1", "Ben")
+        assert driver.find_element(By.CSS_SELECTOR, ".nl-coder").text == "Coder: Ben"
+        assert ben.row() not in ana.clicked
+        ben.code("no", by_key=False)
+        unit = ben.unit()
+        driver.find_element(By.ID, "nl-back").click()
+        ben.wait_for_screen(unit)
+        assert set(ben.clicked) == {ben.row()} and not set(ben.clicked) & set(ana.clicked)
+        assert "ana-private-note" not in driver.page_source
+        with sqlite3.connect(file) as db:
+            coders = db.execute("SELECT DISTINCT coder FROM codes ORDER BY coder").fetchall()
+        assert coders == [("Ana",), ("Ben",)]
+    finally:
+        driver.quit()
+        if app.process.poll() is None:
+            app.kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 if __name__ == "__main__":
     started = time.time()
     test_coding_app_codes_resumes_shares_and_adjudicates()
     test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write()
+    test_coding_app_lets_each_named_person_in_by_their_own_link_only()
     print(f"passed in {time.time() - started:.0f} s")
