@@ -196,10 +196,11 @@ code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", laun
   check_host(host, file, current_env())
   port <- port %||% httpuv::randomPort()
   if (nrow(access_people(file)) > 0) {
-    address <- if (host %in% local_hosts) host else Sys.info()[["nodename"]]
+    address <- if (host == "::1") "[::1]" else if (host %in% local_hosts) host else Sys.info()[["nodename"]]
     links <- coding_links(file, sprintf("http://%s:%d/", address, port))
     cli::cli_inform(c("Each person's link (send each their own):",
-                      stats::setNames(sprintf("%s (%s): %s", links$name, links$role, links$url),
+                      stats::setNames(gsub("([{}])", "\\1\\1", sprintf("%s (%s): %s", links$name, links$role,
+                                                                       links$url)),  # names as they are, not cli markup
                                       rep("*", nrow(links)))))
   }
   shiny::runApp(app, port = port, host = host, launch.browser = launch.browser)

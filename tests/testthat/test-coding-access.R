@@ -106,3 +106,25 @@ test_that("without people named, the app is for this machine: another host or a 
   expect_identical(session_identity(fixture$file, list(coder = " ana"), list(request = list(REMOTE_ADDR = "::1"))),
                    list(name = "ana", role = "coder"))
 })
+
+test_that("code_sample() prints each person's link, at the machine's name when it serves beyond it", {
+  skip_if_not_installed("openssl")
+  local_secret_dir()
+  fixture <- coding_fixture(n = 2)
+  # an address no server can take ends the call once the links are printed
+  messages <- character()
+  withCallingHandlers(
+    expect_error(code_sample(fixture$sample, fixture$file, labels = c("yes", "no"), coders = "Ana",
+                             adjudicators = "Eve {the lead}", host = "256.0.0.1", port = 8765L, launch.browser = FALSE),
+                 "Failed to create server"),
+    message = function(m) {
+      messages <<- c(messages, conditionMessage(m))
+      invokeRestart("muffleMessage")
+    }
+  )
+  links <- coding_links(fixture$file, sprintf("http://%s:8765/", Sys.info()[["nodename"]]))
+  printed <- paste(messages, collapse = "\n")
+  for (i in seq_len(nrow(links))) {
+    expect_match(printed, sprintf("%s (%s): %s", links$name[[i]], links$role[[i]], links$url[[i]]), fixed = TRUE)
+  }
+})
