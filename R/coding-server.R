@@ -68,7 +68,9 @@ coding_server <- function(file, stored, blind, uncodable) {
       }
     )
 
-    shiny::observeEvent(input$nl_event, {
+    # ignoreInit: a reconnected page sends its last event again, as the new
+    # session's first input; the file already holds what that event did
+    shiny::observeEvent(input$nl_event, ignoreInit = TRUE, handlerExpr = {
       event <- input$nl_event
       if (identical(event$type, "start")) {
         if (nrow(access_people(file)) > 0) return()  # a person named is who their link says, nobody else

@@ -202,6 +202,23 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
                 ana.wait_for_screen(back_unit)
                 assert ana.row() == row and driver.find_element(By.ID, "nl-note").get_attribute("value") == DRAFT
                 draft_row = row
+            if step == 11:
+                # the connection drops just after going back: the page reconnects to a new session,
+                # which finds Ana's place in the file and does not replay her last click (Back)
+                unit = ana.unit()
+                driver.find_element(By.ID, "nl-back").click()
+                ana.wait_for_screen(unit)
+                driver.execute_script("window.nlDropped = false; $(document).on('shiny:disconnected',"
+                                      " function () { window.nlDropped = true; });"
+                                      " document.querySelector('.nl-text').classList.add('nl-old');"
+                                      " Shiny.shinyapp.$socket.close()")
+                # the new session draws its own screen over the old one
+                WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+                    "return window.nlDropped && Shiny.shinyapp.isConnected()"
+                    " && !document.getElementById('shiny-disconnected-overlay')"
+                    " && !!document.querySelector('.nl-text:not(.nl-old)')"))
+                ana.wait_for_screen()
+                assert ana.row() == row
             if step == 10:
                 # a coder's crafted request for the adjudication screen changes nothing
                 driver.execute_script("Shiny.setInputValue('nl_event', {type: 'view', view: 'adjudicate',"

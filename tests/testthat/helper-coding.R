@@ -30,3 +30,11 @@ store_process <- function(lines, envir = parent.frame()) {
     file.exists(done)
   }
 }
+
+# A person opening the app and giving their name, as a browser does it: the
+# page is drawn first (the server ignores an event present when a session
+# starts, which only a reconnected page sends again).
+start_as <- function(session, coder, adjudicate = FALSE) {
+  session$flushReact()
+  session$setInputs(nl_event = list(type = "start", coder = coder, adjudicate = adjudicate))
+}

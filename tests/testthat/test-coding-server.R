@@ -9,9 +9,9 @@ test_that("a coder names themselves, codes, goes back, skips and marks a text un
   shiny::testServer(fixture$app, {
     session$flushReact()
     expect_match(as.character(screen()), "Your name")
-    session$setInputs(nl_event = list(type = "start", coder = "  ", adjudicate = FALSE))
+    start_as(session, "  ")
     expect_match(as.character(screen()), "Please give a name")
-    session$setInputs(nl_event = list(type = "start", coder = "ana", adjudicate = FALSE))
+    start_as(session, "ana")
     expect_match(as.character(screen()), "1 of 4")
     first <- state$unit
     click(session, "code", value = list(code = "yes"))
@@ -49,14 +49,14 @@ test_that("blind: the page never holds the model's answer or other coders' codes
   store_write(fixture$file, 1, "ana", list(code = "no"), note = "ana's private note")
   store_write(fixture$file, 2, "ana", list(code = "no"), note = "ana's private note")
   shiny::testServer(fixture$app, {
-    session$setInputs(nl_event = list(type = "start", coder = "ben", adjudicate = FALSE))
+    start_as(session, "ben")
     html <- as.character(screen())
     expect_no_match(html, "0.876543|87%|private|ana", perl = TRUE)
     expect_match(html, "1 of 2")
   })
   seen <- coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), blind = FALSE)
   shiny::testServer(seen, {
-    session$setInputs(nl_event = list(type = "start", coder = "cal", adjudicate = FALSE))
+    start_as(session, "cal")
     expect_match(as.character(screen()), "The model says: (yes|no) \\(88% sure\\)")
   })
 })
@@ -68,7 +68,7 @@ test_that("adjudication shows both codes and records a third decision", {
   store_write(fixture$file, 2, "ana", list(code = "no"))
   store_write(fixture$file, 2, "ben", list(code = "no"))
   shiny::testServer(fixture$app, {
-    session$setInputs(nl_event = list(type = "start", coder = "eve", adjudicate = TRUE))
+    start_as(session, "eve", adjudicate = TRUE)
     html <- as.character(screen())
     expect_match(html, "1 disagreement")
     expect_match(html, "<strong>ana</strong>\\s*:\\s*code: no")
@@ -86,7 +86,7 @@ test_that("fields of a schema are written in the task's order, typed", {
   file <- withr::local_tempfile(fileext = ".sqlite")
   app <- coding_app(data.frame(text = "a"), file, schema = list(n = "integer", urgent = "boolean"))
   shiny::testServer(app, {
-    session$setInputs(nl_event = list(type = "start", coder = "ana", adjudicate = FALSE))
+    start_as(session, "ana")
     click(session, "code", value = list(urgent = TRUE, n = 3, extra = "dropped"))
   })
   expect_identical(store_codes(file)$value, '{"n":3,"urgent":true}')
@@ -95,13 +95,13 @@ test_that("fields of a schema are written in the task's order, typed", {
 test_that("a name given again differently is the same coder, and a coder who leaves holds no text back", {
   fixture <- coding_fixture(n = 4, overlap = 0)
   shiny::testServer(fixture$app, {
-    session$setInputs(nl_event = list(type = "start", coder = " Ána ", adjudicate = FALSE))
+    start_as(session, " Ána ")
     click(session, "code", value = list(code = "yes"))
     expect_identical(store_claims(fixture$file)$coder, "Ána")
   })
   expect_identical(nrow(store_claims(fixture$file)), 0L)
   shiny::testServer(fixture$app, {
-    session$setInputs(nl_event = list(type = "start", coder = "ana", adjudicate = FALSE))
+    start_as(session, "ana")
     expect_match(as.character(screen()), "Coder: Ána")
     expect_match(as.character(screen()), "2 of 4")
   })
@@ -112,7 +112,7 @@ test_that("a code that cannot be written stays on screen with the reason, and is
   writable <- store_write
   local_package_binding("store_write", function(...) stop("attempt to write a readonly database"))
   shiny::testServer(fixture$app, {
-    session$setInputs(nl_event = list(type = "start", coder = "ana", adjudicate = FALSE))
+    start_as(session, "ana")
     first <- state$unit
     before <- as.character(screen())
     expect_message(click(session, "code", value = list(code = "yes")), "readonly")
@@ -129,7 +129,7 @@ test_that("a code that cannot be written stays on screen with the reason, and is
 test_that("a note typed before back or skip comes back with its text", {
   fixture <- coding_fixture(n = 3, overlap = 0)
   shiny::testServer(fixture$app, {
-    session$setInputs(nl_event = list(type = "start", coder = "ana", adjudicate = FALSE))
+    start_as(session, "ana")
     click(session, "code", value = list(code = "yes"))
     second <- state$unit
     click(session, "back", note = "half a thought")
@@ -145,13 +145,13 @@ test_that("coders never adjudicate; an adjudicator never gets their own texts an
   for (unit in 1:2) store_write(fixture$file, unit, "ben", list(code = "yes"))
   store_write(fixture$file, 3, "eve", list(code = "yes"))
   shiny::testServer(fixture$app, {
-    session$setInputs(nl_event = list(type = "start", coder = "cal", adjudicate = FALSE))
+    start_as(session, "cal")
     session$setInputs(nl_event = list(type = "view", view = "adjudicate", nonce = 1))
     expect_identical(state$view, "code")
     expect_no_match(as.character(screen()), "ana|ben|Adjudicat")
   })
   shiny::testServer(fixture$app, {
-    session$setInputs(nl_event = list(type = "start", coder = "eve", adjudicate = TRUE))
+    start_as(session, "eve", adjudicate = TRUE)
     expect_match(as.character(screen()), "2 disagreements open")  # not text 3, which eve coded
     first <- state$unit
     click(session, "code", value = list(code = "yes"))

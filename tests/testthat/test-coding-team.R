@@ -21,7 +21,7 @@ test_that("the team screen: each coder's progress, agreement as agreement() give
   expect_identical(team$agreement$lower, expected$lower)
   expect_identical(team$agreement$texts, 4L)  # ben could not code text 4
   shiny::testServer(fixture$app, {
-    session$setInputs(nl_event = list(type = "start", coder = "eve", adjudicate = TRUE))
+    start_as(session, "eve", adjudicate = TRUE)
     session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
     html <- as.character(screen())
     expect_match(html, "Open disagreements (2)", fixed = TRUE)
@@ -32,7 +32,7 @@ test_that("the team screen: each coder's progress, agreement as agreement() give
     expect_identical(sum(csv$.current), 11L)  # ben's first code of text 4, replaced
   })
   shiny::testServer(fixture$app, {
-    session$setInputs(nl_event = list(type = "start", coder = "cal", adjudicate = FALSE))
+    start_as(session, "cal")
     session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
     expect_no_match(as.character(screen()), "Krippendorff")
     expect_error(output$codes_csv, "lead")
