@@ -30,7 +30,10 @@
 #' the link is not valid, with no text of the sample. Where the host has a
 #' login (`session$user`, as on Posit Connect or shinyapps.io), a person
 #' whose login is their name needs no key (`?role=adjudicator` chooses among
-#' their roles). Without people named, the app is for this machine alone:
+#' their roles). A later `coding_app()` call on the file with people named
+#' makes them the file's people (one left out loses their link, keeping their
+#' codes); one without keeps those the file names. Without people named, the
+#' app is for this machine alone:
 #' `code_sample()` refuses another `host` (an error of class
 #' `newrllama4_error_coding_access`), and the app refuses requests from other
 #' machines.

@@ -33,6 +33,9 @@ test_that("each person named gets a link of their own, whose key the file keeps 
   # the same links again; new ones from another user's secret, which can't make the old ones
   expect_identical(coding_links(fixture$file, "http://127.0.0.1:4321/"), links)
   expect_identical(access_person(fixture$file, link_key(links, "Ben", "coder")), list(name = "Ben", role = "coder"))
+  # opened again without people, the file keeps its own
+  coding_app(fixture$sample, fixture$file, labels = c("yes", "no"))
+  expect_identical(coding_links(fixture$file, "http://127.0.0.1:4321/"), links)
   local_secret_dir()
   expect_error(coding_links(fixture$file, "http://x/"), class = "newrllama4_error_coding_access")
   coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), coders = "Ana")
