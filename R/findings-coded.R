@@ -36,7 +36,7 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
   }
   design <- coded_design(coded, data, rows, cluster, probabilities, call)
   design$truth <- codes
-  responding(design, probabilities, call)
+  with_variance_strata(responding(design, probabilities, call))
 }
 
 design_columns <- c(".stratum", ".stratum_rows", ".stratum_drawn", ".sampling_unit")
@@ -240,5 +240,52 @@ responding <- function(design, probabilities, call) {
     position <- match(design$stratum, strata$name)
     design$prob <- answered[position] / strata$rows[position]
   }
+  design
+}
+
+# The strata of the variance: the design's, but a stratum with one coded unit
+# has no spread to estimate its variance from, and confidence designs make
+# such strata common for rare labels. Each is collapsed with an adjacent
+# confidence band of its label (the one whose inclusion probability is
+# closer), and the two taken as one stratum: the collapsed-strata estimator,
+# which can only overstate the variance where their means differ. A stratum
+# with no band to join (its label's only one, or the clusters) keeps its one
+# unit, taken uncentred, and is warned about. `variance_stratum`: each coded
+# row's.
+with_variance_strata <- function(design) {
+  if (is.null(design$prob)) return(design)
+  stratum <- design$stratum %||% format(design$prob, digits = 15)
+  unit <- design$unit %||% design$rows
+  coded_units <- tapply(unit, stratum, function(u) length(unique(u)))
+  prob <- tapply(design$prob, stratum, function(p) p[[1]])
+  group <- stats::setNames(names(coded_units), names(coded_units))
+  parts <- stratum_parts(names(group))
+  lone <- which(coded_units == 1 & prob < 1)
+  alone <- character()
+  for (i in lone) {
+    neighbours <- which(parts$label == parts$label[i] & abs(parts$band - parts$band[i]) == 1)
+    if (length(neighbours) == 0) {
+      alone <- c(alone, names(group)[i])
+      next
+    }
+    nearest <- neighbours[which.min(abs(prob[neighbours] - prob[i]))]
+    group[group == group[[i]]] <- group[[nearest]]
+  }
+  collapsed <- names(group)[group != names(group) | duplicated(group) | duplicated(group, fromLast = TRUE)]
+  if (length(collapsed) > 0) {
+    inform_newrllama4("strata_collapsed", c(
+      "{cli::qty(length(lone) - length(alone))}{?A stratum has/Strata have} one coded row: for the variance, each is
+       taken together with the adjacent confidence band of its label ({.val {collapsed}}).",
+      "i" = "Code more rows of the thin strata to have each stratum's own variance."))
+  }
+  if (length(alone) > 0) {
+    unit_word <- if (is.null(design$unit)) "row" else "cluster"
+    warn_newrllama4("single_coded_unit", c(
+      "{cli::qty(length(alone))}Stratum{?s} {.val {alone}} {?has/have} one coded {unit_word} and no neighbour to join:
+       {?its/their} variance rests on that one unit.",
+      "i" = "Code more of {cli::qty(length(alone))}{?it/them} (draw more with {.code review_sample(previous =)})."))
+  }
+  design$variance_stratum <- unname(group[stratum])
+  design$collapsed_strata <- collapsed
   design
 }

@@ -53,10 +53,11 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   cluster <- design$cluster
   clusters <- if (!is.null(cluster)) data[[cluster]][usable]
   local <- list(rows = match(design$rows[inside], usable), prob = design$prob[inside],
-                truth_labels = as.character(codes[[spec$name]])[inside], stratum = design$stratum[inside],
+                truth_labels = as.character(codes[[spec$name]])[inside], stratum = design$variance_stratum[inside],
                 unit = design$unit[inside], clusters = clusters)
   if (any(!inside)) {
-    local$outside <- list(prob = design$prob[!inside], stratum = design$stratum[!inside], unit = design$unit[!inside])
+    local$outside <- list(prob = design$prob[!inside], stratum = design$variance_stratum[!inside],
+                          unit = design$unit[!inside])
   }
   local$cluster <- clusters[local$rows]
   local_spec <- spec
@@ -143,6 +144,7 @@ findings_manifest <- function(data, outcome, design, coded_folds, n_folds, model
     sampling_unit = if (design$sampling_unit == ".row") "rows drawn one by one" else
       paste("clusters of", design$sampling_unit, "drawn whole"),
     strata = design_strata_line(design$strata),
+    strata_collapsed_for_variance = paste(design$collapsed_strata, collapse = ", ") %|% "none",
     coded_rows = length(design$rows),
     coded_row_numbers = paste(design$rows, collapse = " "),
     sample_probs = paste(unique(signif(sort(design$prob), 4)), collapse = ", "),

@@ -68,7 +68,13 @@ stratum_units <- function(m, sample) {
   lapply(members, function(i) {
     key <- factor(unit[i], levels = unique(unit[i]))
     prob <- sample$prob[i][!duplicated(key)]
-    list(totals = rowsum(m[i, , drop = FALSE], key, reorder = FALSE), units = sum(1 / prob), drawn = length(prob))
+    units <- sum(1 / prob)
+    rows <- m[i, , drop = FALSE]
+    # strata collapsed for the variance (with_variance_strata()): each unit
+    # weighted as drawn with the collapsed stratum's probability, so that
+    # its units times their mean is the strata's estimated total
+    if (length(unique(prob)) > 1) rows <- rows * (length(prob) / units / sample$prob[i])
+    list(totals = rowsum(rows, key, reorder = FALSE), units = units, drawn = length(prob))
   })
 }
 

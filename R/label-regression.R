@@ -62,6 +62,18 @@
 #' (`newrllama4_message_design_assumed`) says so. The manifest records the
 #' design the estimate used.
 #'
+#' A stratum with one coded row has no spread of its own to estimate its
+#' variance from, and confidence-weighted samples make such strata common for
+#' rare labels. For the variance, each is collapsed with the adjacent
+#' confidence band of its label (the one whose inclusion probability is
+#' closer), the two taken as one stratum, each row still weighted by its own
+#' probability: the collapsed-strata estimator, which can only overstate the
+#' variance where the two bands differ. A message
+#' (`newrllama4_message_strata_collapsed`) names them, and the manifest
+#' records them. A stratum with no band to join (its label's only one, or a
+#' single cluster drawn) keeps its one row, taken uncentred, with a warning
+#' (`newrllama4_warning_single_coded_unit`): code more of it.
+#'
 #' With `prediction = "fit"`, each row's prediction comes from a regression of
 #' the truth on the model's probability (its logit) and the formula's
 #' covariates, fitted on the coded rows weighted by \eqn{1/\pi}{1/pi}: it

@@ -173,7 +173,6 @@ sample_design <- function(data, weight, n_bands) {
     # thirds by rank, so that ties cannot empty a band; least sure first
     band[mine] <- as.integer(ceiling(rank(confidence[mine], ties.method = "first") * bands / length(mine)))
   }
-  band_names <- c("least sure", "middle", "most sure")
   key <- interaction(labels, band, drop = TRUE, lex.order = TRUE)
   stratum <- rep(NA_integer_, nrow(data))
   stratum[labelled] <- as.integer(key)
@@ -186,12 +185,23 @@ sample_design <- function(data, weight, n_bands) {
   )
   n_bands_of <- as.vector(tapply(strata$band, strata$label, max)[strata$label])
   strata$band <- ifelse(n_bands_of == 1, NA_character_,
-                               band_names[ifelse(n_bands_of == 2 & strata$band == 2, 3, strata$band)])
+                               confidence_bands[ifelse(n_bands_of == 2 & strata$band == 2, 3, strata$band)])
   strata$name <- ifelse(is.na(strata$band), strata$label, paste0(strata$label, " (", strata$band, ")"))
   strata$doubt <- if (weight == "uniform") 1 else {
     vapply(members, function(i) mean(sqrt(pmax(confidence[i] * (1 - confidence[i]), 0))), 0) + 0.05
   }
   list(stratum = stratum, strata = strata)
+}
+
+confidence_bands <- c("least sure", "middle", "most sure")
+
+# A stratum's label and confidence band (its position among
+# `confidence_bands`, NA for a label drawn in one stratum), from its name.
+stratum_parts <- function(names) {
+  pattern <- paste0("^(.*) \\((", paste(confidence_bands, collapse = "|"), ")\\)$")
+  banded <- grepl(pattern, names)
+  list(label = ifelse(banded, sub(pattern, "\\1", names), names),
+       band = ifelse(banded, match(sub(pattern, "\\2", names), confidence_bands), NA_integer_))
 }
 
 # The row numbers of the rows drawn before, checked against this design.

@@ -63,3 +63,33 @@ test_that("the design is read from the rows' columns, the attribute of an older 
   expect_error(label_regression(yes ~ x, data, transform(coded, .stratum_rows = 5), truth),
                class = "newrllama4_error_coded_rows")
 })
+
+test_that("a stratum with one coded row is collapsed with its label's adjacent band, as survey's collapsed strata", {
+  skip_if_not_installed("survey")
+  data <- simulated_labels(1000, 3)
+  coded <- review_sample(data, 150, weight = "confidence", seed = 3)
+  thin <- "yes (middle)"
+  coded <- coded[coded$.stratum != thin | !duplicated(coded$.stratum), ]
+  expect_message(expect_warning(fit <- label_regression(yes ~ x, data, coded, truth, seed = 3, target = "corpus"),
+                                class = "newrllama4_warning_nonresponse"),
+                 thin, fixed = TRUE, class = "newrllama4_message_strata_collapsed")
+  collapsed <- strsplit(attr(fit, "manifest")$estimation$strata_collapsed_for_variance, ", ")[[1]]
+  expect_length(collapsed, 2)
+  expect_true(thin %in% collapsed && all(grepl("^yes ", collapsed)))
+  # survey's design with the two strata as one, each row weighted by its own probability
+  coded$y <- as.numeric(coded$truth == "yes")
+  coded$w <- 1 / fit$sample_prob
+  coded$group <- ifelse(coded$.stratum %in% collapsed, "collapsed", coded$.stratum)
+  sizes <- unique(coded[c(".stratum", ".stratum_rows", "group")])
+  coded$group_rows <- tapply(sizes$.stratum_rows, sizes$group, sum)[coded$group]
+  design <- survey::svydesign(ids = ~1, strata = ~group, fpc = ~group_rows, weights = ~w, data = coded)
+  reference <- survey::svyglm(y ~ x, design)
+  expect_equal(unname(fit$fits$coded_only$coefficients), unname(coef(reference)), tolerance = 1e-6)
+  expect_equal(unname(fit$vcov$coded_only), unname(stats::vcov(reference)), tolerance = 1e-5)
+  # a label drawn in one stratum has no band to join: warned about
+  one <- review_sample(data, 60, weight = "uniform", seed = 3)
+  one <- one[one$.label == "no" | !duplicated(one$.label), ]
+  expect_warning(expect_warning(label_regression(yes ~ x, data, one, truth, seed = 3),
+                                class = "newrllama4_warning_nonresponse"),
+                 "one coded row", class = "newrllama4_warning_single_coded_unit")
+})
