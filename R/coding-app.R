@@ -60,13 +60,14 @@
 #' changed (the earlier one stays in the file's history).
 #'
 #' @section The team screen:
-#' Adjudicators also have a team screen: for each coder, the texts coded,
-#' marked "cannot code", left to code and on screen now, and the median
-#' seconds a text; the texts coded twice so far; Krippendorff's alpha among
-#' the coders with its 95% interval, as [agreement()] gives it, on the texts
-#' coded twice before adjudication (for a schema, on each field that is a
-#' category); the open disagreements; and a CSV of every code ever written,
-#' the replaced ones too, with who wrote it, in which role, when and after how
+#' Adjudicators and the `lead` have a team screen (the lead sees only that):
+#' for each coder named or come, the texts coded, marked "cannot code", left
+#' to code and on screen now, and the median seconds a text; the texts coded
+#' twice so far; Krippendorff's alpha among the coders with its 95% interval,
+#' as [agreement()] gives it, on the texts coded twice before adjudication
+#' (for a schema, on each field that is a category); the open disagreements;
+#' and a CSV of every code ever written, the replaced ones too, with who
+#' wrote it, in which role, when and after how
 #' many seconds (`.current` marks the codes that count).
 #'
 #' @section Every code checked:

@@ -1,6 +1,6 @@
 # The lead's view of the coding: how far each coder got, how well the texts
 # coded twice agree before adjudication, which disagreements are open, and
-# every code with its history to download. Adjudicators and a lead see it;
+# every code with its history to download. Adjudicators and the lead see it;
 # coders never do (role_views).
 
 team_screen <- function(file, stored, state) {
@@ -36,6 +36,10 @@ team_progress <- function(file, stored) {
   codes <- store_codes(file)
   claims <- store_claims(file)
   orders <- store_coders(file)
+  # the coders named who have not come yet: every text that is short of coders is theirs to code
+  named <- access_people(file)
+  waiting <- setdiff(named$name[named$role == "coder"], names(orders))
+  orders[waiting] <- rep(list(seq_along(stored$texts)), length(waiting))
   coded <- codes[codes$role == "code", ]
   per_coder <- function(f, type) vapply(names(orders), function(coder) f(coder, coded[coded$coder == coder, ]), type)
   coders <- data.frame(
