@@ -484,9 +484,23 @@ def test_coding_app_lets_each_named_person_in_by_their_own_link_only():
         ben.wait_for_screen(unit)
         assert set(ben.clicked) == {ben.row()} and not set(ben.clicked) & set(ana.clicked)
         assert "ana-private-note" not in driver.page_source
+        # nor does Ben's crafted request for the adjudication screen open it
+        shiny_event(driver, {"type": "view", "view": "adjudicate"})
+        unit = ben.unit()
+        driver.find_element(By.ID, "nl-skip").click()
+        ben.wait_for_screen(unit)
+        assert driver.find_element(By.CSS_SELECTOR, ".nl-coder").text == "Coder: Ben"
+        assert not driver.find_elements(By.CSS_SELECTOR, ".nl-others, .nl-views")
         with sqlite3.connect(file) as db:
             coders = db.execute("SELECT DISTINCT coder FROM codes ORDER BY coder").fetchall()
         assert coders == [("Ana",), ("Ben",)]
+
+        # Eve's link opens the adjudication screen, and from it the team screen
+        Coder(driver, links[("Eve", "adjudicator")], "Eve")
+        driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view=team]").click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-team"))
+        rows = [r.text.split()[:2] for r in driver.find_elements(By.CSS_SELECTOR, ".nl-table tbody tr")]
+        assert rows == [["Ana", "2"], ["Ben", "1"]]
     finally:
         driver.quit()
         if app.process.poll() is None:
