@@ -98,6 +98,7 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
   }
   design <- sample_design(labelled, weight, n_bands)
   drawn_before <- if (is.null(previous)) integer() else previous_rows(previous, data, design, weight)
+  if (!is.null(previous)) warn_lost_rows(previous)
   available <- sum(!is.na(design$stratum)) - length(drawn_before)
   if (n > available) {
     abort_invalid("{.arg n} is {n}, but {.arg data} has {available} labelled row{?s} not drawn yet.", "n",
@@ -220,6 +221,21 @@ previous_rows <- function(previous, data, design, weight, call = caller_env()) {
                            its labels) and the same {.arg weight}."), "previous", call)
   }
   as.integer(rows)
+}
+
+# Rows drawn before but no longer among `previous` (its design columns count
+# them) are unknown now, so they may be drawn again: that keeps the combined
+# sample a stratified random one only if they were lost at random.
+warn_lost_rows <- function(previous) {
+  if (!all(c(".stratum", ".stratum_drawn") %in% names(previous))) return(invisible())
+  stratum <- as.character(previous$.stratum)
+  recorded <- tapply(previous$.stratum_drawn, stratum, max)
+  lost <- sum(recorded - table(stratum)[names(recorded)])
+  if (lost > 0) {
+    warn_newrllama4("nonresponse", c(
+      "{.arg previous} has lost {lost} of the rows drawn before: they are drawn from again, as if never drawn.",
+      "i" = "That is valid only if they were lost at random: keep every drawn row, coded or not."))
+  }
 }
 
 # The bands a label of the first draw had: later draws keep its strata.

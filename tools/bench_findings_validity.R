@@ -59,6 +59,12 @@ cases <- list(
     coded <- through_csv(coded[kept, ])
     corrected_interval(quietly(label_regression(yes ~ 1, data, coded, truth, seed = seed)), "(Intercept)",
                        share_yes)
+  },
+  "15 of 2000 rows drawn by confidence: strata of one coded row, collapsed" = function(seed) {
+    data <- simulated_labels(2000, seed)
+    coded <- review_sample(data, 15, weight = "confidence", seed = seed)
+    corrected_interval(quietly(label_regression(yes ~ 1, data, coded, truth, seed = seed)), "(Intercept)",
+                       share_yes)
   }
 )
 cases <- cases[grepl(pattern, names(cases))]

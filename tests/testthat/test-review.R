@@ -110,6 +110,25 @@ test_that("a second draw adds rows with the combined sample's probabilities", {
                class = "newrllama4_error_invalid_argument")
 })
 
+test_that("a second draw from rows read back from a file keeps the combined design in every row's columns", {
+  data <- simulated_labels(300, 38)
+  first <- review_sample(data, n = 30, weight = "confidence", seed = 1)
+  file <- withr::local_tempfile(fileext = ".csv")
+  utils::write.csv(first, file, row.names = FALSE)
+  from_file <- utils::read.csv(file)
+  both <- review_sample(data, n = 20, weight = "confidence", seed = 2, previous = from_file)
+  expect_identical(both$.row, review_sample(data, n = 20, weight = "confidence", seed = 2, previous = first)$.row)
+  strata <- attr(both, "design")$strata
+  at <- match(both$.stratum, strata$name)
+  expect_identical(both$.stratum_drawn, strata$drawn[at])
+  expect_identical(both$.stratum_rows, strata$rows[at])
+  expect_identical(sort(unique(both$.draw)), 1:2)
+  expect_true(all(both$.sampling_unit == ".row"))
+  # rows lost since the first draw are said to be drawn from again
+  expect_warning(review_sample(data, n = 5, weight = "confidence", seed = 3, previous = from_file[-1, ]),
+                 "lost 1", class = "newrllama4_warning_nonresponse")
+})
+
 test_that("too small a sample for every stratum warns", {
   expect_warning(review_sample(labelled, n = 2, weight = "uniform", seed = 1),
                  class = "newrllama4_warning_empty_strata")
