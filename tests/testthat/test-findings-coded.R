@@ -49,6 +49,11 @@ test_that("the design is read from the rows' columns, the attribute of an older 
   fit <- label_regression(yes ~ x, data, coded, truth, seed = 1)
   expect_identical(attr(fit, "manifest")$estimation$design_read_from, "the coded rows' columns")
   expect_identical(attr(fit, "manifest")$estimation$sampling_unit, "rows drawn one by one")
+  # a spreadsheet's types: text as factors, whole numbers as doubles, no attribute
+  typed <- as.data.frame(lapply(coded, function(column) {
+    if (is.character(column)) factor(column) else if (is.integer(column)) as.double(column) else column
+  }))
+  expect_equal(vcov(label_regression(yes ~ x, data, typed, truth, seed = 1)), vcov(fit))
   # a sample of an older version: the attribute, no new columns
   older <- coded[setdiff(names(coded), c(".stratum_rows", ".stratum_drawn", ".sampling_unit"))]
   attr(older, "design") <- attr(coded, "design")
