@@ -74,3 +74,25 @@ test_that("the lead sees the team screen only, with the coders named who have no
     expect_match(as.character(screen()), "Team: Lea")
   })
 })
+
+test_that("for a schema, agreement so far is on each field that is a category, not on free texts", {
+  skip_if_not_installed("RSQLite")
+  file <- withr::local_tempfile(fileext = ".sqlite")
+  coding_app(data.frame(text = c("a", "b", "c")), file, overlap = 1, seed = 1,
+             schema = list(tone = list(enum = c("calm", "angry")), urgent = "boolean", gist = "string"))
+  codes <- list(ana = list(c("calm", TRUE), c("angry", TRUE), c("calm", FALSE)),
+                ben = list(c("calm", TRUE), c("calm", TRUE), c("calm", FALSE)))
+  for (coder in names(codes)) for (unit in 1:3) {
+    store_write(file, unit, coder, list(tone = codes[[coder]][[unit]][1], urgent = as.logical(codes[[coder]][[unit]][2]),
+                                        gist = paste(coder, unit)))
+  }
+  stored <- store_meta(file)
+  agreed <- team_agreement(file, stored)
+  expect_identical(agreed$field, c("tone", "urgent"))
+  expect_identical(agreed$texts, c(3L, 3L))
+  by_coder <- read_codes(file, by = "coder")
+  expect_identical(agreed$krippendorff_alpha[1],
+                   agreement(by_coder, field = "tone", n_boot = 500, seed = 1)$humans$krippendorff_alpha)
+  expect_identical(agreed$krippendorff_alpha[2], 1)
+  expect_identical(team_progress(file, stored)$open, 2L)  # the gists differ everywhere; only text 2's tone
+})
