@@ -316,6 +316,9 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         assert "Krippendorff's alpha" in team and f"Texts coded twice: {N_DOUBLE} of the {N_DOUBLE} planned." in team
         rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, ".nl-table tbody tr")]
         assert [r.split()[:2] for r in rows] == [["ana", str(len(ana.clicked))], ["ben", str(len(ben.clicked))]]
+        driver.set_window_size(390, 844)
+        assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        driver.set_window_size(1200, 680)
         href = driver.find_element(By.ID, "codes_csv").get_attribute("href")
         history = list(csv.DictReader(io.StringIO(urllib.request.urlopen(href, timeout=20).read().decode())))
         with sqlite3.connect(file) as db:
