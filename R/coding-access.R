@@ -3,16 +3,15 @@
 # that names them and their role, so that nobody can code, or adjudicate, as
 # someone else. The file keeps only each key's SHA-256, so that a coding file
 # sent on (to a colleague, into a replication archive) opens no door. The keys
-# themselves are HMACs of the file's identity, the person and the role under
-# a secret kept in the user's data directory (tools::R_user_dir()), so that
-# coding_links() gives the same links again on the machine that named them,
-# and nowhere else. openssl provides the random secret (the operating
-# system's generator, which R's sample() is not) and the hashes.
+# themselves are HMACs of the file's identity, the person, the role and a
+# random salt of theirs (which renewing a link replaces) under a secret kept
+# in the user's data directory (tools::R_user_dir()), so that coding_links()
+# gives the same links again on the machine that named them, and nowhere
+# else. openssl provides the random secret and salts (the operating system's
+# generator, which R's sample() is not) and the hashes.
 #
 # Without people named, the app is for one machine: a typed name is the
 # coder, and a request from elsewhere is refused.
-
-access_roles <- c("coder", "adjudicator", "lead")
 
 #' Secret links to the coding app
 #'
@@ -28,12 +27,16 @@ access_roles <- c("coder", "adjudicator", "lead")
 #' on the machine and account that ran `coding_app()` with the people named,
 #' and fails elsewhere (naming the people again there makes new links, and
 #' the old ones stop working). Leaving a person out of a later `coding_app()`
-#' call on the file ends their link; their codes stay.
+#' call on the file ends their link; their codes stay. A link that reached
+#' the wrong person is replaced with `renew`.
 #'
 #' @param file The coding file of [coding_app()].
 #' @param url The app's address as the people will open it, such as
 #'   `"http://192.168.1.20:4321/"` or the address of the HTTPS proxy in front
 #'   of it.
+#' @param renew `NULL`, or names of people whose links are replaced by new
+#'   ones (in every role of theirs): their old links stop working at once,
+#'   even in a running app.
 #' @return A data frame with a row per person and role: `name`, `role`
 #'   (`"coder"`, `"adjudicator"` or `"lead"`) and `url`, the link.
 #' @seealso [coding_app()], [code_sample()], which prints the links.
@@ -49,7 +52,7 @@ access_roles <- c("coder", "adjudicator", "lead")
 #'     coding_links(file, "http://127.0.0.1:4321/")
 #'   })
 #' }
-coding_links <- function(file, url) {
+coding_links <- function(file, url, renew = NULL) {
   check_string(url, "url")
   meta <- store_meta(file)
   people <- access_people(file)
@@ -59,7 +62,13 @@ coding_links <- function(file, url) {
       "i" = "Name the people with {.fn coding_app}'s {.arg coders} and {.arg adjudicators} to give each a link."
     ), call = current_env())
   }
-  keys <- vapply(seq_len(nrow(people)), function(i) access_key(meta$keys, people$name[[i]], people$role[[i]]), "")
+  if (!is.null(renew)) {
+    if (!is.character(renew) || !all(name_key(renew) %in% name_key(people$name))) {
+      abort_invalid("{.arg renew} must name people of the file: {.val {unique(people$name)}}.", "renew", current_env())
+    }
+    people <- store_people(file, people[c("name", "role")], renew = renew)
+  }
+  keys <- access_keys(meta$keys, people)
   if (!identical(access_hash(keys), people$key_hash)) {
     abort_newrllama4("coding_access", c(
       "The links of {.path {file}} were made on another machine or account; they cannot be made again here.",
@@ -97,25 +106,33 @@ coding_people <- function(coders, adjudicators, lead, call) {
 }
 
 # The people of the file become `people`, each with the hash of their key;
-# a person left out loses their link, and a returning name keeps the
-# spelling the file first knew.
-store_people <- function(file, people) {
+# a person left out loses their link, one named again keeps theirs (unless
+# in `renew`), and a returning name keeps the spelling the file first knew.
+# Gives the people as stored.
+store_people <- function(file, people, renew = character()) {
   keys <- store_meta(file)$keys
-  people$name <- vapply(people$name, function(name) store_person(file, name), "", USE.NAMES = FALSE)
-  people$key_hash <- access_hash(vapply(seq_len(nrow(people)), function(i) {
-    access_key(keys, people$name[[i]], people$role[[i]])
-  }, ""))
+  known <- access_people(file)
+  named_before <- match(name_key(people$name), name_key(known$name))
+  first_given <- vapply(people$name, function(name) store_person(file, name), "", USE.NAMES = FALSE)
+  people$name <- ifelse(is.na(named_before), first_given, known$name[named_before])
   same <- name_key(people$name)
   people$name <- people$name[match(same, same)]
+  kept <- match(paste(same, people$role), paste(name_key(known$name), known$role))
+  kept[same %in% name_key(renew)] <- NA
+  people$salt <- known$salt[kept]
+  people$salt[is.na(kept)] <- vapply(which(is.na(kept)), function(i) {
+    paste(as.character(openssl::rand_bytes(16)), collapse = "")
+  }, "")
+  people$key_hash <- access_hash(access_keys(keys, people))
   with_store(file, function(con) in_transaction(con, function() {
     DBI::dbExecute(con, "DELETE FROM people")
-    DBI::dbWriteTable(con, "people", people, append = TRUE)
+    DBI::dbWriteTable(con, "people", people[c("name", "role", "key_hash", "salt")], append = TRUE)
   }))
-  invisible(file)
+  access_people(file)
 }
 
 access_people <- function(file) {
-  with_store(file, function(con) DBI::dbGetQuery(con, "SELECT name, role, key_hash FROM people ORDER BY rowid"))
+  with_store(file, function(con) DBI::dbGetQuery(con, "SELECT name, role, key_hash, salt FROM people ORDER BY rowid"))
 }
 
 # Who a session is: the person whose key the URL holds, or whom the host's
@@ -174,9 +191,14 @@ check_host <- function(host, file, call) {
   ), host = host, call = call)
 }
 
-access_key <- function(keys, name, role) {
-  message <- paste(keys$sample_key, keys$task_key, name_key(name), role, sep = "\n")
-  substr(as.character(openssl::sha256(charToRaw(enc2utf8(message)), key = access_secret())), 1, 32)
+# Each person's key: 128 bits of the HMAC of the file, the person, the role and their salt.
+access_keys <- function(keys, people) {
+  secret <- access_secret()
+  vapply(seq_len(nrow(people)), function(i) {
+    message <- paste(keys$sample_key, keys$task_key, name_key(people$name[[i]]), people$role[[i]], people$salt[[i]],
+                     sep = "\n")
+    substr(as.character(openssl::sha256(charToRaw(enc2utf8(message)), key = secret)), 1, 32)
+  }, "")
 }
 
 access_hash <- function(keys) as.character(openssl::sha256(keys))

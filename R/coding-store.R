@@ -24,7 +24,7 @@ coding_tables <- c(
      seconds REAL, time TEXT NOT NULL)",
   "CREATE TABLE IF NOT EXISTS claims (coder TEXT PRIMARY KEY, unit INTEGER NOT NULL, time REAL NOT NULL)",
   "CREATE TABLE IF NOT EXISTS people (name TEXT NOT NULL, role TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE,
-     PRIMARY KEY (name, role))"
+     salt TEXT NOT NULL, PRIMARY KEY (name, role))"
 )
 
 # A claim older than this (a coder who walked away) no longer holds a text back.

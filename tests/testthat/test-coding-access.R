@@ -33,9 +33,19 @@ test_that("each person named gets a link of their own, whose key the file keeps 
   # the same links again; new ones from another user's secret, which can't make the old ones
   expect_identical(coding_links(fixture$file, "http://127.0.0.1:4321/"), links)
   expect_identical(access_person(fixture$file, link_key(links, "Ben", "coder")), list(name = "Ben", role = "coder"))
-  # opened again without people, the file keeps its own
+  # opened again without people, the file keeps its own; with them, each keeps their link
   coding_app(fixture$sample, fixture$file, labels = c("yes", "no"))
   expect_identical(coding_links(fixture$file, "http://127.0.0.1:4321/"), links)
+  coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), coders = c("ben", "Ana"), adjudicators = "Eve")
+  again <- coding_links(fixture$file, "http://127.0.0.1:4321/")
+  expect_identical(again$url, links$url[c(2, 1, 3)])
+  # a link renewed: the old one no longer opens, the others stay
+  renewed <- coding_links(fixture$file, "http://127.0.0.1:4321/", renew = "BEN")
+  expect_identical(renewed$url[-1], again$url[-1])
+  expect_false(renewed$url[[1]] == again$url[[1]])
+  expect_null(access_person(fixture$file, link_key(again, "Ben", "coder")))
+  expect_identical(access_person(fixture$file, link_key(renewed, "Ben", "coder")), list(name = "Ben", role = "coder"))
+  expect_error(coding_links(fixture$file, "http://x/", renew = "Zed"), class = "newrllama4_error_invalid_argument")
   local_secret_dir()
   expect_error(coding_links(fixture$file, "http://x/"), class = "newrllama4_error_coding_access")
   coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), coders = "Ana")
