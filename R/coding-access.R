@@ -193,6 +193,7 @@ check_host <- function(host, file, call) {
 
 # Each person's key: 128 bits of the HMAC of the file, the person, the role and their salt.
 access_keys <- function(keys, people) {
+  rlang::check_installed("openssl", reason = "to make the people's secret links.")
   secret <- access_secret()
   vapply(seq_len(nrow(people)), function(i) {
     message <- paste(keys$sample_key, keys$task_key, name_key(people$name[[i]]), people$role[[i]], people$salt[[i]],
@@ -201,7 +202,10 @@ access_keys <- function(keys, people) {
   }, "")
 }
 
-access_hash <- function(keys) as.character(openssl::sha256(keys))
+access_hash <- function(keys) {
+  rlang::check_installed("openssl", reason = "to check the people's secret links.")
+  as.character(openssl::sha256(keys))
+}
 
 # The user's secret, made once: 32 bytes from the system's random generator,
 # readable by the user alone.
