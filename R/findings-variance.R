@@ -88,18 +88,26 @@ stratum_cov <- function(a, b = a) crossprod(centred(a), centred(b)) / max(nrow(a
 # many (at most all).
 stratum_weight <- function(h, scale = 1) h$units^2 * max(1 / min(h$drawn * scale, h$units) - 1 / h$units, 0)
 
-# The variance's parts at `fit`: the bread (the estimating equation's
-# Jacobian, inverted), the corpus-to-population part and each stratum's units
-# and covariance of the unit totals of z. The population part sums the
-# estimating function's products over pairs of coded rows in one cluster of
+# The variance's parts, on the scale of the coefficients (each coded row's
+# estimating function times the bread, the estimating equation's Jacobian
+# inverted): the corpus-to-population part and each stratum's units and
+# covariance of the unit totals of z. `fits` gives each coefficient's fit (its
+# own lambda), or is one fit for all. The population part sums the estimating
+# function's products over pairs of coded rows in one cluster of
 # `sample$cluster` (each row its own where there is none), each pair weighted
 # by the inverse of its probability of being coded together: 1 / pi within a
 # drawn unit, 1 / (pi_i pi_j) across units (exact for clusters drawn whole,
 # close for rows drawn without replacement).
-design_parts <- function(fit, sample) {
-  moments <- coded_moments(fit)
-  a <- moments$a
-  z <- a - fit$lambda * moments$b
+design_parts <- function(fits, sample) {
+  if (inherits(fits, "newrllama4_moment_fit")) fits <- rep(list(fits), length(fits$coefficients))
+  influence <- lapply(seq_along(fits), function(j) {
+    moments <- coded_moments(fits[[j]])
+    row <- moments$bread[j, ]
+    list(a = moments$a %*% row, z = (moments$a - fits[[j]]$lambda * moments$b) %*% row)
+  })
+  a <- do.call(cbind, lapply(influence, `[[`, "a"))
+  z <- do.call(cbind, lapply(influence, `[[`, "z"))
+  colnames(a) <- colnames(z) <- names(fits[[1]]$coefficients)
   unit <- sample$unit %||% seq_along(sample$rows)
   cluster <- sample$cluster %||% unit
   across <- rowsum(a / sample$prob, cluster)
@@ -107,7 +115,6 @@ design_parts <- function(fit, sample) {
   within <- rowsum(a, unit, reorder = FALSE)
   unit_prob <- sample$prob[first]
   list(
-    bread = moments$bread,
     population = crossprod(across) + crossprod(within, within * (1 / unit_prob - 1 / unit_prob^2)),
     strata = lapply(stratum_units(z, sample), function(h) c(h[c("units", "drawn")], list(cov = stratum_cov(h$totals))))
   )
@@ -117,16 +124,16 @@ design_parts <- function(fit, sample) {
 # (at most all of them): coded_rows_needed() plans with it.
 design_vcov <- function(parts, target = "population", scale = 1) {
   sampling <- Reduce(`+`, lapply(parts$strata, function(h) stratum_weight(h, scale) * h$cov))
-  meat <- if (target == "population") parts$population + sampling else sampling
-  v <- parts$bread %*% meat %*% parts$bread
-  dimnames(v) <- list(colnames(parts$bread), colnames(parts$bread))
-  v
+  if (target == "population") parts$population + sampling else sampling
 }
 
-# PPI++'s lambda for this design, from a first fit: the minimiser of the
-# trace of the sampling part's variance, tr(B (S_a - 2 lambda C_ab + lambda^2
-# S_b) B), with a = x (y - mu), b = x (g - mu) and S, C summed over strata with
-# their weights: the two traces, whose ratio lambda_from() takes.
+# PPI++'s lambda for this design, from a first fit, for each coefficient: the
+# minimiser of its sampling variance, [B (S_a - 2 lambda C_ab + lambda^2 S_b)
+# B]_jj, with a = x (y - mu), b = x (g - mu) and S, C summed over strata with
+# their weights (ppi-python's `coord`, for every coordinate). Returns the two
+# terms for each coefficient, "cross" and "spread", whose ratio lambda_from()
+# takes: a coefficient's interval is then never meaningfully wider than the
+# coded rows' alone, whatever the predictions are worth for the others.
 tuned_lambda <- function(fit, sample) {
   moments <- coded_moments(fit)
   both <- stratum_units(cbind(moments$a, moments$b), sample)
@@ -139,22 +146,26 @@ tuned_lambda <- function(fit, sample) {
   }
   cross <- sum_over(stratum_cov)
   spread <- sum_over(function(a, b) stratum_cov(b))
-  trace <- function(m) sum(diag(moments$bread %*% m %*% moments$bread))
-  c(cross = trace((cross + t(cross)) / 2), spread = trace(spread))
+  on_coefficients <- function(m) diag(moments$bread %*% m %*% moments$bread)
+  rbind(cross = on_coefficients((cross + t(cross)) / 2), spread = on_coefficients(spread))
 }
 
-# The lambda that minimises the variance whose terms tuned_lambda() gave (or
-# their sum, over several estimates that share one lambda); cut to [0, 1].
+# The lambda of each coefficient that minimises the variance whose terms
+# tuned_lambda() gave (or their sum, over several estimates that share their
+# lambdas); cut to [0, 1].
 lambda_from <- function(terms) {
-  if (!is.finite(terms[["spread"]]) || terms[["spread"]] <= 0) return(1)
-  min(max(terms[["cross"]] / terms[["spread"]], 0), 1)
+  spread <- terms["spread", ]
+  ratio <- pmin(pmax(terms["cross", ] / spread, 0), 1)
+  stats::setNames(ifelse(is.finite(spread) & spread > 0, ratio, 1), colnames(terms))
 }
 
 target_words <- c(population = "population the texts were drawn from", corpus = "corpus itself (every row coded)")
 
-# The weight on the predictions (one, or one a label), as print() tells it.
+# The weight on the predictions (one, or one a coefficient or group), as
+# print() tells it.
 lambda_line <- function(lambda, tuned) {
-  values <- if (is.null(names(lambda))) sprintf("%.3f", lambda) else paste(names(lambda), sprintf("%.3f", lambda))
+  values <- if (length(unique(lambda)) == 1) sprintf("%.3f", lambda[[1]]) else
+    paste(names(lambda), sprintf("%.3f", lambda))
   sprintf("Weight on the predictions (lambda): %s%s.", paste(values, collapse = ", "),
           if (tuned) ", tuned to the data (1 is DSL, 0 the coded rows alone)" else ", as given")
 }

@@ -215,8 +215,9 @@ moment_vcov <- function(fit, cluster = NULL) {
 }
 
 # The three estimates of one regression, from `x`'s model matrices on the
-# predictions, on the coded rows' codes and on the model's labels: corrected (the predictions at the
-# weight `lambda`, NULL to tune it, and the coded rows), naive (the model's
+# predictions, on the coded rows' codes and on the model's labels: corrected
+# (the predictions at the weight `lambda`, one for all coefficients or one
+# each, NULL to tune each coefficient's, and the coded rows), naive (the model's
 # labels as if true, with the sandwich variance) and the coded rows alone
 # (weighted by 1 / pi: the corrected estimate at lambda 0, so that both have
 # the design's variance for `target`). The corrected fit must exist; the other
@@ -230,8 +231,17 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
     lambda_terms <- tuned_lambda(first, sample)
     lambda <- lambda_from(lambda_terms)
   }
+  columns <- colnames(x$predicted)
+  lambda <- stats::setNames(rep_len(lambda, length(columns)), columns)
+  # one fit a distinct lambda; each coefficient from the fit at its own
+  at_lambda <- lapply(stats::setNames(nm = unique(lambda)), function(l) design_fit(x, g, y, sample, binary, l))
+  own <- unname(at_lambda[as.character(lambda)])
+  corrected <- own[[1]]
+  corrected$coefficients <- stats::setNames(vapply(seq_along(own), function(j) own[[j]]$coefficients[[j]], 0), columns)
+  corrected$converged <- all(vapply(at_lambda, `[[`, NA, "converged"))
+  corrected$lambda <- lambda
   fits <- list(
-    corrected = design_fit(x, g, y, sample, binary, lambda),
+    corrected = corrected,
     naive = moment_fit(x$naive, spec$label, binary = binary),
     coded_only = design_fit(x, g, y, sample, binary, 0)
   )
@@ -242,11 +252,11 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
       "The {.val {failed}} logistic fit{?s} did not converge (separation, or a cell with all codes or labels alike):
        left out.", "i" = "The corrected estimate stands; it is the one to report."))
   }
-  parts <- lapply(fits[c("corrected", "coded_only")], function(fit) if (fit$converged) design_parts(fit, sample))
+  parts <- list(corrected = design_parts(own, sample),
+                coded_only = if (fits$coded_only$converged) design_parts(fits$coded_only, sample))
   vcov <- list(corrected = design_vcov(parts$corrected, target),
                naive = if (fits$naive$converged) moment_vcov(fits$naive, sample$clusters),
                coded_only = if (fits$coded_only$converged) design_vcov(parts$coded_only, target))
-  columns <- colnames(x$predicted)
   for (name in failed) {
     fits[[name]]$coefficients[] <- NA_real_
     vcov[[name]] <- matrix(NA_real_, length(columns), length(columns), dimnames = list(columns, columns))

@@ -109,7 +109,7 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   }
   estimates <- estimate_all(lambda)
   if (is.null(lambda) && length(labels) > 2) {
-    # one lambda for every label, so that the shares add to one
+    # one lambda a group for every label, so that the shares add to one
     pooled <- lambda_from(Reduce(`+`, lapply(estimates, `[[`, "lambda_terms")))
     estimates <- lapply(estimate_all(pooled), function(estimate) utils::modifyList(estimate, list(lambda_tuned = TRUE)))
   }
@@ -170,7 +170,9 @@ format.newrllama4_label_shares <- function(x, ...) {
   shown$naive <- sprintf("%.3f", naive)
   shown$coded_only <- sprintf("%.3f [%.3f, %.3f]", coded$estimate, coded$conf.low, coded$conf.high)
   level <- attr(x, "level", exact = TRUE)
-  lambdas <- vapply(estimates, `[[`, 0, "lambda")
+  # each group's lambda, the same for every label
+  lambdas <- estimates[[1]]$lambda
+  names(lambdas) <- sub("^\\.group", "", names(lambdas))
   c(paste0(cli::format_inline("{.cls newrllama4_label_shares}: "),
            sprintf("corrected shares with %g%% intervals for the %s, beside the model's labels (naive) and the %s",
                    100 * level, target_words[[estimates[[1]]$target]], "coded rows alone")),

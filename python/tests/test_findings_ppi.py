@@ -116,8 +116,9 @@ def test_share_coincides_with_ppi_mean(annotation):
     np.testing.assert_allclose(a["ours"]["share"]["se"], ppi_se(ci), rtol=0.1)
 
 
-def ppi_lambda(a, kind):
-    """PPI++'s tuned lambda (lam = None), as its interval functions compute it."""
+def ppi_lambda(a, kind, coord=None):
+    """PPI++'s tuned lambda (lam = None), as its interval functions compute it: for coordinate
+    `coord` of the estimate (ppi-python's `coord`), or for all at once."""
     if kind == "share":
         point = ppi_py.ppi_mean_pointestimate(a["Y"], a["Yhat"], a["Yhat_all"], lam=1)
         return ppi_py.ppi._calc_lam_glm((a["Y"] - point)[:, None], (a["Yhat"] - point)[:, None],
@@ -130,34 +131,43 @@ def ppi_lambda(a, kind):
         stats = ppi_py.ppi._logistic_get_stats(
             ppi_py.ppi_logistic_pointestimate(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], lam=1),
             a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], use_unlabeled=True)
-    return ppi_py.ppi._calc_lam_glm(*stats, clip=True)
+    return ppi_py.ppi._calc_lam_glm(*stats, coord=coord, clip=True)
 
 
 @pytest.mark.parametrize("kind", ["share", "ols", "logistic"])
 def test_tuned_lambda_is_ppi_plus_plus(annotation, kind):
-    """Power tuning: our lambda is PPI++'s times 1 + n / N (PPI++ counts the unlabelled rows as a
-    second sample, we count the coded rows among them), and at that lambda the estimates agree as
+    """Power tuning, a lambda for each coefficient: ours is PPI++'s for that coordinate (`coord`)
+    times 1 + n / N (PPI++ counts the unlabelled rows as a second sample, we count the coded rows
+    among them), and at that lambda the coefficient and its standard error agree with PPI++'s as
     they do untuned."""
     a = annotation
     ours = a["ours"]["tuned_" + kind]
     n, n_all = len(a["Y"]), len(a["Yhat_all"])
-    np.testing.assert_allclose(ours["lambda"], min(ppi_lambda(a, kind) * (1 + n / n_all), 1), rtol=0.1)
-    lam = ours["lambda"]
-    if kind == "share":
-        point = ppi_py.ppi_mean_pointestimate(a["Y"], a["Yhat"], a["Yhat_all"], lam=lam)
-        np.testing.assert_allclose(ours["coef"], point, rtol=1e-10)
-        ci = ppi_py.ppi_mean_ci(a["Y"], a["Yhat"], a["Yhat_all"], alpha=0.05, lam=None)
-    elif kind == "logistic":
-        point = ppi_py.ppi_logistic_pointestimate(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], lam=lam)
-        np.testing.assert_allclose(ours["coef"], point, rtol=1e-4)
-        ci = ppi_py.ppi_logistic_ci(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], alpha=0.05, lam=None)
-    else:
-        # PPI++ inverts the Gram matrices of all rows and of the coded rows apart; the design-weighted
-        # equation their mix, lam X'X / N + (1 - lam) X_c'X_c / n: the same estimate in the limit
-        gram = lam * a["X_all"].T @ a["X_all"] / n_all + (1 - lam) * a["X"].T @ a["X"] / n
-        right = lam * a["X_all"].T @ a["Yhat_all"] / n_all + a["X"].T @ (a["Y"] - lam * a["Yhat"]) / n
-        np.testing.assert_allclose(ours["coef"], np.linalg.solve(gram, right), rtol=1e-6)
-        point = ppi_py.ppi_ols_pointestimate(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], lam=lam)
-        assert np.all(np.abs(ours["coef"] - point) < np.array(ours["se"]))
-        ci = ppi_py.ppi_ols_ci(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], alpha=0.05, lam=None)
-    np.testing.assert_allclose(ours["se"], ppi_se(ci), rtol=0.1)
+    lams = np.atleast_1d(ours["lambda"])
+    coefs, ses = np.atleast_1d(ours["coef"]), np.atleast_1d(ours["se"])
+    for j, lam in enumerate(lams):
+        coord = None if kind == "share" else j
+        np.testing.assert_allclose(lam, min(ppi_lambda(a, kind, coord) * (1 + n / n_all), 1), rtol=0.1)
+        if kind == "share":
+            point = ppi_py.ppi_mean_pointestimate(a["Y"], a["Yhat"], a["Yhat_all"], lam=lam)
+            np.testing.assert_allclose(coefs[j], point, rtol=1e-10)
+            ci = ppi_py.ppi_mean_ci(a["Y"], a["Yhat"], a["Yhat_all"], alpha=0.05, lam=None)
+        elif kind == "logistic":
+            point = ppi_py.ppi_logistic_pointestimate(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], lam=lam)
+            np.testing.assert_allclose(coefs[j], point[j], rtol=1e-4)
+            ci = ppi_py.ppi_logistic_ci(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], alpha=0.05,
+                                        lam=None, coord=j)
+        else:
+            # PPI++ inverts the Gram matrices of all rows and of the coded rows apart; the design-weighted
+            # equation their mix, lam X'X / N + (1 - lam) X_c'X_c / n: the same estimate in the limit
+            gram = lam * a["X_all"].T @ a["X_all"] / n_all + (1 - lam) * a["X"].T @ a["X"] / n
+            right = lam * a["X_all"].T @ a["Yhat_all"] / n_all + a["X"].T @ (a["Y"] - lam * a["Yhat"]) / n
+            np.testing.assert_allclose(coefs[j], np.linalg.solve(gram, right)[j], rtol=1e-6)
+            point = ppi_py.ppi_ols_pointestimate(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], lam=lam)
+            assert abs(coefs[j] - point[j]) < ses[j]
+            ci = ppi_py.ppi_ols_ci(a["X"], a["Y"], a["Yhat"], a["X_all"], a["Yhat_all"], alpha=0.05,
+                                   lam=None, coord=j)
+        np.testing.assert_allclose(ses[j], np.atleast_1d(ppi_se(ci))[j], rtol=0.1)
+    if kind != "share":
+        # the two coordinates' lambdas differ, as PPI++'s do
+        assert abs(lams[0] - lams[1]) > 0.02

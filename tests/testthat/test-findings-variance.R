@@ -45,20 +45,26 @@ test_that("the coded rows alone are survey's weighted regression, with its varia
   }
 })
 
-test_that("the binomial fit solves the logistic score equation of PPI++ at its lambda", {
+test_that("each coefficient of the binomial fit solves the logistic score equation of PPI++ at its own lambda", {
   data <- simulated_labels(1000, 3)
   coded <- review_sample(data, 150, weight = "uniform", seed = 3)
   fit <- label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = 3)
-  expect_gt(fit$lambda, 0)
-  expect_lt(fit$lambda, 1)
+  expect_true(all(fit$lambda > 0 & fit$lambda < 1))
+  expect_gt(abs(fit$lambda[["x"]] - fit$lambda[["(Intercept)"]]), 0.01)
   x <- cbind(1, data$x)
-  mu <- stats::plogis(x %*% coef(fit))
   y <- as.numeric(coded$truth == "yes")
   g <- data$.prob_yes
-  coded_part <- crossprod(x[coded$.row, ], (y - mu[coded$.row] - fit$lambda * (g - mu)[coded$.row]) /
-                            coded$.sample_prob)
-  score <- fit$lambda * crossprod(x, g - mu) + coded_part
-  expect_lt(max(abs(score)), 1e-6)
-  expect_match(format(fit), "lambda\\): 0\\.[0-9]+, tuned", all = FALSE)
+  for (j in 1:2) {
+    lambda <- fit$lambda[[j]]
+    at <- label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = 3, lambda = lambda)
+    mu <- stats::plogis(x %*% coef(at))
+    coded_part <- crossprod(x[coded$.row, ], (y - mu[coded$.row] - lambda * (g - mu)[coded$.row]) /
+                              coded$.sample_prob)
+    score <- lambda * crossprod(x, g - mu) + coded_part
+    expect_lt(max(abs(score)), 1e-6)
+    expect_equal(coef(at)[[j]], coef(fit)[[j]])
+    expect_equal(vcov(at)[j, j], vcov(fit)[j, j])
+  }
+  expect_match(format(fit), "lambda\\): \\(Intercept\\) 0\\.[0-9]+, x 0\\.[0-9]+, tuned", all = FALSE)
   expect_identical(manifest(fit)$estimation$lambda, fit$lambda)
 })

@@ -116,3 +116,23 @@ test_that("with three labels one tuned lambda serves all, so the corrected share
   expect_lt(lambdas[[1]], 1)
   expect_match(format(shares), "tuned to the data", all = FALSE)
 })
+
+test_that("each group's lambda is its own: an informative group keeps its gain beside a noisy one", {
+  skip_on_cran()
+  columns <- c(".prob_yes", ".prob_no", ".label", ".confidence")
+  ratio <- function(seed) {
+    data <- simulated_labels(2000, seed)
+    noisy <- data$group == "b"
+    data[!noisy, columns] <- reprobed(data, seed, informative = TRUE)[!noisy, columns]
+    data[noisy, columns] <- reprobed(data, seed, informative = FALSE)[noisy, columns]
+    coded <- review_sample(data, 200, weight = "uniform", seed = seed)
+    yes <- label_shares(data, coded, truth, by = "group", seed = seed)
+    yes <- yes[yes$label == "yes", ]
+    se <- function(estimator, group) yes$std.error[yes$estimator == estimator & yes$group == group]
+    c(informative = se("corrected", "a") / se("coded_only", "a"), noisy = se("corrected", "b") / se("coded_only", "b"))
+  }
+  ratios <- rowMeans(vapply(1:40, ratio, numeric(2)))
+  # measured: informative 0.490, noisy 0.998 (one lambda for both groups: 0.578 and 1.033)
+  expect_lte(ratios[["informative"]], 0.85)
+  expect_lte(ratios[["noisy"]], 1.02)
+})
