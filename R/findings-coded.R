@@ -95,11 +95,18 @@ coded_design <- function(coded, data, rows, cluster, probabilities, call) {
        {.val .row}.", "x" = "It has {.val {unit_column}}."), call = call)
   }
   unit <- if (unit_column != ".row") data[[unit_column]][rows]
+  if (!is.null(unit)) {
+    # each drawn cluster's rows (all its labelled rows) and the clusters
+    labelled <- if (".label" %in% names(data)) !is.na(data$.label) else rep(TRUE, nrow(data))
+    cluster_rows <- table(as.character(data[[unit_column]][labelled]))
+    unit_rows <- as.vector(cluster_rows[as.character(unit)])
+  }
   cluster <- cluster %||% if (unit_column != ".row") unit_column
   if (!is.null(cluster) && (!rlang::is_string(cluster) || !cluster %in% names(data) || anyNA(data[[cluster]]))) {
     abort_invalid("{.arg cluster} must name a column of {.arg data} without missing values.", "cluster", call)
   }
   list(rows = rows, prob = prob, stratum = stratum, unit = unit, cluster = cluster, strata = strata,
+       unit_rows = if (!is.null(unit)) unit_rows, clusters = if (!is.null(unit)) length(cluster_rows),
        sampling_unit = unit_column, read_from = read_from)
 }
 
@@ -210,6 +217,9 @@ responding <- function(design, probabilities, call) {
   answered <- if (!is.null(strata)) as.vector(table(factor(stratum[coded], levels = strata$name)))
   if (!is.null(strata)) design$strata$coded <- answered
   if (all(coded) && (is.null(strata) || all(strata$drawn <= answered))) return(design)
+  if (!is.null(design$unit) && probabilities && length(unique(stratum)) == 1) {
+    return(responding_clusters(design, coded, sum(strata$drawn - answered), call))
+  }
   if (!is.null(design$unit)) {
     abort_newrllama4("coded_truth", c(
       "{.arg truth} must give a code for every row of the clusters drawn: {sum(strata$drawn - answered)} of
@@ -243,6 +253,35 @@ responding <- function(design, probabilities, call) {
   design
 }
 
+# Whole clusters drawn, some of their rows not coded (`coded` FALSE, or lost:
+# `missing` in all): each cluster's coded rows stand for its rows, weighted by
+# its rows over its coded ones, and the clusters with a coded row for the
+# clusters drawn. `unit_prob` is then each row's cluster's probability, `prob`
+# that times the share of its cluster coded. Valid where the rows not coded are
+# like the coded ones of their cluster, so it warns.
+responding_clusters <- function(design, coded, missing, call) {
+  keep <- which(coded)
+  if (length(keep) == 0) {
+    abort_newrllama4("empty_stratum", c("No row of the clusters drawn is coded.", "i" = "Code them."), call = call)
+  }
+  unit <- design$unit[keep]
+  drawn <- round(design$prob[[1]] * design$clusters)
+  coded_clusters <- length(unique(unit))
+  warn_newrllama4("nonresponse", c(
+    "{missing} drawn row{?s} not coded{if (coded_clusters < drawn) paste0(', all of ', drawn - coded_clusters,
+    ' cluster', if (drawn - coded_clusters > 1) 's')}: each cluster's coded rows are reweighted to stand for its
+     rows, and the clusters with codes for the clusters drawn.",
+    "i" = "This assumes the uncoded rows are like the coded ones of their cluster; code them if they are not."))
+  in_cluster <- as.vector(table(as.character(unit))[as.character(unit)])
+  design$rows <- design$rows[keep]
+  design$truth <- if (is.list(design$truth)) lapply(design$truth, `[`, keep) else design$truth[keep]
+  design$stratum <- design$stratum[keep]
+  design$unit <- unit
+  design$unit_prob <- rep(coded_clusters / design$clusters, length(keep))
+  design$prob <- design$unit_prob * in_cluster / design$unit_rows[keep]
+  design
+}
+
 # The strata of the variance: the design's, but a stratum with one coded unit
 # has no spread to estimate its variance from, and confidence designs make
 # such strata common for rare labels. Each is collapsed with an adjacent
@@ -257,7 +296,7 @@ with_variance_strata <- function(design) {
   stratum <- design$stratum %||% format(design$prob, digits = 15)
   unit <- design$unit %||% design$rows
   coded_units <- tapply(unit, stratum, function(u) length(unique(u)))
-  prob <- tapply(design$prob, stratum, function(p) p[[1]])
+  prob <- tapply(design$unit_prob %||% design$prob, stratum, function(p) p[[1]])
   group <- stats::setNames(names(coded_units), names(coded_units))
   parts <- stratum_parts(names(group))
   lone <- which(coded_units == 1 & prob < 1)

@@ -54,10 +54,10 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   clusters <- if (!is.null(cluster)) data[[cluster]][usable]
   local <- list(rows = match(design$rows[inside], usable), prob = design$prob[inside],
                 truth_labels = as.character(codes[[spec$name]])[inside], stratum = design$variance_stratum[inside],
-                unit = design$unit[inside], clusters = clusters)
+                unit = design$unit[inside], unit_prob = design$unit_prob[inside], clusters = clusters)
   if (any(!inside)) {
     local$outside <- list(prob = design$prob[!inside], stratum = design$variance_stratum[!inside],
-                          unit = design$unit[!inside])
+                          unit = design$unit[!inside], unit_prob = design$unit_prob[!inside])
   }
   local$cluster <- clusters[local$rows]
   local_spec <- spec

@@ -61,19 +61,22 @@ stratum_units <- function(m, sample) {
     outside <- sample$outside
     sample <- list(rows = c(sample$rows, rep(NA_integer_, length(outside$prob))), prob = c(sample$prob, outside$prob),
                    stratum = if (!is.null(sample$stratum)) c(as.character(sample$stratum), as.character(outside$stratum)),
-                   unit = if (!is.null(sample$unit)) c(sample$unit, outside$unit))
+                   unit = if (!is.null(sample$unit)) c(sample$unit, outside$unit),
+                   unit_prob = if (!is.null(sample$unit_prob)) c(sample$unit_prob, outside$unit_prob))
   }
   unit <- sample$unit %||% seq_along(sample$rows)
+  unit_prob <- sample$unit_prob %||% sample$prob
   members <- split(seq_along(sample$rows), stratum_of(sample))
   lapply(members, function(i) {
     key <- factor(unit[i], levels = unique(unit[i]))
-    prob <- sample$prob[i][!duplicated(key)]
+    prob <- unit_prob[i][!duplicated(key)]
     units <- sum(1 / prob)
-    rows <- m[i, , drop = FALSE]
+    # a cluster's coded rows stand for its rows not coded (responding_clusters())
+    rows <- m[i, , drop = FALSE] * (unit_prob[i] / sample$prob[i])
     # strata collapsed for the variance (with_variance_strata()): each unit
     # weighted as drawn with the collapsed stratum's probability, so that
     # its units times their mean is the strata's estimated total
-    if (length(unique(prob)) > 1) rows <- rows * (length(prob) / units / sample$prob[i])
+    if (length(unique(prob)) > 1) rows <- rows * (length(prob) / units / unit_prob[i])
     list(totals = rowsum(rows, key, reorder = FALSE), units = units, drawn = length(prob))
   })
 }
@@ -112,8 +115,10 @@ design_parts <- function(fits, sample) {
   cluster <- sample$cluster %||% unit
   across <- rowsum(a / sample$prob, cluster)
   first <- !duplicated(unit)
-  within <- rowsum(a, unit, reorder = FALSE)
-  unit_prob <- sample$prob[first]
+  # a cluster's coded rows stand for its rows not coded (responding_clusters())
+  unit_prob <- sample$unit_prob %||% sample$prob
+  within <- rowsum(a * (unit_prob / sample$prob), unit, reorder = FALSE)
+  unit_prob <- unit_prob[first]
   list(
     population = crossprod(across) + crossprod(within, within * (1 / unit_prob - 1 / unit_prob^2)),
     strata = lapply(stratum_units(z, sample), function(h) c(h[c("units", "drawn")], list(cov = stratum_cov(h$totals))))

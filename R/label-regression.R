@@ -56,6 +56,8 @@
 #' missing code, or a row deleted) are found there too: each stratum's coded
 #' rows are reweighted to stand for its rows, with a warning
 #' (`newrllama4_warning_nonresponse`), and a stratum with none is an error.
+#' In a sample of whole clusters, each cluster's coded rows stand for its
+#' rows, and the clusters with a coded row for the clusters drawn.
 #' Coded rows without these columns (a sample drawn elsewhere) need
 #' `.sample_prob`; their design is then assumed (rows drawn one by one, the
 #' strata of `.stratum` or of equal probabilities, none lost) and a message

@@ -52,6 +52,13 @@ cases <- list(
     corrected_interval(quietly(label_regression(yes ~ 1, data, coded, truth, seed = seed)), "(Intercept)",
                        clustered_share)
   },
+  "12 of 80 speakers drawn whole, 10% of their rows uncodable, a CSV file" = function(seed) {
+    data <- clustered(seed)
+    coded <- review_sample(data, 12, seed = seed, cluster = "speaker")
+    coded$truth[withr::with_seed(seed, stats::runif(nrow(coded)) < 0.1)] <- NA
+    corrected_interval(quietly(label_regression(yes ~ 1, data, through_csv(coded), truth, seed = seed)), "(Intercept)",
+                       clustered_share)
+  },
   "30% of the drawn rows lost (confidence weights), then a CSV file" = function(seed) {
     data <- simulated_labels(2000, seed)
     coded <- review_sample(data, 300, weight = "confidence", seed = seed)

@@ -95,7 +95,16 @@ test_that("a whole-cluster sample read back with read_codes(), or through a CSV 
   }
   shares <- label_shares(data, from_file, code, seed = 1)
   expect_equal(shares, label_shares(data, sample, truth, seed = 1), ignore_attr = TRUE)
-  # a cluster's row lost is not reweighted: its cluster's total would be wrong
-  expect_error(label_regression(yes ~ 1, data, from_file[-1, ], code), "clusters drawn",
-               class = "newrllama4_error_coded_truth")
+  # a cluster's row uncodable, another lost, a whole cluster lost: the cluster's coded rows stand for its rows
+  store_write(fixture$file, 2, "ana", NULL, uncodable = TRUE, reason = "blank")
+  short <- read_codes(fixture$file)
+  short <- short[-1, ]
+  short <- short[short$speaker != short$speaker[nrow(short)], ]
+  expect_warning(fit <- label_regression(yes ~ 1, data, short, code, seed = 1), "all of 1 cluster",
+                 class = "newrllama4_warning_nonresponse")
+  coded <- !is.na(short$code)
+  in_cluster <- table(short$speaker[coded])[as.character(short$speaker[coded])]
+  expect_equal(fit$sample_prob, as.vector(7 / 40 * in_cluster / 8))
+  expect_error(label_regression(yes ~ 1, data, transform(short, code = NA), code),
+               class = "newrllama4_error_empty_stratum")
 })
