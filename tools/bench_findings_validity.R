@@ -67,11 +67,12 @@ cases <- list(
     corrected_interval(quietly(label_regression(yes ~ 1, data, coded, truth, seed = seed)), "(Intercept)",
                        share_yes)
   },
-  "15 of 2000 rows drawn by confidence: strata of one coded row, collapsed" = function(seed) {
-    data <- simulated_labels(2000, seed)
-    coded <- review_sample(data, 15, weight = "confidence", seed = seed)
-    corrected_interval(quietly(label_regression(yes ~ 1, data, coded, truth, seed = seed)), "(Intercept)",
-                       share_yes)
+  "a rare label (3%), 60 of 2000 rows drawn by confidence: its strata of one coded row collapsed" = function(seed) {
+    data <- rare_labels(2000, seed)
+    coded <- review_sample(data, 60, weight = "confidence", seed = seed)
+    shares <- quietly(label_shares(data, coded, truth, seed = seed))
+    share <- shares[shares$label == "yes" & shares$estimator == "corrected", ]
+    c(covered = share$conf.low <= 0.03 && 0.03 <= share$conf.high, width = share$conf.high - share$conf.low)
   }
 )
 cases <- cases[grepl(pattern, names(cases))]
