@@ -62,10 +62,10 @@ coded_design <- function(coded, data, rows, cluster, probabilities, call) {
   stratum <- if (!is.null(coded$.stratum)) as.character(coded$.stratum)
   if (length(present) == length(design_columns)) {
     strata <- design_strata(coded, call)
-    labelled <- if (".label" %in% names(data)) sum(!is.na(data$.label))
-    if (!is.null(labelled) && sum(strata$rows) < labelled) {
+    labelled_rows <- if (".label" %in% names(data)) sum(!is.na(data$.label))
+    if (!is.null(labelled_rows) && sum(strata$rows) < labelled_rows) {
       abort_newrllama4("empty_stratum", c(
-        "The strata of the coded rows hold {sum(strata$rows)} of the {labelled} labelled rows of {.arg data}: no row
+        "The strata of the coded rows hold {sum(strata$rows)} of the {labelled_rows} labelled rows of {.arg data}: no row
          drawn from the others is among them, so the estimate cannot stand for those rows.",
         "i" = "Keep every drawn row, coded or not, and code rows of every stratum: draw more with
                {.code review_sample(previous =)}."), call = call)
