@@ -134,9 +134,10 @@ cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data
       base <- softmax_rows(label_scores(log_probs, fit))[, match(spec$name, spec$labels)]
     }
     g[at] <- if (prediction == "probs") base[at] else {
-      features <- cbind(if (binary) stats::qlogis(pmin(pmax(base, 1e-4), 1 - 1e-4)) else base, x)
+      # an intercept beside the probability, so that a constant miscalibration is learnt
+      features <- cbind(1, if (binary) stats::qlogis(pmin(pmax(base, 1e-4), 1 - 1e-4)) else base, x)
       fitted <- moment_fit(features[sample$rows[train], , drop = FALSE], y[train], 1 / sample$prob[train],
-                           binary = binary, penalty = 1)
+                           binary = binary, penalty = 1, free = 2)
       moment_mean(features[at, , drop = FALSE] %*% fitted$coefficients, binary)
     }
   }
@@ -152,15 +153,16 @@ moment_mean <- function(eta, binary) as.vector(if (binary) stats::plogis(eta) el
 
 # The M-estimator of E[y | x] = mean(x b) (identity or logit link) from
 # sum_i w_i x_i (y_i - mean(x_i b)) = 0; a ridge `penalty` on all but the first
-# column (for the prediction models of cross-fitting, kept finite on few rows).
+# `free` columns (for the prediction models of cross-fitting, kept finite on
+# few rows).
 # `y` may lie outside [0, 1] for the logit: the pseudo-outcomes do. The logit's
 # equation is the gradient of a concave quasi-likelihood, so Newton's steps are
 # halved until it rises; where it has no finite maximum (a cell whose weighted
 # mean of y is not inside (0, 1), or separation) the fit does not converge and
 # says so in `converged`.
-moment_fit <- function(x, y, w = rep(1, length(y)), binary = FALSE, penalty = 0) {
+moment_fit <- function(x, y, w = rep(1, length(y)), binary = FALSE, penalty = 0, free = 1) {
   x <- as.matrix(x)
-  ridge <- diag(penalty * c(0, rep(1, ncol(x) - 1)), ncol(x))
+  ridge <- diag(penalty * (seq_len(ncol(x)) > free), ncol(x))
   objective <- function(beta) {
     eta <- as.vector(x %*% beta)
     fit <- if (binary) sum(w * (y * eta - log1p(exp(-abs(eta))) - pmax(eta, 0))) else -sum(w * (y - eta)^2) / 2
@@ -261,8 +263,23 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
     fits[[name]]$coefficients[] <- NA_real_
     vcov[[name]] <- matrix(NA_real_, length(columns), length(columns), dimnames = list(columns, columns))
   }
+  df <- design_df(sample)
   list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned,
-       lambda_terms = if (tuned) lambda_terms, target = target)
+       lambda_terms = if (tuned) lambda_terms, target = target,
+       df = list(corrected = df, naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
+                 coded_only = df))
+}
+
+# The design variance's degrees of freedom, as survey's degf(): the sampling
+# units coded (rows, or clusters drawn whole) less the strata, or with
+# clusters sharing errors the clusters coded less one, whichever is fewer.
+# With a dozen clusters the interval's quantile is then a t's, not the
+# normal's, which would leave it too narrow.
+design_df <- function(sample) {
+  units <- sample$unit %||% seq_along(sample$rows)
+  df <- length(unique(units)) - length(unique(stratum_of(sample)))
+  if (!is.null(sample$cluster)) df <- min(df, length(unique(sample$cluster)) - 1)
+  max(df, 1)
 }
 
 abort_degenerate <- function(call) {

@@ -77,9 +77,10 @@
 #' (`newrllama4_warning_single_coded_unit`): code more of it.
 #'
 #' With `prediction = "fit"`, each row's prediction comes from a regression of
-#' the truth on the model's probability (its logit) and the formula's
-#' covariates, fitted on the coded rows weighted by \eqn{1/\pi}{1/pi}: it
-#' narrows the interval where the model's errors follow the covariates. Such a
+#' the truth on an intercept, the model's probability (its logit) and the
+#' formula's covariates (their slopes with a small ridge penalty), fitted on
+#' the coded rows weighted by \eqn{1/\pi}{1/pi}: it narrows the interval where
+#' the model's errors follow the covariates or it is miscalibrated throughout. Such a
 #' fit, and [recalibrate_labels()]'s refit when `data` is its value, use the
 #' codes, so they are cross-fitted: the rows are split into `folds`, and each
 #' fold's predictions come from fits to the coded rows of the other folds, so
@@ -120,6 +121,11 @@
 #' and adds the variance of the corpus around it; with `target = "corpus"` it
 #' is for the value coding every row of `data` would give, and counts only
 #' which rows were coded, so it is narrower. Print says which.
+#' Intervals take the quantile of a t distribution on the design's degrees of
+#' freedom (as `survey`'s `degf()`: the sampling units coded, rows or clusters
+#' drawn whole, less the strata; with `cluster`, the clusters coded less one,
+#' if fewer), so that an interval resting on a dozen clusters is not too
+#' narrow; with many coded rows it is the normal interval.
 #'
 #' @param formula A formula: on the left, one of the labels (its indicator is
 #'   the outcome; backquote names that are not syntactic), a boolean field of
@@ -272,9 +278,10 @@ confint.newrllama4_label_regression <- function(object, parm, level = 0.95, ...)
 estimate_table <- function(object, estimator, level = 0.95) {
   beta <- object$fits[[estimator]]$coefficients
   se <- sqrt(diag(object$vcov[[estimator]]))
-  z <- stats::qnorm((1 + level) / 2)
+  df <- object$df[[estimator]] %||% Inf
+  z <- stats::qt((1 + level) / 2, df)
   data.frame(term = names(beta), estimator = estimator, estimate = unname(beta), std.error = unname(se),
-             statistic = unname(beta / se), p.value = unname(2 * stats::pnorm(-abs(beta / se))),
+             statistic = unname(beta / se), p.value = unname(2 * stats::pt(-abs(beta / se), df)),
              conf.low = unname(beta - z * se), conf.high = unname(beta + z * se), stringsAsFactors = FALSE)
 }
 

@@ -123,7 +123,8 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
     coded_in_group <- as.vector(table(used[match(estimate$coded_rows, estimate$rows)])[group])
     # the naive share rests on every row of its group, the others on its coded rows
     rows[c("estimate", "conf.low", "conf.high")] <- share_interval(
-      rows$estimate, rows$std.error, ifelse(rows$estimator == "naive", in_group, coded_in_group), level)
+      rows$estimate, rows$std.error, ifelse(rows$estimator == "naive", in_group, coded_in_group), level,
+      unlist(estimate$df[rows$estimator]) %||% Inf)
     data.frame(.group = group, label = label, rows[c("estimator", "estimate", "std.error", "conf.low", "conf.high")],
                rows = in_group, coded = coded_in_group, stringsAsFactors = FALSE)
   }))
@@ -148,9 +149,10 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
 # a row of `n` (the rows the estimate rests on) from 0 and 1, and are `n`
 # where the standard error is 0 (no coded row has the label and the
 # predictions get no weight): the interval is never of zero width. The
-# estimate is cut to [0, 1], where its truth is.
-share_interval <- function(estimate, se, n, level) {
-  z <- stats::qnorm((1 + level) / 2)
+# estimate is cut to [0, 1], where its truth is. `df`: the variance's degrees
+# of freedom (its quantile a t's, as for the regressions).
+share_interval <- function(estimate, se, n, level, df = Inf) {
+  z <- stats::qt((1 + level) / 2, df)
   p <- pmin(pmax(estimate, 0), 1)
   at <- pmin(pmax(p, 0.5 / n), 1 - 0.5 / n)
   effective <- ifelse(se > 0, at * (1 - at) / se^2, n)

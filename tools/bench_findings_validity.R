@@ -36,6 +36,19 @@ through_csv <- function(rows) {
 # the superpopulation share of "yes" in simulated_labels()
 share_yes <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
 
+# the superpopulation slope of a linear probability model of "yes" on x in
+# simulated_labels(): Cov(x, plogis(-0.3 + 0.8 x)) with Var(x) = 1
+linear_slope_yes <- stats::integrate(function(x) x * stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
+
+# Whether the corrected share of `label` (in `group`, or overall) covers
+# `value`; its width; whether the interval has zero width.
+share_interval_of <- function(shares, label, group, value) {
+  row <- shares[shares$estimator == "corrected" & shares$label == label, ]
+  if (!is.null(group)) row <- row[row$group == group, ]
+  c(covered = row$conf.low <= value && value <= row$conf.high, width = row$conf.high - row$conf.low,
+    zero_width = row$conf.high - row$conf.low < 1e-12)
+}
+
 quietly <- function(expr) suppressMessages(suppressWarnings(expr))
 
 cases <- list(
@@ -73,6 +86,73 @@ cases <- list(
     shares <- quietly(label_shares(data, coded, truth, seed = seed))
     share <- shares[shares$label == "yes" & shares$estimator == "corrected", ]
     c(covered = share$conf.low <= 0.03 && 0.03 <= share$conf.high, width = share$conf.high - share$conf.low)
+  },
+  "a group missing on 10-50% of rows, coded or not (the domain's share, corpus)" = function(seed) {
+    data <- simulated_labels(1000, seed)
+    coded <- review_sample(data, 150, weight = "confidence", seed = seed)
+    data$group[withr::with_seed(seed + 7, stats::runif(1000)) < ifelse(data$truth == "yes", 0.5, 0.1)] <- NA
+    coded$group <- data$group[coded$.row]
+    shares <- quietly(label_shares(data, coded, truth, by = "group", seed = seed, target = "corpus"))
+    share_interval_of(shares, "yes", "a", mean(data$truth[data$group %in% "a"] == "yes"))
+  },
+  "a covariate missing on 30% of the rows not coded" = function(seed) {
+    data <- with_applause(seed)
+    coded <- review_sample(data, 150, weight = "uniform", seed = seed)
+    data$x[setdiff(which(withr::with_seed(seed, stats::runif(1000)) < 0.3), coded$.row)] <- NA
+    corrected_interval(quietly(label_regression(applause ~ yes + x, data, coded, truth, seed = seed)), "yes", 2)
+  },
+  "a boolean field refitted by recalibrate_labels(field =) as a covariate" = function(seed) {
+    data <- two_labels(seed)
+    coded <- review_sample(data, 200, weight = "uniform", seed = seed)
+    attr(data, "manifest") <- structure(list(prompt = list(`calibration (negative)` = "hand-coded")),
+                                        class = "newrllama4_manifest")
+    fit <- label_regression(yes ~ negative, data, coded, c(yes = "truth", negative = "negative_code"), seed = seed)
+    corrected_interval(fit, "negative", 0.3)
+  },
+  "a rare label (3%), 150 uniform coded rows" = function(seed) {
+    data <- rare_labels(2000, seed)
+    coded <- review_sample(data, 150, weight = "uniform", seed = seed)
+    shares <- quietly(label_shares(data, coded, truth, seed = seed))
+    share_interval_of(shares, "yes", NULL, 0.03)
+  },
+  "one group's probabilities informative, the other's noise (se / coded rows alone's)" = function(seed) {
+    columns <- c(".prob_yes", ".prob_no", ".label", ".confidence")
+    data <- simulated_labels(2000, seed)
+    noisy <- data$group == "b"
+    data[!noisy, columns] <- reprobed(data, seed, informative = TRUE)[!noisy, columns]
+    data[noisy, columns] <- reprobed(data, seed, informative = FALSE)[noisy, columns]
+    coded <- review_sample(data, 200, weight = "uniform", seed = seed)
+    yes <- quietly(label_shares(data, coded, truth, by = "group", seed = seed))
+    yes <- yes[yes$label == "yes", ]
+    se <- function(estimator, group) yes$std.error[yes$estimator == estimator & yes$group == group]
+    c(covered = mean(yes$conf.low[yes$estimator == "corrected"] <= share_yes &
+                       share_yes <= yes$conf.high[yes$estimator == "corrected"]),
+      informative = se("corrected", "a") / se("coded_only", "a"), noisy = se("corrected", "b") / se("coded_only", "b"))
+  },
+  "60 coded rows, lambda tuned for each coefficient (the slope)" = function(seed) {
+    data <- simulated_labels(2000, seed)
+    coded <- review_sample(data, 60, weight = "uniform", seed = seed)
+    corrected_interval(quietly(label_regression(yes ~ x, data, coded, truth, seed = seed)), "x", linear_slope_yes)
+  },
+  "60 coded rows, a share, lambda tuned" = function(seed) {
+    data <- simulated_labels(2000, seed)
+    coded <- review_sample(data, 60, weight = "uniform", seed = seed)
+    share_interval_of(quietly(label_shares(data, coded, truth, seed = seed)), "yes", NULL, share_yes)
+  },
+  "prediction = \"fit\", probabilities miscalibrated by +1.5 on the logit" = function(seed) {
+    data <- simulated_labels(2000, seed)
+    data$.prob_yes <- stats::plogis(stats::qlogis(data$.prob_yes) + 1.5)
+    data$.prob_no <- 1 - data$.prob_yes
+    coded <- review_sample(data, 250, weight = "uniform", seed = seed)
+    corrected_interval(quietly(label_regression(yes ~ x, data, coded, truth, family = "binomial",
+                                                prediction = "fit", seed = seed)), "x", 0.8)
+  },
+  "a logistic fit with a labelled covariate" = function(seed) {
+    data <- two_labels(seed)
+    coded <- review_sample(data, 200, weight = "uniform", seed = seed)
+    fit <- quietly(label_regression(yes ~ negative, data, coded, c(yes = "truth", negative = "negative_code"),
+                                    family = "binomial", seed = seed))
+    corrected_interval(fit, "negative", stats::qlogis(0.6) - stats::qlogis(0.3))
   }
 )
 cases <- cases[grepl(pattern, names(cases))]

@@ -22,16 +22,21 @@ test_that("a labelled covariate with an observed outcome: corrected intervals co
   expect_lt(mean(covered["naive", ]), 0.5)
 })
 
-test_that("two labelled variables in one model: each corrected by its own codes", {
+test_that("two labelled variables in one model: each corrected by its own codes, by least squares or logistic", {
   covered <- vapply(1:300, function(seed) {
     data <- two_labels(seed)
     coded <- review_sample(data, 200, weight = "uniform", seed = seed)
-    fit <- label_regression(yes ~ negative, data, coded, c(yes = "truth", negative = "negative_code"), seed = seed)
-    covers(summary(fit)$table, "negative", 0.3)
-  }, logical(3))
-  # measured: corrected 0.940, naive 0.000, coded rows alone 0.960
+    codes <- c(yes = "truth", negative = "negative_code")
+    fit <- label_regression(yes ~ negative, data, coded, codes, seed = seed)
+    logistic <- label_regression(yes ~ negative, data, coded, codes, family = "binomial", seed = seed)
+    c(covers(summary(fit)$table, "negative", 0.3),
+      logistic = covers(summary(logistic)$table, "negative", stats::qlogis(0.6) - stats::qlogis(0.3)))
+  }, logical(6))
+  # measured: corrected 0.940, naive 0.000, coded rows alone 0.960; logistic corrected 0.953, naive 0.000
   expect_gte(mean(covered["corrected", ]), 0.92)
   expect_lt(mean(covered["naive", ]), 0.5)
+  expect_gte(sum(covered["logistic.corrected", ]), 276)
+  expect_lt(mean(covered["logistic.naive", ]), 0.5)
 })
 
 test_that("the corpus target covers the corpus's own slope with narrower intervals", {
@@ -156,4 +161,20 @@ test_that("30% of the drawn rows lost, then a CSV file: reweighted within their 
   }, logical(1))
   # measured: 0.953 (0.54 when the file hid the lost rows, issue 50)
   expect_gte(mean(covered), 0.925)
+})
+
+test_that("prediction = \"fit\" learns a constant miscalibration through its intercept, and covers", {
+  draws <- vapply(1:300, function(seed) {
+    data <- simulated_labels(1000, seed)
+    data$.prob_yes <- stats::plogis(stats::qlogis(data$.prob_yes) + 1.5)  # leaning toward "yes" throughout
+    data$.prob_no <- 1 - data$.prob_yes
+    coded <- review_sample(data, 150, weight = "uniform", seed = seed)
+    fit <- label_regression(yes ~ x, data, coded, truth, family = "binomial", prediction = "fit", seed = seed)
+    table <- summary(fit)$table
+    slope <- table[table$term == "x", ]
+    c(covers(table, "x", 0.8), width = (slope$conf.high[1] - slope$conf.low[1]) / (slope$conf.high[3] - slope$conf.low[3]))
+  }, numeric(4))
+  # measured: corrected 0.937, its interval 0.74 of the coded rows' alone (0.927 and 0.89 without the intercept)
+  expect_gte(sum(draws["corrected", ]), 276)
+  expect_lt(mean(draws["width", ]), 0.85)
 })

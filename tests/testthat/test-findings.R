@@ -13,3 +13,24 @@ test_that("a coded row's cross-fitted prediction does not depend on its own code
   other_folds <- fit$folds != fit$folds[row]
   expect_false(identical(refit$predictions[other_folds], fit$predictions[other_folds]))
 })
+
+test_that("the cross-fitted prediction model leaves its intercept and the probability unpenalised", {
+  data <- simulated_labels(400, 8)
+  y <- as.numeric(data$truth == "yes")
+  z <- stats::qlogis(data$.prob_yes) + 1.5
+  fit <- moment_fit(cbind(1, z, data$x), y, binary = TRUE, penalty = 1e6, free = 2)
+  expect_equal(unname(fit$coefficients[1:2]), unname(stats::coef(stats::glm(y ~ z, family = stats::binomial))),
+               tolerance = 1e-4)
+  expect_lt(abs(fit$coefficients[[3]]), 1e-3)
+})
+
+test_that("intervals take a t quantile on the design's degrees of freedom: few clusters, wider intervals", {
+  data <- clustered(2)
+  coded <- review_sample(data, 12, seed = 2, cluster = "speaker")
+  fit <- label_regression(yes ~ 1, data, coded, truth, seed = 2)
+  expect_identical(fit$df$corrected, 11)
+  interval <- confint(fit)
+  expect_equal(unname(interval[1, 2] - interval[1, 1]), 2 * stats::qt(0.975, 11) * sqrt(vcov(fit)[1, 1]))
+  rows <- review_sample(simulated_labels(600, 2), 100, weight = "uniform", seed = 2)
+  expect_identical(label_regression(yes ~ x, simulated_labels(600, 2), rows, truth, seed = 2)$df$corrected, 98)
+})

@@ -1,7 +1,8 @@
 test_that("the corrected slope covers the truth where the naive one does not", {
-  draws <- vapply(1:60, function(seed) {
-    data <- simulated_labels(2000, seed)
-    coded <- review_sample(data, 250, weight = "uniform", seed = seed)
+  skip_on_cran()
+  draws <- vapply(1:300, function(seed) {
+    data <- simulated_labels(1000, seed)
+    coded <- review_sample(data, 150, weight = "uniform", seed = seed)
     fit <- label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = seed)
     table <- summary(fit)$table
     slope <- table[table$term == "x", ]
@@ -9,8 +10,9 @@ test_that("the corrected slope covers the truth where the naive one does not", {
       naive = slope$conf.low[2] <= 0.8 && 0.8 <= slope$conf.high[2],
       width = (slope$conf.high[1] - slope$conf.low[1]) / (slope$conf.high[3] - slope$conf.low[3]))
   }, numeric(3))
-  # 60 draws: 0.95 coverage gives 51 or more with probability 0.99
-  expect_gte(sum(draws["corrected", ]), 51)
+  # 300 draws, 276 to pass: a method that covers 95% passes with probability 0.99, one that covers 90% with 0.14
+  # (about 9 s). Measured: corrected 0.950, naive 0.090, width 0.81 of the coded rows' alone
+  expect_gte(sum(draws["corrected", ]), 276)
   expect_lte(mean(draws["naive", ]), 0.2)
   expect_lt(mean(draws["width", ]), 0.95)
 })
