@@ -84,10 +84,11 @@ def test_sampled_answers_are_keyed_by_seed_and_index(tiny_server, tmp_path):
     assert ctx.generate_parallel(prompts, **dict(GREEDY, seed=3), cache=cache).stats.result_cache_hits == 4
 
 
-@pytest.mark.parametrize("argument", sorted(set(OTHER) - {"field_probs"}))
+@pytest.mark.parametrize("argument", sorted(set(OTHER) - {"field_probs", "hidden_states"}))
 def test_changing_one_argument_misses(tiny_server, tmp_path, argument):
     # the arguments test_result_cache checks against generate_parallel's signature; field_probs
-    # below, on the one server that scores fields
+    # below, on the one server that scores fields; hidden_states never reaches a cache here, since
+    # a server refuses it (test_hidden_states_are_refused_before_any_request)
     cache = tmp_path / "answers.sqlite"
     prompts = random_prompts(3, seed=44, max_words=8)
     ctx = remote(tiny_server.url)
@@ -95,6 +96,14 @@ def test_changing_one_argument_misses(tiny_server, tmp_path, argument):
     assert ctx.generate_parallel(prompts, **BASE, cache=cache).stats.result_cache_hits == 3
     assert ctx.generate_parallel(prompts, **dict(BASE, **{argument: OTHER[argument]}), cache=cache) \
         .stats.result_cache_hits == 0
+
+
+def test_hidden_states_are_refused_before_any_request(tiny_server, tmp_path):
+    cache = tmp_path / "answers.sqlite"
+    with pytest.raises(nl.InvalidArgumentError, match="hidden state"):
+        remote(tiny_server.url).generate_parallel(random_prompts(2, seed=45), **dict(BASE, hidden_states=True),
+                                                  cache=cache)
+    assert not cache.exists()
 
 
 def test_field_probs_misses_on_llama_server(tiny_llama_server, tmp_path):
