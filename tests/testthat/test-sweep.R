@@ -4,6 +4,9 @@
 # export or argument is swept without being listed here; what is listed is one
 # valid call of each export, which the sweep spoils one argument at a time.
 
+# the coding file's people get links made with a secret kept per user: a temporary one here
+withr::local_envvar(R_USER_DATA_DIR = withr::local_tempdir())
+
 # Values no argument of ours takes: not a type any check expects.
 unusable_values <- list(environment = new.env(), opaque = structure(list(), class = "unexpected_object"))
 
@@ -16,6 +19,9 @@ valid_calls <- function(fixtures = NULL) {
   texts <- data.frame(text = c("Great film.", "Dull."), .label = c("yes", "no"))
   coding_file <- tempfile(fileext = ".sqlite")
   coding_app(texts, coding_file, labels = c("yes", "no"), instruction = "Does the reviewer like it?")
+  team_file <- tempfile(fileext = ".sqlite")
+  coding_app(texts, team_file, labels = c("yes", "no"), instruction = "Does the reviewer like it?",
+             coders = c("Ana", "Ben"), adjudicators = "Eve")
   calls <- list(
     agreement = list(predicted = data$.label, truth = data$truth, n_boot = 10, seed = 1),
     coded_rows_needed = list(x = fit, se = 0.1),
@@ -27,7 +33,8 @@ valid_calls <- function(fixtures = NULL) {
     install_newrllama4 = list(envname = file.path(tempdir(), "never-made")),
     coding_app = list(sample = texts, file = tempfile(fileext = ".sqlite"), labels = c("yes", "no"),
                       instruction = "Does the reviewer like it?"),
-    read_codes = list(file = coding_file)
+    read_codes = list(file = coding_file),
+    coding_links = list(file = team_file, url = "https://coding.example.org/")
   )
   if (is.null(fixtures)) return(calls)
   c(calls, list(
@@ -40,6 +47,8 @@ valid_calls <- function(fixtures = NULL) {
     generate = list(context = fixtures$context, prompt = "hello", max_tokens = 2L),
     generate_parallel = list(context = fixtures$context, prompts = c("hello", "the king"), max_tokens = 2L,
                              progress = FALSE),
+    embed_texts = list(data = fixtures$texts, text = quote(text), instruction = "Describe it.",
+                       context = fixtures$context, progress = FALSE),
     model_load = list(source = tiny_model_path()),
     model_tokenize = list(model = fixtures$model, text = "hello"),
     model_detokenize = list(model = fixtures$model, tokens = 1:3),
