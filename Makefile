@@ -25,14 +25,14 @@ R_PKGS := reticulate cli rlang jsonlite glue withr sandwich stringi
 # three of tools/bench_annotation.R's corpora; shiny, RSQLite and DBI run coding_app(), which the
 # browser suite drives in headless Chromium through chromedriver (openssl makes and hashes the
 # app's secret links); survey is the reference the findings tests check stratified variances against;
-# pkgdown builds the site (tools/build-site.R)
+# pkgdown builds the site (tools/build-site.R); glmnet fits tools/bench_features.R's ridge on the model's features
 R_TEST_DEBS := r-cran-testthat r-cran-rmarkdown r-cran-knitr r-cran-roxygen2 r-cran-dplyr r-cran-vctrs \
                r-cran-ggplot2 r-cran-broom pandoc qpdf \
                r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret r-cran-tidytext r-cran-janeaustenr \
                r-cran-shiny r-cran-rsqlite r-cran-dbi r-cran-openssl chromium chromium-driver r-cran-survey \
-               r-cran-pkgdown
+               r-cran-pkgdown r-cran-glmnet
 R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 broom tm tidyverse psych caret tidytext janeaustenr \
-               shiny RSQLite DBI openssl survey pkgdown
+               shiny RSQLite DBI openssl survey pkgdown glmnet
 
 # ggml's AMX kernels are left out of the llama.cpp build (the engine's, which llama-server
 # shares): a virtual machine can advertise AMX without letting programs run it, and the first
@@ -139,6 +139,7 @@ bench: setup-test
 	$(PYTHON) python/benchmarks/bench_prefix.py --llama-server $(VENV)/bin/llama-server
 	$(PYTHON) python/benchmarks/bitcompare.py
 	$(PYTHON) python/benchmarks/bench_constraints.py
+	$(PYTHON) python/benchmarks/bench_features.py
 	$(PYTHON) python/benchmarks/bench_remote.py
 	$(PYTHON) python/benchmarks/bench_scale.py micro
 	$(PYTHON) python/benchmarks/bench_scale.py engine
@@ -147,6 +148,7 @@ bench: setup-test
 	Rscript tools/bench_annotate_scale.R 1000 10000
 	Rscript tools/bench_r_overhead.R 32 32 5
 	Rscript tools/bench_annotation.R
+	Rscript tools/bench_features.R
 	Rscript tools/bench_codebook.R
 	Rscript tools/bench_findings.R
 	Rscript tools/bench_findings_corpus.R
