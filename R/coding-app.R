@@ -68,7 +68,10 @@
 #' (for a schema, on each field that is a category); the open disagreements;
 #' and a CSV of every code ever written, the replaced ones too, with who
 #' wrote it, in which role, when and after how
-#' many seconds (`.current` marks the codes that count).
+#' many seconds (`.current` marks the codes that count). Free text in it (a
+#' name, a reason, a note, a typed-in field) that a spreadsheet would read as
+#' a formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return)
+#' starts with a single quote, as OWASP advises against CSV injection.
 #'
 #' @section Every code checked:
 #' What the page sends is checked in R before it is written, whatever sent

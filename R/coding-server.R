@@ -64,7 +64,7 @@ coding_server <- function(file, stored, blind, uncodable) {
       filename = function() paste0(tools::file_path_sans_ext(basename(file)), "-codes.csv"),
       content = function(path) {
         if (!"team" %in% role_views[[state$person$role %||% "coder"]]) stop("Only the team's lead may download the codes.")
-        utils::write.csv(code_history(file, stored), path, row.names = FALSE, na = "")
+        write_code_history(file, stored, path)
       }
     )
 

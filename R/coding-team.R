@@ -110,3 +110,17 @@ code_history <- function(file, stored) {
   out$.current <- history$id %in% store_codes(file)$id
   out
 }
+
+# The team screen's download: the history as CSV, where free text (who, the
+# reason, the note, a typed-in field) that a spreadsheet would read as a
+# formula starts with a single quote, as OWASP's advice on CSV injection has
+# it, so that opening the file runs nothing a coder typed.
+write_code_history <- function(file, stored, path) {
+  history <- code_history(file, stored)
+  typed_in <- Filter(function(field) identical(field$kind, "string"), stored$task$fields)
+  free_text <- c(".coder", ".reason", ".note", vapply(typed_in, function(field) field$name, ""))
+  history[free_text] <- lapply(history[free_text], function(text) {
+    ifelse(grepl("^[=+@\t\r-]", text), paste0("'", text), text)
+  })
+  utils::write.csv(history, path, row.names = FALSE, na = "")
+}

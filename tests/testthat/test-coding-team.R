@@ -54,6 +54,27 @@ test_that("the history of codes reads back typed, with who, when and how long", 
   expect_match(history$.time, "^\\d{4}-\\d\\d-\\d\\dT")
 })
 
+test_that("the CSV download starts free text a spreadsheet would run as a formula with a quote", {
+  skip_if_not_installed("RSQLite")
+  file <- withr::local_tempfile(fileext = ".sqlite")
+  coding_app(data.frame(text = c("a", "b")), file, schema = list(gist = "string", tone = list(enum = c("-", "+"))))
+  typed <- c("=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx", "a = b")
+  for (i in seq_along(typed)) {
+    store_write(file, 1, typed[[i]], list(gist = typed[[i]], tone = "-"), note = typed[[i]])
+  }
+  store_write(file, 2, "=ana", NULL, uncodable = TRUE, reason = "@once")
+  path <- withr::local_tempfile(fileext = ".csv")
+  write_code_history(file, store_meta(file), path)
+  csv <- utils::read.csv(path, colClasses = "character", na.strings = NULL)
+  csv[] <- lapply(csv, gsub, pattern = "\n", replacement = "\r", fixed = TRUE)  # read.csv() reads a quoted CR as LF
+  quoted <- c(paste0("'", typed[1:6]), "a = b")
+  expect_identical(csv$.coder, c(quoted, "'=ana"))
+  expect_identical(csv$gist, c(quoted, ""))
+  expect_identical(csv$.note, c(quoted, ""))
+  expect_identical(csv$.reason, c(rep("", 7), "'@once"))
+  expect_identical(csv$tone, c(rep("-", 7), ""))  # a category of the codebook is the lead's, not typed in
+})
+
 test_that("the lead sees the team screen only, with the coders named who have not come yet", {
   skip_if_not_installed("openssl")
   withr::local_envvar(R_USER_DATA_DIR = withr::local_tempdir())
