@@ -24,18 +24,6 @@ corrected_interval <- function(fit, term, value) {
   c(covered = interval[[1]] <= value && value <= interval[[2]], width = interval[[2]] - interval[[1]])
 }
 
-# `rows` through a CSV file, as a spreadsheet user's would come back:
-# factors as text, whole numbers as integers or doubles, no attributes.
-through_csv <- function(rows) {
-  file <- tempfile(fileext = ".csv")
-  on.exit(unlink(file))
-  utils::write.csv(rows, file, row.names = FALSE)
-  utils::read.csv(file)
-}
-
-# the superpopulation share of "yes" in simulated_labels()
-share_yes <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
-
 # the superpopulation slope of a linear probability model of "yes" on x in
 # simulated_labels(): Cov(x, plogis(-0.3 + 0.8 x)) with Var(x) = 1
 linear_slope_yes <- stats::integrate(function(x) x * stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value

@@ -109,3 +109,15 @@ rare_labels <- function(n, seed, share = 0.03, signal = -2) {
                .prob_no = 1 - prob, .confidence = pmax(prob, 1 - prob), truth = ifelse(truth == 1, "yes", "no"))
   })
 }
+
+# `rows` through a CSV file, as a spreadsheet user's would come back:
+# factors as text, whole numbers as integers or doubles, no attributes.
+through_csv <- function(rows) {
+  file <- tempfile(fileext = ".csv")
+  on.exit(unlink(file))
+  utils::write.csv(rows, file, row.names = FALSE)
+  utils::read.csv(file)
+}
+
+# the superpopulation share of "yes" in simulated_labels()
+share_yes <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value

@@ -129,13 +129,6 @@ test_that("a group missing on some rows: the estimate is for the domain of rows 
 # The design travels in the rows' columns (issue 50). These two use 400 draws
 # and ask for 370 covered (0.925): a method that covers 95% passes with
 # probability 0.989, one that covers 90% with probability 0.052.
-share_yes <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
-
-through_csv <- function(rows) {
-  file <- withr::local_tempfile(fileext = ".csv")
-  utils::write.csv(rows, file, row.names = FALSE)
-  utils::read.csv(file)
-}
 
 test_that("speakers drawn whole, through a CSV file and `[`, keep their interval's coverage", {
   covered <- vapply(1:400, function(seed) {
