@@ -82,10 +82,21 @@ refitted_by_hand <- function(data) {
   identical(record$prompt$calibration, "hand-coded") && !is.null(attr(data, "order_probs", exact = TRUE))
 }
 
-# A boolean or enum field of `data` that recalibrate_labels(field =) refitted.
+# A boolean or enum field of `data` that recalibrate_labels(field =) refitted
+# or learn_labels(field =) learned.
 refitted_field <- function(name, data) {
   record <- attr(data, "manifest", exact = TRUE)$prompt
-  name %in% names(data) && identical(record[[paste0("calibration (", name, ")")]], "hand-coded")
+  name %in% names(data) && isTRUE(record[[paste0("calibration (", name, ")")]] %in% c("hand-coded", "learned"))
+}
+
+# Labels that learn_labels() learned saw the codes on every row, and the
+# estimators cannot yet learn them again fold by fold: they are refused.
+abort_if_learned <- function(data, call) {
+  if (identical(attr(data, "manifest", exact = TRUE)$prompt$calibration, "learned")) {
+    abort_invalid(c("Labels learned by {.fn learn_labels} saw the codes, so they cannot be corrected by them.",
+                    "i" = "Use the labels as annotated (the value of {.fn annotate_texts}): the correction does not need
+                           them learned."), "data", call)
+  }
 }
 
 # The domain, as print() tells it: the rows outside it, if any.

@@ -39,6 +39,8 @@ valid_calls <- function(fixtures = NULL) {
   if (is.null(fixtures)) return(calls)
   c(calls, list(
     recalibrate_labels = list(data = fixtures$annotated, coded = fixtures$annotated_coded, truth = quote(truth)),
+    learn_labels = list(data = fixtures$annotated, coded = fixtures$annotated_coded, truth = quote(truth),
+                        features = FALSE),
     annotate_texts = list(data = fixtures$texts, text = quote(text), instruction = "Yes or no?",
                           labels = c("yes", "no"), context = fixtures$context, progress = FALSE),
     apply_chat_template = list(model = fixtures$chat_model, messages = list(list(role = "user", content = "Hi"))),

@@ -1,0 +1,355 @@
+#' Labels learned from a sample coded by hand
+#'
+#' Learns, from rows that people coded, a classifier of the labels on what the
+#' model knows of each row: its hidden states (`features`), each example
+#' order's label probabilities and optional covariates; then labels every row
+#' again. Small local models are weak annotators zero-shot, but their hidden
+#' states often tell the labels apart well: a penalised logistic regression on
+#' them, fitted to 100-150 coded rows, can label the other rows far better than
+#' the model's own answer (Buckmann and Hill 2024).
+#'
+#' The classifier is a ridge-penalised multinomial logistic regression (two
+#' labels are its smallest case), fitted with \pkg{glmnet}, on the features
+#' beside each example order's log-probabilities (not as an offset: glmnet's
+#' multinomial fit does not converge against the extreme offsets of a confident
+#' small model; the refit, which keeps the labels as they are, is a candidate of
+#' its own). Its penalty is chosen among
+#' `10^(1, 0.5, ..., -3)` beside the candidates of [recalibrate_labels()] (whose
+#' refit is this function's smallest case: no features), by the same rule: each
+#' candidate is scored on the coded rows it was not fitted to (5-fold
+#' cross-validation in the coded rows' order, so that the same rows give the
+#' same choice); one qualifies when its held-out accuracy beats that of the
+#' labels as they are by more than one standard error of the paired difference,
+#' and the qualified one with the lowest held-out log-loss wins.
+#'
+#' That choice is itself made inside the folds: each fold of coded rows is
+#' labelled by a candidate chosen and fitted on the other folds alone. So a
+#' coded row's new label and probabilities come from a model that never saw its
+#' code (they are cross-fitted), and their accuracy against the codes is an
+#' honest estimate of the whole procedure's, choice included. The guard: where
+#' that cross-validated accuracy does not beat the labels as they are by more
+#' than one standard error of the paired difference, the labels are kept, with a
+#' message (class `newrllama4_message_refit_declined`). The other rows are
+#' labelled by the candidate chosen on all coded rows.
+#'
+#' The coded rows must be a random sample of the rows: draw them with
+#' `review_sample(weight = "uniform")`. Each label needs at least two coded rows
+#' in the training part of a fold for the classifier to be fitted there; where
+#' one has fewer, that fold keeps the refit's candidates alone.
+#'
+#' @inheritParams recalibrate_labels
+#' @param truth The column of `coded` that holds the people's labels. With
+#'   several fields, a named character vector giving each field's column:
+#'   `c(tone = "tone_code", topic = "topic_code")`.
+#' @param features `TRUE` for the model's hidden states that
+#'   `annotate_texts(features = TRUE)` or `embed_texts()` kept (the
+#'   `.features` column), `FALSE` for none (the example orders' probabilities
+#'   and `covariates` alone), or a numeric matrix with a row per row of `data`
+#'   (embeddings from elsewhere).
+#' @param covariates Names of columns of `data` (numbers, factors or logicals)
+#'   that the classifier may also use.
+#' @param field `NULL` for the labels, or the names of enum or boolean fields of
+#'   the `schema` given to [annotate_texts()]: each gets its own classifier, and
+#'   its column, `.prob_<field>_<value>` and `.confidence_<field>` change; the
+#'   manifest's entries carry the field's name, such as `"learner (tone)"`.
+#' @return `data` with `.label`, the `.prob_` columns and `.confidence` from the
+#'   classifier, cross-fitted on the coded rows. The manifest's `calibration`
+#'   becomes `"learned"`, with `learner` (the chosen candidate),
+#'   `learner_penalty`, `features` (their source), `hand_coded_rows`,
+#'   `cross_validated_accuracy`, `learned_agreement` and `zero_shot_agreement`
+#'   (accuracy and Cohen's kappa of the cross-fitted and of the given labels
+#'   against the codes), and `learner_cross_validation` (every candidate's
+#'   cross-validated accuracy and log-loss on all coded rows), and
+#'   `learner_folds`: each coded row's fold (1-5), named by its row of `data`.
+#'   Where the guard
+#'   keeps the labels, `data` as it was, with `learner` `"none"` and those
+#'   figures in its manifest.
+#' @export
+#' @examplesIf engine_available()
+#' reviews <- data.frame(review = rep(c(
+#'   "Broke after a day.", "Works well.", "Too loud and too slow.", "Great value.", "Arrived broken.",
+#'   "Does the job.", "Never again.", "Lovely design."
+#' ), 5))
+#' reviews$gold <- rep(c("negative", "positive"), 20)
+#' labelled <- annotate_texts(reviews, review, "Is the review positive or negative?",
+#'                            labels = c("positive", "negative"), progress = FALSE)
+#' coded <- review_sample(labelled, n = 30, weight = "uniform", seed = 1)
+#' # the label probabilities alone here; features = TRUE adds the model's hidden
+#' # states that annotate_texts(features = TRUE) keeps
+#' learned <- learn_labels(labelled, coded, gold, features = FALSE)
+#' manifest(learned)$prompt[c("learner", "cross_validated_accuracy", "learned_agreement", "zero_shot_agreement")]
+learn_labels <- function(data, coded, truth, features = TRUE, covariates = NULL, field = NULL) {
+  call <- current_env()
+  if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", call)
+  truth <- rlang::enquo(truth)
+  x <- learner_features(data, features, covariates, call)
+  if (!is.null(field)) {
+    if (!is.character(field) || anyNA(field) || anyDuplicated(field)) {
+      abort_invalid("{.arg field} must name fields of the {.arg schema} given to {.fn annotate_texts}.", "field", call)
+    }
+    columns <- if (length(field) == 1) list(truth) else truth_mapping(truth, coded)
+    if (length(field) > 1 && (is.null(columns) || !setequal(names(columns), field))) {
+      abort_invalid("With several fields, {.arg truth} must name the column of {.arg coded} that codes each:
+                     {.code truth = c({paste0(field, ' = \"...\"', collapse = ', ')})}.", "truth", call)
+    }
+    # each field learned from the data as annotated, which the coded rows were drawn from
+    learned <- data
+    for (name in field) {
+      column <- if (length(field) == 1) columns[[1]] else rlang::quo(!!rlang::sym(columns[[name]]))
+      learned <- from_labels_view(learned, learned_labels(labels_view(data, name, call), coded, column, x, call), name)
+    }
+    return(learned)
+  }
+  learned_labels(data, coded, truth, x, call)
+}
+
+# learn_labels() on the labels of `data` (or a field's view), with the feature
+# matrix `x` (NULL for none).
+learned_labels <- function(data, coded, truth, x, call) {
+  problem <- checked_refit_data(data, coded, truth, call)
+  families <- list(refit_family(problem$log_probs), glmnet_family(problem$log_probs, x, problem$as_given))
+  learned <- learned_by_folds(families, problem$rows, problem$y, problem$as_given)
+  record <- attr(data, "manifest", exact = TRUE)
+  record$prompt$hand_coded_rows <- length(problem$rows)
+  record$prompt$features <- attr(x, "source") %||% "none"
+  record$prompt$learner_cross_validation <- learned$choice$table$summary
+  record$prompt$cross_validated_accuracy <- learned$accuracy
+  # each coded row's fold, named by its row of `data`: the estimators can cross-fit in the same folds
+  record$prompt$learner_folds <- stats::setNames(learned$fold, problem$rows)
+  labels <- problem$labels
+  report <- function(probs) {
+    metrics <- agreement(factor(most_likely(probs, labels), levels = labels), factor(problem$truth, levels = labels),
+                         n_boot = 0)$metrics
+    sprintf("accuracy %.3f, Cohen's kappa %.3f", metrics$estimate[metrics$metric == "accuracy"],
+            metrics$estimate[metrics$metric == "cohen_kappa"])
+  }
+  record$prompt$learned_agreement <- report(learned$cross_fitted)
+  record$prompt$zero_shot_agreement <- report(problem$as_given[problem$rows, , drop = FALSE])
+  if (!learned$kept) {
+    decline(length(problem$rows), "learner_cross_validation")
+    record$prompt$learner <- "none"
+    attr(data, "manifest") <- record
+    return(data)
+  }
+  family <- families[[learned$choice$family]]
+  setting <- family$settings[learned$choice$setting, ]
+  data <- with_probabilities(data, problem, learned)
+  record$prompt$calibration <- "learned"
+  record$prompt$learner <- setting$model
+  record$prompt$learner_penalty <- setting$penalty
+  attr(data, "manifest") <- record
+  data
+}
+
+# The labels as they are and each example order's log-probabilities, checked
+# against the coded rows, for a refit or a learner.
+checked_refit_data <- function(data, coded, truth, call) {
+  record <- attr(data, "order_probs", exact = TRUE)
+  if (!is.data.frame(data) || is.null(record) || !identical(record$confidence, data$.confidence)) {
+    abort_invalid(c("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, as it returned it.",
+                    "i" = "Each order's probabilities are kept for its rows in their order: refit before
+                           subsetting, sorting or changing them."),
+                  "data", call)
+  }
+  order_probs <- record$probs
+  labels <- levels(data$.label)
+  sample <- checked_coded_rows(data, coded, truth, call, labels = labels, probabilities = FALSE)
+  n_parameters <- length(labels) - 1 + length(order_probs)
+  if (length(unique(sample$truth)) < 2 || length(sample$rows) <= n_parameters) {
+    abort_invalid(c("{.arg coded} needs more than {n_parameters} rows, with at least two labels among them.",
+                    "i" = "It has {length(sample$rows)} row{?s} and {length(unique(sample$truth))} label{?s}."),
+                  "coded", call)
+  }
+  answered <- which(!is.na(data$.label))
+  if (any(vapply(order_probs, function(probs) anyNA(probs[answered, ]), NA))) {
+    abort_newrllama4("calibration", "The label probabilities of some labelled rows are missing (a server that gave
+                     none), so nothing can be refitted.", call = call)
+  }
+  as_given <- as.matrix(data[paste0(".prob_", labels)])
+  list(labels = labels, rows = sample$rows, truth = sample$truth, y = match(sample$truth, labels),
+       answered = answered, order_probs = order_probs, log_probs = lapply(order_probs, order_log_probs),
+       as_given = unname(as_given / rowSums(as_given)))
+}
+
+decline <- function(n_coded, table) {
+  inform_newrllama4("refit_declined", c(
+    "Nothing labels the coded rows better than the labels as they are: they are kept.",
+    "i" = "Cross-validated on the {n_coded} coded rows; {.code manifest()$prompt${table}} has every candidate's
+           figures."))
+}
+
+# `data` with the new labels of its answered rows: the chosen candidate's
+# everywhere, the cross-fitted ones on the coded rows.
+with_probabilities <- function(data, problem, learned) {
+  probs <- learned$predict(problem$answered)
+  probs[match(problem$rows, problem$answered), ] <- learned$cross_fitted
+  labels <- problem$labels
+  data$.label[problem$answered] <- most_likely(probs, labels)
+  for (k in seq_along(labels)) data[[paste0(".prob_", labels[k])]][problem$answered] <- probs[, k]
+  data$.confidence[problem$answered] <- apply(probs, 1, max)
+  attr(data, "order_probs") <- order_probs_record(problem$order_probs, data)
+  data
+}
+
+# Candidates, in families that fit all their settings at once: `settings` (a
+# data frame of `model` and `penalty`), and `predict(train, y, at, which)`, the
+# probabilities of the rows `at` (a matrix per setting of `which`) from a fit
+# to the rows `train` with labels `y` (their numbers).
+
+# recalibrate_labels()'s refit: label offsets and order weights.
+refit_family <- function(log_probs) {
+  models <- if (length(log_probs) == 1) refit_models[1:2] else refit_models
+  settings <- expand.grid(penalty = refit_penalties, model = models, stringsAsFactors = FALSE)[c("model", "penalty")]
+  list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings))) {
+    # each model's fit starts from the one at the penalty before it (the nested
+    # choice fits hundreds of them: a tenth off the refit's time)
+    previous <- NULL
+    lapply(which, function(i) {
+      start <- if (!is.null(previous) && previous$model == settings$model[i]) previous$fit$theta
+      fit <- fit_label_model(lapply(log_probs, function(l) l[train, , drop = FALSE]), y, settings$model[i],
+                             settings$penalty[i], start)
+      previous <<- list(model = settings$model[i], fit = fit)
+      softmax_rows(label_scores(lapply(log_probs, function(l) l[at, , drop = FALSE]), fit))
+    })
+  })
+}
+
+# Ridge penalties of the learner: glmnet's lambda, on standardised features.
+learner_penalties <- 10^seq(1, -3, by = -0.5)
+
+# The learner: a ridge-penalised multinomial logistic (glmnet) on each order's
+# log-probabilities and the features `x`. A penalty whose fit glmnet could not
+# reach (it stops at the first lambda that does not converge) gives the labels
+# as they are (`as_given`) in that fold, so the choice cannot prefer it.
+glmnet_family <- function(log_probs, x, as_given) {
+  x <- cbind(do.call(cbind, log_probs), x)
+  n_labels <- ncol(as_given)
+  settings <- data.frame(model = "ridge logistic on the features", penalty = learner_penalties,
+                         stringsAsFactors = FALSE)
+  list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings))) {
+    as_they_are <- rep(list(as_given[at, , drop = FALSE]), length(which))
+    # glmnet needs two rows of every label
+    if (any(tabulate(y, n_labels) < 2)) return(as_they_are)
+    fit <- quietly_glmnet(x[train, , drop = FALSE], factor(y, levels = seq_len(n_labels)))
+    reached <- match(settings$penalty[which], fit$lambda)
+    if (all(is.na(reached))) return(as_they_are)
+    probs <- stats::predict(fit, x[at, , drop = FALSE], s = fit$lambda, type = "response")
+    lapply(seq_along(which), function(i) {
+      if (is.na(reached[i])) as_they_are[[i]] else matrix(probs[, , reached[i]], length(at), n_labels)
+    })
+  })
+}
+
+# glmnet warns of "dangerous ground" below 8 rows of a label, and of a penalty
+# it could not reach: the cross-validated choice, not the warning, decides
+# whether a fit is trusted. A fit that reached no penalty has no lambda.
+quietly_glmnet <- function(x, y) {
+  tryCatch(
+    withCallingHandlers(
+      glmnet::glmnet(x, y, family = "multinomial", alpha = 0, lambda = learner_penalties),
+      warning = function(w) invokeRestart("muffleWarning")
+    ),
+    error = function(e) list(lambda = numeric())
+  )
+}
+
+# Every family's settings scored on the coded rows (`rows`, labels `y`) they
+# were not fitted to, in `n_folds` folds in the rows' order; the labels as they
+# are (`as_given`) first. The choice: among the settings whose held-out
+# accuracy beats the labels' as they are by more than one standard error of
+# the paired difference, the lowest held-out log-loss; family 0 keeps the labels.
+choose_setting <- function(families, rows, y, as_given, n_folds = 5L) {
+  n <- length(y)
+  fold <- rep_len(seq_len(min(n_folds, n)), n)
+  held_out <- lapply(families, function(family) {
+    probs <- rep(list(matrix(NA_real_, n, ncol(as_given))), nrow(family$settings))
+    for (k in unique(fold)) {
+      test <- fold == k
+      fitted <- family$predict(rows[!test], y[!test], rows[test])
+      for (i in seq_along(probs)) probs[[i]][test, ] <- fitted[[i]]
+    }
+    probs
+  })
+  all_probs <- c(list(as_given[rows, , drop = FALSE]), unlist(held_out, recursive = FALSE))
+  losses <- vapply(all_probs, function(probs) -log(pmax(probs[cbind(seq_len(n), y)], 1e-12)), numeric(n))
+  correct <- vapply(all_probs, function(probs) max.col(probs, ties.method = "first") == y, logical(n))
+  settings <- do.call(rbind, lapply(seq_along(families), function(f) {
+    cbind(family = f, setting = seq_len(nrow(families[[f]]$settings)), families[[f]]$settings)
+  }))
+  table <- data.frame(family = c(0L, settings$family), setting = c(0L, settings$setting),
+                      model = c("none", settings$model), penalty = c(NA, settings$penalty),
+                      log_loss = colMeans(losses), accuracy = colMeans(correct), stringsAsFactors = FALSE)
+  qualified <- which(apply(correct, 2, beats, correct[, 1]))
+  best <- if (length(qualified) == 0) 1L else qualified[which.min(table$log_loss[qualified])]
+  table$summary <- sprintf("%s%s: accuracy %.3f, log-loss %.3f", table$model,
+                           ifelse(is.na(table$penalty), " (the labels as they are)",
+                                  sprintf(" (ridge %g)", table$penalty)), table$accuracy, table$log_loss)
+  table$summary[best] <- paste(table$summary[best], "(chosen)")
+  list(family = table$family[best], setting = table$setting[best], accuracy = table$accuracy[best], table = table)
+}
+
+# Whether labels right where `correct` is beat those right where `baseline` is
+# by more than one standard error of the paired difference (the guard).
+beats <- function(correct, baseline) {
+  d <- correct - baseline
+  !all(d == 0) && mean(d) - stats::sd(d) / sqrt(length(d)) > 0
+}
+
+# The choice made inside the folds: each fold of coded rows labelled by the
+# setting chosen and fitted on the other folds, so that the cross-fitted
+# probabilities of the coded rows and their accuracy include the choice's own
+# noise. The guard keeps the labels unless those cross-fitted labels beat them.
+# `predict(at)`: the rows `at` under the setting chosen on all coded rows.
+learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L) {
+  n <- length(y)
+  fold <- rep_len(seq_len(min(n_folds, n)), n)
+  chosen_probs <- function(choice, train, at) {
+    if (choice$family == 0) return(as_given[at, , drop = FALSE])
+    families[[choice$family]]$predict(rows[train], y[train], at, choice$setting)[[1]]
+  }
+  cross_fitted <- matrix(NA_real_, n, ncol(as_given))
+  for (k in unique(fold)) {
+    train <- fold != k
+    inner <- choose_setting(families, rows[train], y[train], as_given, n_folds)
+    cross_fitted[!train, ] <- chosen_probs(inner, train, rows[!train])
+  }
+  choice <- choose_setting(families, rows, y, as_given, n_folds)
+  correct <- max.col(cross_fitted, ties.method = "first") == y
+  list(choice = choice, cross_fitted = cross_fitted, accuracy = mean(correct), fold = fold,
+       kept = choice$family != 0 && beats(correct, max.col(as_given[rows, , drop = FALSE], ties.method = "first") == y),
+       predict = function(at) chosen_probs(choice, rep(TRUE, n), at))
+}
+
+# The learner's feature matrix: the model's hidden states, a matrix given, and
+# the covariates' columns; NULL for none.
+learner_features <- function(data, features, covariates, call) {
+  x <- if (isTRUE(features)) {
+    states <- row_features(data, call)
+    structure(states, source = paste(unlist(attr(states, "source")), collapse = ", "))
+  } else if (isFALSE(features)) {
+    NULL
+  } else if (is.matrix(features) && is.numeric(features) && nrow(features) == nrow(data)) {
+    structure(features, source = "a matrix given")
+  } else {
+    abort_invalid("{.arg features} must be TRUE, FALSE or a numeric matrix with a row per row of {.arg data}.",
+                  "features", call)
+  }
+  # the type first: a list or a function has a length too
+  if (!is.null(covariates) && !is.character(covariates)) {
+    abort_invalid("{.arg covariates} must be the names of columns of {.arg data}.", "covariates", call)
+  }
+  if (length(covariates) > 0) {
+    if (anyNA(covariates) || !all(covariates %in% names(data))) {
+      abort_invalid("{.arg covariates} must name columns of {.arg data}.", "covariates", call,
+                    subclass = "missing_column")
+    }
+    columns <- stats::model.matrix(~ ., data[covariates], na.action = stats::na.pass)[, -1, drop = FALSE]
+    x <- structure(cbind(x, columns), source = paste(c(attr(x, "source"), paste("covariates", paste(covariates, collapse = ", "))),
+                                                      collapse = "; "))
+  }
+  answered <- !is.na(data$.label)
+  if (!is.null(x) && anyNA(x[answered, ])) {
+    abort_invalid("Every labelled row needs its features and covariates: some are missing.", "features", call)
+  }
+  x
+}

@@ -1,0 +1,171 @@
+# A stand-in for annotate_texts(features = TRUE): `n` rows of `labels` (the
+# first a share `majority`), one example order whose probabilities are noise
+# around the labels' shares (a weak zero-shot annotator), and `dim` features of
+# which the first `informative` carry the label (a signal of `strength` each).
+learnable_rows <- function(n, labels = c("a", "b"), majority = 0.65, dim = 20, informative = 2, strength = 1.2,
+                           seed = 1) {
+  k <- length(labels)
+  withr::with_seed(seed, {
+    gold <- sample(labels, n, replace = TRUE, prob = c(majority, rep((1 - majority) / (k - 1), k - 1)))
+    probs <- softmax_rows(matrix(stats::rnorm(n * k, sd = 0.5), n, k))
+    x <- matrix(stats::rnorm(n * dim), n, dim)
+    for (j in seq_len(informative)) x[, j] <- x[, j] + strength * (match(gold, labels) == (j - 1) %% k + 1)
+  })
+  colnames(probs) <- labels
+  data <- data.frame(id = seq_len(n), gold = gold, .label = factor(most_likely(probs, labels), levels = labels),
+                     .confidence = apply(probs, 1, max))
+  for (j in seq_len(k)) data[[paste0(".prob_", labels[j])]] <- probs[, j]
+  attr(data, "order_probs") <- order_probs_record(list(probs), data)
+  attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
+  list(data = data, x = x)
+}
+
+uncoded_accuracy <- function(data, coded) {
+  rest <- setdiff(seq_len(nrow(data)), coded$.row)
+  mean(as.character(data$.label[rest]) == data$gold[rest])
+}
+
+test_that("features that carry the label are learned from 150 coded rows, well past the zero-shot labels", {
+  rows <- learnable_rows(600)
+  coded <- review_sample(rows$data, n = 150, weight = "uniform", seed = 1)
+  learned <- learn_labels(rows$data, coded, gold, features = rows$x)
+  # zero-shot is noise (about 0.5); the features' Bayes accuracy is about 0.8
+  expect_lt(uncoded_accuracy(rows$data, coded), 0.6)
+  expect_gt(uncoded_accuracy(learned, coded), uncoded_accuracy(rows$data, coded) + 0.15)
+  probs <- as.matrix(learned[c(".prob_a", ".prob_b")])
+  expect_equal(unname(rowSums(probs)), rep(1, 600))
+  expect_identical(as.character(learned$.label), c("a", "b")[max.col(probs, "first")])
+  expect_equal(learned$.confidence, apply(probs, 1, max))
+  expect_identical(learned$id, rows$data$id)
+  record <- manifest(learned)$prompt
+  expect_identical(record$calibration, "learned")
+  expect_identical(record$learner, "ridge logistic on the features")
+  expect_true(record$learner_penalty %in% learner_penalties)
+  expect_identical(record$features, "a matrix given")
+  expect_identical(record$hand_coded_rows, 150L)
+  expect_identical(record$learner_folds, stats::setNames(rep_len(1:5, 150), coded$.row))
+  expect_gt(record$cross_validated_accuracy, 0.7)
+  expect_match(record$learned_agreement, "^accuracy 0\\.[0-9]{3}, Cohen's kappa")
+  expect_match(record$zero_shot_agreement, "^accuracy 0\\.[0-9]{3}, Cohen's kappa")
+  # the labels as they are, 3 x 4 refits (one order: 2 x 4) and 9 penalties of the learner
+  expect_length(record$learner_cross_validation, 1 + 8 + 9)
+  expect_identical(sum(grepl("(chosen)", record$learner_cross_validation, fixed = TRUE)), 1L)
+  # the coded rows' labels are cross-fitted: their accuracy against the codes is the cross-validated one
+  expect_equal(mean(as.character(learned$.label[coded$.row]) == coded$gold), record$cross_validated_accuracy)
+  expect_identical(learn_labels(rows$data, coded, gold, features = rows$x), learned)  # no draw of its own
+  expect_error(label_shares(learned, coded, gold), class = "newrllama4_error_invalid_argument")
+})
+
+test_that("a coded row's learned label does not change when its own code changes", {
+  rows <- learnable_rows(300, strength = 2)
+  coded <- review_sample(rows$data, n = 100, weight = "uniform", seed = 2)
+  learned <- learn_labels(rows$data, coded, gold, features = rows$x)
+  expect_identical(manifest(learned)$prompt$calibration, "learned")
+  columns <- c(".label", ".prob_a", ".prob_b", ".confidence")
+  for (i in c(1, 37, 100)) {
+    flipped <- coded
+    flipped$gold[i] <- setdiff(c("a", "b"), coded$gold[i])
+    again <- learn_labels(rows$data, flipped, gold, features = rows$x)
+    expect_identical(manifest(again)$prompt$calibration, "learned")
+    expect_identical(again[coded$.row[i], columns], learned[coded$.row[i], columns])
+  }
+})
+
+test_that("features of noise give the labels back, and never worse labels on average", {
+  # the labels' probabilities are the truth's own, the features noise: nothing to learn
+  declined <- 0
+  outcomes <- vapply(1:6, function(seed) {
+    rows <- learnable_rows(300, informative = 0, seed = seed)
+    p <- rows$data$.prob_a
+    rows$data$gold <- withr::with_seed(seed, ifelse(stats::runif(300) < p, "a", "b"))
+    coded <- review_sample(rows$data, n = 60, weight = "uniform", seed = seed)
+    learned <- withCallingHandlers(learn_labels(rows$data, coded, gold, features = rows$x),
+                                   newrllama4_message_refit_declined = function(m) {
+                                     declined <<- declined + 1
+                                     invokeRestart("muffleMessage")
+                                   })
+    kept <- identical(manifest(learned)$prompt$learner, "none")
+    if (kept) expect_identical(learned$.label, rows$data$.label)
+    c(kept = kept, gain = uncoded_accuracy(learned, coded) - uncoded_accuracy(rows$data, coded))
+  }, numeric(2))
+  expect_gte(sum(outcomes["kept", ]), 4)
+  expect_identical(declined, sum(outcomes["kept", ]))
+  expect_gte(mean(outcomes["gain", ]), -0.01)
+})
+
+test_that("three labels are learned by one multinomial, and covariates can carry the signal", {
+  rows <- learnable_rows(600, labels = c("a", "b", "c"), majority = 0.5, informative = 3, strength = 2, seed = 3)
+  coded <- review_sample(rows$data, n = 150, weight = "uniform", seed = 3)
+  learned <- learn_labels(rows$data, coded, gold, features = rows$x)
+  expect_gt(uncoded_accuracy(learned, coded), uncoded_accuracy(rows$data, coded) + 0.15)
+  expect_equal(unname(rowSums(as.matrix(learned[paste0(".prob_", c("a", "b", "c"))]))), rep(1, 600))
+  with_covariates <- rows$data
+  with_covariates$x1 <- rows$x[, 1]
+  with_covariates$x2 <- rows$x[, 2]
+  with_covariates$x3 <- rows$x[, 3]
+  covariates_only <- learn_labels(with_covariates, coded, gold, features = FALSE, covariates = c("x1", "x2", "x3"))
+  expect_identical(manifest(covariates_only)$prompt$features, "covariates x1, x2, x3")
+  expect_gt(uncoded_accuracy(covariates_only, coded), uncoded_accuracy(rows$data, coded) + 0.15)
+  invalid <- function(...) expect_error(learn_labels(...), class = "newrllama4_error_invalid_argument")
+  invalid(rows$data, coded, gold, features = rows$x[1:10, ])
+  invalid(rows$data, coded, gold, features = "yes")
+  invalid(rows$data, coded, gold, features = FALSE, covariates = "nothing")
+  expect_error(learn_labels(rows$data, coded, gold), class = "newrllama4_error_no_features")
+})
+
+test_that("each field of a schema annotation gets its own learner", {
+  rows <- learnable_rows(400, labels = c("pos", "neg"), informative = 1, strength = 2, seed = 4)
+  flag <- learnable_rows(400, labels = c("true", "false"), informative = 1, strength = 2, seed = 5)
+  data <- data.frame(id = seq_len(400), tone = factor(rows$data$.label, levels = c("pos", "neg")),
+                     .prob_tone_pos = rows$data$.prob_pos, .prob_tone_neg = rows$data$.prob_neg,
+                     .confidence_tone = rows$data$.confidence, flag = flag$data$.label == "true",
+                     .prob_flag_true = flag$data$.prob_true, .prob_flag_false = flag$data$.prob_false,
+                     .confidence_flag = flag$data$.confidence)
+  attr(data, "field_order_probs") <- field_probs_record(data, c("tone", "flag"))
+  # a schema annotation's manifest has no calibration of labels
+  attr(data, "manifest") <- structure(list(prompt = list(schema = "tone, flag")), class = "newrllama4_manifest")
+  x <- cbind(rows$x[, 1], flag$x[, 1], matrix(withr::with_seed(6, stats::rnorm(400 * 10)), 400))
+  coded <- data[1:150, ]
+  coded$.row <- 1:150
+  coded$tone_code <- rows$data$gold[1:150]
+  coded$flag_code <- flag$data$gold[1:150] == "true"
+  learned <- learn_labels(data, coded, c(tone = "tone_code", flag = "flag_code"), features = x,
+                          field = c("tone", "flag"))
+  rest <- 151:400
+  expect_gt(mean(as.character(learned$tone[rest]) == rows$data$gold[rest]),
+            mean(as.character(data$tone[rest]) == rows$data$gold[rest]) + 0.15)
+  expect_gt(mean(learned$flag[rest] == (flag$data$gold[rest] == "true")),
+            mean(data$flag[rest] == (flag$data$gold[rest] == "true")) + 0.15)
+  expect_true(is.logical(learned$flag))
+  record <- manifest(learned)$prompt
+  expect_identical(record[["calibration (tone)"]], "learned")
+  expect_identical(record[["calibration (flag)"]], "learned")
+  expect_null(record$calibration)
+  one <- learn_labels(data, coded, tone_code, features = x, field = "tone")
+  expect_identical(one$tone, learned$tone)
+  expect_identical(one$flag, data$flag)
+  expect_error(learn_labels(data, coded, tone_code, features = x, field = c("tone", "flag")),
+               class = "newrllama4_error_invalid_argument")
+  expect_error(label_regression(learned, coded, true ~ tone, truth = c(flag = "flag_code", tone = "tone_code"),
+                                field = "flag"), class = "newrllama4_error_invalid_argument")
+})
+
+test_that("a confident annotator's extreme probabilities, without features, give labels and no bare error", {
+  # as the tiny test model answers: 'no' at 0.9999 on every row, half of them coded 'yes'. glmnet's
+  # multinomial fit cannot converge against such a fit's offsets; learn_labels() fits none
+  rows <- learnable_rows(40, labels = c("yes", "no"), seed = 7)
+  data <- rows$data
+  data$.prob_yes <- 1e-4 * (1 + rep(c(0, 0.04, 0.1, 0.12), 10))
+  data$.prob_no <- 1 - data$.prob_yes
+  data$.label <- factor("no", levels = c("yes", "no"))
+  data$.confidence <- data$.prob_no
+  attr(data, "order_probs") <- order_probs_record(list(as.matrix(data[c(".prob_yes", ".prob_no")])), data)
+  data$gold <- rep(c("yes", "no"), 20)
+  coded <- review_sample(data, 20, weight = "uniform", seed = 1)
+  learned <- suppressMessages(learn_labels(data, coded, gold, features = FALSE))
+  expect_identical(nrow(learned), 40L)
+  expect_false(anyNA(learned$.label))
+  expect_identical(manifest(learned)$prompt$features, "none")
+  expect_error(learn_labels(data, coded, gold, features = FALSE, covariates = list("id")),
+               class = "newrllama4_error_invalid_argument")
+})
