@@ -252,6 +252,11 @@ store_claim_next <- function(file, coder, order, double, pick) {
     claims <- DBI::dbGetQuery(con, "SELECT coder, unit FROM claims WHERE time > ?",
                               params = list(as.numeric(Sys.time()) - claim_seconds))
     available <- available_units(order, coder, codes, claims, double)
+    # Internal, for the browser suite alone (zero by default): seconds held
+    # between finding a text free and claiming it, so that a second process
+    # asks at the same time. Inside the transaction that second process waits
+    # on the lock; without it, both would claim the same text.
+    Sys.sleep(getOption("newrllama4.test_claim_delay", 0))
     unit <- pick(available)
     if (!is.null(unit)) {
       DBI::dbExecute(con, "INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",

@@ -46,10 +46,10 @@ browser_fields_app <- function(file) {
                          seed = 1)
 }
 
-# A team of named people on the first texts, each coded once; their links
+# A team of named people on the first `n` texts, each coded once; their links
 # (made with the secret in R_USER_DATA_DIR) go to FILE.links.json.
-browser_team_app <- function(file, port) {
-  app <- newrllama4::coding_app(browser_data()[1:6, ], file, labels = c("yes", "no"), seed = 1,
+browser_team_app <- function(file, port, n = 6) {
+  app <- newrllama4::coding_app(browser_data()[seq_len(n), ], file, labels = c("yes", "no"), seed = 1,
                                 coders = c("Ana", "Ben"), adjudicators = "Eve")
   links <- newrllama4::coding_links(file, sprintf("http://127.0.0.1:%d/", port))
   jsonlite::write_json(links, paste0(file, ".links.json"))

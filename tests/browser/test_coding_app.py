@@ -5,7 +5,9 @@ One coder codes the 20 drawn texts by keys and clicks, marks one uncodable and
 changes one code by going back; the R process is killed mid-way and started
 again, and nothing is lost; two coders then code at once with overlap; a third
 adjudicates their disagreements; read_codes() must then give, row by row,
-what was clicked, and feed label_regression() as it is.
+what was clicked, and feed label_regression() as it is. Then typed fields and
+a read-only file; a named team's links; and two R processes on one file, whose
+coders ask for its last free text at once.
 """
 
 import csv
@@ -19,6 +21,7 @@ import socket
 import sqlite3
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -36,6 +39,8 @@ N_TEXTS = 20
 N_DOUBLE = 5  # overlap 0.25 of 20
 NOTE = "ana-private-note 12"  # digits: typed into the note, they must not code
 DRAFT = "typed before going back"
+# seconds each app process of the two-process test holds a claim open between its read and its write
+CLAIM_DELAY = 2
 
 
 def free_port():
@@ -511,9 +516,71 @@ def test_coding_app_lets_each_named_person_in_by_their_own_link_only():
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def test_two_app_processes_on_one_file_never_give_one_text_to_two_coders():
+    """Two R processes serve one file of three texts, each to be coded once. Ana codes two in one process
+    and closes her tab, which frees the last; then she opens it again in her process as Ben opens his in the
+    other, at once, and each process holds the gap between finding that text free and claiming it open for
+    CLAIM_DELAY seconds: with the claim one transaction the second waits for the first and finds the text
+    taken, so it is on one screen only and coded once (without it, both claimed it)."""
+    workdir = Path(tempfile.mkdtemp(prefix="coding-two-apps-"))
+    file = workdir / "codes.sqlite"
+    env = dict(os.environ, R_USER_DATA_DIR=str(workdir / "user-data"), NEWRLLAMA4_TEST_CLAIM_DELAY=str(CLAIM_DELAY))
+    apps, drivers = [], []
+
+    def claims():
+        with sqlite3.connect(file) as db:
+            return db.execute("SELECT coder, unit FROM claims ORDER BY coder").fetchall()
+
+    try:
+        for _ in range(2):
+            apps.append(App(file, "team", "3", env=env))
+            drivers.append(chromium())
+        # both processes write the same links, the last one with its address
+        links = {link["name"]: link["url"] for link in json.loads(Path(f"{file}.links.json").read_text())}
+        ana_link, ben_link = links["Ana"].replace(apps[1].url(), apps[0].url()), links["Ben"]
+        ana = Coder(drivers[0], ana_link, "Ana")
+        for _ in range(2):
+            ana.code("yes", by_key=True)
+        last = ana.unit()
+        assert claims() == [("Ana", int(last))]
+        ana.driver.close()  # the session ends: its claim goes at once
+        WebDriverWait(drivers[1], 20).until(lambda _: claims() == [])
+
+        coders = [None, None]
+
+        def open_link(i, driver, link, name):
+            driver.switch_to.window(driver.window_handles[0])
+            coders[i] = Coder(driver, link, name)
+
+        threads = [threading.Thread(target=open_link, args=(0, drivers[0], ana_link, "Ana")),
+                   threading.Thread(target=open_link, args=(1, drivers[1], ben_link, "Ben"))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert all(coders), "a tab did not open"
+        held = claims()
+        assert [unit for _, unit in held] == [int(last)], f"the last text was handed to both: {held}"
+        on_screen = [c for c in coders if not c.done()]
+        assert len(on_screen) == 1 and on_screen[0].unit() == last
+        on_screen[0].code("no", by_key=False)
+        assert all(c.done() for c in coders)
+        with sqlite3.connect(file) as db:
+            coded = db.execute("SELECT unit, count(*), count(DISTINCT coder) FROM codes GROUP BY unit").fetchall()
+        assert [(n, coders_of_unit) for _, n, coders_of_unit in coded] == [(1, 1)] * 3, coded
+    finally:
+        for driver in drivers:
+            driver.quit()
+        for app in apps:
+            if app.process.poll() is None:
+                app.kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 if __name__ == "__main__":
     started = time.time()
     test_coding_app_codes_resumes_shares_and_adjudicates()
     test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write()
     test_coding_app_lets_each_named_person_in_by_their_own_link_only()
+    test_two_app_processes_on_one_file_never_give_one_text_to_two_coders()
     print(f"passed in {time.time() - started:.0f} s")
