@@ -27,6 +27,9 @@ coding_server <- function(file, stored, blind, uncodable) {
     state$skipped <- integer()
     state$back <- 0L
     state$drafts <- list()
+    # the texts this session (this tab) claims, released when it ends; the
+    # coder's other tabs keep theirs
+    state$session <- session$token
     screen <- shiny::reactiveVal(NULL)
     show <- function() {
       screen(if (is.null(state$person)) welcome_screen() else switch(state$view,
@@ -59,7 +62,7 @@ coding_server <- function(file, stored, blind, uncodable) {
       if (is.null(person)) screen(welcome_screen()) else enter(person)
     })
     output$screen <- shiny::renderUI(screen())
-    session$onSessionEnded(function() if (!is.null(state$person)) store_release(file, state$person$name))
+    session$onSessionEnded(function() if (!is.null(state$person)) store_release(file, state$session))
     output$codes_csv <- shiny::downloadHandler(
       filename = function() paste0(tools::file_path_sans_ext(basename(file)), "-codes.csv"),
       content = function(path) {
@@ -175,10 +178,10 @@ current_screen <- function(file, stored, state, blind, uncodable) {
     available <- available_units(coder$order, me, codes, store_claims(file), stored$double)
     position <- length(history) - state$back + 1L
     state$unit <- history[[position]]
-    store_claim(file, me, state$unit)
+    store_claim(file, me, state$session, state$unit)
     previous <- stored_code(mine[position, ])
   } else {
-    claimed <- store_claim_next(file, me, coder$order, stored$double, function(available) {
+    claimed <- store_claim_next(file, me, state$session, coder$order, stored$double, function(available) {
       waiting <- setdiff(available, state$skipped)
       if (length(waiting) == 0) {
         state$skipped <- integer()

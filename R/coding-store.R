@@ -22,12 +22,15 @@ coding_tables <- c(
   "CREATE TABLE IF NOT EXISTS codes (id INTEGER PRIMARY KEY AUTOINCREMENT, unit INTEGER NOT NULL,
      coder TEXT NOT NULL, role TEXT NOT NULL, value TEXT, uncodable INTEGER NOT NULL, reason TEXT, note TEXT,
      seconds REAL, time TEXT NOT NULL)",
-  "CREATE TABLE IF NOT EXISTS claims (coder TEXT PRIMARY KEY, unit INTEGER NOT NULL, time REAL NOT NULL)",
+  "CREATE TABLE IF NOT EXISTS claims (session TEXT PRIMARY KEY, coder TEXT NOT NULL, unit INTEGER NOT NULL,
+     time REAL NOT NULL)",
   "CREATE TABLE IF NOT EXISTS people (name TEXT NOT NULL, role TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE,
      salt TEXT NOT NULL, PRIMARY KEY (name, role))"
 )
 
-# A claim older than this (a coder who walked away) no longer holds a text back.
+# A claim is a session's (a browser tab's): the text on its screen, held back
+# from other coders. One older than this (a coder who walked away) no longer
+# holds a text back.
 claim_seconds <- 1800
 
 with_store <- function(file, f) {
@@ -58,6 +61,10 @@ store_open <- function(file, sample, texts, task, overlap, seed, call = caller_e
   keys <- list(sample_key = sample_key(sample$.row, texts), task_key = task_key(task))
   with_store(file, function(con) in_transaction(con, function() {
     meta <- store_meta_table(con, file, call, new_ok = TRUE, serialized_ok = TRUE)
+    if ("claims" %in% DBI::dbListTables(con) && !"session" %in% DBI::dbListFields(con, "claims")) {
+      # claims of before, one per coder: held for minutes only, they go rather than move
+      DBI::dbExecute(con, "DROP TABLE claims")
+    }
     for (sql in coding_tables) DBI::dbExecute(con, sql)
     if (is.null(meta)) {
       n_double <- round(overlap * nrow(sample))
@@ -242,11 +249,11 @@ store_codes <- function(file, notes_of = NULL) {
 }
 
 # The first text `coder` may code now (as `pick()` chooses among the
-# available ones, in the coder's order), claimed in the same transaction that
-# found it free: two sessions, in one R process or several, never both get a
-# text that only one coder is to code. Gives the unit (NULL when none is
-# left) and how many were available.
-store_claim_next <- function(file, coder, order, double, pick) {
+# available ones, in the coder's order), claimed for their `session` in the
+# same transaction that found it free: two sessions, in one R process or
+# several, never both get a text that only one coder is to code. Gives the
+# unit (NULL when none is left) and how many were available.
+store_claim_next <- function(file, coder, session, order, double, pick) {
   with_store(file, function(con) in_transaction(con, function() {
     codes <- DBI::dbGetQuery(con, "SELECT unit, coder, role FROM codes WHERE role = 'code' GROUP BY unit, coder")
     claims <- DBI::dbGetQuery(con, "SELECT coder, unit FROM claims WHERE time > ?",
@@ -258,17 +265,15 @@ store_claim_next <- function(file, coder, order, double, pick) {
     # on the lock; without it, both would claim the same text.
     Sys.sleep(getOption("newrllama4.test_claim_delay", 0))
     unit <- pick(available)
-    if (!is.null(unit)) {
-      DBI::dbExecute(con, "INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",
-                     params = list(coder, as.integer(unit), as.numeric(Sys.time())))
-    }
+    if (!is.null(unit)) store_claim_with(con, coder, session, unit)
     list(unit = unit, available = available)
   }))
 }
 
-# A coder who leaves (their session ends) holds no text back.
-store_release <- function(file, coder) {
-  with_store(file, function(con) DBI::dbExecute(con, "DELETE FROM claims WHERE coder = ?", params = list(coder)))
+# A session that ends (a tab closed) holds no text back; the coder's other
+# tabs keep theirs.
+store_release <- function(file, session) {
+  with_store(file, function(con) DBI::dbExecute(con, "DELETE FROM claims WHERE session = ?", params = list(session)))
 }
 
 # The name a person first gave, for a name given again with other spaces, case
@@ -300,11 +305,13 @@ store_coders <- function(file) {
   stats::setNames(lapply(strsplit(coders$unit_order, " "), as.integer), coders$coder)
 }
 
-store_claim <- function(file, coder, unit) {
-  with_store(file, function(con) {
-    DBI::dbExecute(con, "INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",
-                   params = list(coder, as.integer(unit), as.numeric(Sys.time())))
-  })
+store_claim <- function(file, coder, session, unit) {
+  with_store(file, function(con) store_claim_with(con, coder, session, unit))
+}
+
+store_claim_with <- function(con, coder, session, unit) {
+  DBI::dbExecute(con, "INSERT OR REPLACE INTO claims (session, coder, unit, time) VALUES (?, ?, ?, ?)",
+                 params = list(session, coder, as.integer(unit), as.numeric(Sys.time())))
 }
 
 store_claims <- function(file) {

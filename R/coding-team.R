@@ -47,7 +47,7 @@ team_progress <- function(file, stored) {
     coded = per_coder(function(coder, mine) nrow(mine), 0L),
     uncodable = per_coder(function(coder, mine) sum(mine$uncodable == 1), 0L),
     left = per_coder(function(coder, mine) length(available_units(orders[[coder]], coder, codes, claims, stored$double)), 0L),
-    held = per_coder(function(coder, mine) sum(claims$coder == coder & !claims$unit %in% mine$unit), 0L),
+    held = per_coder(function(coder, mine) length(unique(claims$unit[claims$coder == coder & !claims$unit %in% mine$unit])), 0L),
     seconds = per_coder(function(coder, mine) round(stats::median(mine$seconds), 1), 0),
     row.names = NULL
   )

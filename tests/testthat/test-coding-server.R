@@ -106,6 +106,22 @@ test_that("a name given again differently is the same coder, and a coder who lea
     expect_match(as.character(screen()), "2 of 4")
   })
 })
+test_that("closing one of a coder's two tabs releases that tab's text only", {
+  fixture <- coding_fixture(n = 3, overlap = 0)
+  # Ana's first tab, open throughout (testServer() runs one session at a time), holds text 2
+  store_claim(fixture$file, "ana", "ana's first tab", 2)
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    click(session, "code", value = list(code = "yes"))
+    expect_identical(nrow(store_claims(fixture$file)), 2L)
+  })
+  expect_identical(store_claims(fixture$file), data.frame(coder = "ana", unit = 2L))
+  shiny::testServer(fixture$app, {
+    start_as(session, "ben")
+    expect_false(identical(state$unit, 2L))
+  })
+})
+
 test_that("a code that cannot be written stays on screen with the reason, and is written on the next try", {
   fixture <- coding_fixture(n = 3, overlap = 0)
   # the browser suite makes the file itself read-only; here the write fails as SQLite's would

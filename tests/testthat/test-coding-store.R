@@ -40,6 +40,9 @@ test_that("a file of the serialized layout is never unserialized: refused, or up
     DBI::dbExecute(con, "DELETE FROM meta WHERE key = 'sample_columns'")
     DBI::dbExecute(con, "UPDATE meta SET value = 'newrllama4 coding file 1' WHERE key = 'format'")
     DBI::dbExecute(con, "INSERT INTO meta VALUES ('sample', 'bm90IFIgZGF0YQ==')")
+    # and claims one per coder, not per session
+    DBI::dbExecute(con, "DROP TABLE claims")
+    DBI::dbExecute(con, "CREATE TABLE claims (coder TEXT PRIMARY KEY, unit INTEGER NOT NULL, time REAL NOT NULL)")
   })
   err <- expect_error(read_codes(fixture$file), class = "newrllama4_error_coding_file")
   expect_identical(err$mismatch, "layout")
@@ -51,6 +54,7 @@ test_that("a file of the serialized layout is never unserialized: refused, or up
   codes <- read_codes(fixture$file)
   expect_identical(codes$text, fixture$sample$text)
   expect_identical(as.character(codes$code), c(NA, "no", NA, NA))
+  expect_identical(store_claim_next(fixture$file, "ana", "tab", 1:4, integer(), function(units) units[[1]])$unit, 1L)
   expect_identical(with_store(fixture$file, function(con) DBI::dbGetQuery(con, "SELECT value FROM meta WHERE key = 'sample'")),
                    data.frame(value = character()))
 })
@@ -92,7 +96,7 @@ test_that("codes are appended and the latest counts; texts go to one coder, the 
   codes <- store_codes(file)
   expect_identical(nrow(codes), 2L)
   expect_identical(codes$value[codes$unit == single[1]], '{"code":"no"}')
-  store_claim(file, "ana", single[2])
+  store_claim(file, "ana", "ana's tab", single[2])
   available <- available_units(1:4, "ben", store_codes(file), store_claims(file), double)
   expect_setequal(available, double)  # single[1] coded by ana, single[2] on her screen
   store_write(file, double[1], "ben", list(code = "no"))
@@ -123,13 +127,13 @@ test_that("two R processes claiming texts from one file never get the same singl
   claim_all <- function(coder) {
     sprintf("while (!file.exists(%s)) Sys.sleep(0.01)
     repeat {
-      claimed <- store_claim_next(%s, '%s', 1:40, integer(), function(units) {
+      claimed <- store_claim_next(%s, '%s', '%s', 1:40, integer(), function(units) {
         Sys.sleep(0.02)
         if (length(units) > 0) units[[1]]
       })
       if (is.null(claimed$unit)) break
       store_write(%s, claimed$unit, '%s', list(code = 'yes'))
-    }", deparse(go), deparse(fixture$file), coder, deparse(fixture$file), coder)
+    }", deparse(go), deparse(fixture$file), coder, coder, deparse(fixture$file), coder)
   }
   wait <- store_process(c(claim_all("other")))
   Sys.sleep(1)
@@ -142,11 +146,15 @@ test_that("two R processes claiming texts from one file never get the same singl
   expect_gt(min(table(coded$coder)), 0)
 })
 
-test_that("a claim is released when its coder leaves", {
-  fixture <- coding_fixture(n = 2, overlap = 0)
-  expect_identical(store_claim_next(fixture$file, "ana", 1:2, integer(), function(units) units[[1]])$unit, 1L)
-  expect_identical(store_claim_next(fixture$file, "ben", 1:2, integer(), function(units) units[[1]])$unit, 2L)
-  store_release(fixture$file, "ana")
+test_that("a claim is its session's: released when that session ends, not the coder's other sessions", {
+  fixture <- coding_fixture(n = 3, overlap = 0)
+  first <- function(units) units[[1]]
+  expect_identical(store_claim_next(fixture$file, "ana", "ana's tab 1", 1:3, integer(), first)$unit, 1L)
+  expect_identical(store_claim_next(fixture$file, "ben", "ben's tab", 1:3, integer(), first)$unit, 2L)
+  store_claim(fixture$file, "ana", "ana's tab 2", 3)
+  store_release(fixture$file, "ana's tab 2")
+  expect_identical(store_claims(fixture$file), data.frame(coder = c("ana", "ben"), unit = 1:2))
+  store_release(fixture$file, "ana's tab 1")
   expect_identical(store_claims(fixture$file)$coder, "ben")
 })
 

@@ -7,7 +7,9 @@ test_that("the team screen: each coder's progress, agreement as agreement() give
     store_coder(fixture$file, coder, 6, 1L)
   }
   store_write(fixture$file, 4, "ben", NULL, uncodable = TRUE, reason = "not in English")
-  store_claim(fixture$file, "ben", 6)
+  # one text on screen in two of Ben's tabs is one text held
+  store_claim(fixture$file, "ben", "tab 1", 6)
+  store_claim(fixture$file, "ben", "tab 2", 6)
   stored <- store_meta(fixture$file)
   team <- team_progress(fixture$file, stored)
   expect_identical(team$coders$coder, c("ana", "ben"))
