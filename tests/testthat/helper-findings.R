@@ -99,6 +99,22 @@ survey_design <- function(coded, columns) {
   survey::svydesign(ids = ~1, strata = ~stratum, fpc = ~rows, data = columns)
 }
 
+# The variance of survey's weighted regression `reference` (svyglm() on
+# `design`), each coded row's score divided by 1 - h, h its leverage in that
+# fit (stats::hatvalues()): the HC3 correction the estimators make for rows
+# drawn one by one, around survey's variance of the scores' total.
+survey_vcov_hc3 <- function(reference, design) {
+  x <- stats::model.matrix(reference)
+  mu <- stats::fitted(reference)
+  slope <- if (reference$family$family == "gaussian") 1 else mu * (1 - mu)
+  scores <- x * (reference$y - mu) / (1 - stats::hatvalues(reference))
+  colnames(scores) <- paste0("score", seq_len(ncol(x)))
+  design$variables <- cbind(design$variables, scores)
+  totals <- survey::svytotal(stats::reformulate(colnames(scores)), design)
+  bread <- solve(crossprod(x, x * (stats::weights(design) * slope)))
+  bread %*% stats::vcov(totals) %*% bread
+}
+
 # A rare label: 3% of the rows are truly "yes", and the model's probabilities
 # tell them apart by `signal` on the logit (weakly at the default).
 rare_labels <- function(n, seed, share = 0.03, signal = -2) {

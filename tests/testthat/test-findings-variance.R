@@ -18,9 +18,13 @@ test_that("at lambda 1, gaussian fits solve least squares on DSL's pseudo-outcom
   z <- x[coded$.row, ] * (y - data$.prob_yes[coded$.row])
   totals <- survey::svytotal(~ z1 + z2 + z3, survey_design(coded, data.frame(z1 = z[, 1], z2 = z[, 2], z3 = z[, 3])))
   bread <- solve(crossprod(x))
+  # each coded row's terms divided by 1 - h, h the leverage of its code (HC3)
+  leverage <- rowSums((x[coded$.row, ] %*% bread) * x[coded$.row, ]) / coded$.sample_prob
+  z <- z / (1 - leverage)
+  totals <- survey::svytotal(~ z1 + z2 + z3, survey_design(coded, data.frame(z1 = z[, 1], z2 = z[, 2], z3 = z[, 3])))
   corpus <- label_regression(yes ~ x + group, data, coded, truth, seed = 7, lambda = 1, target = "corpus")
   expect_equal(unname(vcov(corpus)), unname(bread %*% stats::vcov(totals) %*% bread), tolerance = 1e-8)
-  residual <- x[coded$.row, ] * (y - fitted(reference)[coded$.row])
+  residual <- x[coded$.row, ] * (y - fitted(reference)[coded$.row]) / (1 - leverage)
   expect_equal(unname(vcov(fit)), unname(vcov(corpus) + bread %*% crossprod(residual, residual / coded$.sample_prob)
                                          %*% bread), tolerance = 1e-8)
   naive <- stats::lm(I(.label == "yes") ~ x + group, data)
@@ -30,7 +34,7 @@ test_that("at lambda 1, gaussian fits solve least squares on DSL's pseudo-outcom
   expect_identical(rownames(confint(fit)), c("(Intercept)", "x", "groupb"))
 })
 
-test_that("the coded rows alone are survey's weighted regression, with its variance for the corpus", {
+test_that("the coded rows alone are survey's weighted regression, with its variance for the corpus (HC3)", {
   skip_if_not_installed("survey")
   data <- simulated_labels(1000, 3)
   coded <- review_sample(data, 150, weight = "confidence", seed = 3)
@@ -41,8 +45,35 @@ test_that("the coded rows alone are survey's weighted regression, with its varia
     reference <- survey::svyglm(y ~ x, design, family = if (family == "binomial") stats::quasibinomial() else
       stats::gaussian())
     expect_equal(unname(fit$fits$coded_only$coefficients), unname(coef(reference)), tolerance = 1e-6)
-    expect_equal(unname(fit$vcov$coded_only), unname(stats::vcov(reference)), tolerance = 1e-5)
+    expect_equal(unname(fit$vcov$coded_only), unname(survey_vcov_hc3(reference, design)), tolerance = 1e-5)
   }
+})
+
+test_that("rows drawn one by one: the coded rows' variance is sandwich's HC3 with the sample's finite population", {
+  # one stratum, rows drawn uniformly, lambda 0: the corpus target's variance is the HC3 sandwich of the
+  # coded rows' least squares times (1 - n / N) n / (n - 1) (the sample variance of a total drawn
+  # without replacement); the population's adds n / N of the uncentred HC3 sandwich. Equal to 1e-4, not
+  # exactly: the design's variance centres the scores in their stratum (as survey does, checked to 1e-8
+  # above), and HC3's scores x e / (1 - h), unlike HC0's, do not sum to exactly zero
+  data <- simulated_labels(2000, 3)
+  rows <- sort(withr::with_seed(3, sample.int(2000, 60)))
+  coded <- coded_at(data, rows)
+  coded$y <- as.numeric(coded$truth == "yes")
+  hc3 <- sandwich::vcovHC(stats::lm(y ~ x, coded), type = "HC3")
+  f <- 60 / 2000
+  for (target in c("corpus", "population")) {
+    fit <- suppressMessages(label_regression(yes ~ x, data, coded, truth, seed = 3, lambda = 0, target = target))
+    factor <- (1 - f) * 60 / 59 + if (target == "population") f else 0
+    expect_equal(unname(vcov(fit)), unname(hc3 * factor), tolerance = 1e-4)
+  }
+  # the correction vanishes as the coded rows grow: HC3 against HC0 at 60 and at 600 coded rows
+  ratio <- function(n) {
+    rows <- sort(withr::with_seed(4, sample.int(2000, n)))
+    model <- stats::lm(I(truth == "yes") ~ x, data[rows, ])
+    sandwich::vcovHC(model, type = "HC3")[2, 2] / sandwich::vcovHC(model, type = "HC0")[2, 2]
+  }
+  expect_gt(ratio(60), 1.03)
+  expect_lt(ratio(600), 1.02)
 })
 
 test_that("each coefficient of the binomial fit solves the logistic score equation of PPI++ at its own lambda", {
