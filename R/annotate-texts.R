@@ -126,9 +126,16 @@
 #'   single precision (4 bytes a dimension: 100,000 rows of Gemma's 640 in 256
 #'   MB); the column follows its rows through `[`, `subset()` and dplyr's
 #'   verbs, and prints one cell a row. A CSV keeps only a placeholder,
-#'   `"<features>"`. Needs a local model (a server gives no hidden states:
-#'   `newrllama4_error_invalid_argument`), and `labels`, free text or a schema
-#'   without categorical or boolean fields (those are scored in rounds).
+#'   `"<features>"`. Needs a local model, and `labels`, free text or a schema
+#'   without categorical or boolean fields (those are scored in rounds). On a
+#'   server it is an error of class `newrllama4_error_invalid_argument`: the
+#'   label pass gives no hidden state, and a second request per row to the
+#'   embeddings endpoint would not be the state the label was read from (it
+#'   pools the prompt as the server was started to) nor come free; a server
+#'   that generates is often no server of embeddings (vLLM serves a model to
+#'   generate or to pool, and llama-server started with `--embeddings` is for
+#'   embeddings alone). [embed_texts()] takes them from a server that gives
+#'   them.
 #' @param ... Passed to [generate_parallel()]: `max_tokens`, `temperature`
 #'   (`0` unless given), `seed`, `progress`, ...
 #' @return `data` (a data frame; a character vector becomes a data frame with
@@ -201,6 +208,11 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   passages <- check_passages(passages)
   features <- check_flag(features, "features")
   if (!is.null(context)) check_context(context)
+  if (features && inherits(context, "newrllama4_remote_context")) {
+    abort_invalid(c("{.arg features} needs a local model: a server's label pass gives no hidden state.",
+                    "i" = "Take a server's embeddings with {.fn embed_texts}, from a server started to give them."),
+                  "features", current_env())
+  }
   if (!is.null(passages) && inherits(context, "newrllama4_remote_context")) {
     abort_invalid(c("{.arg passages} needs a local model: it counts the passages' tokens with its tokenizer.",
                     "i" = "Split the texts before sending them to a server."), "passages", current_env())

@@ -143,7 +143,10 @@ generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p,
                          parse_answers(answers, params$json_schema),
                          new_manifest(context, params, result, constraints_record(params, result$field_probs)),
                          field_probs_matrices(result$field_probs, names(prompts)),
-                         if (params$hidden_states) prompt_features(result$hidden_states, context, length(prompts)))
+                         if (params$hidden_states) {
+                           prompt_features(result$hidden_states, length(prompts), context$model$py$n_embd,
+                                           list(model = basename(context$model$py$path), state = "last_token"))
+                         })
   n_failed <- nrow(result$errors)
   if (n_failed > 0) {
     first <- result$conditions[[1]]
@@ -218,15 +221,16 @@ parse_answers <- function(answers, json_schema) {
   parsed
 }
 
-# One engine call; returns the answers (NA for failures), the errors data
-# frame, their conditions and the stats.
-run_engine <- function(context, prompts, params, progress, call = caller_env()) {
+# One engine call (`run`: the context's generate_parallel, or a server's
+# embed_parallel); returns the answers (NA for failures), the errors data frame,
+# their conditions and the stats.
+run_engine <- function(context, prompts, params, progress, call = caller_env(), run = context$py$generate_parallel) {
   on_progress <- NULL
   if (progress) {
     bar <- cli::cli_progress_bar("Generating", total = length(prompts), .envir = environment())
     on_progress <- function(done, total) cli::cli_progress_update(id = bar, set = done)
   }
-  result <- rlang::exec(engine_call, context$py$generate_parallel, prompts, !!!params, on_progress = on_progress,
+  result <- rlang::exec(engine_call, run, prompts, !!!params, on_progress = on_progress,
                         call = call)
   failed <- which(!vapply(result$errors, is.null, NA))
   conditions <- lapply(result$errors[failed], engine_condition, call = call)

@@ -260,6 +260,22 @@ class EndpointError(NewrllamaError):
         super().__init__(f"{endpoint} {problem}")
 
 
+class NoEmbeddingsError(EndpointError):
+    """A server answered an embeddings request saying it gives none for its model: no
+    embeddings endpoint (HTTP 404, 405 or 501: llama-server started without
+    `--embeddings`, vLLM running a model to generate) or none it can pool (llama-server's
+    model without pooling). `status` and `server_message` are its answer."""
+
+    def __init__(self, endpoint: str, status: int, server_message: str):
+        self.status = status
+        self.server_message = server_message
+        super().__init__(endpoint, (
+            f"gives no embeddings of its model (HTTP {status}: {server_message}). Start llama-server with "
+            "`--embeddings --pooling mean` (or `last`), serve an embedding model with vLLM (`vllm serve MODEL "
+            "--runner pooling`), or embed on a local model (context_create())."
+        ))
+
+
 class RemoteError(PromptError):
     """A prompt's request to a server failed, after any retries (RemoteContext).
 

@@ -436,18 +436,22 @@ class LlamaCppServer(ModelServer):
     `make setup-test` builds, or else the PATH's), on 127.0.0.1, with `n_parallel`
     slots of `n_ctx` tokens each. Its KV cache is the local engine's (F16, flash
     attention: see context.py), so that its numbers differ from the engine's only by
-    how the server batches."""
+    how the server batches. With `pooling` ("mean", "last", "none", ...) it serves
+    embeddings so pooled (`--embeddings --pooling`)."""
 
     def __init__(self, model_path: str | os.PathLike, port: Optional[int] = None, n_ctx: int = 512,
-                 n_threads: int = 1, n_parallel: int = 4, startup_seconds: float = 120.0):
+                 n_threads: int = 1, n_parallel: int = 4, startup_seconds: float = 120.0,
+                 pooling: Optional[str] = None):
         self.n_parallel = n_parallel
+        self.pooling = pooling
         super().__init__(model_path, port, n_ctx, n_threads, startup_seconds)
 
     def _command(self, model_path: str, n_ctx: int, n_threads: int) -> list[str]:
         return [_RUN_UNTIL_STDIN_CLOSES, llama_server_path(), "--model", model_path,
                 "--host", "127.0.0.1", "--port", str(self.port), "--ctx-size", str(n_ctx * self.n_parallel),
                 "--parallel", str(self.n_parallel), "--threads", str(n_threads), "--threads-batch", str(n_threads),
-                "--flash-attn", "on", "--cache-type-k", "f16", "--cache-type-v", "f16"]
+                "--flash-attn", "on", "--cache-type-k", "f16", "--cache-type-v", "f16",
+                *([] if self.pooling is None else ["--embeddings", "--pooling", self.pooling])]
 
     def stop(self) -> None:
         """End the server at once (safe to call twice)."""

@@ -56,3 +56,14 @@ new_tiny_server <- function() {
   skip_without_engine()
   testing_module()$ModelServer(tiny_model_path())
 }
+
+# llama.cpp's own llama-server of the tiny model (the one make setup-test builds),
+# serving embeddings pooled by the last token; started once per test run, it ends
+# with R.
+tiny_embedding_server <- function() {
+  if (is.null(test_models$embedding_server)) {
+    test_models$embedding_server <- testing_module()$LlamaCppServer(tiny_model_path(), pooling = "last",
+                                                                    n_parallel = 2L)
+  }
+  test_models$embedding_server
+}

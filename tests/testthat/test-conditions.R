@@ -6,9 +6,9 @@ test_that("every engine exception class has an R class, specific to general", {
   expect_setequal(py_classes, c(
     "NewrllamaError", "InvalidArgumentError", "ModelLoadError", "ContextError", "ContextTooLargeError", "ClosedError",
     "ChatTemplateError", "CacheError", "PromptError", "EmptyPromptError", "InvalidTokenError", "PromptTooLongError",
-    "DecodeError", "ConstraintError", "IncompleteOutputError", "EndpointError", "RemoteError", "RemoteConnectionError",
-    "RemoteTimeoutError", "RemoteHTTPError", "RemoteResponseError", "NotGgufError", "ModelSourceError",
-    "ModelNotFoundError", "AmbiguousModelError", "GatedModelError", "DownloadError", "ChecksumMismatchError"
+    "DecodeError", "ConstraintError", "IncompleteOutputError", "EndpointError", "NoEmbeddingsError", "RemoteError",
+    "RemoteConnectionError", "RemoteTimeoutError", "RemoteHTTPError", "RemoteResponseError", "NotGgufError",
+    "ModelSourceError", "ModelNotFoundError", "AmbiguousModelError", "GatedModelError", "DownloadError", "ChecksumMismatchError"
   ))
   expect_equal(r_condition_class("newrllama4.errors.PromptTooLongError"), "newrllama4_error_prompt_too_long")
   expect_equal(r_condition_class("newrllama4.errors.NewrllamaError"), "newrllama4_error")
@@ -55,6 +55,11 @@ test_that("each engine exception maps to its condition with its fields", {
                 list(index = 1L, constraint = "json_schema", n_tokens = 8L))
   expect_mapped(e$EndpointError("http://gpu-1:8000/v1", "does not answer."), "newrllama4_error_endpoint",
                 list(endpoint = "http://gpu-1:8000/v1"))
+  cnd <- expect_mapped(e$NoEmbeddingsError("http://gpu-1:8000/v1", 501L, "Start it with `--embeddings`"),
+                       c("newrllama4_error_no_embeddings", "newrllama4_error_endpoint"),
+                       list(endpoint = "http://gpu-1:8000/v1", status = 501L,
+                            server_message = "Start it with `--embeddings`"))
+  expect_match(conditionMessage(cnd), "--pooling mean", fixed = TRUE)
   cnd <- expect_mapped(e$RemoteHTTPError(0L, "http://gpu-1:8000/v1", 4L, 503L, "overloaded"),
                        c("newrllama4_error_remote_http", "newrllama4_error_remote", "newrllama4_error_prompt"),
                        list(index = 1L, endpoint = "http://gpu-1:8000/v1", attempts = 4L, status = 503L,

@@ -105,3 +105,36 @@ test_that("embed_texts() gives the features of the annotation with the same inst
   expect_error(embed_texts(reviews, "reveiw", instruction), 'no column "reveiw"', fixed = TRUE,
                class = "newrllama4_error_invalid_argument")
 })
+
+test_that("embed_texts() on llama-server pooling the last token gives the engine's own features", {
+  server <- context_remote(tiny_embedding_server()$url)
+  data <- rbind(reviews, data.frame(id = 6L, title = "Blank", review = " "))
+  embedded <- embed_texts(data, review, instruction, context = server, progress = FALSE)
+  expect_named(embedded, c(names(data), ".error", ".features"))
+  expect_identical(embedded$.error[[6]], "The text is empty.")
+  # the same bits as the engine's own state of the same text (the plain layout: an
+  # embeddings endpoint takes text, where the local tiny model has a chat template)
+  plain <- render_prompts("plain", instruction, list(), reviews$review)
+  local <- generate_parallel(tiny_context(), plain, max_tokens = 1L, features = TRUE, progress = FALSE)
+  expect_identical(row_features(embedded)[1:5, ], features_matrix(attr(local, "features"))[, ])
+  expect_identical(features_source(embedded)[c("state", "server")], list(state = "server pooled", server = "llama.cpp"))
+  record <- manifest(embedded)
+  expect_identical(record$model$server, "llama.cpp")
+  expect_identical(record$prompt$features, "server pooled")
+  expect_identical(record$rows$answered, 5L)
+  cache <- withr::local_tempfile(fileext = ".sqlite")
+  embed_texts(data, review, instruction, context = server, cache = cache, progress = FALSE)
+  again <- embed_texts(data, review, instruction, context = server, cache = cache, progress = FALSE)
+  expect_identical(manifest(again)$prompts$from_cache, 5L)
+  expect_identical(row_features(again), row_features(embedded))
+})
+
+test_that("a server without embeddings, or features in a server's label pass, are classed errors that say what to do", {
+  server <- context_remote(tiny_server()$url)  # llama-cpp-python's, started without embedding = True
+  expect_error(embed_texts(reviews, review, instruction, context = server, progress = FALSE), "--embeddings",
+               class = "newrllama4_error_no_embeddings")
+  expect_error(annotate_texts(reviews, review, instruction, labels = sentiment, context = server, features = TRUE),
+               "embed_texts", class = "newrllama4_error_invalid_argument")
+  expect_error(embed_texts(reviews, review, instruction, context = server, max_tokens = 3L), "progress",
+               class = "newrllama4_error_invalid_argument")
+})

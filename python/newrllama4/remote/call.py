@@ -21,6 +21,7 @@ from ..errors import (
     ConstraintError,
     EmptyPromptError,
     IncompleteOutputError,
+    NoEmbeddingsError,
     PromptError,
     RemoteConnectionError,
     RemoteError,
@@ -32,7 +33,7 @@ from ..labels import Labels, pick_label
 from ..result_cache import CachedCall
 from ..results import Completion, ParallelResult, Stats
 from ..sampling import SamplingParams, sequence_generator, sequence_seed
-from .dialects import Answer, endpoint_path, read_answer
+from .dialects import Answer, endpoint_path, read_answer, read_embedding
 from .fields import scored_answer
 from .http import StatusError, client_timeout, describe_error, retry_after_seconds, server_message
 from .labels import answer_label, label_probs
@@ -47,6 +48,8 @@ WAKE_SECONDS = 0.1
 # bumped when the labels' probabilities from a kind of server change for the same inputs;
 # 2: vLLM's and llama-server's labels scored exactly (labels.py)
 REMOTE_LABEL_SCORING = 2
+# bumped when what an embeddings request asks for changes (dialects.py); 1: raw float32
+REMOTE_EMBEDDINGS = 1
 
 T = TypeVar("T")
 
@@ -94,12 +97,14 @@ class RemoteSettings:
 
 
 class RemoteCall:
-    """One generate_parallel call on a RemoteContext."""
+    """One generate_parallel call on a RemoteContext, or with `embeddings` one
+    embed_parallel call: each prompt's embedding in its completion's `hidden_state`."""
 
     def __init__(self, settings: RemoteSettings, prompts: list[Any], labels: list[Optional[Labels]],
                  constraints: list[Optional[Constraint]], params: SamplingParams, on_progress: Progress,
-                 cache: Optional[str]):
+                 cache: Optional[str], embeddings: bool = False):
         self.settings = settings
+        self.embeddings = embeddings
         self.cache_path = cache
         self.prompts = prompts
         self.labels = labels
@@ -114,7 +119,7 @@ class RemoteCall:
         # opened here, in the thread that runs the event loop: a SQLite connection stays in its thread
         cache = None if self.cache_path is None else CachedCall(
             self.cache_path, self.settings.model_identity, self._cache_setup(), self.params, self.labels,
-            self.constraints,
+            self.constraints, hidden_states=self.embeddings,
         )
         with CallDriver(len(self.prompts), self.on_progress, cache) as driver:
             await self._run(driver)
@@ -127,7 +132,11 @@ class RemoteCall:
     def _cache_setup(self) -> dict[str, Any]:
         """What decides answers beside the model, the prompt and the arguments: the kinds of
         server, which decide what each request is sent (see dialects.py), and how labels
-        are scored on them (answers stored before REMOTE_LABEL_SCORING are not found again)."""
+        are scored on them (answers stored before REMOTE_LABEL_SCORING are not found again);
+        for embeddings, what their requests ask for instead (a completion and an embedding
+        never meet)."""
+        if self.embeddings:
+            return {"servers": self.settings.server_kinds, "embeddings": REMOTE_EMBEDDINGS}
         return {"servers": self.settings.server_kinds, "label_scoring": REMOTE_LABEL_SCORING}
 
     async def _run(self, driver: CallDriver) -> None:
@@ -184,6 +193,9 @@ class RemoteCall:
             except StatusError as error:
                 response = error.response
                 failure = RemoteHTTPError(index, endpoint.url, attempt, response.status_code, server_message(response))
+                if self.embeddings and _gives_no_embeddings(response):
+                    pool.release(endpoint)  # no prompt of the call can have one: the call stops
+                    raise NoEmbeddingsError(endpoint.url, response.status_code, server_message(response))
                 if response.status_code != 429 and response.status_code < 500:
                     pool.release(endpoint)
                     return _failed(failure)
@@ -203,6 +215,12 @@ class RemoteCall:
         """One attempt at prompt `index` on `endpoint`: its request, or its labels' scoring
         requests; StatusError or httpx's errors for a failure that may be worth a retry."""
         prompt, labels, constraint = self.prompts[index], self.labels[index], self.constraints[index]
+        if self.embeddings:
+            response = await client.post(f"{endpoint.url}/embeddings",
+                                         json=endpoint.api.embedding_body(self.settings.model, prompt))
+            if response.status_code != 200:
+                raise StatusError(response)
+            return self._embedding(index, endpoint, attempt, response)
         if constraint is not None and constraint.fields is not None:  # RemoteContext checked that it can
             scoring = endpoint.api.label_scoring(client, endpoint.url, self.settings.model)
             try:
@@ -270,6 +288,15 @@ class RemoteCall:
             return completion
         return dataclasses.replace(completion, parsed=json.loads(answer.text))
 
+    def _embedding(self, index: int, endpoint: Endpoint, attempts: int, response: httpx.Response) -> Completion:
+        try:
+            vector, n_prompt_tokens = read_embedding(response.json())
+        except (ValueError, KeyError, IndexError, TypeError) as error:
+            return _failed(RemoteResponseError(
+                index, endpoint.url, attempts, f"the response holds no embedding ({type(error).__name__}: {error})."
+            ))
+        return Completion("", [], n_prompt_tokens, 0, 0, "stop", hidden_state=vector)
+
     def _label_completion(self, index: int, endpoint: Endpoint, attempts: int, answer: Answer,
                           labels: Labels) -> Completion:
         probs = label_probs(labels, answer.first_top_logprobs)
@@ -313,6 +340,20 @@ async def _all_or_none(coroutines: list[Awaitable[None]]) -> None:
 async def _wake_regularly() -> None:
     while True:
         await asyncio.sleep(WAKE_SECONDS)
+
+
+def _gives_no_embeddings(response: httpx.Response) -> bool:
+    """Whether an embeddings request's error says that the server gives none: no such
+    endpoint (404, 405), not implemented (501: llama-server without --embeddings), or a
+    refusal of the model's pooling (llama-server's "Pooling type 'none' is not OAI
+    compatible", older vLLM's "The model does not support Embeddings API"), or
+    llama-cpp-python's server without `embedding=True` (an HTTP 500 that says so)."""
+    if response.status_code in (404, 405, 501):
+        return True
+    message = server_message(response).lower()
+    if response.status_code == 400 and ("pooling" in message or "not support" in message):
+        return True
+    return "embedding=true" in message
 
 
 def _failed(error: PromptError) -> Completion:

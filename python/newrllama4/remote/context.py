@@ -7,10 +7,11 @@ from typing import Any, Optional
 
 import httpx
 
-from ..checks import check_int, check_real
+from ..checks import check_callable, check_int, check_prompts, check_real, is_conversation
 from ..constraints import Constraint
 from ..errors import ClosedError, EndpointError, InvalidArgumentError
 from ..call_driver import Progress
+from ..result_cache import check_cache_path
 from ..generation import Generator
 from ..labels import Labels
 from ..results import ParallelResult
@@ -171,8 +172,8 @@ class RemoteContext(Generator):
             raise ClosedError("remote context")
         if hidden_states:
             raise InvalidArgumentError(
-                "hidden_states", True, "False: a server gives no hidden state of a prompt (its embeddings endpoint "
-                "embeds texts alone)"
+                "hidden_states", True, "False: a server gives no hidden state of a prompt it answers (embed_parallel "
+                "asks its embeddings endpoint)"
             )
         used = [(name, value) for name, value in (("labels", labels), ("json_schema", constraints))
                 if any(v is not None for v in value)]
@@ -189,6 +190,38 @@ class RemoteContext(Generator):
             )
         call = RemoteCall(self.settings, prompts, labels, constraints, sampling, on_progress, cache)
         return run_to_completion(call.run())
+
+
+    # -- embeddings ---------------------------------------------------------------------
+
+    def embed_parallel(self, prompts: Any, on_progress: Progress = None, cache: Any = None) -> ParallelResult:
+        """Each prompt's embedding from the servers' embeddings endpoint, in prompt order:
+        a completion per prompt with the vector in `hidden_state` (little-endian float32,
+        as the server computed it, not normalised) and `text` empty.
+
+        A prompt is a string or a list of token ids, embedded alone, pooled as the server
+        was started to pool (llama-server's `--pooling`, vLLM's pooler): with `last`, a
+        prompt's vector is the state the local engine's `hidden_states` keeps, within
+        the kernels' differences. A server that gives no embeddings (see
+        `dialects.py`) stops the call with NoEmbeddingsError; another failed request
+        fails its prompt alone, after retries, as in generate_parallel. `cache` keeps the
+        vectors as it keeps answers, apart from them.
+        """
+        if self._closed:
+            raise ClosedError("remote context")
+        prompts = check_prompts(prompts)
+        for i, prompt in enumerate(prompts):
+            if is_conversation(prompt):
+                raise InvalidArgumentError(f"prompts[{i}]", "a conversation",
+                                           "a string or token ids: an embeddings endpoint takes no chat messages")
+        n = len(prompts)
+        call = RemoteCall(self.settings, prompts, [None] * n, [None] * n, SamplingParams(max_tokens=1, temperature=0),
+                          check_callable("on_progress", on_progress), check_cache_path(cache), embeddings=True)
+        result = run_to_completion(call.run())
+        sizes = {len(c.hidden_state) for c in result if c.hidden_state is not None}
+        if len(sizes) > 1:
+            raise EndpointError(self.endpoints[0].url, f"gave embeddings of {len(sizes)} sizes in one call.")
+        return result
 
 
 def _check_base_urls(base_url: Any) -> list[str]:

@@ -17,14 +17,23 @@ both endpoints. vLLM's and llama-server's labels are scored on their own endpoin
 a space, as a model writes a word that follows text), and asks for the top
 log-probabilities of its first token, from which each label's probability is read: see
 `label_probs`.
+
+Embeddings (RemoteContext.embed_parallel) go to `POST {base_url}/embeddings`, OpenAI's
+endpoint, which llama-server serves when started with `--embeddings` (pooled as its
+`--pooling` says) and vLLM for a model it runs as a pooling model. Each request asks for
+the vector as the server computes it: float32 bytes in base64 (OpenAI's
+`encoding_format`), not normalised (llama-server's `embd_normalize: -1`, vLLM's
+`normalize: false`), as the engine's own states are not.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import numpy as np
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from ..checks import is_conversation
@@ -126,6 +135,12 @@ class OpenAICompatible:
     # how labels.py scores labels on this server, exactly as locally; None: their
     # probabilities are read from a constrained answer's top log-probabilities instead
     label_scoring: Optional[type[LabelScoring]] = None
+    # the fields of an embeddings request that ask for the vector not normalised
+    raw_embedding_fields: dict[str, Any] = {}
+
+    def embedding_body(self, model: str, prompt: Prompt) -> dict[str, Any]:
+        """The body of one prompt's embeddings request."""
+        return {"model": model, "input": prompt, "encoding_format": "base64", **self.raw_embedding_fields}
 
     def sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
         """The fields of `params` beyond the OpenAI ones that this server takes."""
@@ -171,6 +186,7 @@ class VLLM(OpenAICompatible):
     penalty_field = "repetition_penalty"
     has_structured_outputs = True
     label_scoring = VLLMScoring
+    raw_embedding_fields = {"normalize": False}
 
     # vLLM 0.12 dropped the older `guided_json` and `guided_grammar`, and ignores them
     # without a word; labels are scored, not answered (labels.py)
@@ -200,6 +216,7 @@ class LlamaServer(LlamaCppPython):
 
     name = "llama.cpp"
     label_scoring = LlamaServerScoring
+    raw_embedding_fields = {"embd_normalize": -1}
 
     def sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
         return {**super().sampling_fields(params), "repeat_last_n": params.repeat_last_n}
@@ -262,3 +279,19 @@ def _first_top_logprobs(logprobs: Any) -> list[tuple[str, float]]:
         return [(t["token"], float(t["logprob"])) for t in content[0]["top_logprobs"]] if content else []
     top = logprobs.get("top_logprobs")  # the OpenAI completions form: one {text: logprob} per token
     return [(text, float(logprob)) for text, logprob in top[0].items()] if top else []
+
+
+def read_embedding(payload: Any) -> tuple[bytes, int]:
+    """The vector in an embeddings response, as little-endian float32 bytes, and its prompt's
+    tokens; KeyError, IndexError, TypeError or ValueError for a response that holds none.
+    A server that ignores `encoding_format` answers a list of numbers."""
+    vector = payload["data"][0]["embedding"]
+    if isinstance(vector, str):
+        data = base64.b64decode(vector, validate=True)
+        if len(data) % 4:
+            raise ValueError(f"{len(data)} bytes are not float32 numbers")
+    else:
+        data = np.asarray(vector, dtype="<f4").tobytes()
+    if not data:
+        raise ValueError("the embedding is empty")
+    return data, int((payload.get("usage") or {}).get("prompt_tokens", 0))
