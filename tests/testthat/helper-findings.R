@@ -83,11 +83,18 @@ reprobed <- function(data, seed, informative) {
   data
 }
 
-# `coded` rows of `data` drawn uniformly, with no design attribute.
+# `coded` rows of `data` drawn uniformly, one by one, in one stratum. They carry
+# the design columns review_sample() writes, so the estimators read the design
+# rather than assume it and say so (newrllama4_message_design_assumed, tested
+# in test-findings-coded.R) in every test that uses them.
 coded_at <- function(data, rows, prob = length(rows) / nrow(data)) {
   coded <- data[rows, , drop = FALSE]
   coded$.row <- rows
   coded$.sample_prob <- prob
+  coded$.stratum <- "all"
+  coded$.stratum_rows <- round(length(rows) / prob)
+  coded$.stratum_drawn <- length(rows)
+  coded$.sampling_unit <- ".row"
   coded
 }
 
