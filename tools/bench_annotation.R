@@ -7,7 +7,12 @@
 # the examples as listed, order B reversed. Each run starts from an empty prefix
 # cache, so that its seconds are its own; the cost is against order A alone
 # (k = 1) in the same run.
-#   Rscript tools/bench_annotation.R [corpus ...]   (the corpora's functions, e.g. parts_of_speech_five; default all)
+# The A+B run keeps the model's hidden states (features = TRUE), and beside the
+# refit at 30 coded rows learn_labels() learns from them, so that a better
+# order can win whatever the averaged labels say (issue 53).
+#   Rscript tools/bench_annotation.R [--orders-only] [corpus ...]
+#   (the corpora's functions, e.g. parts_of_speech_five; default all. --orders-only runs orders A, B and A+B
+#   with the refit and the learner at 30 coded rows: what issue 53's done-when on example orders compares)
 suppressPackageStartupMessages({
   library(newrllama4)
   library(tm)
@@ -24,9 +29,13 @@ options_to_compare <- list(
   "batch-calibrated, A+B averaged (recommended)" = list(order = "A", example_orders = 2L, calibrate = "batch")
 )
 
+arguments <- commandArgs(TRUE)
+orders_only <- "--orders-only" %in% arguments
+if (orders_only) options_to_compare <- options_to_compare[c("order A", "order B", "A+B averaged")]
+coded_counts <- if (orders_only) 30 else c(20, 30, 60)
 corpora <- list(reuters = reuters, reviews = reviews, words = words, parts_of_speech = parts_of_speech,
                 parts_of_speech_five = parts_of_speech_five)
-if (length(commandArgs(TRUE)) > 0) corpora <- corpora[commandArgs(TRUE)]
+if (length(setdiff(arguments, "--orders-only")) > 0) corpora <- corpora[setdiff(arguments, "--orders-only")]
 
 # the worked examples' rows as listed (order A) or reversed (order B)
 examples_in_order <- function(n, order) if (order == "A") seq_len(n) else rev(seq_len(n))
@@ -49,7 +58,7 @@ for (model in names(models)) {
       seconds <- system.time(out <- suppressWarnings(annotate_texts(
         corpus$data, text, corpus$instruction, labels = corpus$labels,
         examples = corpus$examples[examples_in_order(nrow(corpus$examples), settings$order), ], example_orders = settings$example_orders,
-        calibrate = settings$calibrate, context = ctx, progress = FALSE
+        calibrate = settings$calibrate, features = option == "A+B averaged", context = ctx, progress = FALSE
       )))[["elapsed"]]
       rows[[length(rows) + 1]] <- data.frame(
         model = model, corpus = corpus$name, option = option,
@@ -60,27 +69,34 @@ for (model in names(models)) {
       message(sprintf("%s, %s, %s: accuracy %.3f, %.1f s", model, corpus$name, option,
                       rows[[length(rows)]]$accuracy, seconds))
       if (option == "A+B averaged") {
-        # the labels refitted to 20, 30 and 60 rows coded by hand (here the gold labels), drawn
-        # at random 50 times each; accuracy on the rows not coded, the refit's and the labels' as
-        # they were, averaged over the draws
-        for (n_coded in c(20, 30, 60)[c(20, 30, 60) <= nrow(out) / 2]) {
-          draws <- vapply(seq_len(50), function(seed) {
-            coded <- review_sample(out, n = n_coded, weight = "uniform", seed = seed)
-            relabelled <- suppressMessages(suppressWarnings(recalibrate_labels(out, coded, gold)))
-            rest <- setdiff(seq_len(nrow(out)), coded$.row)
-            accuracy_of <- function(labels) mean(as.character(labels[rest]) == corpus$data$gold[rest], na.rm = TRUE)
-            c(refit = accuracy_of(relabelled$.label), raw = accuracy_of(out$.label),
-              kept = identical(manifest(relabelled)$prompt$refit_model, "none"))
-          }, numeric(3))
-          rows[[length(rows) + 1]] <- data.frame(
-            model = model, corpus = corpus$name,
-            option = sprintf("A+B, refitted to %d rows coded by hand (mean of 50 samples; as they were: %.3f; no refit chosen in %d)",
-                             n_coded, mean(draws["raw", ]), sum(draws["kept", ])),
-            accuracy = mean(draws["refit", ]), order_disagreement = NA_real_, seconds = seconds
-          )
-          message(sprintf("  refitted to %d coded rows: accuracy %.3f (%.3f-%.3f over 50 samples), as they were %.3f",
-                          n_coded, mean(draws["refit", ]), min(draws["refit", ]), max(draws["refit", ]),
-                          mean(draws["raw", ])))
+        # the labels refitted to 20, 30 and 60 rows coded by hand (here the gold labels), and at 30
+        # learned from the hidden states too, drawn at random 50 times each; accuracy on the rows
+        # not coded, the new labels' and the labels' as they were, averaged over the draws
+        for (n_coded in coded_counts[coded_counts <= nrow(out) / 2]) {
+          verbs <- list(refitted = function(coded) recalibrate_labels(out, coded, gold),
+                        learned = function(coded) learn_labels(out, coded, gold, features = TRUE))
+          if (n_coded != 30) verbs$learned <- NULL
+          for (verb in names(verbs)) {
+            draws <- vapply(seq_len(50), function(seed) {
+              coded <- review_sample(out, n = n_coded, weight = "uniform", seed = seed)
+              relabelled <- suppressMessages(suppressWarnings(verbs[[verb]](coded)))
+              rest <- setdiff(seq_len(nrow(out)), coded$.row)
+              accuracy_of <- function(labels) mean(as.character(labels[rest]) == corpus$data$gold[rest], na.rm = TRUE)
+              record <- manifest(relabelled)$prompt
+              c(new = accuracy_of(relabelled$.label), raw = accuracy_of(out$.label),
+                kept = identical(record$refit_model, "none") || identical(record$learner, "none"))
+            }, numeric(3))
+            rows[[length(rows) + 1]] <- data.frame(
+              model = model, corpus = corpus$name,
+              option = sprintf("A+B, %s %s %d rows coded by hand (mean of 50 samples; as they were: %.3f; kept in %d)",
+                               verb, if (verb == "learned") "from" else "to", n_coded, mean(draws["raw", ]),
+                               sum(draws["kept", ])),
+              accuracy = mean(draws["new", ]), order_disagreement = NA_real_, seconds = seconds
+            )
+            message(sprintf("  %s, %d coded rows: accuracy %.3f (%.3f-%.3f over 50 samples), as they were %.3f",
+                            verb, n_coded, mean(draws["new", ]), min(draws["new", ]), max(draws["new", ]),
+                            mean(draws["raw", ])))
+          }
         }
       }
     }
