@@ -96,3 +96,47 @@ def test_states_are_refused_with_field_probs_and_on_a_server(ctx, tiny_server):
     with nl.RemoteContext(tiny_server.url) as remote:
         with pytest.raises(InvalidArgumentError, match="hidden state"):
             remote.generate_parallel(["hello"], hidden_states=True)
+
+
+# An annotation as users run one: a long instruction with worked examples (about 230 of
+# Gemma's tokens, shared by every prompt), then a short text of a few to 70 words.
+INSTRUCTION = (
+    "You are coding customer reviews for a study of product satisfaction. Read each review and decide "
+    "whether the customer is satisfied with the product. Answer 'yes' when the review is mainly positive "
+    "about the product itself, 'no' when it is mainly negative, and 'happy' only when the customer says "
+    "outright that the product made them happy. Complaints about delivery or packaging alone do not make "
+    "a review negative; judge the product. Sarcasm counts as what it means, not as what it says.\n\n"
+) + "".join(f"Review: {text}\nAnswer: {label}\n\n" for text, label in [
+    ("The kettle boils fast and looks great on the counter. Would buy again.", "yes"),
+    ("Stopped working after two weeks and the support line never answered.", "no"),
+    ("Arrived late in a crushed box, but the blender itself is excellent.", "yes"),
+    ("Oh great, another charger that charges nothing. Brilliant.", "no"),
+    ("This lamp made me so happy, my reading corner finally feels cosy.", "happy"),
+    ("It does the job, nothing more, nothing less; fair for the price.", "yes"),
+])
+
+
+def annotation_prompts(n, seed, max_words):
+    return [f"{INSTRUCTION}Review: {text}\nAnswer:" for text in random_prompts(n, seed=seed, max_words=max_words)]
+
+
+def test_gemmas_states_of_long_annotation_prompts_are_the_same_bits_in_every_batch(gemma):
+    prompts = annotation_prompts(4, seed=21, max_words=40)
+    others = annotation_prompts(4, seed=22, max_words=70)
+    assert min(len(gemma.tokenize(p)) for p in prompts) > 220  # past three tiles of 64
+
+    def states_in(n_seq_max, batch, prefix_cache=True):
+        with nl.Context(gemma, n_ctx=768, n_seq_max=n_seq_max, prefix_cache=prefix_cache) as ctx:
+            result = ctx.generate_parallel(batch, labels=LABELS, temperature=0, hidden_states=True)
+        return {prompt: completion.hidden_state for prompt, completion in zip(batch, result)}
+
+    # one at a time (the instruction read once, then restored from the prefix cache), and
+    # the first prompt read whole, from its first token
+    with nl.Context(gemma, n_ctx=768, n_seq_max=1) as ctx:
+        alone = {p: ctx.generate(p, labels=LABELS, temperature=0, hidden_states=True).hidden_state for p in prompts}
+    whole = states_in(1, prompts[:1], prefix_cache=False)
+    eight = states_in(8, prompts + others)  # all at once
+    mixed = states_in(3, [others[0], *prompts[::-1]])  # in another order, three at a time
+    for batch in (whole, eight, mixed):
+        assert [batch[p] for p in batch if p in alone] == [alone[p] for p in batch if p in alone]
+    assert len(set(alone.values())) == len(prompts)

@@ -138,3 +138,29 @@ test_that("a server without embeddings, or features in a server's label pass, ar
   expect_error(embed_texts(reviews, review, instruction, context = server, max_tokens = 3L), "progress",
                class = "newrllama4_error_invalid_argument")
 })
+
+test_that("Gemma: a long instruction's features are the same bits for a row alone and in a batch", {
+  skip_on_cran()
+  skip_without_engine()
+  ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 4L)
+  on.exit(context_free(ctx))
+  long_instruction <- paste(
+    "You are coding customer reviews for a study of product satisfaction. Read each review and decide whether the",
+    "customer is satisfied with the product. Answer 'positive' when the review is mainly positive about the product",
+    "itself, 'negative' when it is mainly negative, and 'neutral' when it says neither. Complaints about delivery or",
+    "packaging alone do not make a review negative; judge the product. Sarcasm counts as what it means."
+  )
+  examples <- data.frame(review = c("The kettle boils fast and looks great. Would buy again.",
+                                    "Stopped working after two weeks; support never answered.",
+                                    "Arrived late in a crushed box, but the blender itself is excellent.",
+                                    "It is a lamp. It gives light."),
+                         .label = c("positive", "negative", "positive", "neutral"))
+  annotate <- function(rows) {
+    annotate_texts(reviews[rows, ], review, long_instruction, labels = sentiment, examples = examples, context = ctx,
+                   features = TRUE, progress = FALSE)
+  }
+  batch <- annotate(1:5)
+  expect_gt(generation_stats(batch)$prompt_tokens / 5, 150)  # the prompts' tokens, each
+  expect_identical(row_features(annotate(4))[1, ], row_features(batch)[4, ])
+  expect_identical(row_features(annotate(c(2, 5)))[, ], row_features(batch)[c(2, 5), ])
+})
