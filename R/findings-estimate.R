@@ -63,7 +63,8 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   local_spec <- spec
   local_spec$prediction <- spec$prediction[usable]
   local_spec$label <- spec$label[usable]
-  fold <- cross_fit_folds(length(usable), local$rows, folds, seed)
+  fold <- learner_folds_kept(cross_fit_folds(length(usable), local$rows, folds, seed), data, usable[local$rows],
+                             local$rows)
   predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
                                         fold, prediction, subset_rows(data, usable), binary)
   x_naive <- matrix_of(versions$naive)[usable, , drop = FALSE]
@@ -119,6 +120,8 @@ subset_rows <- function(data, rows) {
   if (!is.null(record)) {
     attr(out, "order_probs") <- order_probs_record(lapply(record$probs, function(p) p[rows, , drop = FALSE]), out)
   }
+  learner <- attr(data, "learner", exact = TRUE)
+  if (!is.null(learner)) attr(out, "learner") <- learner_rows(learner, rows)
   out
 }
 

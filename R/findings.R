@@ -82,21 +82,17 @@ refitted_by_hand <- function(data) {
   identical(record$prompt$calibration, "hand-coded") && !is.null(attr(data, "order_probs", exact = TRUE))
 }
 
+# Labels that learn_labels() learned from coded rows.
+learned_by_hand <- function(data) {
+  identical(attr(data, "manifest", exact = TRUE)$prompt$calibration, "learned") &&
+    !is.null(attr(data, "learner", exact = TRUE))
+}
+
 # A boolean or enum field of `data` that recalibrate_labels(field =) refitted
 # or learn_labels(field =) learned.
 refitted_field <- function(name, data) {
   record <- attr(data, "manifest", exact = TRUE)$prompt
   name %in% names(data) && isTRUE(record[[paste0("calibration (", name, ")")]] %in% c("hand-coded", "learned"))
-}
-
-# Labels that learn_labels() learned saw the codes on every row, and the
-# estimators cannot yet learn them again fold by fold: they are refused.
-abort_if_learned <- function(data, call) {
-  if (identical(attr(data, "manifest", exact = TRUE)$prompt$calibration, "learned")) {
-    abort_invalid(c("Labels learned by {.fn learn_labels} saw the codes, so they cannot be corrected by them.",
-                    "i" = "Use the labels as annotated (the value of {.fn annotate_texts}): the correction does not need
-                           them learned."), "data", call)
-  }
 }
 
 # The domain, as print() tells it: the rows outside it, if any.
@@ -118,32 +114,57 @@ cross_fit_folds <- function(n_rows, coded_rows, k, seed) {
   if (is.null(seed)) assign() else withr::with_seed(seed, assign())
 }
 
+# Learned labels are cross-fitted in the learner's folds: each coded row that
+# learn_labels() saw keeps its fold there (`data_rows`, the coded rows of
+# `data`, at `positions` in `fold`), so its prediction is the one
+# learn_labels() gave it and no fold's learner saw its code.
+learner_folds_kept <- function(fold, data, data_rows, positions) {
+  learner_folds <- attr(data, "manifest", exact = TRUE)$prompt$learner_folds
+  if (!learned_by_hand(data) || is.null(learner_folds)) return(fold)
+  known <- learner_folds[as.character(data_rows)]
+  fold[positions[!is.na(known)]] <- known[!is.na(known)]
+  fold
+}
+
+# Labels that recalibrate_labels() refitted or learn_labels() learned saw the
+# codes, so each fold's predictions come from the refit or the learner fitted
+# again on the other folds' coded rows. NULL for labels as annotated; else the
+# model's name and probability(train): every row's probability of the label
+# from the coded rows at positions `train` of `sample`.
+refitted_on_folds <- function(spec, data, sample) {
+  codes <- match(as.character(sample$truth_labels), spec$labels)
+  column <- match(spec$name, spec$labels)
+  if (learned_by_hand(data)) {
+    learner <- learner_of(data, NULL)
+    return(list(name = "learn_labels()'s learner, chosen and fitted again in each fold",
+                probability = function(train) learner(sample$rows[train], codes[train])[, column]))
+  }
+  if (!refitted_by_hand(data)) return(NULL)
+  log_probs <- lapply(attr(data, "order_probs", exact = TRUE)$probs, order_log_probs)
+  # the refit recalibrate_labels() chose
+  chosen <- attr(data, "manifest", exact = TRUE)$prompt
+  model <- chosen$refit_model %||% "offsets and order weights"
+  penalty <- chosen$refit_penalty %||% 0.01
+  list(name = "recalibrate_labels()'s refit", probability = function(train) {
+    fit <- fit_label_model(lapply(log_probs, function(l) l[sample$rows[train], , drop = FALSE]), codes[train], model,
+                           penalty)
+    softmax_rows(label_scores(log_probs, fit))[, column]
+  })
+}
+
 # Each row's prediction for the pseudo-outcome, cross-fitted wherever codes were
 # used. `prediction = "probs"` takes the model's probability (or answer) as it
 # is; `"fit"` fits, on the coded rows of the other folds, a model of the truth
 # on the probability's logit (or the answer) and the covariates `x`, weighted
 # by 1 / pi: it corrects a model whose errors follow the covariates.
 cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data, binary) {
-  refit <- spec$kind == "label" && refitted_by_hand(data)
-  if (!refit && prediction == "probs") return(list(g = spec$prediction, model = "the model's probabilities"))
-  if (refit) {
-    log_probs <- lapply(attr(data, "order_probs", exact = TRUE)$probs, order_log_probs)
-    codes <- match(as.character(sample$truth_labels), spec$labels)
-    # the refit recalibrate_labels() chose
-    chosen <- attr(data, "manifest", exact = TRUE)$prompt
-    refit_model <- chosen$refit_model %||% "offsets and order weights"
-    refit_penalty <- chosen$refit_penalty %||% 0.01
-  }
+  refitted <- if (spec$kind == "label") refitted_on_folds(spec, data, sample)
+  if (is.null(refitted) && prediction == "probs") return(list(g = spec$prediction, model = "the model's probabilities"))
   g <- spec$prediction
   for (k in sort(unique(folds))) {
     train <- which(folds[sample$rows] != k)
     at <- which(folds == k)
-    base <- spec$prediction
-    if (refit) {
-      fit <- fit_label_model(lapply(log_probs, function(l) l[sample$rows[train], , drop = FALSE]), codes[train],
-                             refit_model, refit_penalty)
-      base <- softmax_rows(label_scores(log_probs, fit))[, match(spec$name, spec$labels)]
-    }
+    base <- if (is.null(refitted)) spec$prediction else refitted$probability(train)
     g[at] <- if (prediction == "probs") base[at] else {
       # an intercept beside the probability, so that a constant miscalibration is learnt
       features <- cbind(1, if (binary) stats::qlogis(pmin(pmax(base, 1e-4), 1 - 1e-4)) else base, x)
@@ -153,7 +174,7 @@ cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data
     }
   }
   model <- paste0(
-    if (refit) "recalibrate_labels()'s refit" else "the model's probabilities",
+    refitted$name %||% "the model's probabilities",
     if (prediction == "fit") ", with the covariates, in a regression of the truth on the coded rows",
     ", cross-fitted in ", length(unique(folds)), " folds"
   )

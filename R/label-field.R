@@ -34,6 +34,7 @@ labels_view <- function(data, field, call = caller_env()) {
   view$.confidence <- data[[confidence_column]]
   attr(view, "manifest") <- field_manifest(attr(data, "manifest", exact = TRUE), field)
   attr(view, "order_probs") <- attr(data, "field_order_probs", exact = TRUE)[[field]]
+  attr(view, "learner") <- attr(data, "field_learners", exact = TRUE)[[field]]
   view
 }
 
@@ -92,6 +93,9 @@ from_labels_view <- function(data, view, field) {
   records <- attr(data, "field_order_probs", exact = TRUE)
   records[[field]] <- attr(view, "order_probs", exact = TRUE)
   attr(data, "field_order_probs") <- records
+  learners <- attr(data, "field_learners", exact = TRUE)
+  learners[[field]] <- attr(view, "learner", exact = TRUE)
+  attr(data, "field_learners") <- learners
   record <- attr(data, "manifest", exact = TRUE)
   refit <- attr(view, "manifest", exact = TRUE)$prompt
   refit <- refit[setdiff(names(refit), names(record$prompt))]

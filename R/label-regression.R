@@ -216,7 +216,7 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   # a boolean field is its own outcome: TRUE
   if (!is.null(field) && identical(outcome, field) && is.logical(data[[field]])) outcome <- "true"
   data <- labels_view(data, field, call)
-  abort_if_learned(data, call)
+  check_learner_kept(data, call)
   family <- check_choice(family, c("gaussian", "binomial"), "family")
   prediction <- check_choice(prediction, c("probs", "fit"), "prediction")
   folds <- check_whole(folds, "folds", min = 2)

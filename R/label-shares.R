@@ -63,7 +63,7 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
                          cluster = NULL) {
   call <- current_env()
   if (is.data.frame(data)) data <- labels_view(data, field, call)
-  abort_if_learned(data, call)
+  check_learner_kept(data, call)
   if (!is.data.frame(data) || !".label" %in% names(data)) {
     abort_invalid("{.arg data} must be labelled rows: the value of {.fn annotate_texts} with {.arg labels}, or a data
                    frame with {.field .label} and {.field .prob_<label>} columns.", "data", call)

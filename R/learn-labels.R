@@ -32,6 +32,14 @@
 #' message (class `newrllama4_message_refit_declined`). The other rows are
 #' labelled by the candidate chosen on all coded rows.
 #'
+#' The value goes to [label_regression()] and [label_shares()] as it is, with
+#' the same coded rows: they fit the learner again in their cross-fitting
+#' folds, which are the learner's own, so each coded row's prediction is the
+#' one given here and never one that saw its code, and the intervals stay
+#' valid while they shrink with a better learner (DSL's supervised learner).
+#' Keep the value whole: a subset or a file loses what it was learned from,
+#' and the estimators then stop with a classed error.
+#'
 #' The coded rows must be a random sample of the rows: draw them with
 #' `review_sample(weight = "uniform")`. Each label needs at least two coded rows
 #' in the training part of a fold for the classifier to be fitted there; where
@@ -83,6 +91,7 @@ learn_labels <- function(data, coded, truth, features = TRUE, covariates = NULL,
   if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", call)
   truth <- rlang::enquo(truth)
   x <- learner_features(data, features, covariates, call)
+  recipe <- list(features = features, covariates = covariates)
   if (!is.null(field)) {
     if (!is.character(field) || anyNA(field) || anyDuplicated(field)) {
       abort_invalid("{.arg field} must name fields of the {.arg schema} given to {.fn annotate_texts}.", "field", call)
@@ -96,18 +105,20 @@ learn_labels <- function(data, coded, truth, features = TRUE, covariates = NULL,
     learned <- data
     for (name in field) {
       column <- if (length(field) == 1) columns[[1]] else rlang::quo(!!rlang::sym(columns[[name]]))
-      learned <- from_labels_view(learned, learned_labels(labels_view(data, name, call), coded, column, x, call), name)
+      learned <- from_labels_view(learned, learned_labels(labels_view(data, name, call), coded, column, x, recipe, call),
+                                  name)
     }
     return(learned)
   }
-  learned_labels(data, coded, truth, x, call)
+  learned_labels(data, coded, truth, x, recipe, call)
 }
 
 # learn_labels() on the labels of `data` (or a field's view), with the feature
-# matrix `x` (NULL for none).
-learned_labels <- function(data, coded, truth, x, call) {
+# matrix `x` (NULL for none) that `recipe` (its `features` and `covariates`)
+# makes again where the estimators fit the learner in their folds.
+learned_labels <- function(data, coded, truth, x, recipe, call) {
   problem <- checked_refit_data(data, coded, truth, call)
-  families <- list(refit_family(problem$log_probs), glmnet_family(problem$log_probs, x, problem$as_given))
+  families <- learner_families(problem$log_probs, x, problem$as_given)
   learned <- learned_by_folds(families, problem$rows, problem$y, problem$as_given)
   record <- attr(data, "manifest", exact = TRUE)
   record$prompt$hand_coded_rows <- length(problem$rows)
@@ -134,6 +145,8 @@ learned_labels <- function(data, coded, truth, x, call) {
   family <- families[[learned$choice$family]]
   setting <- family$settings[learned$choice$setting, ]
   data <- with_probabilities(data, problem, learned)
+  attr(data, "learner") <- c(recipe, list(as_given = problem$as_given, coded_rows = problem$rows, folds = learned$fold,
+                                           inner_choices = learned$inner_choices))
   record$prompt$calibration <- "learned"
   record$prompt$learner <- setting$model
   record$prompt$learner_penalty <- setting$penalty
@@ -195,6 +208,64 @@ with_probabilities <- function(data, problem, learned) {
 # data frame of `model` and `penalty`), and `predict(train, y, at, which)`, the
 # probabilities of the rows `at` (a matrix per setting of `which`) from a fit
 # to the rows `train` with labels `y` (their numbers).
+
+# The learner's candidates: the refit's, and the ridge logistic on the
+# features.
+learner_families <- function(log_probs, x, as_given) {
+  list(refit_family(log_probs), glmnet_family(log_probs, x, as_given))
+}
+
+# The learner of labels that learn_labels() learned, to be chosen and fitted
+# again on part of the coded rows: the estimators cross-fit it in their folds
+# (DSL's supervised learner), each fold choosing its setting among the same
+# candidates by the same rule, as learn_labels() did inside its own folds.
+# Returns function(rows, y): every row's probabilities (a column a label)
+# from the setting chosen and fitted on the coded rows `rows` with labels `y`
+# (their numbers); the labels as annotated where nothing beats them there.
+# Where `rows` are the training rows of one of learn_labels()'s own folds (the
+# folds the estimators share), the setting it chose there is taken again: the
+# same choice, without its cost.
+learner_of <- function(data, call) {
+  learner <- attr(data, "learner", exact = TRUE)
+  log_probs <- lapply(attr(data, "order_probs", exact = TRUE)$probs, order_log_probs)
+  x <- learner_features(data, learner$features, learner$covariates, call)
+  families <- learner_families(log_probs, x, learner$as_given)
+  everyone <- seq_len(nrow(data))
+  function(rows, y) {
+    same_fold <- Filter(function(k) identical(rows, learner$coded_rows[learner$folds != k]),
+                        seq_along(learner$inner_choices))
+    choice <- if (length(same_fold) == 1) learner$inner_choices[[same_fold]] else
+      choose_setting(families, rows, y, learner$as_given)
+    if (choice$family == 0) return(learner$as_given)
+    families[[choice$family]]$predict(rows, y, everyone, choice$setting)[[1]]
+  }
+}
+
+# Learned labels lose what they were learned from where their rows are subset
+# or written to a file; the estimators refit the learner from it, so they stop
+# with a classed error saying so.
+check_learner_kept <- function(data, call) {
+  if (!identical(attr(data, "manifest", exact = TRUE)$prompt$calibration, "learned")) return(invisible())
+  learner <- attr(data, "learner", exact = TRUE)
+  order_probs <- attr(data, "order_probs", exact = TRUE)
+  # dplyr's verbs keep the attributes while the rows change: the confidence tells
+  if (is.null(learner) || is.null(order_probs) || !identical(order_probs$confidence, data$.confidence) ||
+      nrow(learner$as_given) != nrow(data)) {
+    abort_invalid(c("Labels learned by {.fn learn_labels} are corrected by fitting its learner again in the
+                     estimator's folds, and {.arg data} no longer has what it learned from for its rows (the
+                     features and each order's probabilities: lost to a subset, a file or a join).",
+                    "i" = "Give the value of {.fn learn_labels} as it returned it, or the labels as annotated."),
+                  "data", call)
+  }
+}
+
+# The learner's record for the rows `rows` of its data.
+learner_rows <- function(learner, rows) {
+  learner$as_given <- learner$as_given[rows, , drop = FALSE]
+  learner$coded_rows <- match(learner$coded_rows, rows)
+  if (is.matrix(learner$features)) learner$features <- learner$features[rows, , drop = FALSE]
+  learner
+}
 
 # recalibrate_labels()'s refit: label offsets and order weights.
 refit_family <- function(log_probs) {
@@ -308,14 +379,16 @@ learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L) {
     families[[choice$family]]$predict(rows[train], y[train], at, choice$setting)[[1]]
   }
   cross_fitted <- matrix(NA_real_, n, ncol(as_given))
+  inner_choices <- list()
   for (k in unique(fold)) {
     train <- fold != k
     inner <- choose_setting(families, rows[train], y[train], as_given, n_folds)
+    inner_choices[[k]] <- inner[c("family", "setting")]
     cross_fitted[!train, ] <- chosen_probs(inner, train, rows[!train])
   }
   choice <- choose_setting(families, rows, y, as_given, n_folds)
   correct <- max.col(cross_fitted, ties.method = "first") == y
-  list(choice = choice, cross_fitted = cross_fitted, accuracy = mean(correct), fold = fold,
+  list(choice = choice, cross_fitted = cross_fitted, accuracy = mean(correct), fold = fold, inner_choices = inner_choices,
        kept = choice$family != 0 && beats(correct, max.col(as_given[rows, , drop = FALSE], ties.method = "first") == y),
        predict = function(at) chosen_probs(choice, rep(TRUE, n), at))
 }

@@ -135,6 +135,26 @@ cases <- list(
     corrected_interval(quietly(label_regression(yes ~ x, data, coded, truth, family = "binomial",
                                                 prediction = "fit", seed = seed)), "x", 0.8)
   },
+  "labels learned from 150 of 1,000 rows (learn_labels(), 20 features): the slope" = function(seed) {
+    rows <- learnable_rows(1000, seed = seed)
+    coded <- review_sample(rows$data, 150, weight = "uniform", seed = seed)
+    learned <- quietly(learn_labels(rows$data, coded, gold, features = rows$x))
+    fit <- quietly(label_regression(a ~ z, learned, coded, gold, seed = seed))
+    zero_shot <- quietly(label_regression(a ~ z, rows$data, coded, gold, seed = seed))
+    se <- function(x, estimator) sqrt(diag(x$vcov[[estimator]]))[["z"]]
+    c(corrected_interval(fit, "z", learnable_slope()), vs_coded_only = se(fit, "corrected") / se(fit, "coded_only"),
+      vs_zero_shot = se(fit, "corrected") / se(zero_shot, "corrected"),
+      accuracy_gain = mean(learned$.label == learned$gold) - mean(rows$data$.label == rows$data$gold))
+  },
+  "labels learned from 150 of 1,000 rows (learn_labels(), 20 features): the share" = function(seed) {
+    rows <- learnable_rows(1000, seed = seed)
+    coded <- review_sample(rows$data, 150, weight = "uniform", seed = seed)
+    learned <- quietly(learn_labels(rows$data, coded, gold, features = rows$x))
+    shares <- quietly(label_shares(learned, coded, gold, seed = seed))
+    a <- shares[shares$label == "a", ]
+    c(share_interval_of(shares, "a", NULL, 0.65)[c("covered", "width")],
+      vs_coded_only = a$std.error[a$estimator == "corrected"] / a$std.error[a$estimator == "coded_only"])
+  },
   "a logistic fit with a labelled covariate" = function(seed) {
     data <- two_labels(seed)
     coded <- review_sample(data, 200, weight = "uniform", seed = seed)

@@ -122,6 +122,38 @@ survey_vcov_hc3 <- function(reference, design) {
   bread %*% stats::vcov(totals) %*% bread
 }
 
+# A stand-in for annotate_texts(features = TRUE): `n` rows of `labels` (the
+# first a share `majority`), one example order whose probabilities are noise
+# around the labels' shares (a weak zero-shot annotator), and `dim` features of
+# which the first `informative` carry the label (a signal of `strength` each),
+# and a covariate `z`, normal around 1 for the first label and 0 for the others.
+# Exported functions only: tools/bench_findings_validity.R uses it too.
+learnable_rows <- function(n, labels = c("a", "b"), majority = 0.65, dim = 20, informative = 2, strength = 1.2,
+                           seed = 1) {
+  k <- length(labels)
+  withr::with_seed(seed, {
+    gold <- sample(labels, n, replace = TRUE, prob = c(majority, rep((1 - majority) / (k - 1), k - 1)))
+    scores <- matrix(stats::rnorm(n * k, sd = 0.5), n, k)
+    x <- matrix(stats::rnorm(n * dim), n, dim)
+    for (j in seq_len(informative)) x[, j] <- x[, j] + strength * (match(gold, labels) == (j - 1) %% k + 1)
+    z <- stats::rnorm(n) + (gold == labels[1])
+  })
+  probs <- exp(scores - apply(scores, 1, max))
+  probs <- probs / rowSums(probs)
+  colnames(probs) <- labels
+  data <- data.frame(id = seq_len(n), gold = gold, z = z,
+                     .label = factor(labels[max.col(probs, ties.method = "first")], levels = labels),
+                     .confidence = apply(probs, 1, max))
+  for (j in seq_len(k)) data[[paste0(".prob_", labels[j])]] <- probs[, j]
+  attr(data, "order_probs") <- list(probs = list(probs), confidence = data$.confidence)
+  attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
+  list(data = data, x = x)
+}
+
+# The slope of a linear probability model of the first label on z in
+# learnable_rows() at `majority`: Cov(1, z) / Var(z), with z's means 1 apart.
+learnable_slope <- function(majority = 0.65) majority * (1 - majority) / (1 + majority * (1 - majority))
+
 # A rare label: 3% of the rows are truly "yes", and the model's probabilities
 # tell them apart by `signal` on the logit (weakly at the default).
 rare_labels <- function(n, seed, share = 0.03, signal = -2) {

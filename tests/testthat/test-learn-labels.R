@@ -1,25 +1,3 @@
-# A stand-in for annotate_texts(features = TRUE): `n` rows of `labels` (the
-# first a share `majority`), one example order whose probabilities are noise
-# around the labels' shares (a weak zero-shot annotator), and `dim` features of
-# which the first `informative` carry the label (a signal of `strength` each).
-learnable_rows <- function(n, labels = c("a", "b"), majority = 0.65, dim = 20, informative = 2, strength = 1.2,
-                           seed = 1) {
-  k <- length(labels)
-  withr::with_seed(seed, {
-    gold <- sample(labels, n, replace = TRUE, prob = c(majority, rep((1 - majority) / (k - 1), k - 1)))
-    probs <- softmax_rows(matrix(stats::rnorm(n * k, sd = 0.5), n, k))
-    x <- matrix(stats::rnorm(n * dim), n, dim)
-    for (j in seq_len(informative)) x[, j] <- x[, j] + strength * (match(gold, labels) == (j - 1) %% k + 1)
-  })
-  colnames(probs) <- labels
-  data <- data.frame(id = seq_len(n), gold = gold, .label = factor(most_likely(probs, labels), levels = labels),
-                     .confidence = apply(probs, 1, max))
-  for (j in seq_len(k)) data[[paste0(".prob_", labels[j])]] <- probs[, j]
-  attr(data, "order_probs") <- order_probs_record(list(probs), data)
-  attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
-  list(data = data, x = x)
-}
-
 uncoded_accuracy <- function(data, coded) {
   rest <- setdiff(seq_len(nrow(data)), coded$.row)
   mean(as.character(data$.label[rest]) == data$gold[rest])
@@ -53,7 +31,38 @@ test_that("features that carry the label are learned from 150 coded rows, well p
   # the coded rows' labels are cross-fitted: their accuracy against the codes is the cross-validated one
   expect_equal(mean(as.character(learned$.label[coded$.row]) == coded$gold), record$cross_validated_accuracy)
   expect_identical(learn_labels(rows$data, coded, gold, features = rows$x), learned)  # no draw of its own
-  expect_error(label_shares(learned, coded, gold), class = "newrllama4_error_invalid_argument")
+})
+
+test_that("the estimators fit the learner again in its own folds: a coded row's prediction is its learned label's", {
+  rows <- learnable_rows(600)
+  coded <- review_sample(rows$data, n = 150, weight = "uniform", seed = 1)
+  learned <- learn_labels(rows$data, coded, gold, features = rows$x)
+  fit <- label_regression(a ~ z, learned, coded, gold, seed = 2)
+  # shared folds and one learner: each coded row's cross-fitted prediction is the one learn_labels() gave it
+  expect_identical(fit$predictions[coded$.row], learned$.prob_a[coded$.row])
+  expect_identical(unname(fit$folds[coded$.row]), rep_len(1:5, 150))
+  expect_match(manifest(fit)$estimation$prediction_model, "learn_labels()'s learner", fixed = TRUE)
+  expect_identical(manifest(fit)$prompt$learner, "ridge logistic on the features")
+  # the other rows' predictions come from the learner of their fold, fitted without that fold's coded rows
+  other <- setdiff(seq_len(600), coded$.row)
+  expect_gt(max(abs(fit$predictions[other] - learned$.prob_a[other])), 1e-3)
+  # narrower than the coded rows alone, and than with the zero-shot labels
+  width <- function(x, term) diff(confint(x)[term, ])
+  zero_shot <- label_regression(a ~ z, rows$data, coded, gold, seed = 2)
+  coded_only <- estimate_table(fit, "coded_only")
+  expect_lt(width(fit, "z"), 0.95 * (coded_only$conf.high - coded_only$conf.low)[coded_only$term == "z"])
+  expect_lt(width(fit, "(Intercept)"), width(zero_shot, "(Intercept)"))
+  shares <- label_shares(learned, coded, gold, seed = 2)
+  expect_identical(shares$estimate[shares$estimator == "corrected" & shares$label == "a"], unname(coef(
+    label_regression(a ~ 1, learned, coded, gold, seed = 2))[[1]]))
+  # a subset or a file loses what the learner learned from: a classed error, not labels taken as given
+  written <- through_csv(learned)
+  attr(written, "manifest") <- attr(learned, "manifest")
+  expect_error(label_regression(a ~ z, written, coded, gold), "as it returned it",
+               class = "newrllama4_error_invalid_argument")
+  skip_if_not_installed("dplyr")
+  expect_error(label_shares(dplyr::filter(learned, id > 1), coded, gold), "as it returned it",
+               class = "newrllama4_error_invalid_argument")
 })
 
 test_that("a coded row's learned label does not change when its own code changes", {
@@ -148,6 +157,12 @@ test_that("each field of a schema annotation gets its own learner", {
                class = "newrllama4_error_invalid_argument")
   expect_error(label_regression(learned, coded, true ~ tone, truth = c(flag = "flag_code", tone = "tone_code"),
                                 field = "flag"), class = "newrllama4_error_invalid_argument")
+  # a learned field is corrected by its own learner, fitted again in its folds
+  coded$.sample_prob <- 150 / 400
+  coded <- coded[c(".row", ".sample_prob", "tone_code")]
+  fit <- suppressMessages(label_regression(pos ~ 1, learned, coded, tone_code, field = "tone"))
+  expect_identical(fit$predictions[1:150], learned$.prob_tone_pos[1:150])
+  expect_match(manifest(fit)$estimation$prediction_model, "learn_labels()'s learner", fixed = TRUE)
 })
 
 test_that("a confident annotator's extreme probabilities, without features, give labels and no bare error", {
