@@ -53,3 +53,13 @@ test_that("annotators are ranked by the coded rows each needs, beside their time
   expect_error(coded_rows_needed(list(good = fits$good, other = other), se = 0.02),
                class = "newrllama4_error_invalid_argument")
 })
+
+test_that("with learned labels the plan rests on the learner's errors: fewer coded rows than zero-shot labels need", {
+  rows <- learnable_rows(1000, dim = 10, strength = 1.5)
+  coded <- review_sample(rows$data, n = 150, weight = "uniform", seed = 1)
+  learned <- suppressMessages(learn_labels(rows$data, coded, gold, features = rows$x))
+  zero_shot <- coded_rows_needed(label_shares(rows$data, coded, gold, seed = 1), se = 0.03)
+  with_learner <- coded_rows_needed(label_shares(learned, coded, gold, seed = 1), se = 0.03)
+  expect_true(all(with_learner$std.error < zero_shot$std.error))
+  expect_true(all(with_learner$coded_needed < 0.9 * zero_shot$coded_needed))
+})
