@@ -130,10 +130,7 @@ subset_rows <- function(data, rows) {
 # and coded rows, the coded rows, their probabilities, the folds, the prediction
 # model, lambda, the target, the labelled covariates and the clusters.
 findings_manifest <- function(data, outcome, design, coded_folds, n_folds, model, estimate) {
-  record <- attr(data, "manifest", exact = TRUE)
-  if (!inherits(record, "newrllama4_manifest")) {
-    record <- structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama4_manifest")
-  }
+  record <- manifest_of(data)
   record$estimation <- list(
     estimator = paste("design-based (DSL with PPI++'s power tuning): lambda * prediction + R / pi * (truth - lambda *",
                       "prediction), variance of the stratified sample"),

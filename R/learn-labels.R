@@ -120,7 +120,7 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   problem <- checked_refit_data(data, coded, truth, call)
   families <- learner_families(problem$log_probs, x, problem$as_given)
   learned <- learned_by_folds(families, problem$rows, problem$y, problem$as_given)
-  record <- attr(data, "manifest", exact = TRUE)
+  record <- manifest_of(data)
   record$prompt$hand_coded_rows <- length(problem$rows)
   record$prompt$features <- attr(x, "source") %||% "none"
   record$prompt$learner_cross_validation <- learned$choice$table$summary

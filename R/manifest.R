@@ -177,3 +177,11 @@ format.newrllama4_manifest <- function(x, ...) {
 
 #' @export
 print.newrllama4_manifest <- function(x, ...) print_lines(x, ...)
+
+# data's manifest, or a new one for labels made elsewhere (a simulation, another
+# tool), for the steps that add to it.
+manifest_of <- function(data) {
+  record <- attr(data, "manifest", exact = TRUE)
+  if (inherits(record, "newrllama4_manifest")) return(record)
+  structure(list(created = format(Sys.time(), "%Y-%m-%d %H:%M:%S %Z")), class = "newrllama4_manifest")
+}
