@@ -1,0 +1,55 @@
+# Learned labels in the estimators: label_regression() and label_shares() fit
+# learn_labels()'s learner again in their cross-fitting folds (findings.R's
+# refitted_on_folds()), from what learn_labels() kept in the data.
+
+# The learner of labels that learn_labels() learned, to be chosen and fitted
+# again on part of the coded rows: the estimators cross-fit it in their folds
+# (DSL's supervised learner), each fold choosing its setting among the same
+# candidates by the same rule, as learn_labels() did inside its own folds.
+# Returns function(rows, y): every row's probabilities (a column a label)
+# from the setting chosen and fitted on the coded rows `rows` with labels `y`
+# (their numbers); the labels as annotated where nothing beats them there.
+# Where `rows` are the training rows of one of learn_labels()'s own folds (the
+# folds the estimators share), the setting it chose there is taken again: the
+# same choice, without its cost.
+learner_of <- function(data, call) {
+  learner <- attr(data, "learner", exact = TRUE)
+  log_probs <- lapply(attr(data, "order_probs", exact = TRUE)$probs, order_log_probs)
+  x <- learner_features(data, learner$features, learner$covariates, call)
+  families <- learner_families(log_probs, x, learner$as_given)
+  everyone <- seq_len(nrow(data))
+  function(rows, y) {
+    same_fold <- Filter(function(k) identical(rows, learner$coded_rows[learner$folds != k]),
+                        seq_along(learner$inner_choices))
+    choice <- if (length(same_fold) == 1) learner$inner_choices[[same_fold]] else
+      choose_setting(families, rows, y, learner$as_given)
+    if (choice$family == 0) return(learner$as_given)
+    families[[choice$family]]$predict(rows, y, everyone, choice$setting)[[1]]
+  }
+}
+
+# Learned labels lose what they were learned from where their rows are subset
+# or written to a file; the estimators refit the learner from it, so they stop
+# with a classed error saying so.
+check_learner_kept <- function(data, call) {
+  if (!identical(attr(data, "manifest", exact = TRUE)$prompt$calibration, "learned")) return(invisible())
+  learner <- attr(data, "learner", exact = TRUE)
+  order_probs <- attr(data, "order_probs", exact = TRUE)
+  # dplyr's verbs keep the attributes while the rows change: the confidence tells
+  if (is.null(learner) || is.null(order_probs) || !identical(order_probs$confidence, data$.confidence) ||
+      nrow(learner$as_given) != nrow(data)) {
+    abort_invalid(c("Labels learned by {.fn learn_labels} are corrected by fitting its learner again in the
+                     estimator's folds, and {.arg data} no longer has what it learned from for its rows (the
+                     features and each order's probabilities: lost to a subset, a file or a join).",
+                    "i" = "Give the value of {.fn learn_labels} as it returned it, or the labels as annotated."),
+                  "data", call)
+  }
+}
+
+# The learner's record for the rows `rows` of its data.
+learner_rows <- function(learner, rows) {
+  learner$as_given <- learner$as_given[rows, , drop = FALSE]
+  learner$coded_rows <- match(learner$coded_rows, rows)
+  if (is.matrix(learner$features)) learner$features <- learner$features[rows, , drop = FALSE]
+  learner
+}
