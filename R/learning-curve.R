@@ -55,7 +55,9 @@
 learning_curve <- function(data, coded, truth, sizes = c(50, 100, 150, 300), features = TRUE, covariates = NULL,
                            label = NULL, draws = 5L, seed = NULL) {
   call <- current_env()
+  if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", call)
   truth <- rlang::enquo(truth)
+  seed <- check_seed(seed)
   if (!is.numeric(sizes) || length(sizes) == 0 || anyNA(sizes) || any(sizes < 20) || any(sizes != round(sizes))) {
     abort_invalid("{.arg sizes} must be whole numbers of coded rows, each at least 20.", "sizes", call)
   }

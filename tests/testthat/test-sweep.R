@@ -41,6 +41,8 @@ valid_calls <- function(fixtures = NULL) {
     recalibrate_labels = list(data = fixtures$annotated, coded = fixtures$annotated_coded, truth = quote(truth)),
     learn_labels = list(data = fixtures$annotated, coded = fixtures$annotated_coded, truth = quote(truth),
                         features = FALSE),
+    learning_curve = list(data = fixtures$annotated, coded = fixtures$annotated_coded, truth = quote(truth),
+                          sizes = 20, features = FALSE, draws = 1L),
     annotate_texts = list(data = fixtures$texts, text = quote(text), instruction = "Yes or no?",
                           labels = c("yes", "no"), context = fixtures$context, progress = FALSE),
     apply_chat_template = list(model = fixtures$chat_model, messages = list(list(role = "user", content = "Hi"))),
