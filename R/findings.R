@@ -119,9 +119,9 @@ cross_fit_folds <- function(n_rows, coded_rows, k, seed) {
 # `data`, at `positions` in `fold`), so its prediction is the one
 # learn_labels() gave it and no fold's learner saw its code.
 learner_folds_kept <- function(fold, data, data_rows, positions) {
-  learner_folds <- attr(data, "manifest", exact = TRUE)$prompt$learner_folds
-  if (!learned_by_hand(data) || is.null(learner_folds)) return(fold)
-  known <- learner_folds[as.character(data_rows)]
+  if (!learned_by_hand(data)) return(fold)
+  learner <- attr(data, "learner", exact = TRUE)
+  known <- learner$folds[match(data_rows, learner$coded_rows)]
   fold[positions[!is.na(known)]] <- known[!is.na(known)]
   fold
 }

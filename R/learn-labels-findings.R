@@ -23,8 +23,7 @@ learner_of <- function(data, call) {
                         seq_along(learner$inner_choices))
     choice <- if (length(same_fold) == 1) learner$inner_choices[[same_fold]] else
       choose_setting(families, rows, y, learner$as_given)
-    if (choice$family == 0) return(learner$as_given)
-    families[[choice$family]]$predict(rows, y, everyone, choice$setting)[[1]]
+    setting_probs(families, choice, rows, y, everyone, learner$as_given)
   }
 }
 
@@ -34,10 +33,7 @@ learner_of <- function(data, call) {
 check_learner_kept <- function(data, call) {
   if (!identical(attr(data, "manifest", exact = TRUE)$prompt$calibration, "learned")) return(invisible())
   learner <- attr(data, "learner", exact = TRUE)
-  order_probs <- attr(data, "order_probs", exact = TRUE)
-  # dplyr's verbs keep the attributes while the rows change: the confidence tells
-  if (is.null(learner) || is.null(order_probs) || !identical(order_probs$confidence, data$.confidence) ||
-      nrow(learner$as_given) != nrow(data)) {
+  if (is.null(learner) || !order_probs_kept(data) || nrow(learner$as_given) != nrow(data)) {
     abort_invalid(c("Labels learned by {.fn learn_labels} are corrected by fitting its learner again in the
                      estimator's folds, and {.arg data} no longer has what it learned from for its rows (the
                      features and each order's probabilities: lost to a subset, a file or a join).",

@@ -158,14 +158,13 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
 # The labels as they are and each example order's log-probabilities, checked
 # against the coded rows, for a refit or a learner.
 checked_refit_data <- function(data, coded, truth, call) {
-  record <- attr(data, "order_probs", exact = TRUE)
-  if (!is.data.frame(data) || is.null(record) || !identical(record$confidence, data$.confidence)) {
+  if (!is.data.frame(data) || !order_probs_kept(data)) {
     abort_invalid(c("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, as it returned it.",
                     "i" = "Each order's probabilities are kept for its rows in their order: refit before
                            subsetting, sorting or changing them."),
                   "data", call)
   }
-  order_probs <- record$probs
+  order_probs <- attr(data, "order_probs", exact = TRUE)$probs
   labels <- levels(data$.label)
   sample <- checked_coded_rows(data, coded, truth, call, labels = labels, probabilities = FALSE)
   n_parameters <- length(labels) - 1 + length(order_probs)
@@ -183,6 +182,14 @@ checked_refit_data <- function(data, coded, truth, call) {
   list(labels = labels, rows = sample$rows, truth = sample$truth, y = match(sample$truth, labels),
        answered = answered, order_probs = order_probs, log_probs = lapply(order_probs, order_log_probs),
        as_given = unname(as_given / rowSums(as_given)))
+}
+
+# Whether `data` still has each order's probabilities for its rows in their
+# order: the confidence they were recorded with is the data's (subsets, sorts
+# and dplyr's verbs, which keep the attributes while the rows change, break it).
+order_probs_kept <- function(data) {
+  record <- attr(data, "order_probs", exact = TRUE)
+  !is.null(record) && identical(record$confidence, data$.confidence)
 }
 
 decline <- function(n_coded, table) {
@@ -315,6 +322,14 @@ beats <- function(correct, baseline) {
   !all(d == 0) && mean(d) - stats::sd(d) / sqrt(length(d)) > 0
 }
 
+# The probabilities of the rows `at` under the setting `choice` (its family
+# and setting; family 0 the labels as they are, `as_given`) fitted on the
+# coded rows `rows` with labels `y`.
+setting_probs <- function(families, choice, rows, y, at, as_given) {
+  if (choice$family == 0) return(as_given[at, , drop = FALSE])
+  families[[choice$family]]$predict(rows, y, at, choice$setting)[[1]]
+}
+
 # The choice made inside the folds: each fold of coded rows labelled by the
 # setting chosen and fitted on the other folds, so that the cross-fitted
 # probabilities of the coded rows and their accuracy include the choice's own
@@ -323,10 +338,7 @@ beats <- function(correct, baseline) {
 learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L) {
   n <- length(y)
   fold <- rep_len(seq_len(min(n_folds, n)), n)
-  chosen_probs <- function(choice, train, at) {
-    if (choice$family == 0) return(as_given[at, , drop = FALSE])
-    families[[choice$family]]$predict(rows[train], y[train], at, choice$setting)[[1]]
-  }
+  chosen_probs <- function(choice, train, at) setting_probs(families, choice, rows[train], y[train], at, as_given)
   cross_fitted <- matrix(NA_real_, n, ncol(as_given))
   inner_choices <- list()
   for (k in unique(fold)) {
