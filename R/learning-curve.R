@@ -47,9 +47,9 @@
 #'                     .confidence = pmax(prob_yes, 1 - prob_yes))
 #' attr(texts, "order_probs") <- list(probs = list(cbind(yes = prob_yes, no = 1 - prob_yes)),
 #'                                    confidence = texts$.confidence)
-#' coded <- review_sample(texts, n = 120, weight = "uniform", seed = 1)
-#' curve <- learning_curve(texts, coded, gold, sizes = c(40, 80, 120, 240), features = x,
-#'                         draws = 2, seed = 1)
+#' coded <- review_sample(texts, n = 80, weight = "uniform", seed = 1)
+#' curve <- learning_curve(texts, coded, gold, sizes = c(40, 80, 160), features = x, draws = 1,
+#'                         seed = 1)
 #' curve
 #' plot(curve)
 learning_curve <- function(data, coded, truth, sizes = c(50, 100, 150, 300), features = TRUE, covariates = NULL,
