@@ -116,13 +116,15 @@ class Coder:
         self.driver.switch_to.window(self.handle)
 
     def wait_for_screen(self, previous_unit=None):
+        # one script reads the screen at one moment: Shiny may replace the text between two WebDriver calls,
+        # which left the second holding a stale element
         def ready(driver):
-            texts = driver.find_elements(By.CSS_SELECTOR, ".nl-text")
-            if texts:
-                unit = texts[0].get_attribute("data-unit")
-                buttons = driver.find_elements(By.CSS_SELECTOR, ".nl-label, #nl-save")
-                return unit != previous_unit and buttons and buttons[0].is_enabled()
-            return bool(driver.find_elements(By.CSS_SELECTOR, ".nl-welcome h1"))
+            return driver.execute_script("""
+                const text = document.querySelector('.nl-text');
+                if (!text) return document.querySelector('.nl-welcome h1') !== null;
+                const button = document.querySelector('.nl-label, #nl-save');
+                return text.getAttribute('data-unit') !== arguments[0] && button !== null && !button.disabled;
+            """, previous_unit)
         WebDriverWait(self.driver, 20).until(ready)
 
     def done(self):
