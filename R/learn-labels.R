@@ -15,7 +15,10 @@
 #' small model; the refit, which keeps the labels as they are, is a candidate of
 #' its own). Its penalty is chosen among
 #' `10^(1, 0.5, ..., -3)` beside the candidates of [recalibrate_labels()] (whose
-#' refit is this function's smallest case: no features), by the same rule: each
+#' refit is this function's smallest case: no features) and, with several
+#' example orders, each order's labels alone as they are (nothing to fit: where
+#' one order is confidently wrong, a few dozen coded rows find the other), by
+#' the same rule: each
 #' candidate is scored on the coded rows it was not fitted to (5-fold
 #' cross-validation in the coded rows' order, so that the same rows give the
 #' same choice); one qualifies when its held-out accuracy beats that of the
@@ -212,74 +215,6 @@ with_probabilities <- function(data, problem, learned) {
   data
 }
 
-# Candidates, in families that fit all their settings at once: `settings` (a
-# data frame of `model` and `penalty`), and `predict(train, y, at, which)`, the
-# probabilities of the rows `at` (a matrix per setting of `which`) from a fit
-# to the rows `train` with labels `y` (their numbers).
-
-# The learner's candidates: the refit's, and the ridge logistic on the
-# features.
-learner_families <- function(log_probs, x, as_given) {
-  list(refit_family(log_probs), glmnet_family(log_probs, x, as_given))
-}
-
-# recalibrate_labels()'s refit: label offsets and order weights.
-refit_family <- function(log_probs) {
-  models <- if (length(log_probs) == 1) refit_models[1:2] else refit_models
-  settings <- expand.grid(penalty = refit_penalties, model = models, stringsAsFactors = FALSE)[c("model", "penalty")]
-  list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings))) {
-    # each model's fit starts from the one at the penalty before it (the nested
-    # choice fits hundreds of them: a tenth off the refit's time)
-    previous <- NULL
-    lapply(which, function(i) {
-      start <- if (!is.null(previous) && previous$model == settings$model[i]) previous$fit$theta
-      fit <- fit_label_model(lapply(log_probs, function(l) l[train, , drop = FALSE]), y, settings$model[i],
-                             settings$penalty[i], start)
-      previous <<- list(model = settings$model[i], fit = fit)
-      softmax_rows(label_scores(lapply(log_probs, function(l) l[at, , drop = FALSE]), fit))
-    })
-  })
-}
-
-# Ridge penalties of the learner: glmnet's lambda, on standardised features.
-learner_penalties <- 10^seq(1, -3, by = -0.5)
-
-# The learner: a ridge-penalised multinomial logistic (glmnet) on each order's
-# log-probabilities and the features `x`. A penalty whose fit glmnet could not
-# reach (it stops at the first lambda that does not converge) gives the labels
-# as they are (`as_given`) in that fold, so the choice cannot prefer it.
-glmnet_family <- function(log_probs, x, as_given) {
-  x <- cbind(do.call(cbind, log_probs), x)
-  n_labels <- ncol(as_given)
-  settings <- data.frame(model = "ridge logistic on the features", penalty = learner_penalties,
-                         stringsAsFactors = FALSE)
-  list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings))) {
-    as_they_are <- rep(list(as_given[at, , drop = FALSE]), length(which))
-    # glmnet needs two rows of every label
-    if (any(tabulate(y, n_labels) < 2)) return(as_they_are)
-    fit <- quietly_glmnet(x[train, , drop = FALSE], factor(y, levels = seq_len(n_labels)))
-    reached <- match(settings$penalty[which], fit$lambda)
-    if (all(is.na(reached))) return(as_they_are)
-    probs <- stats::predict(fit, x[at, , drop = FALSE], s = fit$lambda, type = "response")
-    lapply(seq_along(which), function(i) {
-      if (is.na(reached[i])) as_they_are[[i]] else matrix(probs[, , reached[i]], length(at), n_labels)
-    })
-  })
-}
-
-# glmnet warns of "dangerous ground" below 8 rows of a label, and of a penalty
-# it could not reach: the cross-validated choice, not the warning, decides
-# whether a fit is trusted. A fit that reached no penalty has no lambda.
-quietly_glmnet <- function(x, y) {
-  tryCatch(
-    withCallingHandlers(
-      glmnet::glmnet(x, y, family = "multinomial", alpha = 0, lambda = learner_penalties),
-      warning = function(w) invokeRestart("muffleWarning")
-    ),
-    error = function(e) list(lambda = numeric())
-  )
-}
-
 # Every family's settings scored on the coded rows (`rows`, labels `y`) they
 # were not fitted to, in `n_folds` folds in the rows' order; the labels as they
 # are (`as_given`) first. The choice: among the settings whose held-out
@@ -309,8 +244,9 @@ choose_setting <- function(families, rows, y, as_given, n_folds = 5L) {
   qualified <- which(apply(correct, 2, beats, correct[, 1]))
   best <- if (length(qualified) == 0) 1L else qualified[which.min(table$log_loss[qualified])]
   table$summary <- sprintf("%s%s: accuracy %.3f, log-loss %.3f", table$model,
-                           ifelse(is.na(table$penalty), " (the labels as they are)",
-                                  sprintf(" (ridge %g)", table$penalty)), table$accuracy, table$log_loss)
+                           ifelse(table$family == 0, " (the labels as they are)",
+                                  ifelse(is.na(table$penalty), "", sprintf(" (ridge %g)", table$penalty))),
+                           table$accuracy, table$log_loss)
   table$summary[best] <- paste(table$summary[best], "(chosen)")
   list(family = table$family[best], setting = table$setting[best], accuracy = table$accuracy[best], table = table)
 }
