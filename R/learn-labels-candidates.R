@@ -70,14 +70,15 @@ quietly_glmnet <- function(x, y) {
 }
 
 # Each example order's labels alone, as they are: candidates with nothing to
-# fit, so their held-out accuracy carries no fitting noise. Where a confidently
-# wrong order drags the orders' average far below the other order, a few dozen
-# coded rows show it, while the refit's order weights, fitted on the same few
-# rows, are too noisy to find it.
+# fit (`fitted = FALSE`: the fitted candidates must beat them), so their
+# held-out accuracy carries no fitting noise. Where a confidently wrong order
+# drags the orders' average far below the other order, a few dozen coded rows
+# show it, while the refit's order weights, fitted on the same few rows, are
+# too noisy to find it.
 orders_family <- function(log_probs) {
   settings <- data.frame(model = sprintf("example order %d alone, as it is", seq_along(log_probs)),
                          penalty = NA_real_, stringsAsFactors = FALSE)
-  list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings))) {
+  list(settings = settings, fitted = FALSE, predict = function(train, y, at, which = seq_len(nrow(settings))) {
     lapply(which, function(i) exp(log_probs[[i]][at, , drop = FALSE]))
   })
 }

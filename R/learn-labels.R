@@ -23,7 +23,10 @@
 #' cross-validation in the coded rows' order, so that the same rows give the
 #' same choice); one qualifies when its held-out accuracy beats that of the
 #' labels as they are by more than one standard error of the paired difference,
-#' and the qualified one with the lowest held-out log-loss wins.
+#' and the qualified one with the lowest held-out log-loss wins. The orders
+#' alone, with nothing to fit, are weighed first: where one qualifies, a fitted
+#' candidate must beat it by the same margin, not only the labels as they are
+#' (from a few dozen rows the best of many fits often wins by luck).
 #'
 #' That choice is itself made inside the folds: each fold of coded rows is
 #' labelled by a candidate chosen and fitted on the other folds alone. So a
@@ -217,9 +220,14 @@ with_probabilities <- function(data, problem, learned) {
 
 # Every family's settings scored on the coded rows (`rows`, labels `y`) they
 # were not fitted to, in `n_folds` folds in the rows' order; the labels as they
-# are (`as_given`) first. The choice: among the settings whose held-out
-# accuracy beats the labels' as they are by more than one standard error of
-# the paired difference, the lowest held-out log-loss; family 0 keeps the labels.
+# are (`as_given`) first. The choice, in two steps of one rule: among the
+# settings with nothing to fit whose held-out accuracy beats the labels' as
+# they are by more than one standard error of the paired difference, the lowest
+# held-out log-loss becomes the baseline (else the labels as they are, family
+# 0); then among the fitted settings that beat the baseline so, the lowest
+# held-out log-loss, else the baseline. A fit must earn its place against what
+# needs none: from a few dozen rows the best of many noisy fits is often chosen
+# by luck, while a candidate with nothing to fit has no fitting noise.
 choose_setting <- function(families, rows, y, as_given, n_folds = 5L) {
   n <- length(y)
   fold <- rep_len(seq_len(min(n_folds, n)), n)
@@ -241,8 +249,13 @@ choose_setting <- function(families, rows, y, as_given, n_folds = 5L) {
   table <- data.frame(family = c(0L, settings$family), setting = c(0L, settings$setting),
                       model = c("none", settings$model), penalty = c(NA, settings$penalty),
                       log_loss = colMeans(losses), accuracy = colMeans(correct), stringsAsFactors = FALSE)
-  qualified <- which(apply(correct, 2, beats, correct[, 1]))
-  best <- if (length(qualified) == 0) 1L else qualified[which.min(table$log_loss[qualified])]
+  fitted <- c(FALSE, vapply(families, function(family) !isFALSE(family$fitted), NA)[settings$family])
+  lowest_loss_beating <- function(among, baseline) {
+    qualified <- among[apply(correct[, among, drop = FALSE], 2, beats, correct[, baseline])]
+    if (length(qualified) == 0) baseline else qualified[which.min(table$log_loss[qualified])]
+  }
+  baseline <- lowest_loss_beating(which(!fitted)[-1], 1L)
+  best <- lowest_loss_beating(which(fitted), baseline)
   table$summary <- sprintf("%s%s: accuracy %.3f, log-loss %.3f", table$model,
                            ifelse(table$family == 0, " (the labels as they are)",
                                   ifelse(is.na(table$penalty), "", sprintf(" (ridge %g)", table$penalty))),

@@ -152,3 +152,28 @@ test_that("a confident annotator's extreme probabilities, without features, give
   expect_error(learn_labels(data, coded, gold, features = FALSE, covariates = list("id")),
                class = "newrllama4_error_invalid_argument")
 })
+
+# Candidates whose held-out probabilities do not depend on the rows they were
+# fitted to: `right` says which of the 30 coded rows each labels right (label 1
+# of two) and with what probability.
+fixed_family <- function(right, prob, fitted = TRUE) {
+  probs <- cbind(ifelse(right, prob, 1 - prob), ifelse(right, 1 - prob, prob))
+  list(settings = data.frame(model = if (fitted) "a fit" else "nothing to fit", penalty = NA_real_),
+       fitted = fitted, predict = function(train, y, at, which = 1L) list(probs[at, , drop = FALSE]))
+}
+
+test_that("a fit must beat the candidates with nothing to fit by a standard error, not only the labels", {
+  y <- rep(1L, 30)
+  as_given <- cbind(rep(c(0.6, 0.4), 15), rep(c(0.4, 0.6), 15))
+  free <- fixed_family(seq_len(30) > 3, 0.6, fitted = FALSE)
+  # one more row right, and surer: lower log-loss, but within a standard error of the order alone
+  close_fit <- fixed_family(seq_len(30) > 2, 0.9)
+  choice <- choose_setting(list(close_fit, free), seq_len(30), y, as_given)
+  expect_identical(c(choice$family, choice$setting), c(2L, 1L))
+  # a fit well above it is chosen; without a candidate with nothing to fit, the fit beats the labels alone
+  expect_identical(choose_setting(list(fixed_family(rep(TRUE, 30), 0.9), free), seq_len(30), y, as_given)$family, 1L)
+  expect_identical(choose_setting(list(close_fit), seq_len(30), y, as_given)$family, 1L)
+  # an order alone that does not beat the labels as they are leaves them the baseline
+  expect_identical(choose_setting(list(fixed_family(seq_len(30) > 14, 0.6, fitted = FALSE)), seq_len(30), y,
+                                  as_given)$family, 0L)
+})
