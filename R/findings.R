@@ -79,12 +79,13 @@ variable_truth <- function(spec, truth, call) {
 # probabilities it keeps) before use.
 refitted_by_hand <- function(data) {
   record <- attr(data, "manifest", exact = TRUE)
-  identical(record$prompt$calibration, "hand-coded") && !is.null(attr(data, "order_probs", exact = TRUE))
+  identical(record$prompt[["calibration"]], "hand-coded") && !is.null(attr(data, "order_probs", exact = TRUE))
 }
 
-# Labels that learn_labels() learned from coded rows.
+# Labels that learn_labels() learned or recalibrate_labels() refitted from
+# coded rows, with the learner that did it.
 learned_by_hand <- function(data) {
-  identical(attr(data, "manifest", exact = TRUE)$prompt$calibration, "learned") &&
+  isTRUE(attr(data, "manifest", exact = TRUE)$prompt[["calibration"]] %in% c("learned", "hand-coded")) &&
     !is.null(attr(data, "learner", exact = TRUE))
 }
 
@@ -127,29 +128,19 @@ learner_folds_kept <- function(fold, data, data_rows, positions) {
 }
 
 # Labels that recalibrate_labels() refitted or learn_labels() learned saw the
-# codes, so each fold's predictions come from the refit or the learner fitted
-# again on the other folds' coded rows. NULL for labels as annotated; else the
-# model's name and probability(train): every row's probability of the label
-# from the coded rows at positions `train` of `sample`.
+# codes, so each fold's predictions come from the refit or the learner chosen
+# and fitted again on the other folds' coded rows. NULL for labels as
+# annotated; else the model's name and probability(train): every row's
+# probability of the label from the coded rows at positions `train` of `sample`.
 refitted_on_folds <- function(spec, data, sample) {
+  if (!learned_by_hand(data)) return(NULL)
   codes <- match(as.character(sample$truth_labels), spec$labels)
   column <- match(spec$name, spec$labels)
-  if (learned_by_hand(data)) {
-    learner <- learner_of(data, NULL)
-    return(list(name = "learn_labels()'s learner, chosen and fitted again in each fold",
-                probability = function(train) learner(sample$rows[train], codes[train])[, column]))
-  }
-  if (!refitted_by_hand(data)) return(NULL)
-  log_probs <- lapply(attr(data, "order_probs", exact = TRUE)$probs, order_log_probs)
-  # the refit recalibrate_labels() chose
-  chosen <- attr(data, "manifest", exact = TRUE)$prompt
-  model <- chosen$refit_model %||% "offsets and order weights"
-  penalty <- chosen$refit_penalty %||% 0.01
-  list(name = "recalibrate_labels()'s refit", probability = function(train) {
-    fit <- fit_label_model(lapply(log_probs, function(l) l[sample$rows[train], , drop = FALSE]), codes[train], model,
-                           penalty)
-    softmax_rows(label_scores(log_probs, fit))[, column]
-  })
+  learner <- learner_of(data, NULL)
+  refit <- identical(attr(data, "manifest", exact = TRUE)$prompt[["calibration"]], "hand-coded")
+  list(name = paste(if (refit) "recalibrate_labels()'s refit" else "learn_labels()'s learner",
+                    "chosen and fitted again in each fold", sep = ", "),
+       probability = function(train) learner(sample$rows[train], codes[train])[, column])
 }
 
 # Each row's prediction for the pseudo-outcome, cross-fitted wherever codes were

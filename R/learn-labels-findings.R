@@ -16,7 +16,8 @@ learner_of <- function(data, call) {
   learner <- attr(data, "learner", exact = TRUE)
   log_probs <- lapply(attr(data, "order_probs", exact = TRUE)$probs, order_log_probs)
   x <- learner_features(data, learner$features, learner$covariates, call)
-  families <- learner_families(log_probs, x, learner$as_given)
+  families <- if (identical(learner$families, "refit")) list(refit_family(log_probs)) else
+    learner_families(log_probs, x, learner$as_given)
   everyone <- seq_len(nrow(data))
   function(rows, y) {
     same_fold <- Filter(function(k) identical(rows, learner$coded_rows[learner$folds != k]),
@@ -27,17 +28,19 @@ learner_of <- function(data, call) {
   }
 }
 
-# Learned labels lose what they were learned from where their rows are subset
-# or written to a file; the estimators refit the learner from it, so they stop
+# Learned or refitted labels lose what they were learned from where their rows
+# are subset or written to a file; the estimators refit the learner from it, so they stop
 # with a classed error saying so.
 check_learner_kept <- function(data, call) {
-  if (!identical(attr(data, "manifest", exact = TRUE)$prompt$calibration, "learned")) return(invisible())
+  calibration <- attr(data, "manifest", exact = TRUE)$prompt[["calibration"]]
+  if (!isTRUE(calibration %in% c("learned", "hand-coded"))) return(invisible())
   learner <- attr(data, "learner", exact = TRUE)
   if (is.null(learner) || !order_probs_kept(data) || nrow(learner$as_given) != nrow(data)) {
-    abort_invalid(c("Labels learned by {.fn learn_labels} are corrected by fitting its learner again in the
+    verb <- if (calibration == "learned") "learn_labels" else "recalibrate_labels"
+    abort_invalid(c("Labels from {.fn {verb}} are corrected by choosing and fitting its learner again in the
                      estimator's folds, and {.arg data} no longer has what it learned from for its rows (the
                      features and each order's probabilities: lost to a subset, a file or a join).",
-                    "i" = "Give the value of {.fn learn_labels} as it returned it, or the labels as annotated."),
+                    "i" = "Give the value of {.fn {verb}} as it returned it, or the labels as annotated."),
                   "data", call)
   }
 }

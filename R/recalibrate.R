@@ -52,8 +52,12 @@
 #' toward doubt holds too many rows near the boundary and would move it. For
 #' the same reason the coded rows' labels are cross-fitted: [agreement()] on
 #' them is the cross-validated accuracy of the refit, choice included.
-#' [label_regression()] and [label_shares()] on the refitted labels refit them
-#' fold by fold, with the same choice of model.
+#' [label_regression()] and [label_shares()] on the refitted labels choose and
+#' fit the refit again in their cross-fitting folds, which are the refit's own,
+#' so each coded row's prediction is the one given here and no choice saw the
+#' code of a row it predicts. Keep the value whole: a subset or a file loses
+#' what it was refitted from, and the estimators then stop with a classed
+#' error.
 #'
 #' @param data The value of [annotate_texts()] with `labels`, or with a
 #'   `schema` and `field`.
@@ -74,7 +78,9 @@
 #'   the fitted offsets and order weights, the cross-validated accuracy of the
 #'   cross-fitted labels (the choice made inside the folds) and
 #'   `refit_cross_validation`: every candidate's cross-validated
-#'   accuracy and log-loss, beside those of the labels as they are. Where no
+#'   accuracy and log-loss, beside those of the labels as they are, and
+#'   `refit_folds`: each coded row's fold (1-5), named by its row of `data`.
+#'   Where no
 #'   refit is chosen, `data` as it was, with `refit_model` `"none"` and the
 #'   candidates' figures in its manifest.
 #' @export
@@ -117,6 +123,9 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   fit <- fit_label_model(lapply(problem$log_probs, function(l) l[problem$rows, , drop = FALSE]), problem$y,
                          setting$model, setting$penalty)
   data <- with_probabilities(data, problem, refit)
+  # the estimators choose and fit the refit again in its own folds, as they do the learner
+  attr(data, "learner") <- list(families = "refit", features = FALSE, covariates = NULL, as_given = problem$as_given,
+                                coded_rows = problem$rows, folds = refit$fold, inner_choices = refit$inner_choices)
   answered <- problem$answered
   if (".agreement_orders" %in% names(data)) {
     # each order alone, weighted as all of them together
@@ -133,6 +142,7 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   record$prompt$order_weights <- paste0(record$prompt$example_orders %||% "1", ": ",
                                         formatC(fit$weights, digits = 3, format = "f"), collapse = ", ")
   record$prompt$cross_validated_accuracy <- refit$accuracy
+  record$prompt$refit_folds <- stats::setNames(refit$fold, problem$rows)
   attr(data, "manifest") <- record
   data
 }

@@ -155,6 +155,23 @@ cases <- list(
     c(share_interval_of(shares, "a", NULL, 0.65)[c("covered", "width")],
       vs_coded_only = a$std.error[a$estimator == "corrected"] / a$std.error[a$estimator == "coded_only"])
   },
+  "labels refitted by recalibrate_labels() from 150 of 1,000 rows (leaning +2 on the logit): the slope" = function(seed) {
+    data <- simulated_labels(1000, seed)
+    data$.prob_yes <- stats::plogis(stats::qlogis(data$.prob_yes) + 2)
+    data$.prob_no <- 1 - data$.prob_yes
+    data$.label <- factor(ifelse(data$.prob_yes > 0.5, "yes", "no"), levels = c("yes", "no"))
+    data$.confidence <- pmax(data$.prob_yes, data$.prob_no)
+    # what annotate_texts() keeps for a refit: its one order's probabilities
+    attr(data, "order_probs") <- list(probs = list(as.matrix(data[c(".prob_yes", ".prob_no")])),
+                                      confidence = data$.confidence)
+    attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
+    coded <- review_sample(data, 150, weight = "uniform", seed = seed)
+    refitted <- quietly(recalibrate_labels(data, coded, truth))
+    fit <- quietly(label_regression(yes ~ x, refitted, coded, truth, seed = seed))
+    se <- function(x, estimator) sqrt(diag(x$vcov[[estimator]]))[["x"]]
+    c(corrected_interval(fit, "x", linear_slope_yes), vs_coded_only = se(fit, "corrected") / se(fit, "coded_only"),
+      refit_kept = identical(manifest(refitted)$prompt$calibration, "hand-coded"))
+  },
   "a logistic fit with a labelled covariate" = function(seed) {
     data <- two_labels(seed)
     coded <- review_sample(data, 200, weight = "uniform", seed = seed)

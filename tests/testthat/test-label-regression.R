@@ -29,7 +29,12 @@ test_that("recalibrate_labels() output is refitted fold by fold, never on a row'
   refitted <- recalibrate_labels(data, coded, truth)
   expect_identical(manifest(refitted)$prompt$calibration, "hand-coded")
   fit <- label_regression(yes ~ x, refitted, coded, truth, seed = 4)
-  expect_match(fit$prediction_model, "recalibrate_labels\\(\\)'s refit, cross-fitted in 5 folds")
+  expect_match(fit$prediction_model,
+               "recalibrate_labels\\(\\)'s refit, chosen and fitted again in each fold, cross-fitted in 5 folds")
+  # the refit's own folds, its choice made again inside them: each coded row's prediction is its refitted one
+  expect_identical(fit$predictions[coded$.row], refitted$.prob_yes[coded$.row])
+  expect_identical(unname(fit$folds[coded$.row]), rep_len(1:5, 100))
+  expect_identical(manifest(refitted)$prompt$refit_folds, stats::setNames(rep_len(1:5, 100), coded$.row))
   flipped <- coded
   flipped$truth[3] <- if (coded$truth[3] == "yes") "no" else "yes"
   again <- label_regression(yes ~ x, refitted, flipped, truth, seed = 4)
@@ -37,6 +42,10 @@ test_that("recalibrate_labels() output is refitted fold by fold, never on a row'
   expect_identical(again$predictions[row], fit$predictions[row])
   # the refitted probabilities themselves used every code, including this one
   expect_false(identical(fit$predictions, refitted$.prob_yes))
+  # a subset loses what the refit was fitted from: a classed error, not labels taken as given
+  skip_if_not_installed("dplyr")
+  expect_error(label_regression(yes ~ x, dplyr::filter(refitted, x > min(x)), coded, truth),
+               "recalibrate_labels.*as it returned it", class = "newrllama4_error_invalid_argument")
 })
 
 test_that("a numeric answer column is an outcome, predicted by itself", {
