@@ -75,8 +75,7 @@ variable_truth <- function(spec, truth, call) {
 }
 
 # Data that recalibrate_labels() refitted on coded rows: its probabilities saw
-# those codes, so they are refitted again fold by fold (from the orders'
-# probabilities it keeps) before use.
+# those codes, so its labels cannot be a covariate.
 refitted_by_hand <- function(data) {
   record <- attr(data, "manifest", exact = TRUE)
   identical(record$prompt[["calibration"]], "hand-coded") && !is.null(attr(data, "order_probs", exact = TRUE))
@@ -85,8 +84,7 @@ refitted_by_hand <- function(data) {
 # Labels that learn_labels() learned or recalibrate_labels() refitted from
 # coded rows, with the learner that did it.
 learned_by_hand <- function(data) {
-  isTRUE(attr(data, "manifest", exact = TRUE)$prompt[["calibration"]] %in% c("learned", "hand-coded")) &&
-    !is.null(attr(data, "learner", exact = TRUE))
+  !is.null(learned_calibration(data)) && !is.null(attr(data, "learner", exact = TRUE))
 }
 
 # A boolean or enum field of `data` that recalibrate_labels(field =) refitted
@@ -137,7 +135,7 @@ refitted_on_folds <- function(spec, data, sample) {
   codes <- match(as.character(sample$truth_labels), spec$labels)
   column <- match(spec$name, spec$labels)
   learner <- learner_of(data, NULL)
-  refit <- identical(attr(data, "manifest", exact = TRUE)$prompt[["calibration"]], "hand-coded")
+  refit <- identical(learned_calibration(data), "hand-coded")
   list(name = paste(if (refit) "recalibrate_labels()'s refit" else "learn_labels()'s learner",
                     "chosen and fitted again in each fold", sep = ", "),
        probability = function(train) learner(sample$rows[train], codes[train])[, column])

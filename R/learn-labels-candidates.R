@@ -4,9 +4,11 @@
 # probabilities of the rows `at` (a matrix per setting of `which`) from a fit
 # to the rows `train` with labels `y` (their numbers).
 
-# The learner's candidates: the refit's, the ridge logistic on the features,
-# and with several example orders each order alone.
-learner_families <- function(log_probs, x, as_given) {
+# The candidates of `kind`: "refit", recalibrate_labels()' refits alone;
+# "learner", learn_labels()' refits, ridge logistic on the features `x` and,
+# with several example orders, each order alone.
+learner_families <- function(log_probs, x = NULL, as_given = NULL, kind = "learner") {
+  if (kind == "refit") return(list(refit_family(log_probs)))
   families <- list(refit_family(log_probs), glmnet_family(log_probs, x, as_given))
   if (length(log_probs) > 1) families <- c(families, list(orders_family(log_probs)))
   families

@@ -16,8 +16,7 @@ learner_of <- function(data, call) {
   learner <- attr(data, "learner", exact = TRUE)
   log_probs <- lapply(attr(data, "order_probs", exact = TRUE)$probs, order_log_probs)
   x <- learner_features(data, learner$features, learner$covariates, call)
-  families <- if (identical(learner$families, "refit")) list(refit_family(log_probs)) else
-    learner_families(log_probs, x, learner$as_given)
+  families <- learner_families(log_probs, x, learner$as_given, learner$families %||% "learner")
   everyone <- seq_len(nrow(data))
   function(rows, y) {
     same_fold <- Filter(function(k) identical(rows, learner$coded_rows[learner$folds != k]),
@@ -28,12 +27,19 @@ learner_of <- function(data, call) {
   }
 }
 
-# Learned or refitted labels lose what they were learned from where their rows
-# are subset or written to a file; the estimators refit the learner from it, so they stop
-# with a classed error saying so.
-check_learner_kept <- function(data, call) {
+# How labels were fitted to coded rows: "learned" by learn_labels(),
+# "hand-coded" by recalibrate_labels(); NULL for labels as annotated.
+learned_calibration <- function(data) {
   calibration <- attr(data, "manifest", exact = TRUE)$prompt[["calibration"]]
-  if (!isTRUE(calibration %in% c("learned", "hand-coded"))) return(invisible())
+  if (isTRUE(calibration %in% c("learned", "hand-coded"))) calibration
+}
+
+# Learned or refitted labels lose what they were learned from where their rows
+# are subset or written to a file; the estimators fit the learner again from
+# it, so they stop with a classed error saying so.
+check_learner_kept <- function(data, call) {
+  calibration <- learned_calibration(data)
+  if (is.null(calibration)) return(invisible())
   learner <- attr(data, "learner", exact = TRUE)
   if (is.null(learner) || !order_probs_kept(data) || nrow(learner$as_given) != nrow(data)) {
     verb <- if (calibration == "learned") "learn_labels" else "recalibrate_labels"

@@ -107,7 +107,7 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   }
   problem <- checked_refit_data(data, coded, rlang::enquo(truth), current_env())
   labels <- problem$labels
-  families <- list(refit_family(problem$log_probs))
+  families <- learner_families(problem$log_probs, kind = "refit")
   refit <- learned_by_folds(families, problem$rows, problem$y, problem$as_given)
   record <- attr(data, "manifest", exact = TRUE)
   record$prompt$hand_coded_rows <- length(problem$rows)
