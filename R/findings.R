@@ -74,13 +74,6 @@ variable_truth <- function(spec, truth, call) {
   as.numeric(truth)
 }
 
-# Data that recalibrate_labels() refitted on coded rows: its probabilities saw
-# those codes, so its labels cannot be a covariate.
-refitted_by_hand <- function(data) {
-  record <- attr(data, "manifest", exact = TRUE)
-  identical(record$prompt[["calibration"]], "hand-coded") && !is.null(attr(data, "order_probs", exact = TRUE))
-}
-
 # Labels that learn_labels() learned or recalibrate_labels() refitted from
 # coded rows, with the learner that did it.
 learned_by_hand <- function(data) {

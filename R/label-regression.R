@@ -230,13 +230,14 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
     abort_invalid("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data} nor
                    {?a label/labels}.", "formula", call, subclass = "missing_column")
   }
-  # a refitted label or field's probabilities saw the coded rows' codes: as a
-  # covariate its errors would no longer be those the codes correct
-  refitted <- c(if (length(covariates) > 0 && refitted_by_hand(data)) "the labels",
+  # a refitted or learned label or field's probabilities saw the coded rows'
+  # codes: as a covariate its errors would no longer be those the codes correct
+  label_covariate <- any(vapply(covariates, function(variable) variable$kind == "label", NA))
+  refitted <- c(if (label_covariate && !is.null(learned_calibration(data))) "the labels",
                 right[vapply(right, refitted_field, NA, data = data)])
   if (length(refitted) > 0) {
-    abort_invalid(c("{.field {refitted}} {?was/were} refitted by {.fn recalibrate_labels}, which saw the codes, so
-                     {?it/they} cannot be {?a covariate/covariates}.",
+    abort_invalid(c("{.field {refitted}} {?was/were} fitted to the codes by {.fn recalibrate_labels} or
+                     {.fn learn_labels}, so {?it/they} cannot be {?a covariate/covariates}.",
                     "i" = "Use {cli::qty(length(refitted))}{?it/them} as annotated (the value of {.fn annotate_texts}): the correction does not
                            need {?it/them} calibrated."), "data", call)
   }

@@ -42,6 +42,10 @@ test_that("recalibrate_labels() output is refitted fold by fold, never on a row'
   expect_identical(again$predictions[row], fit$predictions[row])
   # the refitted probabilities themselves used every code, including this one
   expect_false(identical(fit$predictions, refitted$.prob_yes))
+  # as a covariate the refitted labels' errors are not those the codes correct: refused; as annotated they are not
+  expect_error(label_regression(x ~ yes, refitted, coded, truth), "the labels.*fitted to the codes",
+               class = "newrllama4_error_invalid_argument")
+  expect_s3_class(label_regression(x ~ yes, data, coded, truth, seed = 4), "newrllama4_label_regression")
   # a subset loses what the refit was fitted from: a classed error, not labels taken as given
   skip_if_not_installed("dplyr")
   expect_error(label_regression(yes ~ x, dplyr::filter(refitted, x > min(x)), coded, truth),
@@ -150,5 +154,5 @@ test_that("a field refitted by recalibrate_labels() is no covariate: a classed e
   attr(data, "manifest") <- structure(list(created = "now", prompt = list(`calibration (negative)` = "hand-coded")),
                                       class = "newrllama4_manifest")
   expect_error(label_regression(yes ~ negative, data, coded, c(yes = "truth", negative = "negative_code")),
-               "negative.*refitted", class = "newrllama4_error_invalid_argument")
+               "negative.*fitted to the codes", class = "newrllama4_error_invalid_argument")
 })
