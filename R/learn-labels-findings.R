@@ -10,8 +10,9 @@
 # from the setting chosen and fitted on the coded rows `rows` with labels `y`
 # (their numbers); the labels as annotated where nothing beats them there.
 # Where `rows` are the training rows of one of learn_labels()'s own folds (the
-# folds the estimators share), the setting it chose there is taken again: the
-# same choice, without its cost.
+# folds the estimators share) and the baseline chosen on them is the one it
+# chose on all coded rows, the setting it chose there is the same choice, taken
+# again without its cost.
 learner_of <- function(data, call) {
   learner <- attr(data, "learner", exact = TRUE)
   log_probs <- lapply(attr(data, "order_probs", exact = TRUE)$probs, order_log_probs)
@@ -19,10 +20,14 @@ learner_of <- function(data, call) {
   families <- learner_families(log_probs, x, learner$as_given, learner$families %||% "learner")
   everyone <- seq_len(nrow(data))
   function(rows, y) {
+    baseline <- baseline_choice(families, rows, y, learner$as_given)
     same_fold <- Filter(function(k) identical(rows, learner$coded_rows[learner$folds != k]),
                         seq_along(learner$inner_choices))
-    choice <- if (length(same_fold) == 1) learner$inner_choices[[same_fold]] else
-      choose_setting(families, rows, y, learner$as_given)
+    choice <- if (length(same_fold) == 1 && identical(baseline, learner$baseline)) {
+      learner$inner_choices[[same_fold]]
+    } else {
+      choose_setting(families, rows, y, learner$as_given, baseline = baseline)
+    }
     setting_probs(families, choice, rows, y, everyone, learner$as_given)
   }
 }

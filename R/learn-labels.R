@@ -32,7 +32,10 @@
 #' labelled by a candidate chosen and fitted on the other folds alone. So a
 #' coded row's new label and probabilities come from a model that never saw its
 #' code (they are cross-fitted), and their accuracy against the codes is an
-#' honest estimate of the whole procedure's, choice included. The guard: where
+#' honest estimate of the whole procedure's, choice included. One step is
+#' taken on all coded rows: which order alone (or none) the fits must beat.
+#' Nothing is fitted there, and a fold's few rows often miss an order that all
+#' of them show; the estimators choose it again in their own folds. The guard: where
 #' that cross-validated accuracy does not beat the labels as they are by more
 #' than one standard error of the paired difference, the labels are kept, with a
 #' message (class `newrllama4_message_refit_declined`). The other rows are
@@ -152,8 +155,7 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   family <- families[[learned$choice$family]]
   setting <- family$settings[learned$choice$setting, ]
   data <- with_probabilities(data, problem, learned)
-  attr(data, "learner") <- c(recipe, list(as_given = problem$as_given, coded_rows = problem$rows, folds = learned$fold,
-                                           inner_choices = learned$inner_choices))
+  attr(data, "learner") <- c(recipe, list(as_given = problem$as_given, coded_rows = problem$rows), learned$choices)
   record$prompt$calibration <- "learned"
   record$prompt$learner <- setting$model
   record$prompt$learner_penalty <- setting$penalty
@@ -220,15 +222,14 @@ with_probabilities <- function(data, problem, learned) {
 
 # Every family's settings scored on the coded rows (`rows`, labels `y`) they
 # were not fitted to, in `n_folds` folds in the rows' order; the labels as they
-# are (`as_given`) first. The choice, in two steps of one rule: among the
-# settings with nothing to fit whose held-out accuracy beats the labels' as
-# they are by more than one standard error of the paired difference, the lowest
-# held-out log-loss becomes the baseline (else the labels as they are, family
-# 0); then among the fitted settings that beat the baseline so, the lowest
-# held-out log-loss, else the baseline. A fit must earn its place against what
-# needs none: from a few dozen rows the best of many noisy fits is often chosen
-# by luck, while a candidate with nothing to fit has no fitting noise.
-choose_setting <- function(families, rows, y, as_given, n_folds = 5L) {
+# are (`as_given`) first. The choice: among the fitted settings whose held-out
+# accuracy beats the `baseline`'s (a family and setting with nothing to fit) by
+# more than one standard error of the paired difference, the lowest held-out
+# log-loss, else the baseline. A fit must earn its place against what needs
+# none: from a few dozen rows the best of many noisy fits is often chosen by
+# luck, while a candidate with nothing to fit has no fitting noise.
+choose_setting <- function(families, rows, y, as_given, n_folds = 5L,
+                           baseline = baseline_choice(families, rows, y, as_given)) {
   n <- length(y)
   fold <- rep_len(seq_len(min(n_folds, n)), n)
   held_out <- lapply(families, function(family) {
@@ -240,28 +241,56 @@ choose_setting <- function(families, rows, y, as_given, n_folds = 5L) {
     }
     probs
   })
-  all_probs <- c(list(as_given[rows, , drop = FALSE]), unlist(held_out, recursive = FALSE))
-  losses <- vapply(all_probs, function(probs) -log(pmax(probs[cbind(seq_len(n), y)], 1e-12)), numeric(n))
-  correct <- vapply(all_probs, function(probs) max.col(probs, ties.method = "first") == y, logical(n))
+  scores <- scored(c(list(as_given[rows, , drop = FALSE]), unlist(held_out, recursive = FALSE)), y)
   settings <- do.call(rbind, lapply(seq_along(families), function(f) {
     cbind(family = f, setting = seq_len(nrow(families[[f]]$settings)), families[[f]]$settings)
   }))
   table <- data.frame(family = c(0L, settings$family), setting = c(0L, settings$setting),
                       model = c("none", settings$model), penalty = c(NA, settings$penalty),
-                      log_loss = colMeans(losses), accuracy = colMeans(correct), stringsAsFactors = FALSE)
+                      log_loss = scores$log_loss, accuracy = colMeans(scores$correct), stringsAsFactors = FALSE)
   fitted <- c(FALSE, vapply(families, function(family) !isFALSE(family$fitted), NA)[settings$family])
-  lowest_loss_beating <- function(among, baseline) {
-    qualified <- among[apply(correct[, among, drop = FALSE], 2, beats, correct[, baseline])]
-    if (length(qualified) == 0) baseline else qualified[which.min(table$log_loss[qualified])]
-  }
-  baseline <- lowest_loss_beating(which(!fitted)[-1], 1L)
-  best <- lowest_loss_beating(which(fitted), baseline)
+  best <- lowest_loss_beating(scores, which(fitted),
+                              which(table$family == baseline$family & table$setting == baseline$setting))
   table$summary <- sprintf("%s%s: accuracy %.3f, log-loss %.3f", table$model,
                            ifelse(table$family == 0, " (the labels as they are)",
                                   ifelse(is.na(table$penalty), "", sprintf(" (ridge %g)", table$penalty))),
                            table$accuracy, table$log_loss)
   table$summary[best] <- paste(table$summary[best], "(chosen)")
-  list(family = table$family[best], setting = table$setting[best], accuracy = table$accuracy[best], table = table)
+  list(family = table$family[best], setting = table$setting[best], accuracy = table$accuracy[best], table = table,
+       baseline = baseline)
+}
+
+# The baseline of the choice on the coded rows `rows`: among the settings with
+# nothing to fit (`fitted = FALSE`, such as each example order alone) whose
+# accuracy beats the labels' as they are by more than one standard error of the
+# paired difference, the lowest log-loss; else the labels as they are (family
+# 0). Nothing is fitted, so they are scored on all the rows at once, without
+# folds: learned_by_folds() chooses it on all coded rows, where a fold's few
+# rows would often miss an order that all of them show.
+baseline_choice <- function(families, rows, y, as_given) {
+  free <- which(vapply(families, function(family) isFALSE(family$fitted), NA))
+  candidates <- do.call(rbind, c(list(c(0L, 0L)), lapply(free, function(f) {
+    cbind(f, seq_len(nrow(families[[f]]$settings)))
+  })))
+  probs <- c(list(as_given[rows, , drop = FALSE]),
+             unlist(lapply(families[free], function(family) family$predict(rows, y, rows)), recursive = FALSE))
+  chosen <- lowest_loss_beating(scored(probs, y), seq_along(probs)[-1], 1L)
+  list(family = as.integer(candidates[chosen, 1]), setting = as.integer(candidates[chosen, 2]))
+}
+
+# Each candidate's probabilities of the coded rows (labels `y`) scored: its
+# mean log-loss, and whether it labels each row right (a column a candidate).
+scored <- function(probs, y) {
+  rows <- seq_along(y)
+  list(log_loss = vapply(probs, function(p) mean(-log(pmax(p[cbind(rows, y)], 1e-12))), numeric(1)),
+       correct = vapply(probs, function(p) max.col(p, ties.method = "first") == y, logical(length(y))))
+}
+
+# Among the candidates `among`, those that beat the `baseline` candidate (see
+# beats()), the lowest log-loss; else the baseline.
+lowest_loss_beating <- function(scores, among, baseline) {
+  qualified <- among[apply(scores$correct[, among, drop = FALSE], 2, beats, scores$correct[, baseline])]
+  if (length(qualified) == 0) baseline else qualified[which.min(scores$log_loss[qualified])]
 }
 
 # Whether labels right where `correct` is beat those right where `baseline` is
@@ -281,24 +310,30 @@ setting_probs <- function(families, choice, rows, y, at, as_given) {
 
 # The choice made inside the folds: each fold of coded rows labelled by the
 # setting chosen and fitted on the other folds, so that the cross-fitted
-# probabilities of the coded rows and their accuracy include the choice's own
-# noise. The guard keeps the labels unless those cross-fitted labels beat them.
-# `predict(at)`: the rows `at` under the setting chosen on all coded rows.
+# probabilities of the coded rows and their accuracy include the fits' own
+# noise. The baseline that fitted settings must beat has nothing to fit and is
+# chosen once, on all coded rows (its selection among a few orders is the one
+# step not nested: the estimators, which need the honest figure, choose it
+# again in their folds). The guard keeps the labels unless those cross-fitted
+# labels beat them. `predict(at)`: the rows `at` under the setting chosen on
+# all coded rows. `choices`: the folds and what was chosen, for the learner's
+# record (learner_of() takes a fold's choice again).
 learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L) {
   n <- length(y)
   fold <- rep_len(seq_len(min(n_folds, n)), n)
   chosen_probs <- function(choice, train, at) setting_probs(families, choice, rows[train], y[train], at, as_given)
+  choice <- choose_setting(families, rows, y, as_given, n_folds)
   cross_fitted <- matrix(NA_real_, n, ncol(as_given))
   inner_choices <- list()
   for (k in unique(fold)) {
     train <- fold != k
-    inner <- choose_setting(families, rows[train], y[train], as_given, n_folds)
+    inner <- choose_setting(families, rows[train], y[train], as_given, n_folds, baseline = choice$baseline)
     inner_choices[[k]] <- inner[c("family", "setting")]
     cross_fitted[!train, ] <- chosen_probs(inner, train, rows[!train])
   }
-  choice <- choose_setting(families, rows, y, as_given, n_folds)
   correct <- max.col(cross_fitted, ties.method = "first") == y
-  list(choice = choice, cross_fitted = cross_fitted, accuracy = mean(correct), fold = fold, inner_choices = inner_choices,
+  list(choice = choice, cross_fitted = cross_fitted, accuracy = mean(correct), fold = fold,
+       choices = list(folds = fold, inner_choices = inner_choices, baseline = choice$baseline),
        kept = choice$family != 0 && beats(correct, max.col(as_given[rows, , drop = FALSE], ties.method = "first") == y),
        predict = function(at) chosen_probs(choice, rep(TRUE, n), at))
 }

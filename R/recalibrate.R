@@ -124,8 +124,8 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
                          setting$model, setting$penalty)
   data <- with_probabilities(data, problem, refit)
   # the estimators choose and fit the refit again in its own folds, as they do the learner
-  attr(data, "learner") <- list(families = "refit", features = FALSE, covariates = NULL, as_given = problem$as_given,
-                                coded_rows = problem$rows, folds = refit$fold, inner_choices = refit$inner_choices)
+  attr(data, "learner") <- c(list(families = "refit", features = FALSE, covariates = NULL, as_given = problem$as_given,
+                                  coded_rows = problem$rows), refit$choices)
   answered <- problem$answered
   if (".agreement_orders" %in% names(data)) {
     # each order alone, weighted as all of them together

@@ -32,3 +32,36 @@ test_that("the estimators fit the learner again in its own folds: a coded row's 
   expect_error(label_shares(dplyr::filter(learned, id > 1), coded, gold), "as it returned it",
                class = "newrllama4_error_invalid_argument")
 })
+
+test_that("a fold's prediction never depends on the codes of the rows it predicts, though the baseline saw them", {
+  # 30 coded rows of two labels; the labels right on the odd rows (a confidence of 0.6), the second order on rows
+  # 2 and 4 too (folds 2 and 4): all 30 codes show that order better, the 24 outside fold 2 do not
+  y <- rep(c(1L, 2L, 2L, 1L, 2L, 1L), 5)
+  probs_right_at <- function(right) {
+    p_true <- ifelse(right, 0.6, 0.4)
+    cbind(ifelse(y == 1, p_true, 1 - p_true), ifelse(y == 2, p_true, 1 - p_true))
+  }
+  as_given <- probs_right_at(seq_len(30) %% 2 == 1)
+  order_probs <- list(as_given, probs_right_at(seq_len(30) %% 2 == 1 | seq_len(30) %in% c(2, 4)))
+  data <- data.frame(.label = factor(c("a", "b")[max.col(as_given)], levels = c("a", "b")), .prob_a = as_given[, 1],
+                     .prob_b = as_given[, 2], .confidence = apply(as_given, 1, max))
+  attr(data, "order_probs") <- order_probs_record(order_probs, data)
+  families <- learner_families(lapply(order_probs, order_log_probs), NULL, as_given)
+  learned_from <- function(codes) {
+    learned <- learned_by_folds(families, seq_len(30), codes, as_given)
+    attr(data, "learner") <- c(list(families = "learner", features = FALSE, covariates = NULL, as_given = as_given,
+                                    coded_rows = seq_len(30)), learned$choices)
+    data
+  }
+  # row 2's code decides the baseline chosen on all coded rows (the order, or the labels as they are) ...
+  flipped <- replace(y, 2, 3L - y[2])
+  expect_identical(attr(learned_from(y), "learner")$baseline$family, 3L)
+  expect_identical(attr(learned_from(flipped), "learner")$baseline$family, 0L)
+  # ... but not the estimators' prediction of fold 2, fitted and chosen on the other folds' rows alone
+  outside_fold_2 <- which(rep_len(1:5, 30) != 2)
+  predicted <- lapply(list(y, flipped), function(codes) {
+    learner_of(learned_from(codes), NULL)(outside_fold_2, y[outside_fold_2])
+  })
+  expect_identical(predicted[[1]], predicted[[2]])
+  expect_identical(predicted[[1]], as_given)
+})

@@ -177,3 +177,18 @@ test_that("a fit must beat the candidates with nothing to fit by a standard erro
   expect_identical(choose_setting(list(fixed_family(seq_len(30) > 14, 0.6, fitted = FALSE)), seq_len(30), y,
                                   as_given)$family, 0L)
 })
+
+test_that("an order that all coded rows show better is the baseline in every fold, where a fold's rows miss it", {
+  y <- rep(1L, 30)
+  # the labels right on the odd rows; the order on them and on rows 2 and 4 too, which lie in folds 2 and 4
+  as_given <- cbind(rep(c(0.6, 0.4), 15), rep(c(0.4, 0.6), 15))
+  order <- fixed_family(seq_len(30) %% 2 == 1 | seq_len(30) %in% c(2, 4), 0.6, fitted = FALSE)
+  # two rows more of 30 beat the labels by a standard error; one more of the 24 outside fold 2 does not
+  expect_identical(baseline_choice(list(order), seq_len(30), y, as_given), list(family = 1L, setting = 1L))
+  expect_identical(baseline_choice(list(order), which(rep_len(1:5, 30) != 2), rep(1L, 24), as_given),
+                   list(family = 0L, setting = 0L))
+  learned <- learned_by_folds(list(order), seq_len(30), y, as_given)
+  expect_true(learned$kept)
+  expect_identical(learned$choices$inner_choices, rep(list(list(family = 1L, setting = 1L)), 5))
+  expect_equal(learned$cross_fitted, order$predict(NULL, NULL, 1:30)[[1]])
+})
