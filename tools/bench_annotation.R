@@ -4,15 +4,18 @@
 # labelled corpora that no test uses and nothing was tuned to (see
 # tools/annotation-corpora.R: Reuters acq/crude, hand-written reviews, words of
 # the Bing opinion lexicon, nouns and verbs, five parts of speech). Order A shows
-# the examples as listed, order B reversed. Each run starts from an empty prefix
-# cache, so that its seconds are its own; the cost is against order A alone
-# (k = 1) in the same run.
+# the examples as listed, order B reversed; "A+B" asks under both (with more
+# than two examples, example_orders = 2 would take A's rotation instead of B).
+# Each run starts from an empty prefix cache, so that its seconds are its own;
+# the cost is against order A alone (k = 1) in the same run.
 # The A+B run keeps the model's hidden states (features = TRUE), and beside the
 # refit at 30 coded rows learn_labels() learns from them, so that a better
 # order can win whatever the averaged labels say (issue 53).
-#   Rscript tools/bench_annotation.R [--orders-only] [corpus ...]
+#   Rscript tools/bench_annotation.R [--orders-only] [--cache=DIR] [corpus ...]
 #   (the corpora's functions, e.g. parts_of_speech_five; default all. --orders-only runs orders A, B and A+B
-#   with the refit and the learner at 30 coded rows: what issue 53's done-when on example orders compares)
+#   with the refit and the learner at 30 coded rows: what issue 53's done-when on example orders compares.
+#   --cache keeps each annotation in DIR (annotate_texts(cache =)), so that a run again scores the same
+#   annotations without making them: no seconds are reported then)
 suppressPackageStartupMessages({
   library(newrllama4)
   library(tm)
@@ -31,14 +34,26 @@ options_to_compare <- list(
 
 arguments <- commandArgs(TRUE)
 orders_only <- "--orders-only" %in% arguments
+cache_dir <- sub("^--cache=", "", grep("^--cache=", arguments, value = TRUE))
+if (length(cache_dir) == 1) dir.create(cache_dir, showWarnings = FALSE, recursive = TRUE)
 if (orders_only) options_to_compare <- options_to_compare[c("order A", "order B", "A+B averaged")]
 coded_counts <- if (orders_only) 30 else c(20, 30, 60)
 corpora <- list(reuters = reuters, reviews = reviews, words = words, parts_of_speech = parts_of_speech,
                 parts_of_speech_five = parts_of_speech_five)
-if (length(setdiff(arguments, "--orders-only")) > 0) corpora <- corpora[setdiff(arguments, "--orders-only")]
+chosen_corpora <- grep("^--", arguments, value = TRUE, invert = TRUE)
+if (length(chosen_corpora) > 0) corpora <- corpora[chosen_corpora]
 
 # the worked examples' rows as listed (order A) or reversed (order B)
 examples_in_order <- function(n, order) if (order == "A") seq_len(n) else rev(seq_len(n))
+# one order, or orders A and B (the examples given in order A)
+orders_asked <- function(n, example_orders) {
+  if (example_orders == 1) 1L else list(examples_in_order(n, "A"), examples_in_order(n, "B"))
+}
+# the annotation's cache file under --cache, else none
+cache_file <- function(model, corpus, option) {
+  if (length(cache_dir) == 1) file.path(cache_dir, paste0(gsub("[^A-Za-z0-9]+", "-", paste(model, corpus, option)),
+                                                          ".sqlite"))
+}
 
 models <- list(
   "Gemma 3 270M" = function() context_create(model_load("gemma3-270m"), n_ctx = 1024L, n_seq_max = 8L),
@@ -57,9 +72,12 @@ for (model in names(models)) {
       context_clear_cache(ctx)
       seconds <- system.time(out <- suppressWarnings(annotate_texts(
         corpus$data, text, corpus$instruction, labels = corpus$labels,
-        examples = corpus$examples[examples_in_order(nrow(corpus$examples), settings$order), ], example_orders = settings$example_orders,
-        calibrate = settings$calibrate, features = option == "A+B averaged", context = ctx, progress = FALSE
+        examples = corpus$examples[examples_in_order(nrow(corpus$examples), settings$order), ],
+        example_orders = orders_asked(nrow(corpus$examples), settings$example_orders), calibrate = settings$calibrate,
+        features = option == "A+B averaged", context = ctx, cache = cache_file(model, corpus$name, option),
+        progress = FALSE
       )))[["elapsed"]]
+      if (length(cache_dir) == 1) seconds <- NA_real_
       rows[[length(rows) + 1]] <- data.frame(
         model = model, corpus = corpus$name, option = option,
         accuracy = mean(as.character(out$.label) == corpus$data$gold, na.rm = TRUE),
@@ -105,8 +123,9 @@ for (model in names(models)) {
 }
 results <- do.call(rbind, rows)
 order_a <- ave(results$seconds, results$model, results$corpus, FUN = function(seconds) seconds[[1]])
-results$cost <- sprintf("%.2fx", results$seconds / order_a)
+results$cost <- ifelse(is.na(order_a), "", sprintf("%.2fx", results$seconds / order_a))
 cat("\n| model | corpus | option | accuracy | orders disagree | seconds | cost vs order A |\n|---|---|---|---:|---:|---:|---:|\n")
-with(results, cat(sprintf("| %s | %s | %s | %.3f | %s | %.1f | %s |\n", model, corpus, option, accuracy,
-                          ifelse(is.na(order_disagreement), "", sprintf("%.2f", order_disagreement)), seconds, cost),
+with(results, cat(sprintf("| %s | %s | %s | %.3f | %s | %s | %s |\n", model, corpus, option, accuracy,
+                          ifelse(is.na(order_disagreement), "", sprintf("%.2f", order_disagreement)),
+                          ifelse(is.na(seconds), "", sprintf("%.1f", seconds)), cost),
                   sep = ""))
