@@ -155,6 +155,18 @@ cases <- list(
     c(share_interval_of(shares, "a", NULL, 0.65)[c("covered", "width")],
       vs_coded_only = a$std.error[a$estimator == "corrected"] / a$std.error[a$estimator == "coded_only"])
   },
+  "labels learned from 40 of 1,000 rows with two example orders, one confident noise (no features): the share" =
+    function(seed) {
+      data <- one_good_order(1000, seed)
+      coded <- review_sample(data, 40, weight = "uniform", seed = seed)
+      learned <- quietly(learn_labels(data, coded, gold, features = FALSE))
+      shares <- quietly(label_shares(learned, coded, gold, seed = seed))
+      a <- shares[shares$label == "a", ]
+      c(share_interval_of(shares, "a", NULL, 0.7)[c("covered", "width")],
+        vs_coded_only = a$std.error[a$estimator == "corrected"] / a$std.error[a$estimator == "coded_only"],
+        learned_kept = identical(manifest(learned)$prompt$calibration, "learned"),
+        accuracy_gain = mean(learned$.label == learned$gold) - mean(data$.label == data$gold))
+    },
   "labels refitted by recalibrate_labels() from 150 of 1,000 rows (leaning +2 on the logit): the slope" = function(seed) {
     data <- simulated_labels(1000, seed)
     data$.prob_yes <- stats::plogis(stats::qlogis(data$.prob_yes) + 2)

@@ -176,3 +176,23 @@ through_csv <- function(rows) {
 
 # the superpopulation share of "yes" in simulated_labels()
 share_yes <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
+
+# Two orders of two labels, a share 0.7 of them "a": order 1 is confident noise,
+# order 2 tells the labels apart; their average (the labels as annotated) is
+# dragged toward order 1's noise. Exported functions only, as learnable_rows().
+one_good_order <- function(n, seed) {
+  withr::with_seed(seed, {
+    gold <- ifelse(stats::runif(n) < 0.7, "a", "b")
+    odds <- list(stats::rnorm(n, sd = 3), ifelse(gold == "a", 1.2, -1.2) + stats::rnorm(n))
+  })
+  order_probs <- lapply(odds, function(z) cbind(a = stats::plogis(z), b = stats::plogis(-z)))
+  mean_odds <- (stats::qlogis(order_probs[[1]][, 1]) + stats::qlogis(order_probs[[2]][, 1])) / 2
+  mean_probs <- cbind(stats::plogis(mean_odds), stats::plogis(-mean_odds))
+  data <- data.frame(id = seq_len(n), gold = gold,
+                     .label = factor(c("a", "b")[max.col(mean_probs, "first")], levels = c("a", "b")),
+                     .prob_a = mean_probs[, 1], .prob_b = mean_probs[, 2], .confidence = apply(mean_probs, 1, max))
+  # what annotate_texts(example_orders = 2) keeps: each order's probabilities
+  attr(data, "order_probs") <- list(probs = order_probs, confidence = data$.confidence)
+  attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
+  data
+}

@@ -1,21 +1,3 @@
-# Two orders of two labels, a share 0.7 of them "a": order 1 is confident noise,
-# order 2 tells the labels apart; their average (the labels as annotated) is
-# dragged toward order 1's noise.
-one_good_order <- function(n, seed) {
-  withr::with_seed(seed, {
-    gold <- ifelse(stats::runif(n) < 0.7, "a", "b")
-    odds <- list(stats::rnorm(n, sd = 3), ifelse(gold == "a", 1.2, -1.2) + stats::rnorm(n))
-  })
-  order_probs <- lapply(odds, function(z) cbind(a = stats::plogis(z), b = stats::plogis(-z)))
-  mean_probs <- softmax_rows((log(order_probs[[1]]) + log(order_probs[[2]])) / 2)
-  data <- data.frame(id = seq_len(n), gold = gold,
-                     .label = factor(c("a", "b")[max.col(mean_probs, "first")], levels = c("a", "b")),
-                     .prob_a = mean_probs[, 1], .prob_b = mean_probs[, 2], .confidence = apply(mean_probs, 1, max))
-  attr(data, "order_probs") <- order_probs_record(order_probs, data)
-  attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
-  data
-}
-
 test_that("each example order alone is a candidate with nothing to fit", {
   probs <- list(cbind(c(0.9, 0.2, 0.6), c(0.1, 0.8, 0.4)), cbind(c(0.3, 0.5, 0.99), c(0.7, 0.5, 0.01)))
   family <- orders_family(lapply(probs, order_log_probs))
