@@ -84,7 +84,7 @@ learned_by_hand <- function(data) {
 # or learn_labels(field =) learned.
 refitted_field <- function(name, data) {
   record <- attr(data, "manifest", exact = TRUE)$prompt
-  name %in% names(data) && isTRUE(record[[paste0("calibration (", name, ")")]] %in% c("hand-coded", "learned"))
+  name %in% names(data) && isTRUE(record[[paste0("calibration (", name, ")")]] %in% fitted_to_codes)
 }
 
 # The domain, as print() tells it: the rows outside it, if any.

@@ -32,11 +32,15 @@ learner_of <- function(data, call) {
   }
 }
 
-# How labels were fitted to coded rows: "learned" by learn_labels(),
-# "hand-coded" by recalibrate_labels(); NULL for labels as annotated.
+# The manifest's calibration of labels fitted to coded rows: "learned" by
+# learn_labels(), "hand-coded" by recalibrate_labels().
+fitted_to_codes <- c("learned", "hand-coded")
+
+# How labels were fitted to coded rows (one of fitted_to_codes); NULL for
+# labels as annotated.
 learned_calibration <- function(data) {
   calibration <- attr(data, "manifest", exact = TRUE)$prompt[["calibration"]]
-  if (isTRUE(calibration %in% c("learned", "hand-coded"))) calibration
+  if (isTRUE(calibration %in% fitted_to_codes)) calibration
 }
 
 # Learned or refitted labels lose what they were learned from where their rows

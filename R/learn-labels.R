@@ -136,7 +136,7 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   record$prompt$learner_cross_validation <- learned$choice$table$summary
   record$prompt$cross_validated_accuracy <- learned$accuracy
   # each coded row's fold, named by its row of `data`: the estimators can cross-fit in the same folds
-  record$prompt$learner_folds <- stats::setNames(learned$fold, problem$rows)
+  record$prompt$learner_folds <- stats::setNames(learned$choices$folds, problem$rows)
   labels <- problem$labels
   report <- function(probs) {
     metrics <- agreement(factor(most_likely(probs, labels), levels = labels), factor(problem$truth, levels = labels),
@@ -332,7 +332,7 @@ learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L) {
     cross_fitted[!train, ] <- chosen_probs(inner, train, rows[!train])
   }
   correct <- max.col(cross_fitted, ties.method = "first") == y
-  list(choice = choice, cross_fitted = cross_fitted, accuracy = mean(correct), fold = fold,
+  list(choice = choice, cross_fitted = cross_fitted, accuracy = mean(correct),
        choices = list(folds = fold, inner_choices = inner_choices, baseline = choice$baseline),
        kept = choice$family != 0 && beats(correct, max.col(as_given[rows, , drop = FALSE], ties.method = "first") == y),
        predict = function(at) chosen_probs(choice, rep(TRUE, n), at))

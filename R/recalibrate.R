@@ -142,7 +142,7 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   record$prompt$order_weights <- paste0(record$prompt$example_orders %||% "1", ": ",
                                         formatC(fit$weights, digits = 3, format = "f"), collapse = ", ")
   record$prompt$cross_validated_accuracy <- refit$accuracy
-  record$prompt$refit_folds <- stats::setNames(refit$fold, problem$rows)
+  record$prompt$refit_folds <- stats::setNames(refit$choices$folds, problem$rows)
   attr(data, "manifest") <- record
   data
 }
