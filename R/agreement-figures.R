@@ -45,17 +45,25 @@ per_label_figures <- function(confusion) {
 }
 
 # Percentile bootstrap bounds: a matrix with one row per metric, columns lower
-# and upper (NA without resamples).
-bootstrap_bounds <- function(truth, predicted, level, n_boot, seed) {
+# and upper (NA without resamples). A replicate draws the pairs with
+# replacement, or with `units` (a list of the pairs' positions, a unit each)
+# the units within their `strata` (each pair's), each pair counted `weights`
+# times: rows drawn with unequal probabilities (agreement-weighted.R).
+bootstrap_bounds <- function(truth, predicted, level, n_boot, seed, weights = NULL, units = NULL, strata = NULL) {
   n_metrics <- length(metric_names)
   if (n_boot == 0) return(matrix(NA_real_, n_metrics, 2))
   n_labels <- nlevels(truth)
   # each pair as the index of its cell in the (column-major) confusion matrix
   cells <- (as.integer(predicted) - 1L) * n_labels + as.integer(truth)
+  units <- units %||% as.list(seq_along(cells))
+  by_stratum <- split(seq_along(units), strata[vapply(units, `[[`, 1L, 1L)] %||% rep(1L, length(units)))
+  count <- if (is.null(weights)) function(drawn) tabulate(cells[drawn], n_labels^2) else function(drawn) {
+    tapply(weights[drawn], factor(cells[drawn], levels = seq_len(n_labels^2)), sum, default = 0)
+  }
   resample <- function() {
     replicates <- vapply(seq_len(n_boot), function(i) {
-      drawn <- cells[sample.int(length(cells), replace = TRUE)]
-      agreement_metrics(matrix(tabulate(drawn, n_labels^2), n_labels))
+      chosen <- unlist(lapply(by_stratum, function(u) u[sample.int(length(u), replace = TRUE)]), use.names = FALSE)
+      agreement_metrics(matrix(count(unlist(units[chosen], use.names = FALSE)), n_labels))
     }, numeric(n_metrics))
     probs <- (1 + c(-1, 1) * level) / 2
     t(apply(replicates, 1, stats::quantile, probs = probs, na.rm = TRUE, names = FALSE))

@@ -64,6 +64,24 @@
 #' few pairs or rare labels the intervals are wide, which is the point: they
 #' show how much a figure from a small hand-coded sample can be trusted.
 #'
+#' @section Rows drawn with unequal probabilities:
+#' Rows drawn by [review_sample()] toward the model's doubt (its default,
+#' `weight = "confidence"`) over-represent the texts the model labels worst,
+#' so their own accuracy understates the population's. Give the drawn rows
+#' themselves (`predicted` a data frame with `field`, such as
+#' `agreement(codes, code, field = ".label")`), with the columns
+#' [review_sample()] wrote (`.sample_prob`, `.stratum`, ...), or give
+#' `weights`: each pair then counts the inverse of its inclusion probability
+#' (Horvitz-Thompson's weights, as a ratio), every figure is the
+#' population's, and the accuracy's interval is the design's: its variance
+#' linearised within the strata with their finite-population corrections (as
+#' `survey::svymean()` gives it), the interval Wilson's at the effective
+#' number of pairs, as [label_shares()] gives shares. The other metrics'
+#' intervals resample the sampling units within their strata. Drawn rows whose
+#' pair is incomplete count as not coded: their stratum's complete pairs stand
+#' for its rows. Drawn rows without `.sample_prob` get a warning of class
+#' `newrllama4_warning_unweighted_sample`: their figures are the sample's own.
+#'
 #' @section Several annotators:
 #' Give `predicted` as a data frame or a named list of label vectors (models,
 #' prompts, human coders), each compared with the one `truth`: the result, of
@@ -87,6 +105,9 @@
 #'   labels, or an enum or boolean field of a schema); `truth` may then be a
 #'   column of `predicted` (unquoted). A boolean's values compare as `"true"`
 #'   and `"false"`, so logical codes match them.
+#' @param weights `NULL`, or for one annotator's labels the inverse of each
+#'   pair's inclusion probability (see "Rows drawn with unequal
+#'   probabilities"); drawn rows given with `field` carry theirs.
 #' @param level Confidence level of the intervals, in (0, 1].
 #' @param n_boot Number of bootstrap resamples; `0` skips the intervals (their
 #'   bounds are then `NA`).
@@ -129,17 +150,23 @@
 #' compared <- agreement(annotators, truth, n_boot = 200, seed = 1)
 #' compared
 #' as.data.frame(compared)
-agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL, field = NULL) {
+agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL, field = NULL, weights = NULL) {
+  call <- rlang::current_env()
   if (inherits(predicted, "newrllama4_coder_codes")) return(agreement_of_coders(predicted, field, level, n_boot, seed))
+  design <- NULL
   if (!is.null(field)) {
     if (!is.data.frame(predicted) || !rlang::is_string(field) || !field %in% names(predicted)) {
       abort_invalid("With {.arg field}, {.arg predicted} must be a data frame with that column, such as the value of
-                     {.fn annotate_texts} or of {.fn review_sample}.", "field", rlang::current_env())
+                     {.fn annotate_texts} or of {.fn review_sample}.", "field", call)
     }
     truth <- field_codes(rlang::eval_tidy(rlang::enquo(truth), predicted))
+    if (is.null(weights)) design <- drawn_design(predicted, call)
     predicted <- field_labels(predicted[[field]])
   }
-  if (is.list(predicted)) return(agreement_of_annotators(predicted, truth, level, n_boot, seed))
+  if (is.list(predicted)) {
+    if (!is.null(weights)) abort_invalid("{.arg weights} are for one annotator's labels.", "weights", call)
+    return(agreement_of_annotators(predicted, truth, level, n_boot, seed))
+  }
   check_labels_vector(predicted, "predicted")
   check_labels_vector(truth, "truth")
   if (length(predicted) != length(truth)) {
@@ -167,9 +194,16 @@ agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL
   truth <- factor(as.character(truth[complete]), levels = labels)
   predicted <- factor(as.character(predicted[complete]), levels = labels)
   confusion <- table(truth = truth, predicted = predicted)
-
-  estimates <- agreement_metrics(unclass(confusion))
-  bounds <- bootstrap_bounds(truth, predicted, level, n_boot, seed)
+  if (!is.null(weights)) design <- weights_design(weights, length(complete), call)
+  weighted <- NULL
+  if (!is.null(design)) {
+    weighted <- weighted_agreement(truth, predicted, complete_design(design, complete), level, n_boot, seed)
+    estimates <- weighted$estimates
+    bounds <- weighted$bounds
+  } else {
+    estimates <- agreement_metrics(unclass(confusion))
+    bounds <- bootstrap_bounds(truth, predicted, level, n_boot, seed)
+  }
   structure(
     list(
       metrics = data.frame(
@@ -179,13 +213,16 @@ agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL
         upper = bounds[, 2]
       ),
       confusion = confusion,
-      per_label = per_label_figures(unclass(confusion)),
+      per_label = weighted$per_label %||% per_label_figures(unclass(confusion)),
       n = sum(complete),
       n_dropped = sum(!complete),
       n_missing = n_missing,
       level = level,
       n_boot = n_boot,
-      seed = seed
+      seed = seed,
+      # rows drawn with unequal probabilities: the weighted confusion matrix and the accuracy's design
+      confusion_weighted = weighted$confusion,
+      design = weighted$design
     ),
     class = "newrllama4_agreement"
   )
@@ -249,6 +286,7 @@ format.newrllama4_agreement <- function(x, digits = 3, ...) {
     "",
     utils::capture.output(print(metrics_table(x, digits), right = FALSE, row.names = FALSE)),
     cli::col_grey(bootstrap_note(x)),
+    if (!is.null(x$design)) cli::col_grey(wrapped(weighted_note(x))),
     "",
     "Confusion matrix (rows: truth, columns: predicted):",
     utils::capture.output(print(x$confusion)),
@@ -287,7 +325,8 @@ format_figure <- function(x, digits, missing = "undefined") {
 bootstrap_note <- function(x) {
   if (x$n_boot == 0) return("No bootstrap intervals (n_boot = 0).")
   seed <- if (is.null(x$seed)) "" else sprintf(", seed %d", x$seed)
-  sprintf("Percentile bootstrap, %d resamples of the pairs%s.", x$n_boot, seed)
+  resampled <- if (is.null(x$design)) "the pairs" else "the units within their strata"
+  sprintf("Percentile bootstrap, %d resamples of %s%s.", x$n_boot, resampled, seed)
 }
 
 #' Heat map of an agreement's confusion matrix

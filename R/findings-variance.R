@@ -140,7 +140,8 @@ design_parts <- function(fits, sample) {
   unit_prob <- unit_prob[first]
   list(
     population = crossprod(across) + crossprod(within, within * (1 / unit_prob - 1 / unit_prob^2)),
-    strata = lapply(stratum_units(z, sample), function(h) c(h[c("units", "drawn")], list(cov = stratum_cov(h$totals))))
+    strata = lapply(stratum_units(z, sample), function(h) c(h[c("units", "drawn")], list(cov = stratum_cov(h$totals)))),
+    small_sample = rows_drawn
   )
 }
 

@@ -87,13 +87,6 @@ refitted_field <- function(name, data) {
   name %in% names(data) && isTRUE(record[[paste0("calibration (", name, ")")]] %in% fitted_to_codes)
 }
 
-# The domain, as print() tells it: the rows outside it, if any.
-domain_words <- function(estimate) {
-  if (is.null(estimate$data_rows) || estimate$data_rows == length(estimate$rows)) return("")
-  sprintf(" in the domain (of %s; rows without a label, prediction or covariate are outside it)",
-          format_count(estimate$data_rows))
-}
-
 # Folds for cross-fitting: coded and other rows each spread evenly over the folds.
 cross_fit_folds <- function(n_rows, coded_rows, k, seed) {
   assign <- function() {

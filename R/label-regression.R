@@ -168,12 +168,19 @@
 #'   give).
 
 #' @return A `newrllama4_label_regression` object: [coef()], [vcov()] and
-#'   [confint()] give the corrected estimate; [print()] and [summary()] show it
-#'   beside the naive fit (labels as if true) and the coded rows alone
-#'   (weighted by \eqn{1/\pi}{1/pi}); [plot()] draws the three; `tidy()` and
-#'   `glance()` (with the broom package) turn it into data frames; [manifest()]
-#'   records how it was made. Its `predictions` are the rows' cross-fitted
-#'   predictions, `rows` the rows of `data` used.
+#'   [confint()] give the corrected estimate; [print()] shows each corrected
+#'   coefficient with its standard error, degrees of freedom, interval,
+#'   effective number of coded rows, design effect, the sampling part's share
+#'   of its variance and \eqn{\lambda}{lambda}, beside the naive fit (the
+#'   labels as if true: the model's, or the learned labels) and the coded rows
+#'   alone (weighted by \eqn{1/\pi}{1/pi}), then the design, the variance and
+#'   interval methods and the learner; [summary()] the three estimators side by
+#'   side and the design in full; [plot()] draws the three; `tidy()`,
+#'   `glance()` and [nobs()] give tables for papers
+#'   ([label_regression_tidiers]); [manifest()] records how it was made, with
+#'   the same figures. Its `predictions` are the rows' cross-fitted
+#'   predictions, `rows` the rows of `data` used, `record` the figures that
+#'   all of these read.
 #' @references Angelopoulos, A. N., Duchi, J. C. and Zrnic, T. (2023). PPI++:
 #'   efficient prediction-powered inference. arXiv:2311.01453.
 #'
@@ -257,7 +264,8 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
                                     prediction, folds, seed, call, lambda, target, covariates)
   estimate$formula <- formula
   estimate$family <- family
-  record <- estimate$manifest
+  estimate$record <- findings_record(estimate)
+  record <- record_manifest(estimate$manifest, estimate$record)
   estimate$manifest <- NULL
   structure(estimate, class = "newrllama4_label_regression", manifest = record)
 }
@@ -276,60 +284,6 @@ confint.newrllama4_label_regression <- function(object, parm, level = 0.95, ...)
   if (missing(parm)) out else out[parm, , drop = FALSE]
 }
 
-# One estimator's coefficients, standard errors and intervals.
-estimate_table <- function(object, estimator, level = 0.95) {
-  beta <- object$fits[[estimator]]$coefficients
-  se <- sqrt(diag(object$vcov[[estimator]]))
-  df <- object$df[[estimator]] %||% Inf
-  z <- stats::qt((1 + level) / 2, df)
-  data.frame(term = names(beta), estimator = estimator, estimate = unname(beta), std.error = unname(se),
-             statistic = unname(beta / se), p.value = unname(2 * stats::pt(-abs(beta / se), df)),
-             conf.low = unname(beta - z * se), conf.high = unname(beta + z * se), stringsAsFactors = FALSE)
-}
-
-estimators <- c("corrected", "naive", "coded_only")
-
-#' @export
-summary.newrllama4_label_regression <- function(object, level = 0.95, ...) {
-  structure(list(table = do.call(rbind, lapply(estimators, estimate_table, object = object, level = level)),
-                 object = object, level = level), class = "summary.newrllama4_label_regression")
-}
-
-#' @export
-format.summary.newrllama4_label_regression <- function(x, ...) {
-  object <- x$object
-  table <- x$table
-  header <- paste0(cli::format_inline("{.cls newrllama4_label_regression}"), ": ",
-                   sprintf("%s, %s; %s rows%s, %d coded by hand; intervals for the %s", format(object$formula),
-                           object$family, format_count(length(object$rows)), domain_words(object),
-                           length(object$coded_rows),
-                           target_words[[object$target]]))
-  cells <- sprintf("%.3f [%.3f, %.3f]", table$estimate, table$conf.low, table$conf.high)
-  wide <- matrix(cells, ncol = length(estimators), dimnames = list(unique(table$term), estimators))
-  lines <- utils::capture.output(print(noquote(wide), width = 200))
-  width <- function(e) mean(table$conf.high[table$estimator == e] - table$conf.low[table$estimator == e])
-  c(header,
-    sprintf("Estimates with %g%% intervals: corrected (labels and codes, design-based), naive (labels as if true),",
-            100 * x$level),
-    "coded_only (the coded rows alone, weighted by 1 / their sampling probability):", "", lines, "",
-    sprintf("Corrected intervals are %.2f times as wide as the coded rows' alone.",
-            width("corrected") / width("coded_only")),
-    lambda_line(object$lambda, object$lambda_tuned),
-    cli::format_inline("Predictions: {object$prediction_model}."))
-}
-
-#' @export
-print.summary.newrllama4_label_regression <- function(x, ...) print_lines(x, ...)
-
-#' @export
-format.newrllama4_label_regression <- function(x, ...) format(summary(x), ...)
-
-#' @export
-print.newrllama4_label_regression <- function(x, ...) print_lines(x, ...)
-
-#' @export
-nobs.newrllama4_label_regression <- function(object, ...) length(object$rows)
-
 #' @export
 plot.newrllama4_label_regression <- function(x, y = NULL, level = 0.95, ...) {
   table <- summary(x, level = level)$table
@@ -346,32 +300,4 @@ plot.newrllama4_label_regression <- function(x, y = NULL, level = 0.95, ...) {
   graphics::legend("topright", legend = estimators, col = c("black", "firebrick", "steelblue"), pch = 19,
                    bty = "n")
   invisible(x)
-}
-
-#' Tidy a corrected regression on labels (broom)
-#'
-#' `tidy()` gives one row per coefficient and estimator (corrected, naive and
-#' coded rows alone); `glance()` one row about the fit.
-#'
-#' @param x A [label_regression()] fit.
-#' @param conf.int,conf.level Ignored but for the level: intervals are always
-#'   given, at `conf.level`.
-#' @param ... Unused.
-#' @return A data frame.
-#' @name label_regression_tidiers
-#' @keywords internal
-NULL
-
-#' @rdname label_regression_tidiers
-#' @exportS3Method generics::tidy
-tidy.newrllama4_label_regression <- function(x, conf.int = TRUE, conf.level = 0.95, ...) {
-  summary(x, level = conf.level)$table
-}
-
-#' @rdname label_regression_tidiers
-#' @exportS3Method generics::glance
-glance.newrllama4_label_regression <- function(x, ...) {
-  data.frame(nobs = length(x$rows), coded = length(x$coded_rows), family = x$family, outcome = x$outcome,
-             prediction = x$prediction, folds = length(unique(x$folds)), lambda = I(list(x$lambda)), target = x$target,
-             stringsAsFactors = FALSE)
 }

@@ -28,8 +28,15 @@
 #' @param level The confidence level of the intervals.
 #' @return A data frame, a row per group, label and estimator (`corrected`,
 #'   `naive`, `coded_only`), with the groups' columns, `label`, `estimator`,
-#'   `estimate`, `std.error`, `conf.low`, `conf.high`, `rows` and `coded`
-#'   (the group's rows and coded rows). `std.error` is the estimate's standard
+#'   `estimate`, `std.error`, `df` (the design's degrees of freedom),
+#'   `conf.low`, `conf.high`, `effective_n` and `design_effect` (the
+#'   interval's effective number of rows, below, and the rows it rests on over
+#'   it), `var_corpus` and `var_sampling` (the variance's corpus and sampling
+#'   parts), `lambda`, `rows` and `coded`
+#'   (the group's rows and coded rows). It prints with the design, the
+#'   interval methods and the learner behind learned labels; `tidy()` gives
+#'   one row per group and label, `glance()` one row about the estimate
+#'   ([label_regression_tidiers]). `std.error` is the estimate's standard
 #'   error under the design; the interval is a score-type one (Wilson's, at
 #'   the effective number of rows that standard error implies,
 #'   \eqn{p(1 - p) / se^2}{p (1 - p) / se^2}), so near 0 or 1 it is not
@@ -117,29 +124,36 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   group_of <- function(term) sub("^\\.group", "", term)
   table <- do.call(rbind, lapply(labels, function(label) {
     estimate <- estimates[[label]]
-    rows <- do.call(rbind, lapply(estimators, estimate_table, object = estimate, level = level))
+    rows <- findings_record(estimate, level)$estimates
     group <- if (nlevels(groups) == 1) rep(levels(groups), nrow(rows)) else group_of(rows$term)
     used <- groups[estimate$rows]
     in_group <- as.vector(table(used)[group])
     coded_in_group <- as.vector(table(used[match(estimate$coded_rows, estimate$rows)])[group])
     # the naive share rests on every row of its group, the others on its coded rows
-    rows[c("estimate", "conf.low", "conf.high")] <- share_interval(
-      rows$estimate, rows$std.error, ifelse(rows$estimator == "naive", in_group, coded_in_group), level,
-      unlist(estimate$df[rows$estimator]) %||% Inf)
-    data.frame(.group = group, label = label, rows[c("estimator", "estimate", "std.error", "conf.low", "conf.high")],
-               rows = in_group, coded = coded_in_group, stringsAsFactors = FALSE)
+    n <- ifelse(rows$estimator == "naive", in_group, coded_in_group)
+    rows[c("estimate", "conf.low", "conf.high", "effective_n")] <- share_interval(rows$estimate, rows$std.error, n,
+                                                                                   level, rows$df)
+    rows$design_effect <- n / rows$effective_n
+    data.frame(.group = group, label = label, rows[share_columns], rows = in_group, coded = coded_in_group,
+               stringsAsFactors = FALSE)
   }))
   if (!is.null(by)) {
     keys <- unique(data[by])
     keys <- keys[match(table$.group, as.character(interaction(keys, drop = TRUE, sep = " / "))), , drop = FALSE]
-    table <- cbind(keys, table[names(table) != ".group"])
-  } else {
-    table$.group <- NULL
+    table <- cbind(keys, table)
   }
+  # a term a group and label, unique as tables for papers need
+  table$term <- if (is.null(by)) table$label else paste(table$.group, table$label, sep = ": ")
+  table$.group <- NULL
   rownames(table) <- NULL
-  structure(table, class = c("newrllama4_label_shares", "data.frame"), estimates = estimates, level = level,
-            manifest = estimates[[1]]$manifest)
+  record <- utils::modifyList(findings_record(estimates[[1]], level), list(interval = "wilson"))
+  record$estimates <- table
+  structure(table[names(table) != "term"], class = c("newrllama4_label_shares", "data.frame"), estimates = estimates,
+            level = level, record = record, manifest = record_manifest(estimates[[1]]$manifest, record))
 }
+
+share_columns <- c("estimator", "estimate", "std.error", "df", "conf.low", "conf.high", "effective_n", "design_effect",
+                   "var_corpus", "var_sampling", "lambda")
 
 # A share's interval: Wilson's score interval at the design's effective
 # number of rows p (1 - p) / se^2 (Kish's design effect), so that it has the
@@ -160,36 +174,8 @@ share_interval <- function(estimate, se, n, level, df = Inf) {
   effective <- ifelse(se > 0, at * (1 - at) / se^2, n)
   centre <- (p * effective + z^2 / 2) / (effective + z^2)
   half <- z / (effective + z^2) * sqrt(effective * p * (1 - p) + z^2 / 4)
-  list(estimate = p, conf.low = pmax(centre - half, 0), conf.high = pmin(centre + half, 1))
+  list(estimate = p, conf.low = pmax(centre - half, 0), conf.high = pmin(centre + half, 1), effective = effective)
 }
-
-#' @export
-format.newrllama4_label_shares <- function(x, ...) {
-  estimates <- attr(x, "estimates", exact = TRUE)
-  corrected <- x[x$estimator == "corrected", , drop = FALSE]
-  naive <- x$estimate[x$estimator == "naive"]
-  coded <- x[x$estimator == "coded_only", , drop = FALSE]
-  shown <- corrected[setdiff(names(corrected), c("estimator", "estimate", "std.error", "conf.low", "conf.high"))]
-  shown$share <- sprintf("%.3f [%.3f, %.3f]", corrected$estimate, corrected$conf.low, corrected$conf.high)
-  shown$naive <- sprintf("%.3f", naive)
-  shown$coded_only <- sprintf("%.3f [%.3f, %.3f]", coded$estimate, coded$conf.low, coded$conf.high)
-  level <- attr(x, "level", exact = TRUE)
-  # each group's lambda, the same for every label
-  lambdas <- estimates[[1]]$lambda
-  names(lambdas) <- sub("^\\.group", "", names(lambdas))
-  c(paste0(cli::format_inline("{.cls newrllama4_label_shares}: "),
-           sprintf("corrected shares with %g%% intervals for the %s, beside the model's labels (naive) and the %s",
-                   100 * level, target_words[[estimates[[1]]$target]], "coded rows alone")),
-    utils::capture.output(print.data.frame(shown, row.names = FALSE)),
-    if (nzchar(domain_words(estimates[[1]]))) {
-      sprintf("%s rows%s.", format_count(length(estimates[[1]]$rows)), domain_words(estimates[[1]]))
-    },
-    lambda_line(lambdas, estimates[[1]]$lambda_tuned),
-    cli::format_inline("Predictions: {estimates[[1]]$prediction_model}."))
-}
-
-#' @export
-print.newrllama4_label_shares <- function(x, ...) print_lines(x, ...)
 
 # The groups' few coded rows were warned of by group name, not again by each
 # label's model column; rows left out are told once, not once a label.

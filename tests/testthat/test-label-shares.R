@@ -46,8 +46,8 @@ test_that("shares are per-group means of the pseudo-outcomes, and sum to one", {
   coded <- review_sample(data, 150, weight = "uniform", seed = 41)
   shares <- label_shares(data, coded, truth, by = "group", seed = 1, lambda = 1)
   expect_s3_class(shares, "newrllama4_label_shares")
-  expect_named(shares, c("group", "label", "estimator", "estimate", "std.error", "conf.low", "conf.high", "rows",
-                         "coded"))
+  expect_named(shares, c("group", "label", "estimator", "estimate", "std.error", "df", "conf.low", "conf.high",
+                         "effective_n", "design_effect", "var_corpus", "var_sampling", "lambda", "rows", "coded"))
   corrected <- shares[shares$estimator == "corrected", ]
   expect_equal(as.vector(tapply(corrected$estimate, corrected$group, sum)), c(1, 1))
   y <- as.numeric(coded$truth == "yes")

@@ -23,7 +23,7 @@ valid_calls <- function(fixtures = NULL) {
   coding_app(texts, team_file, labels = c("yes", "no"), instruction = "Does the reviewer like it?",
              coders = c("Ana", "Ben"), adjudicators = "Eve")
   calls <- list(
-    agreement = list(predicted = data$.label, truth = data$truth, n_boot = 10, seed = 1),
+    agreement = list(predicted = data$.label, truth = data$truth, n_boot = 10, seed = 1, weights = rep(2, 120)),
     coded_rows_needed = list(x = fit, se = 0.1),
     label_regression = list(formula = yes ~ x, data = data, coded = coded, truth = quote(truth), seed = 1),
     label_shares = list(data = data, coded = coded, truth = quote(truth), seed = 1),

@@ -1,0 +1,63 @@
+# The printout gives what a methods section reports (issue 58, item 8).
+test_that("print() shows each estimate's se, df, effective n, design effect, variance split and lambda, the design,
+           the methods and the learner", {
+  rows <- learnable_rows(600)
+  coded <- review_sample(rows$data, n = 150, weight = "confidence", seed = 1)
+  coded$gold[1:3] <- NA
+  learned <- suppressWarnings(learn_labels(rows$data, coded, gold, features = rows$x))
+  fit <- suppressWarnings(label_regression(a ~ z, learned, coded, gold, seed = 2))
+  printed <- capture.output(print(fit))
+  text <- gsub("\\s+", " ", paste(printed, collapse = " "))
+  header <- grep("^ +term", printed, value = TRUE)[[1]]
+  expect_match(header, "estimate +se +df +95% interval +eff\\. n +deff +sampling +lambda")
+  z <- fit$record$estimates[fit$record$estimates$term == "z" & fit$record$estimates$estimator == "corrected", ]
+  expect_true(any(grepl(sprintf("^ +z +%.3f +%.3f +%d ", z$estimate, z$std.error, z$df), printed)))
+  expect_match(text, "naive (the learned labels as if true)", fixed = TRUE)
+  expect_match(text, "weights unequal (1 / pi from", fixed = TRUE)
+  expect_match(text, sprintf("strata, the fewest coded rows in one %d", fit$record$design$fewest_coded), fixed = TRUE)
+  expect_match(text, "lost rows: 3 of 150 drawn (2.0%)", fixed = TRUE)
+  expect_match(text, "the corpus part (the population around the corpus) plus the sampling part", fixed = TRUE)
+  expect_match(text, "HC3 on the coded rows; intervals: t on the design's 141 degrees of freedom", fixed = TRUE)
+  expect_match(text, sprintf("learned by learn_labels() (ridge logistic on the features; features: a matrix given),
+                              cross-validated accuracy %.3f, let through by its guard",
+                             manifest(learned)$prompt$cross_validated_accuracy) |> gsub(pattern = "\\s+", replacement = " "),
+               fixed = TRUE)
+  # summary() is the three estimators side by side and the design in full, not print()'s
+  summarised <- capture.output(print(summary(fit)))
+  expect_false(identical(summarised, printed))
+  expect_true(any(grepl("corrected +naive", summarised)))
+  expect_true(any(grepl("clusters sharing errors: none", summarised)))
+  expect_identical(colnames(summary(fit)$coefficients)[1:3], c("corrected.estimate", "corrected.std.error",
+                                                               "corrected.p.value"))
+})
+
+test_that("shares print Wilson's interval at the effective n, and a stratum whose sampling part is nothing", {
+  data <- simulated_labels(1000, 41)
+  coded <- review_sample(data, 150, weight = "confidence", seed = 41)
+  shares <- label_shares(data, coded, truth, by = "group", seed = 1)
+  text <- gsub("\\s+", " ", paste(capture.output(print(shares)), collapse = " "))
+  expect_match(text, "share se df 95% interval eff. n deff sampling lambda naive", fixed = TRUE)
+  expect_match(text, "intervals: Wilson's score at the effective n, t on the design's", fixed = TRUE)
+  expect_match(text, "beside the model's labels (naive)", fixed = TRUE)
+  # sure labels that the codes all agree with: no sampling variance, which the printout shows
+  data$.prob_yes <- as.numeric(data$.label == "yes")
+  data$.prob_no <- 1 - data$.prob_yes
+  coded <- review_sample(data, 100, weight = "uniform", seed = 41)
+  coded$truth <- as.character(coded$.label)
+  agreeing <- label_shares(data, coded, truth, seed = 1, lambda = 1)
+  printed <- capture.output(print(agreeing))
+  expect_true(any(grepl("^ +yes +[0-9.]+ +[0-9.]+ +[0-9]+ +\\[.*\\] +[0-9,]+ +[0-9.]+ +0% ", printed)))
+})
+
+test_that("every line of the printouts is within getOption(\"width\")", {
+  data <- simulated_labels(800, 19)
+  coded <- review_sample(data, 100, weight = "confidence", seed = 19)
+  fit <- label_regression(yes ~ x + group, data, coded, truth, family = "binomial", seed = 19)
+  shares <- label_shares(data, coded, truth, by = "group", seed = 1)
+  for (width in c(60, 80)) {
+    withr::local_options(width = width)
+    for (lines in list(format(fit), format(summary(fit)), format(shares))) {
+      expect_lte(max(nchar(cli::ansi_strip(lines))), width)
+    }
+  }
+})
