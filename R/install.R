@@ -42,7 +42,7 @@ engine_envname <- "r-newrllama4"
 #' # an engine from elsewhere: a source directory, or a pip requirement
 #' install_newrllama4(python_source = "path/to/newrllama4/python")
 #' }
-install_newrllama4 <- function(envname = engine_envname, python_source = NULL, python = NULL) {
+install_newrllama4 <- function(envname = "r-newrllama4", python_source = NULL, python = NULL) {
   check_string(envname, "envname")
   if (!is.null(python_source)) check_string(python_source, "python_source")
   if (!is.null(python)) check_string(python, "python")

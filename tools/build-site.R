@@ -68,8 +68,9 @@ link_path <- function(page, target) {
 
 page_ids <- function(path) xml2::xml_attr(xml2::xml_find_all(xml2::read_html(path), ".//*[@id]"), "id")
 
-# The home page is the README, whose links to docs/*.md and NEWS.md are right on
-# GitHub and in the tarball; on the site those are articles and the news page.
+# The home page is the README, whose links to docs/*.md, NEWS.md and the
+# vignettes' sources are right on GitHub and in the tarball; on the site those
+# are articles and the news page.
 # GitHub's anchors drop the dots of a heading that pandoc's make hyphens
 # ("toolsbench_annotationr", "toolsbench_annotation-r"): each goes to the id that
 # differs from it only so.
@@ -81,6 +82,7 @@ fix_links <- function(site, repo) {
     if (basename(page) == "index.html" && dirname(page) == site) {
       target <- sub("^docs/(engine|benchmarks)[.](md|html)", "articles/\\1.html", target)
       target <- sub("^NEWS[.](md|html)$", "news/index.html", target)
+      target <- sub("^vignettes/([^/#]+)[.]Rmd", "articles/\\1.html", target)
       target <- sub("^python/README[.](md|html)", paste0(repo, "/blob/HEAD/python/README.md"), target)
     }
     path <- link_path(page, target)

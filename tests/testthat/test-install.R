@@ -12,6 +12,11 @@ test_that("install_newrllama4 checks its arguments before touching Python", {
   expect_error(install_newrllama4(python = c("a", "b")), class = "newrllama4_error_invalid_argument")
 })
 
+test_that("install_newrllama4()'s usage shows the environment's name, the one the package looks in", {
+  # a literal default, not the internal constant, so that ?install_newrllama4 shows the name itself
+  expect_identical(formals(install_newrllama4)$envname, engine_envname)
+})
+
 test_that("the default source is the engine the package carries, unless NEWRLLAMA4_PYTHON_SOURCE says otherwise", {
   engine_dir <- fake_engine_dir()
   expect_equal(bundled_engine(engine_dir), engine_dir)

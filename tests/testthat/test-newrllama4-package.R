@@ -51,3 +51,16 @@ test_that("every R file has its own test file", {
   missing <- topics[!file.exists(test_path(paste0("test-", topics, ".R")))]
   expect_identical(missing, character())
 })
+
+test_that("citation() cites the package and the methods it implements, and the maintainer can be written to", {
+  citation_file <- system.file("CITATION", package = "newrllama4")
+  entries <- utils::readCitationFile(citation_file, meta = list(Version = format(utils::packageVersion("newrllama4"))))
+  expect_length(entries, 3)
+  authors <- unlist(lapply(entries, function(entry) vapply(entry$author, function(p) paste(p$family, collapse = " "), "")))
+  expect_true(all(c("Egami", "Angelopoulos") %in% authors))
+  description <- read.dcf(system.file("DESCRIPTION", package = "newrllama4"))
+  maintainer <- eval(parse(text = description[, "Authors@R"]))
+  creator <- maintainer[vapply(maintainer, function(p) "cre" %in% p$role, NA)]
+  expect_match(creator$email, "@users[.]noreply[.]github[.]com$")
+  expect_match(description[, "URL"], "https://github.com/newrllama4/newrllama4", fixed = TRUE)
+})

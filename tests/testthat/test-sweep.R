@@ -34,6 +34,7 @@ valid_calls <- function(fixtures = NULL) {
     coding_app = list(sample = texts, file = tempfile(fileext = ".sqlite"), labels = c("yes", "no"),
                       instruction = "Does the reviewer like it?"),
     read_codes = list(file = coding_file),
+    write_codes = list(file = coding_file, sample = texts, codes = c("yes", "no"), reason = c(NA, NA), seconds = c(2, 3)),
     coding_links = list(file = team_file, url = "https://coding.example.org/")
   )
   if (is.null(fixtures)) return(calls)
