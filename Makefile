@@ -7,7 +7,8 @@
 # make test   - setup-test, then every suite; prints one line "N passed, N failed"
 # make bench  - the benchmarks: throughput, the sampler's top-k, prefill, prefix reuse, labels,
 #               servers, study scale, example order, codebooks, findings (default models; about
-#               an hour and a half);
+#               an hour and a half), and the findings' coverage matrix (about two hours of one
+#               core at 500 draws a cell; tools/bench_coverage_matrix.R --draws=N for fewer);
 #               docs/benchmarks.md has their latest figures
 
 SHELL := /bin/bash
@@ -154,6 +155,7 @@ bench: setup-test
 	Rscript tools/bench_findings.R
 	Rscript tools/bench_findings_corpus.R
 	Rscript tools/bench_findings_validity.R
+	Rscript tools/bench_coverage_matrix.R
 
 clean:
 	rm -rf $(VENV) $(RLIB) build *.Rcheck newrllama4_*.tar.gz inst/python

@@ -37,8 +37,6 @@ share_interval_of <- function(shares, label, group, value) {
     zero_width = row$conf.high - row$conf.low < 1e-12)
 }
 
-quietly <- function(expr) suppressMessages(suppressWarnings(expr))
-
 cases <- list(
   "12 of 80 speakers drawn whole, through a CSV file" = function(seed) {
     data <- clustered(seed)

@@ -2,10 +2,11 @@
 # with the truth known.
 
 # Labelled rows whose labels are right about 85% of the time, wrong more often
-# where x is high (so a regression on the labels is biased).
-simulated_labels <- function(n, seed, slope = 0.8) {
+# where x is high (so a regression on the labels is biased); x is drawn by
+# `covariate` (skewed(): a lognormal one).
+simulated_labels <- function(n, seed, slope = 0.8, covariate = stats::rnorm) {
   withr::with_seed(seed, {
-    x <- stats::rnorm(n)
+    x <- covariate(n)
     group <- sample(c("a", "b"), n, replace = TRUE)
     truth <- stats::rbinom(n, 1, stats::plogis(-0.3 + slope * x))
     wrong <- stats::rbinom(n, 1, stats::plogis(-2.5 + x))
@@ -174,6 +175,10 @@ through_csv <- function(rows) {
   utils::read.csv(file)
 }
 
+# `expr` without its messages and warnings: the benchmarks' draws, whose
+# estimators say what they do (collapsed strata, nonresponse) every time.
+quietly <- function(expr) suppressMessages(suppressWarnings(expr))
+
 # the superpopulation share of "yes" in simulated_labels()
 share_yes <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
 
@@ -195,4 +200,55 @@ one_good_order <- function(n, seed) {
   attr(data, "order_probs") <- list(probs = order_probs, confidence = data$.confidence)
   attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
   data
+}
+
+# A skewed covariate: lognormal, standardised in the population (mean 0, sd 1),
+# so a few rows lie far out in its right tail.
+skewed <- function(n) (exp(stats::rnorm(n)) - exp(0.5)) / sqrt((exp(1) - 1) * exp(1))
+
+# Texts as users have them, for tools/bench_coverage_matrix.R: `speakers` of
+# `size` texts each, a skewed covariate x, whether a text is "yes" (truth; its
+# logit 0.8 x, plus a speaker effect of sd `speaker_sd`), an observed outcome y
+# (1 + 2 yes + 0.5 x + noise), and a model whose labels lean toward "yes" (+1 on
+# the logit) and err more where x is high and on some speakers. With `thin`,
+# the model says "yes" on 4% of the rows, a coin flip there, and "yes" is rare
+# (2.5%). With `orders = 2` a second example order, confident noise, is averaged
+# into the labels as annotated. `dim` features (0 for none, to compute the
+# population's values fast): two carry the label, five the speaker. A list
+# (data, features), as learnable_rows(); exported functions only.
+speaker_rows <- function(speakers, size, seed, speaker_sd = 0, thin = FALSE, orders = 1, dim = 20) {
+  n <- speakers * size
+  withr::with_seed(seed, {
+    speaker <- rep(seq_len(speakers), each = size)
+    x <- skewed(n)
+    effect <- stats::rnorm(speakers, sd = speaker_sd)[speaker]
+    if (thin) {
+      said <- stats::runif(n) < 0.04
+      truth <- stats::rbinom(n, 1, stats::plogis(ifelse(said, 0, -5.3) + 0.8 * x + effect))
+      odds <- ifelse(said, 1, -1) * ifelse(said, stats::qlogis(stats::runif(n, 0.5, 0.7)), 4)
+    } else {
+      truth <- stats::rbinom(n, 1, stats::plogis(-0.6 + 0.8 * x + effect))
+      wrong <- stats::rbinom(n, 1, stats::plogis(-2 + 0.8 * x + stats::rnorm(speakers, sd = speaker_sd)[speaker]))
+      sure <- ifelse(wrong == 1, stats::runif(n, 0.5, 0.8), stats::runif(n, 0.6, 0.99))
+      odds <- 1 + ifelse(xor(truth == 1, wrong == 1), 1, -1) * stats::qlogis(sure)
+    }
+    y <- 1 + 2 * truth + 0.5 * x + stats::rnorm(n)
+    noise <- stats::rnorm(n, sd = 3)
+    features <- matrix(stats::rnorm(n * dim), n, dim)
+    voices <- matrix(stats::rnorm(speakers * min(5, max(dim - 2, 0))), speakers)
+  })
+  order_probs <- lapply(list(odds, noise)[seq_len(orders)],
+                        function(z) cbind(yes = stats::plogis(z), no = stats::plogis(-z)))
+  mean_odds <- Reduce(`+`, lapply(order_probs, function(p) stats::qlogis(p[, 1]))) / orders
+  prob <- stats::plogis(mean_odds)
+  if (dim > 0) {
+    features[, 1:2] <- features[, 1:2] + 1.2 * cbind(truth, 1 - truth)
+    features[, 2 + seq_len(ncol(voices))] <- features[, 2 + seq_len(ncol(voices))] * 0.3 + voices[speaker, ]
+  }
+  data <- data.frame(speaker = speaker, x = x, y = y, truth = ifelse(truth == 1, "yes", "no"),
+                     .label = factor(ifelse(prob > 0.5, "yes", "no"), levels = c("yes", "no")),
+                     .prob_yes = prob, .prob_no = 1 - prob, .confidence = pmax(prob, 1 - prob))
+  attr(data, "order_probs") <- list(probs = order_probs, confidence = data$.confidence)
+  attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
+  list(data = data, features = features)
 }

@@ -1,0 +1,260 @@
+# The coverage matrix (issue 58 item 9): the options users combine, crossed.
+# A cell is one prediction (zero-shot labels; recalibrate_labels()'s refit;
+# learn_labels() on features; learn_labels() choosing between two example
+# orders, one confident noise), one design (uniform; confidence; uniform with a
+# thin stratum; whole clusters through a CSV file; two rounds by confidence,
+# each through a CSV file), one target (population, corpus), one estimate (a
+# share; a linear slope; a logistic slope; a label as a covariate) and a number
+# of coded rows (40, 60, 150, 400). The full product has 640 cells; the matrix
+# runs a covering design in which every pair of options meets in at least one
+# cell (where a combination is refused by design, as learned labels as a
+# covariate, that cell stands only for its refusal), and then the issue's four
+# silent cases as described. The data (tests/testthat/helper-findings.R's
+# speaker_rows()) have a rare label in the thin stratum, a lognormal covariate
+# and features that carry the speaker; in the cluster design, speakers of 10
+# texts (n / 10 of them drawn whole) whose texts share their truth and the
+# model's errors. Elsewhere texts are independent, so the population target
+# needs no `cluster =`. A cell's seeds are 1..draws; the population's values
+# come from a draw of a million rows or more.
+#
+# Measured at b6e4b3e (a shared two-core machine): 12.4 CPU seconds a draw over
+# the 34 cells, about 1.7 hours of one core at 500 draws; the zero-shot cells
+# take 0.02-0.05 s a draw, the learners 0.2-1.2 s.
+#
+# Each draw goes through the exported functions, as a user's would; a cell
+# reports the coverage of the 95% interval over its draws, its width over the
+# coded rows' alone, and the share of draws that stopped with a classed error
+# (by class). A cell covers when its coverage is within 0.93-0.97 or it stops
+# with a classed error by design. Draws depend only on their cell and seed, so
+# --cores=N (parallel::mclapply) gives the same table.
+#
+#   Rscript tools/bench_coverage_matrix.R [--draws=500] [--cells=REGEX] [--out=FILE.csv] [--cores=1]
+#     (make bench runs it with the defaults)
+
+suppressPackageStartupMessages(library(newrllama4))
+source(file.path("tests", "testthat", "helper-findings.R"))
+
+option <- function(name, default) {
+  given <- grep(sprintf("^--%s=", name), commandArgs(TRUE), value = TRUE)
+  if (length(given) == 0) default else sub(sprintf("^--%s=", name), "", given[[length(given)]])
+}
+draws <- as.integer(option("draws", "500"))
+pattern <- option("cells", "")
+out <- option("out", "")
+cores <- as.integer(option("cores", "1"))
+`%||%` <- function(a, b) if (is.null(a)) b else a
+
+# The worlds the cells draw from: speaker_rows()'s or simulated_labels()'
+# arguments. draw_world() draws one from a seed as list(data, features);
+# `scale` times as many rows (and speakers) draws the population.
+worlds <- list(
+  rows = list(speakers = 200, size = 10),
+  thin = list(speakers = 200, size = 10, thin = TRUE),
+  speakers = list(speakers = 200, size = 10, speaker_sd = sqrt(1.41)),
+  speakers_60x25 = list(speakers = 60, size = 25, speaker_sd = sqrt(1.41)),
+  labels = list(rows = 2000, covariate = stats::rnorm),
+  skewed_labels = list(rows = 2000, covariate = skewed)
+)
+draw_world <- function(world, seed, orders = 1, dim = 20, scale = 1) {
+  w <- worlds[[world]]
+  if (!is.null(w$rows)) return(list(data = simulated_labels(w$rows * scale, seed, covariate = w$covariate)))
+  speaker_rows(w$speakers * scale, w$size, seed, speaker_sd = w$speaker_sd %||% 0, thin = isTRUE(w$thin),
+               orders = orders, dim = dim)
+}
+
+# Each estimate: the value coding every row of `data` gives (its truth column),
+# and the corrected and coded-only intervals from labels and codes.
+yes_of <- function(data) as.numeric(data$truth == "yes")
+estimates <- list(
+  share = list(
+    value = function(data) mean(yes_of(data)),
+    intervals = function(data, coded, seed, target) {
+      shares <- label_shares(data, coded, truth, seed = seed, target = target)
+      shares[shares$label == "yes" & shares$estimator %in% c("corrected", "coded_only"), ]
+    }),
+  slope = list(
+    value = function(data) stats::coef(stats::lm(yes_of(data) ~ data$x))[[2]],
+    intervals = function(data, coded, seed, target) {
+      regression_intervals(label_regression(yes ~ x, data, coded, truth, seed = seed, target = target), "x")
+    }),
+  logistic = list(
+    value = function(data) stats::coef(stats::glm(yes_of(data) ~ data$x, family = stats::binomial))[[2]],
+    intervals = function(data, coded, seed, target) {
+      regression_intervals(label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = seed,
+                                            target = target), "x")
+    }),
+  covariate = list(
+    value = function(data) stats::coef(stats::lm(data$y ~ yes_of(data) + data$x))[[2]],
+    intervals = function(data, coded, seed, target) {
+      regression_intervals(label_regression(y ~ yes + x, data, coded, truth, seed = seed, target = target), "yes")
+    })
+)
+regression_intervals <- function(fit, term) {
+  table <- summary(fit)$table
+  table[table$term == term & table$estimator %in% c("corrected", "coded_only"), ]
+}
+
+# Each design: the coded rows of `data`, `n` of them (whole clusters of the
+# speaker column: n over their size), with their codes in `truth`.
+designs <- list(
+  uniform = function(data, n, seed) review_sample(data, n, weight = "uniform", seed = seed),
+  confidence = function(data, n, seed) review_sample(data, n, weight = "confidence", seed = seed),
+  thin = function(data, n, seed) review_sample(data, n, weight = "uniform", seed = seed),
+  clusters = function(data, n, seed) {
+    through_csv(review_sample(data, round(n / max(table(data$speaker))), seed = seed, cluster = "speaker"))
+  },
+  rounds = function(data, n, seed) {
+    first <- through_csv(review_sample(data, n %/% 2, seed = seed))
+    through_csv(review_sample(data, n - n %/% 2, seed = seed + 1e6, previous = first))
+  }
+)
+design_world <- c(uniform = "rows", confidence = "rows", thin = "thin", clusters = "speakers", rounds = "rows")
+
+# Each prediction: the labelled rows the estimators are given.
+predictions <- list(
+  zero_shot = function(world, coded) world$data,
+  refit = function(world, coded) recalibrate_labels(world$data, coded, truth),
+  learned = function(world, coded) learn_labels(world$data, coded, truth, features = world$features),
+  orders = function(world, coded) learn_labels(world$data, coded, truth, features = FALSE)
+)
+# learned or refitted labels as a covariate are refused by design (label_regression())
+refused <- function(prediction, estimate) prediction != "zero_shot" && estimate == "covariate"
+
+# A cell as a list of its options; its name says them.
+cell <- function(prediction, design, target, estimate, coded, world = design_world[[design]], label = NULL) {
+  list(prediction = prediction, design = design, target = target, estimate = estimate, coded = coded,
+       world = world, name = label %||% paste(prediction, design, target, estimate, coded, sep = " / "))
+}
+
+# A covering design of strength 2, greedily: each step adds the cell of the
+# full product that meets the most pairs of options not met yet (the first in
+# the product's order on ties: zero-shot and fewer rows first, the cheap
+# cells). A refused cell meets only its prediction and estimate.
+covering_cells <- function(options) {
+  grid <- expand.grid(options, stringsAsFactors = FALSE)
+  pairs_of <- function(row) {
+    factors <- if (refused(row$prediction, row$estimate)) c("prediction", "estimate") else names(options)
+    combos <- utils::combn(factors, 2)
+    apply(combos, 2, function(f) paste(f[1], row[[f[1]]], f[2], row[[f[2]]]))
+  }
+  met <- lapply(seq_len(nrow(grid)), function(i) pairs_of(grid[i, ]))
+  wanted <- unique(unlist(met))
+  chosen <- integer()
+  while (length(wanted) > 0) {
+    gain <- vapply(met, function(p) sum(p %in% wanted), 0)
+    best <- which.max(gain)
+    chosen <- c(chosen, best)
+    wanted <- setdiff(wanted, met[[best]])
+  }
+  lapply(chosen, function(i) do.call(cell, as.list(grid[i, ])))
+}
+cells <- c(
+  covering_cells(list(prediction = names(predictions), design = names(designs), target = c("population", "corpus"),
+                      estimate = names(estimates), coded = c(40, 60, 150, 400))),
+  # issue 58's silent cases, as its review drew them
+  list(cell("learned", "clusters", "population", "share", 250, "speakers_60x25",
+            "silent: learned labels, 10 of 60 speakers of 25 drawn whole / population / share"),
+       cell("learned", "clusters", "corpus", "share", 250, "speakers_60x25",
+            "silent: learned labels, 10 of 60 speakers of 25 drawn whole / corpus / share"),
+       cell("zero_shot", "thin", "population", "share", 50, "thin",
+            "silent: a thin stratum (4% of 2,000 rows, a coin flip), 50 uniform rows / population / share"),
+       cell("zero_shot", "uniform", "population", "slope", 60, "labels",
+            "silent: lambda tuned at 60 uniform rows / population / slope"),
+       cell("zero_shot", "uniform", "population", "slope", 60, "skewed_labels",
+            "silent: a lognormal covariate, 60 uniform rows / population / slope"),
+       cell("zero_shot", "uniform", "corpus", "slope", 60, "skewed_labels",
+            "silent: a lognormal covariate, 60 uniform rows / corpus / slope"))
+)
+cells <- Filter(function(c) grepl(pattern, c$name), cells)
+
+# The population's value of an estimate in a world: its value on a draw of
+# 500 times its rows (a million or more; Monte Carlo error under 0.002), once
+# per world and estimate.
+population_values <- new.env()
+population_value <- function(world, estimate) {
+  key <- paste(world, estimate)
+  if (is.null(population_values[[key]])) {
+    population_values[[key]] <- quietly(estimates[[estimate]]$value(draw_world(world, 1e7, dim = 0, scale = 500)$data))
+  }
+  population_values[[key]]
+}
+
+# One draw of a cell: whether the corrected interval covers, its width over the
+# coded rows' alone, and whether theirs covers (a miss that the coded rows alone
+# share is the sample's, not the correction's); or the class of the error it
+# stopped with.
+one_draw <- function(cell, seed) {
+  tryCatch({
+    world <- draw_world(cell$world, seed, orders = if (cell$prediction == "orders") 2 else 1)
+    coded <- quietly(designs[[cell$design]](world$data, cell$coded, seed))
+    labelled <- quietly(predictions[[cell$prediction]](world, coded))
+    rows <- quietly(estimates[[cell$estimate]]$intervals(labelled, coded, seed, cell$target))
+    value <- if (cell$target == "corpus") estimates[[cell$estimate]]$value(world$data) else
+      population_value(cell$world, cell$estimate)
+    corrected <- rows[rows$estimator == "corrected", ]
+    coded_only <- rows[rows$estimator == "coded_only", ]
+    c(covered = corrected$conf.low <= value && value <= corrected$conf.high,
+      width = (corrected$conf.high - corrected$conf.low) / (coded_only$conf.high - coded_only$conf.low),
+      coded_covered = coded_only$conf.low <= value && value <= coded_only$conf.high)
+  }, newrllama4_error = function(e) structure(NA_real_, stopped = class(e)[[1]], why = conditionMessage(e)),
+  error = function(e) structure(NA_real_, stopped = "unclassed", why = conditionMessage(e)))
+}
+
+# A cell's row of the table: its options, coverage (and its Monte Carlo
+# standard error), median width and the coded rows' own coverage over the
+# draws that estimated, the share of draws stopped by each class of error (the
+# first one's message in the CSV), the CPU seconds a draw took (the machine may
+# be shared: wall time would count the others), and the verdict on the draws
+# that estimated. A refused combination whose guard kept the labels as
+# annotated (the refit declined) estimates, and those draws must cover.
+run_cell <- function(cell) {
+  if (cell$target == "population") population_value(cell$world, cell$estimate)
+  started <- proc.time()
+  outcomes <- if (cores > 1) parallel::mclapply(seq_len(draws), one_draw, cell = cell, mc.cores = cores) else
+    lapply(seq_len(draws), one_draw, cell = cell)
+  seconds <- sum((proc.time() - started)[c("user.self", "sys.self", "user.child", "sys.child")], na.rm = TRUE) / draws
+  stopped <- vapply(outcomes, function(o) attr(o, "stopped") %||% NA_character_, "")
+  measured <- do.call(rbind, outcomes[is.na(stopped)])
+  coverage <- if (is.null(measured)) NA_real_ else mean(measured[, "covered"])
+  classes <- table(stats::na.omit(stopped))
+  why <- unlist(lapply(outcomes, attr, "why"))
+  verdict <- if (any(stopped %in% "unclassed")) "FAILS (unclassed error)" else
+    if (is.null(measured)) if (refused(cell$prediction, cell$estimate)) "refused by design" else "stops (classed)" else
+    if (coverage < 0.93) "MISS (under)" else if (coverage > 0.97) "over" else "covers"
+  data.frame(cell = cell$name, prediction = cell$prediction, design = cell$design, target = cell$target,
+             estimate = cell$estimate, coded = cell$coded, world = cell$world, draws = draws,
+             estimated = if (is.null(measured)) 0L else nrow(measured), coverage = coverage,
+             mc_se = sqrt(coverage * (1 - coverage) / max(1, nrow(measured))),
+             width_vs_coded = if (is.null(measured)) NA_real_ else stats::median(measured[, "width"], na.rm = TRUE),
+             coded_only_coverage = if (is.null(measured)) NA_real_ else mean(measured[, "coded_covered"], na.rm = TRUE),
+             stopped = mean(!is.na(stopped)),
+             errors = paste(sprintf("%s %.2f", names(classes), as.vector(classes) / draws), collapse = "; "),
+             first_error = if (length(why) > 0) gsub("\\s+", " ", why[[1]]) else "",
+             cpu_seconds_per_draw = seconds, verdict = verdict, stringsAsFactors = FALSE)
+}
+
+started <- Sys.time()
+table <- do.call(rbind, lapply(cells, function(cell) {
+  row <- run_cell(cell)
+  message(sprintf("%s: %.3f (%s), %.2f CPU s a draw", row$cell, row$coverage, row$verdict, row$cpu_seconds_per_draw))
+  row
+}))
+if (nzchar(out)) utils::write.csv(table, out, row.names = FALSE)
+
+cat(sprintf("Coverage of 95%% intervals across the options (issue 58), %d draws a cell, %d cells\n\n", draws,
+            nrow(table)))
+cat("| cell | coverage (se) | width vs coded rows alone | coded rows alone cover | stopped (class) | CPU s / draw |",
+    "verdict |\n")
+cat("|---|---|---|---|---|---|---|\n")
+cat(sprintf("| %s | %s | %s | %s | %s | %.2f | %s |\n", table$cell,
+            ifelse(is.na(table$coverage), "-", sprintf("%.3f (%.3f)", table$coverage, table$mc_se)),
+            ifelse(is.na(table$width_vs_coded), "-", sprintf("%.2fx", table$width_vs_coded)),
+            ifelse(is.na(table$coded_only_coverage), "-", sprintf("%.3f", table$coded_only_coverage)),
+            ifelse(table$stopped > 0, sprintf("%.2f %s", table$stopped, gsub("newrllama4_error_", "", table$errors)),
+                   "0"),
+            table$cpu_seconds_per_draw, table$verdict), sep = "")
+cat(sprintf(paste("\n%d of %d cells cover or are refused by design; %.0f s of wall time; %.1f CPU seconds a draw",
+                  "over all cells: %.0f CPU minutes at 500 draws\n"),
+            sum(table$verdict %in% c("covers", "refused by design")), nrow(table),
+            as.numeric(Sys.time() - started, units = "secs"), sum(table$cpu_seconds_per_draw),
+            sum(table$cpu_seconds_per_draw) * 500 / 60))
