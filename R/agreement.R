@@ -81,11 +81,11 @@
 #'   the same length. `predicted` comes from the model, `truth` from the
 #'   reference coding. `predicted` can also be a data frame or a named list of
 #'   such vectors, one per annotator (see "Several annotators").
-#' @param field `NULL`, or the name of an answer column: `predicted` is then a
-#'   data frame, such as the value of [annotate_texts()] or the coded rows of
-#'   [review_sample()], and `field` its column to compare (`".label"` for
-#'   labels, or an enum or boolean field of a schema); `truth` may then be a
-#'   column of `predicted` (unquoted). A boolean's values compare as `"true"`
+#' @param field `NULL`, or an answer column, bare or as a string: `predicted`
+#'   is then a data frame, such as the value of [annotate_texts()] or the coded
+#'   rows of [review_sample()], and `field` its column to compare (`".label"`
+#'   for labels, or an enum or boolean field of a schema); `truth` may then be a
+#'   column of `predicted`, bare or as a string, as well as a vector. A boolean's values compare as `"true"`
 #'   and `"false"`, so logical codes match them.
 #' @param level Confidence level of the intervals, in (0, 1].
 #' @param n_boot Number of bootstrap resamples; `0` skips the intervals (their
@@ -130,13 +130,18 @@
 #' compared
 #' as.data.frame(compared)
 agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL, field = NULL) {
-  if (inherits(predicted, "newrllama4_coder_codes")) return(agreement_of_coders(predicted, field, level, n_boot, seed))
-  if (!is.null(field)) {
-    if (!is.data.frame(predicted) || !rlang::is_string(field) || !field %in% names(predicted)) {
+  field <- rlang::enquo(field)
+  if (inherits(predicted, "newrllama4_coder_codes")) {
+    field <- column_name(field, attr(predicted, "codes", exact = TRUE), "field", "predicted", what = "coded field")
+    return(agreement_of_coders(predicted, field, level, n_boot, seed))
+  }
+  if (!rlang::quo_is_null(field)) {
+    if (!is.data.frame(predicted)) {
       abort_invalid("With {.arg field}, {.arg predicted} must be a data frame with that column, such as the value of
                      {.fn annotate_texts} or of {.fn review_sample}.", "field", rlang::current_env())
     }
-    truth <- field_codes(rlang::eval_tidy(rlang::enquo(truth), predicted))
+    field <- column_name(field, predicted, "field", "predicted")
+    truth <- field_codes(column_values(rlang::enquo(truth), predicted, "truth", "predicted"))
     predicted <- field_labels(predicted[[field]])
   }
   if (is.list(predicted)) return(agreement_of_annotators(predicted, truth, level, n_boot, seed))
