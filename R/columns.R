@@ -83,3 +83,17 @@ last_line <- function(message) {
   lines <- strsplit(message, "\n", fixed = TRUE)[[1]]
   sub("^(x|i|!|\\*|[^ -~]+) ", "", lines[[length(lines)]])
 }
+
+# A formula's name that is both a label (with its `.prob_<label>` column) and a
+# column of `data`: the formula takes the label, so a column of that name is
+# never used; say so rather than take it silently.
+warn_label_shadows <- function(variables, data) {
+  labels <- if (".label" %in% names(data)) levels(as.factor(data$.label)) else character()
+  shadowed <- intersect(intersect(variables, labels), names(data))
+  shadowed <- shadowed[paste0(".prob_", shadowed) %in% names(data)]
+  if (length(shadowed) == 0) return(invisible())
+  warn_newrllama4("label_shadows_column", c(
+    "{.field {shadowed}} {?is/are} both {?a label/labels} and {?a column/columns} of {.arg data}: the formula takes
+     the label{?s} (the model's {.field {paste0('.prob_', shadowed)}}, corrected by the codes), not the column{?s}.",
+    "i" = "{cli::qty(length(shadowed))}Rename the column{?s} to use {?it/them} in the formula."))
+}

@@ -230,9 +230,14 @@ responding <- function(design, probabilities, call) {
       "i" = "Rows left out of a drawn sample bias the correction: code them, or draw again."), call = call)
   }
   empty <- strata$name[strata$rows > 0 & answered == 0]
+  if (!any(coded)) {
+    abort_newrllama4(c("no_codes", "empty_stratum"), c(
+      "None of the {sum(strata$drawn)} drawn row{?s} has a code in {.arg truth} yet.",
+      "i" = "Code the sample first ({.fn code_sample}), then read the codes with {.fn read_codes}."), call = call)
+  }
   if (length(empty) > 0) {
     abort_newrllama4("empty_stratum", c(
-      "No coded rows in {cli::qty(length(empty))}stratum{?s} {.val {empty}}, so the estimate cannot stand for
+      "No coded rows in {cli::qty(length(empty))}strat{?um/a} {.val {empty}}, so the estimate cannot stand for
        {?its/their} rows.",
       "i" = "Code rows of {cli::qty(length(empty))}{?it/them}: draw more with {.code review_sample(previous =)}."), call = call)
   }

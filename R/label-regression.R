@@ -211,6 +211,11 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
                              prediction = c("probs", "fit"), folds = 5L, seed = NULL, field = NULL, lambda = NULL,
                              target = c("population", "corpus"), cluster = NULL) {
   call <- current_env()
+  if (is.data.frame(formula)) {
+    abort_invalid(c("{.arg formula} comes first and {.arg data} second: {.arg formula} is a data frame.",
+                    "i" = "Name the formula to pipe the data in: {.code data |> label_regression(formula = positive ~
+                           party, coded = coded, truth = code)}."), "formula", call, subclass = "argument_order")
+  }
   if (!inherits(formula, "formula") || length(formula) != 3 || length(all.vars(formula[[2]])) != 1) {
     abort_invalid("{.arg formula} must be a formula with one label or answer column on its left, such as
                    {.code positive ~ party + year}.", "formula", call)
@@ -230,6 +235,7 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   target <- check_choice(target, c("population", "corpus"), "target")
   cluster <- column_name(rlang::enquo(cluster), data, "cluster", "data", call = call)
   right <- all.vars(formula[[3]])
+  warn_label_shadows(c(outcome, right), data)
   covariates <- Filter(Negate(is.null), lapply(stats::setNames(nm = right), variable_spec, data = data))
   missing <- setdiff(right, c(names(data), names(covariates)))
   if (length(missing) > 0) {

@@ -50,3 +50,14 @@ test_that("an argument that may be a column or a vector takes either, and names 
   expect_identical(values(toupper(code)), c("B", "B"))
   expect_error(values(cdoe), "The columns of `predicted`", class = "newrllama4_error_missing_column")
 })
+
+test_that("a formula's name that is a label and a column of data takes the label, with a classed warning", {
+  data <- simulated_labels(300, 41)
+  coded <- review_sample(data, 80, weight = "uniform", seed = 41)
+  fit <- label_regression(yes ~ x, data, coded, truth, seed = 1)
+  data$yes <- stats::rnorm(300)
+  expect_warning(shadowed <- label_regression(yes ~ x, data, coded, truth, seed = 1),
+                 "both a label and a column of `data`: the formula takes the label",
+                 class = "newrllama4_warning_label_shadows_column")
+  expect_equal(coef(shadowed), coef(fit))
+})
