@@ -248,7 +248,7 @@ format.newrllama4_agreement <- function(x, digits = 3, ...) {
   per_label <- x$per_label
   figures <- c("precision", "recall", "f1")
   per_label[figures] <- lapply(per_label[figures], format_figure, digits = digits, missing = "-")
-  c(
+  within_width(c(
     cli::format_inline("{.cls newrllama4_agreement}: {x$n} pair{?s} of labels, {n_labels} label{?s}"),
     dropped,
     "",
@@ -260,7 +260,7 @@ format.newrllama4_agreement <- function(x, digits = 3, ...) {
     "",
     "Per label:",
     utils::capture.output(print(per_label, right = FALSE, row.names = FALSE))
-  )
+  ))
 }
 
 metrics_table <- function(x, digits) {

@@ -135,8 +135,8 @@ subsample_coded <- function(coded, size) {
 
 #' @export
 print.newrllama4_learning_curve <- function(x, ...) {
-  cat(sprintf("<newrllama4_learning_curve>: learned labels and the share of %s by coded rows\n",
-              attr(x, "label", exact = TRUE)))
+  cat(within_width(sprintf("<newrllama4_learning_curve>: learned labels and the share of %s by coded rows",
+                           attr(x, "label", exact = TRUE))), sep = "\n")
   shown <- data.frame(
     coded_rows = ifelse(x$projected, paste0(x$coded_rows, " (projected)"), x$coded_rows),
     accuracy = sprintf("%.3f", x$accuracy), zero_shot = sprintf("%.3f", x$zero_shot),
@@ -144,9 +144,9 @@ print.newrllama4_learning_curve <- function(x, ...) {
     ratio = sprintf("%.2fx", x$width / x$width_coded_only)
   )
   print(shown, row.names = FALSE, right = TRUE)
-  cat("accuracy: cross-validated on the coded rows; width: the corrected share's 95% interval, beside the coded rows'\n",
-      "alone (coded_only). Projected rows keep the accuracy reached and shrink the widths as 1 / sqrt(rows).\n",
-      sep = "")
+  cat(within_width(paste("accuracy: cross-validated on the coded rows; width: the corrected share's 95% interval,",
+                         "beside the coded rows' alone (coded_only). Projected rows keep the accuracy reached and",
+                         "shrink the widths as 1 / sqrt(rows).")), sep = "\n")
   invisible(x)
 }
 

@@ -283,11 +283,11 @@ allocate_sample <- function(n, sizes, weights = rep(1, length(sizes))) {
 #' @export
 format.newrllama4_sample_design <- function(x, ...) {
   strata <- x$strata
-  c(paste0(cli::format_inline("{.cls newrllama4_sample_design}: "),
-           cli::pluralize("{x$weight} weights, {sum(strata$drawn)} of {sum(strata$rows)} rows in {nrow(strata)} ",
-                          "strat{?um/a}, {x$rounds} round{?s}")),
-    bullet_lines(sprintf("%s: %d of %d rows (probability %.3f)", strata$name, strata$drawn, strata$rows,
-                         strata$prob)))
+  within_width(c(paste0(cli::format_inline("{.cls newrllama4_sample_design}: "),
+                        cli::pluralize("{x$weight} weights, {sum(strata$drawn)} of {sum(strata$rows)} rows in ",
+                                       "{nrow(strata)} strat{?um/a}, {x$rounds} round{?s}")),
+                 bullet_lines(sprintf("%s: %d of %d rows (probability %.3f)", strata$name, strata$drawn, strata$rows,
+                                      strata$prob))))
 }
 
 #' @export
