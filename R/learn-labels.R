@@ -64,8 +64,8 @@
 #'   `.features` column), `FALSE` for none (the example orders' probabilities
 #'   and `covariates` alone), or a numeric matrix with a row per row of `data`
 #'   (embeddings from elsewhere).
-#' @param covariates Names of columns of `data` (numbers, factors or logicals)
-#'   that the classifier may also use.
+#' @param covariates Columns of `data` (numbers, factors or logicals) that the
+#'   classifier may also use, bare or as strings (`covariates = c(party, year)`).
 #' @param field `NULL` for the labels, or enum or boolean fields of the `schema`
 #'   given to [annotate_texts()] (their columns of `data`, bare or as strings,
 #'   as in `dplyr::select()`: `field = c(tone, topic)`): each gets its own classifier, and
@@ -103,6 +103,7 @@ learn_labels <- function(data, coded, truth, features = TRUE, covariates = NULL,
   if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", call)
   truth <- rlang::enquo(truth)
   field <- unname(column_names(rlang::enquo(field), data, "field", "data", n = "some", call = call))
+  covariates <- unname(column_names(rlang::enquo(covariates), data, "covariates", "data", n = "some", call = call))
   x <- learner_features(data, features, covariates, call)
   recipe <- list(features = features, covariates = covariates)
   if (!is.null(field)) {

@@ -64,6 +64,7 @@ learning_curve <- function(data, coded, truth, sizes = c(50, 100, 150, 300), fea
   if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", call)
   truth <- rlang::enquo(truth)
   field <- column_name(rlang::enquo(field), data, "field", "data", call = call)
+  covariates <- unname(column_names(rlang::enquo(covariates), data, "covariates", "data", n = "some", call = call))
   seed <- check_seed(seed)
   if (!is.numeric(sizes) || length(sizes) == 0 || anyNA(sizes) || any(sizes < 20) || any(sizes != round(sizes))) {
     abort_invalid("{.arg sizes} must be whole numbers of coded rows, each at least 20.", "sizes", call)

@@ -142,10 +142,10 @@ test_that("every export on the engine fails each spoiled argument with a newrlla
   expect_identical(problems, character())
 })
 
-# Every column argument of every export (truth, by, cluster, field, text), in a
-# valid call: `column` the argument, `args` its call with the argument naming
-# its column bare, `value` what of the result to compare (an app: the texts
-# its file keeps). Engine exports need `fixtures`.
+# Every column argument of every export (truth, by, cluster, field, text,
+# covariates), in a valid call: `column` the argument, `args` its call with the
+# argument naming its column bare, `value` what of the result to compare (an
+# app: the texts its file keeps). Engine exports need `fixtures`.
 column_calls <- function(fixtures = NULL) {
   data <- simulated_labels(120, seed = 1)
   data$speaker <- rep(1:12, each = 10)
@@ -185,10 +185,12 @@ column_calls <- function(fixtures = NULL) {
          args = list(predicted = coded, truth = quote(truth), field = quote(.label), n_boot = 10, seed = 1)),
     list(fn = "learn_labels", column = "truth", args = learner),
     list(fn = "learn_labels", column = "field", args = on_tone),
+    list(fn = "learn_labels", column = "covariates", args = c(learner, covariates = quote(z))),
     list(fn = "recalibrate_labels", column = "truth", args = learner[c("data", "coded", "truth")]),
     list(fn = "recalibrate_labels", column = "field", args = on_tone[c("data", "coded", "truth", "field")]),
     list(fn = "learning_curve", column = "truth", args = c(learner, curve)),
     list(fn = "learning_curve", column = "field", args = c(on_tone, curve)),
+    list(fn = "learning_curve", column = "covariates", args = c(learner, curve, covariates = quote(z))),
     list(fn = "coding_app", column = "text", value = app_texts,
          args = list(sample = data[1:4, ], labels = c("yes", "no"), text = quote(text)))
   )
@@ -225,7 +227,7 @@ check_column_forms <- function(entry) {
 test_that("every column argument takes a bare name or a string alike, and a typo lists the columns", {
   skip_if_not_installed("shiny")
   calls <- column_calls()
-  takes_columns <- c("truth", "by", "cluster", "field", "text")
+  takes_columns <- c("truth", "by", "cluster", "field", "text", "covariates")
   without_engine <- setdiff(names(valid_calls()), c("coded_rows_needed", "passage_options", "engine_available",
                                                     "install_newrllama4", "read_codes", "coding_links"))
   expect_setequal(unique(vapply(calls, `[[`, "", "fn")), c(without_engine, "learn_labels", "recalibrate_labels",
