@@ -19,8 +19,8 @@ PIP := $(PYTHON) -m pip install --quiet --disable-pip-version-check
 
 # the demo: R, and what the package imports (DESCRIPTION)
 R_DEBS := r-base-core r-cran-reticulate r-cran-cli r-cran-rlang r-cran-jsonlite r-cran-glue r-cran-withr \
-          r-cran-sandwich r-cran-stringi r-cran-glmnet
-R_PKGS := reticulate cli rlang jsonlite glue withr sandwich stringi glmnet
+          r-cran-sandwich r-cran-stringi r-cran-glmnet r-cran-tidyselect
+R_PKGS := reticulate cli rlang jsonlite glue withr sandwich stringi glmnet tidyselect
 # the tests, R CMD check, the report and the benchmarks. tm, tidyverse, psych and caret are what
 # users attach beside us: the tests check that no name clashes; tm, tidytext and janeaustenr hold
 # three of tools/bench_annotation.R's corpora; shiny, RSQLite and DBI run coding_app(), which the

@@ -99,7 +99,7 @@ format.newrllama4_agreements <- function(x, digits = 3, ...) {
                                                             format_figure, digits = digits)
   names(pairwise) <- c("annotator", "annotator", "n", "agreement", "Krippendorff's alpha")
   n_annotators <- nrow(x$annotators)
-  c(
+  within_width(c(
     cli::format_inline("{.cls newrllama4_agreements}: {n_annotators} annotator{?s} against one hand coding"),
     "",
     utils::capture.output(print(table, right = FALSE, row.names = FALSE)),
@@ -108,7 +108,7 @@ format.newrllama4_agreements <- function(x, digits = 3, ...) {
       c("", "Between annotators (units both labelled):",
         utils::capture.output(print(pairwise, right = FALSE, row.names = FALSE)))
     }
-  )
+  ))
 }
 
 #' @export

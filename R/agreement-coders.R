@@ -90,7 +90,7 @@ format.newrllama4_coder_agreement <- function(x, digits = 3, ...) {
     paste0("Krippendorff's alpha between the coders: ", format_figure(humans$krippendorff_alpha, digits), interval),
     cli::col_grey(sub("of the pairs", "of the texts", bootstrap_note(x)))
   )
-  if (is.null(x$annotators)) return(lines)
+  if (is.null(x$annotators)) return(within_width(lines))
   model <- utils::tail(NextMethod(), -2)
-  c(lines, "", "The model against each coder:", model)
+  within_width(c(lines, "", "The model against each coder:", model))
 }

@@ -99,11 +99,11 @@
 #'   the same length. `predicted` comes from the model, `truth` from the
 #'   reference coding. `predicted` can also be a data frame or a named list of
 #'   such vectors, one per annotator (see "Several annotators").
-#' @param field `NULL`, or the name of an answer column: `predicted` is then a
-#'   data frame, such as the value of [annotate_texts()] or the coded rows of
-#'   [review_sample()], and `field` its column to compare (`".label"` for
-#'   labels, or an enum or boolean field of a schema); `truth` may then be a
-#'   column of `predicted` (unquoted). A boolean's values compare as `"true"`
+#' @param field `NULL`, or an answer column, bare or as a string: `predicted`
+#'   is then a data frame, such as the value of [annotate_texts()] or the coded
+#'   rows of [review_sample()], and `field` its column to compare (`".label"`
+#'   for labels, or an enum or boolean field of a schema); `truth` may then be a
+#'   column of `predicted`, bare or as a string, as well as a vector. A boolean's values compare as `"true"`
 #'   and `"false"`, so logical codes match them.
 #' @param weights `NULL`, or for one annotator's labels the inverse of each
 #'   pair's inclusion probability (see "Rows drawn with unequal
@@ -152,14 +152,19 @@
 #' as.data.frame(compared)
 agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL, field = NULL, weights = NULL) {
   call <- rlang::current_env()
-  if (inherits(predicted, "newrllama4_coder_codes")) return(agreement_of_coders(predicted, field, level, n_boot, seed))
+  field <- rlang::enquo(field)
+  if (inherits(predicted, "newrllama4_coder_codes")) {
+    field <- column_name(field, attr(predicted, "codes", exact = TRUE), "field", "predicted", what = "coded field")
+    return(agreement_of_coders(predicted, field, level, n_boot, seed))
+  }
   design <- NULL
-  if (!is.null(field)) {
-    if (!is.data.frame(predicted) || !rlang::is_string(field) || !field %in% names(predicted)) {
+  if (!rlang::quo_is_null(field)) {
+    if (!is.data.frame(predicted)) {
       abort_invalid("With {.arg field}, {.arg predicted} must be a data frame with that column, such as the value of
                      {.fn annotate_texts} or of {.fn review_sample}.", "field", call)
     }
-    truth <- field_codes(rlang::eval_tidy(rlang::enquo(truth), predicted))
+    field <- column_name(field, predicted, "field", "predicted")
+    truth <- field_codes(column_values(rlang::enquo(truth), predicted, "truth", "predicted"))
     if (is.null(weights)) design <- drawn_design(predicted, call)
     predicted <- field_labels(predicted[[field]])
   }
@@ -280,7 +285,7 @@ format.newrllama4_agreement <- function(x, digits = 3, ...) {
   per_label <- x$per_label
   figures <- c("precision", "recall", "f1")
   per_label[figures] <- lapply(per_label[figures], format_figure, digits = digits, missing = "-")
-  c(
+  within_width(c(
     cli::format_inline("{.cls newrllama4_agreement}: {x$n} pair{?s} of labels, {n_labels} label{?s}"),
     dropped,
     "",
@@ -293,7 +298,7 @@ format.newrllama4_agreement <- function(x, digits = 3, ...) {
     "",
     "Per label:",
     utils::capture.output(print(per_label, right = FALSE, row.names = FALSE))
-  )
+  ))
 }
 
 metrics_table <- function(x, digits) {

@@ -12,7 +12,7 @@ example_turns <- function(examples, text, answer, call = caller_env()) {
     abort_invalid("{.arg examples} needs the answer column{?s} {.field {missing_columns}}.", "examples", call)
   }
   if (answer$kind == "labels") check_example_labels(examples$.label, answer$labels, call)
-  texts <- row_texts(examples, text, "examples", call)
+  texts <- row_texts(examples, text, "text", call, of = "examples")
   lapply(seq_len(nrow(examples)), function(i) {
     list(text = texts[[i]], answer = as.character(answer$example_answer(examples[i, , drop = FALSE])))
   })

@@ -28,9 +28,10 @@
 #' made.
 #'
 #' @param data A data frame, or a character vector of texts.
-#' @param text The text of each row: a column of `data`, unquoted
-#'   (`text = review`) or by its name (`text = "review"`: a string without
-#'   braces that names one column is that column), any expression over its
+#' @param text The text of each row: a column of `data`, bare
+#'   (`text = review`) or as a string (`text = "review"`: a string without
+#'   braces names a column, and one that names none is an error of class
+#'   `newrllama4_error_missing_column` listing the columns), any expression over its
 #'   columns, or a glue template such as `"{title}: {body}"`. Not needed when
 #'   `data` is a character vector. The same rule holds for every function that
 #'   takes `text`, and for the columns of `examples`.
@@ -328,21 +329,20 @@ annotation_manifest <- function(record, prompt, result, skipped, passages = NULL
 }
 
 # The text of each row: a column, an expression over columns, or a glue template
-# (a string literal); a row with a missing value in the template's columns is NA.
-# A string without braces that names a column is that column (`text = "review"`,
-# as many R functions take a column), not a template that repeats the name.
-row_texts <- function(data, text, arg, call = caller_env()) {
+# (a string literal with braces); a row with a missing value in the template's
+# columns is NA. A column is named as every column argument is (column_values():
+# bare, or a string without braces), and one that is not there is the classed
+# error listing the columns of `of`.
+row_texts <- function(data, text, arg, call = caller_env(), of = "data") {
   template <- rlang::quo_get_expr(text)
-  bare_string <- rlang::is_string(template) && !grepl("{", template, fixed = TRUE)
   value <- tryCatch(
-    if (bare_string && template %in% names(data)) {
-      data[[template]]
-    } else if (rlang::is_string(template)) {
+    if (rlang::is_string(template) && grepl("{", template, fixed = TRUE)) {
       as.character(glue::glue_data(data, template, .na = NULL, .envir = rlang::quo_get_env(text)))
     } else {
-      rlang::eval_tidy(text, data)
+      column_values(text, data, arg, of, call)
     },
     error = function(e) {
+      if (inherits(e, "newrllama4_error")) rlang::cnd_signal(e)
       abort_invalid(c("{.arg {arg}} must be a column of the data, or an expression or glue template over its columns.",
                       "x" = conditionMessage(e)), arg, call)
     }
@@ -350,7 +350,6 @@ row_texts <- function(data, text, arg, call = caller_env()) {
   if (is.factor(value)) value <- as.character(value)
   if (!is.character(value) || length(value) != nrow(data)) {
     abort_invalid(c("{.arg {arg}} must give one string per row, not {.obj_type_friendly {value}}.",
-                    "x" = if (bare_string) "The data has no column {.val {template}}.",
                     "i" = "Name a column unquoted ({.code text = review}), by its name ({.code text = \"review\"}) or
                            in a glue template ({.code text = \"{{title}}: {{review}}\"}); the data's columns:
                            {.field {names(data)}}."), arg, call)

@@ -186,7 +186,7 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
     }
     text <- rlang::quo(text)
   }
-  texts <- row_texts(sample, text, "text", call)
+  texts <- row_texts(sample, text, "text", call, of = "sample")
   task <- coding_task(sample, labels, schema, instruction, call)
   sample$.row <- sample$.row %||% seq_len(nrow(sample))
   store_open(file, sample, texts, task, overlap, seed, call)

@@ -15,6 +15,7 @@ engine_error_prefix <- "newrllama4.errors."
 # general kind also catches each special one.
 condition_parents <- c(
   missing_column = "invalid_argument",
+  argument_order = "invalid_argument",
   example_label = "invalid_argument",
   coded_rows = "invalid_argument",
   coded_truth = "coded_rows",

@@ -102,7 +102,7 @@ coded_design <- function(coded, data, rows, cluster, probabilities, call) {
     unit_rows <- as.vector(cluster_rows[as.character(unit)])
   }
   cluster <- cluster %||% if (unit_column != ".row") unit_column
-  if (!is.null(cluster) && (!rlang::is_string(cluster) || !cluster %in% names(data) || anyNA(data[[cluster]]))) {
+  if (!is.null(cluster) && anyNA(data[[cluster]])) {
     abort_invalid("{.arg cluster} must name a column of {.arg data} without missing values.", "cluster", call)
   }
   list(rows = rows, prob = prob, stratum = stratum, unit = unit, cluster = cluster, strata = strata,
@@ -157,21 +157,19 @@ checked_probabilities <- function(coded, call) {
   prob
 }
 
-# The codes: one column of `coded` (`truth` a column), or for several labelled
-# variables a list of columns, named by variable (`truth` a named character
-# vector giving each variable's column). Attribute "columns": their names.
+# The codes: one column of `coded` (`truth` names it), or for several labelled
+# variables a list of columns, named by variable (`truth` names each variable's
+# column: `c(tone = tone_code, flag = "flag_code")`). Attribute "columns": their
+# names.
 coded_codes <- function(truth, coded, labels, call) {
   if (!is.list(labels)) {
-    codes <- rlang::eval_tidy(truth, coded)
-    if (length(codes) != nrow(coded)) {
-      abort_newrllama4("coded_truth", "{.arg truth} must be a column of {.arg coded}: a code for every coded row.",
-                       call = call)
-    }
+    column <- column_name(truth, coded, "truth", "coded", optional = FALSE, call = call)
+    codes <- coded[[column]]
     if (!is.null(labels)) codes <- codes_as_labels(codes, labels, call)
-    return(structure(codes, columns = all.vars(rlang::quo_get_expr(truth))))
+    return(structure(codes, columns = column))
   }
-  columns <- truth_mapping(truth, coded)
-  if (is.null(columns) || !setequal(names(columns), names(labels)) || !all(columns %in% names(coded))) {
+  columns <- truth_mapping(truth, coded, call)
+  if (!setequal(names(columns), names(labels))) {
     abort_newrllama4("coded_truth", c(
       "With several labelled variables, {.arg truth} must name the column of {.arg coded} that codes each:
        {.code truth = c({paste0(names(labels), ' = \"...\"', collapse = ', ')})}."), call = call)
@@ -183,12 +181,12 @@ coded_codes <- function(truth, coded, labels, call) {
   structure(codes, columns = unname(columns))
 }
 
-# The named character vector `truth` is for several labelled variables (each
-# one's column of `coded`), or NULL where it is one column.
-truth_mapping <- function(truth, coded) {
+# The columns of `coded` that `truth` names, each named by the variable it
+# codes (its own name where `truth` gives none); NULL where `coded` is no data
+# frame, which checked_coded_rows() tells.
+truth_mapping <- function(truth, coded, call = caller_env()) {
   if (!is.data.frame(coded)) return(NULL)
-  value <- tryCatch(rlang::eval_tidy(truth, coded), error = function(e) NULL)
-  if (is.character(value) && !is.null(names(value))) value
+  column_names(truth, coded, "truth", "coded", n = "some", optional = FALSE, call = call)
 }
 
 # Codes spelled as the labels are: logical codes, and "TRUE" or "True" read
@@ -232,9 +230,14 @@ responding <- function(design, probabilities, call) {
       "i" = "Rows left out of a drawn sample bias the correction: code them, or draw again."), call = call)
   }
   empty <- strata$name[strata$rows > 0 & answered == 0]
+  if (!any(coded)) {
+    abort_newrllama4(c("no_codes", "empty_stratum"), c(
+      "None of the {sum(strata$drawn)} drawn row{?s} has a code in {.arg truth} yet.",
+      "i" = "Code the sample first ({.fn code_sample}), then read the codes with {.fn read_codes}."), call = call)
+  }
   if (length(empty) > 0) {
     abort_newrllama4("empty_stratum", c(
-      "No coded rows in {cli::qty(length(empty))}stratum{?s} {.val {empty}}, so the estimate cannot stand for
+      "No coded rows in {cli::qty(length(empty))}strat{?um/a} {.val {empty}}, so the estimate cannot stand for
        {?its/their} rows.",
       "i" = "Code rows of {cli::qty(length(empty))}{?it/them}: draw more with {.code review_sample(previous =)}."), call = call)
   }

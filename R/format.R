@@ -17,11 +17,25 @@ format_handle <- function(x, header, details, envir = parent.frame()) {
     return(cli::format_inline("{.cls {class(x)[[1]]}} from another R session: create it again to use it"))
   }
   header <- cli::format_inline(header, .envir = envir)
-  if (state == "freed") return(c(header, "(freed)"))
-  c(header, bullet_lines(vapply(details, cli::format_inline, "", .envir = envir, USE.NAMES = FALSE)))
+  if (state == "freed") return(within_width(c(header, "(freed)")))
+  within_width(c(header, bullet_lines(vapply(details, cli::format_inline, "", .envir = envir, USE.NAMES = FALSE))))
 }
 
 bullet_lines <- function(lines) paste(cli::symbol$bullet, lines)
+
+# Lines no wider than the console (getOption("width")), so that nothing is cut
+# off where output is shown at a fixed width (a knitted page, the site): a longer
+# line is wrapped at its spaces, its continuation indented past its own indent
+# and bullet or mark. Table rows are left to their own width settings.
+within_width <- function(lines, width = getOption("width", 80)) {
+  unlist(lapply(lines, function(line) {
+    if (cli::ansi_nchar(line, type = "width") <= width) return(line)
+    plain <- cli::ansi_strip(line)
+    indent <- nchar(sub("^( *).*$", "\\1", plain))
+    mark <- nchar(sub("^ *(([^ [:alnum:]]{1,2}|x) )?.*$", "\\1", plain))
+    cli::ansi_strwrap(line, width = width, indent = indent, exdent = indent + if (mark <= 3) mark else 0)
+  }), use.names = FALSE)
+}
 
 format_count <- function(n) format(n, big.mark = ",", scientific = FALSE, trim = TRUE)
 

@@ -138,13 +138,17 @@
 #' @param coded The rows of `data` coded by hand: [review_sample()]'s rows,
 #'   with its design columns and the codes.
 #' @param truth The column of `coded` that holds the codes: labels, or the
-#'   answer's true values. With several labelled variables (a labelled outcome
-#'   and labelled covariates, or several labelled covariates), a named
-#'   character vector giving each one's column of `coded`, such as
-#'   `c(positive = "tone_code", negative = "negative_code")`; a boolean field's
-#'   codes are logical, or "TRUE" and "FALSE".
-#' @param field `NULL` for the labels, or the name of an enum or boolean field
-#'   of the `schema` given to [annotate_texts()]: its values are then the
+#'   answer's true values; bare (`truth = code`) or as a string
+#'   (`truth = "code"`), as in `dplyr::select()`. With several labelled
+#'   variables (a labelled outcome and labelled covariates, or several labelled
+#'   covariates), each one's column of `coded`, named by the variable, such as
+#'   `c(positive = tone_code, negative = "negative_code")`; a boolean field's
+#'   codes are logical, or "TRUE" and "FALSE". A name that is not a column of
+#'   `coded` is an error of class `newrllama4_error_missing_column` listing its
+#'   columns.
+#' @param field `NULL` for the labels, or an enum or boolean field of the
+#'   `schema` given to [annotate_texts()] (its column of `data`, bare or as a
+#'   string): its values are then the
 #'   labels (`.prob_<field>_<value>` their predictions), and the outcome is one
 #'   of them, or for a boolean field the field itself (its `TRUE`). Its codes
 #'   in `truth` are its values (logical for a boolean).
@@ -158,8 +162,8 @@
 #' @param lambda `NULL` to choose the weight on the predictions from the data
 #'   for each coefficient (PPI++'s power tuning), or a number in \[0, 1\] for
 #'   all of them: 1 is DSL's estimator, 0 the coded rows alone.
-#' @param cluster `NULL`, or the name of a column of `data` (speaker, outlet,
-#'   day) whose rows share errors: the variance is then cluster-robust, the
+#' @param cluster `NULL`, or a column of `data` (speaker, outlet, day), bare or
+#'   as a string, whose rows share errors: the variance is then cluster-robust, the
 #'   estimating function summed within each cluster (and the naive fit's by
 #'   `sandwich::vcovCL()`). By default the clusters that [review_sample()]
 #'   drew whole, if it did.
@@ -214,11 +218,17 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
                              prediction = c("probs", "fit"), folds = 5L, seed = NULL, field = NULL, lambda = NULL,
                              target = c("population", "corpus"), cluster = NULL) {
   call <- current_env()
+  if (is.data.frame(formula)) {
+    abort_invalid(c("{.arg formula} comes first and {.arg data} second: {.arg formula} is a data frame.",
+                    "i" = "Name the formula to pipe the data in: {.code data |> label_regression(formula = positive ~
+                           party, coded = coded, truth = code)}."), "formula", call, subclass = "argument_order")
+  }
   if (!inherits(formula, "formula") || length(formula) != 3 || length(all.vars(formula[[2]])) != 1) {
     abort_invalid("{.arg formula} must be a formula with one label or answer column on its left, such as
                    {.code positive ~ party + year}.", "formula", call)
   }
   if (!is.data.frame(data)) abort_invalid("{.arg data} must be a data frame of labelled rows.", "data", call)
+  field <- column_name(rlang::enquo(field), data, "field", "data", call = call)
   outcome <- all.vars(formula[[2]])
   # a boolean field is its own outcome: TRUE
   if (!is.null(field) && identical(outcome, field) && is.logical(data[[field]])) outcome <- "true"
@@ -230,7 +240,9 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   if (!is.null(lambda)) lambda <- check_number(lambda, "lambda", min = 0, max = 1)
   target <- check_choice(target, c("population", "corpus"), "target")
+  cluster <- column_name(rlang::enquo(cluster), data, "cluster", "data", call = call)
   right <- all.vars(formula[[3]])
+  warn_label_shadows(c(outcome, right), data)
   covariates <- Filter(Negate(is.null), lapply(stats::setNames(nm = right), variable_spec, data = data))
   missing <- setdiff(right, c(names(data), names(covariates)))
   if (length(missing) > 0) {

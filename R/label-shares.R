@@ -23,8 +23,9 @@
 #' [label_regression()]: the shares are those of the rows that have them.
 #'
 #' @inheritParams label_regression
-#' @param by `NULL` for the shares of all rows, or the names of columns of
-#'   `data` whose combinations are the groups.
+#' @param by `NULL` for the shares of all rows, or columns of `data` whose
+#'   combinations are the groups: bare or as strings, as in `dplyr::select()`
+#'   (`by = outlet`, `by = "outlet"`, `by = c(outlet, year)`).
 #' @param level The confidence level of the intervals.
 #' @return A data frame, a row per group, label and estimator (`corrected`,
 #'   `naive`, `coded_only`), with the groups' columns, `label`, `estimator`,
@@ -69,15 +70,16 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
                          level = 0.95, field = NULL, lambda = NULL, target = c("population", "corpus"),
                          cluster = NULL) {
   call <- current_env()
-  if (is.data.frame(data)) data <- labels_view(data, field, call)
+  if (is.data.frame(data)) {
+    data <- labels_view(data, column_name(rlang::enquo(field), data, "field", "data", call = call), call)
+  }
   check_learner_kept(data, call)
   if (!is.data.frame(data) || !".label" %in% names(data)) {
     abort_invalid("{.arg data} must be labelled rows: the value of {.fn annotate_texts} with {.arg labels}, or a data
                    frame with {.field .label} and {.field .prob_<label>} columns.", "data", call)
   }
-  if (!is.null(by) && (!is.character(by) || !all(by %in% names(data)))) {
-    abort_invalid("{.arg by} must name columns of {.arg data}.", "by", call)
-  }
+  by <- unname(column_names(rlang::enquo(by), data, "by", "data", n = "some", call = call))
+  cluster <- column_name(rlang::enquo(cluster), data, "cluster", "data", call = call)
   prediction <- check_choice(prediction, c("probs", "fit"), "prediction")
   folds <- check_whole(folds, "folds", min = 2)
   level <- check_number(level, "level", min = 0, max = 1)

@@ -55,18 +55,20 @@
 #' one has fewer, that fold keeps the refit's candidates alone.
 #'
 #' @inheritParams recalibrate_labels
-#' @param truth The column of `coded` that holds the people's labels. With
-#'   several fields, a named character vector giving each field's column:
-#'   `c(tone = "tone_code", topic = "topic_code")`.
+#' @param truth The column of `coded` that holds the people's labels, bare
+#'   (`truth = code`) or as a string (`truth = "code"`). With several fields,
+#'   each field's column, named by the field:
+#'   `c(tone = tone_code, topic = "topic_code")`.
 #' @param features `TRUE` for the model's hidden states that
 #'   `annotate_texts(features = TRUE)` or `embed_texts()` kept (the
 #'   `.features` column), `FALSE` for none (the example orders' probabilities
 #'   and `covariates` alone), or a numeric matrix with a row per row of `data`
 #'   (embeddings from elsewhere).
-#' @param covariates Names of columns of `data` (numbers, factors or logicals)
-#'   that the classifier may also use.
-#' @param field `NULL` for the labels, or the names of enum or boolean fields of
-#'   the `schema` given to [annotate_texts()]: each gets its own classifier, and
+#' @param covariates Columns of `data` (numbers, factors or logicals) that the
+#'   classifier may also use, bare or as strings (`covariates = c(party, year)`).
+#' @param field `NULL` for the labels, or enum or boolean fields of the `schema`
+#'   given to [annotate_texts()] (their columns of `data`, bare or as strings,
+#'   as in `dplyr::select()`: `field = c(tone, topic)`): each gets its own classifier, and
 #'   its column, `.prob_<field>_<value>` and `.confidence_<field>` change; the
 #'   manifest's entries carry the field's name, such as `"learner (tone)"`.
 #' @return `data` with `.label`, the `.prob_` columns and `.confidence` from the
@@ -100,12 +102,11 @@ learn_labels <- function(data, coded, truth, features = TRUE, covariates = NULL,
   call <- current_env()
   if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", call)
   truth <- rlang::enquo(truth)
+  field <- unname(column_names(rlang::enquo(field), data, "field", "data", n = "some", call = call))
+  covariates <- unname(column_names(rlang::enquo(covariates), data, "covariates", "data", n = "some", call = call))
   x <- learner_features(data, features, covariates, call)
   recipe <- list(features = features, covariates = covariates)
   if (!is.null(field)) {
-    if (!is.character(field) || anyNA(field) || anyDuplicated(field)) {
-      abort_invalid("{.arg field} must name fields of the {.arg schema} given to {.fn annotate_texts}.", "field", call)
-    }
     columns <- if (length(field) == 1) list(truth) else truth_mapping(truth, coded)
     if (length(field) > 1 && (is.null(columns) || !setequal(names(columns), field))) {
       abort_invalid("With several fields, {.arg truth} must name the column of {.arg coded} that codes each:

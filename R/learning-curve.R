@@ -23,8 +23,14 @@
 #'   clusters), with their codes.
 #' @param sizes Numbers of coded rows at which to measure or project, each at
 #'   least 20.
-#' @param label The label whose share's interval is measured; `NULL` for the
-#'   first label.
+#' @param field `NULL` for the labels, or an enum or boolean field of the
+#'   `schema` given to [annotate_texts()] (its column of `data`, bare or as a
+#'   string): its values are learned and their shares measured, as
+#'   `learn_labels(field =)` and `label_shares(field =)` do.
+#' @param truth The column of `coded` that holds the people's labels (or the
+#'   field's values), bare (`truth = code`) or as a string (`truth = "code"`).
+#' @param label The label (a value of `field`, with `field`) whose share's
+#'   interval is measured; `NULL` for the first.
 #' @param draws Subsamples of the coded rows at each size below their number.
 #' @param seed An integer seed for the subsamples, or `NULL`.
 #' @return A data frame of class `newrllama4_learning_curve`, a row per size:
@@ -53,10 +59,12 @@
 #' curve
 #' plot(curve)
 learning_curve <- function(data, coded, truth, sizes = c(50, 100, 150, 300), features = TRUE, covariates = NULL,
-                           label = NULL, draws = 5L, seed = NULL) {
+                           field = NULL, label = NULL, draws = 5L, seed = NULL) {
   call <- current_env()
   if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", call)
   truth <- rlang::enquo(truth)
+  field <- column_name(rlang::enquo(field), data, "field", "data", call = call)
+  covariates <- unname(column_names(rlang::enquo(covariates), data, "covariates", "data", n = "some", call = call))
   seed <- check_seed(seed)
   if (!is.numeric(sizes) || length(sizes) == 0 || anyNA(sizes) || any(sizes < 20) || any(sizes != round(sizes))) {
     abort_invalid("{.arg sizes} must be whole numbers of coded rows, each at least 20.", "sizes", call)
@@ -68,7 +76,8 @@ learning_curve <- function(data, coded, truth, sizes = c(50, 100, 150, 300), fea
   if (!is.null(coded$.sampling_unit) && any(coded$.sampling_unit != ".row")) {
     abort_invalid("{.fn learning_curve} subsamples rows drawn one by one, not whole clusters.", "coded", call)
   }
-  labels <- levels(as.factor(data$.label))
+  annotated <- labels_view(data, field, call)$.label
+  labels <- levels(as.factor(annotated))
   label <- label %||% labels[[1]]
   if (!rlang::is_string(label) || !label %in% labels) {
     abort_invalid("{.arg label} must be one of the labels: {.val {labels}}.", "label", call)
@@ -80,13 +89,14 @@ learning_curve <- function(data, coded, truth, sizes = c(50, 100, 150, 300), fea
   }
   at_size <- function(size, draw) {
     sample <- if (size == nrow(coded)) coded else subsample_coded(coded, size)
-    learned <- suppressMessages(learn_labels(data, sample, !!truth, features = features, covariates = covariates))
-    codes <- as.character(rlang::eval_tidy(truth, sample))
-    shares <- suppressMessages(suppressWarnings(label_shares(learned, sample, !!truth, seed = draw)))
+    learned <- suppressMessages(learn_labels(data, sample, !!truth, features = features, covariates = covariates,
+                                             field = field))
+    codes <- field_codes(sample[[column_name(truth, sample, "truth", "coded", optional = FALSE, call = call)]])
+    shares <- suppressMessages(suppressWarnings(label_shares(learned, sample, !!truth, seed = draw, field = field)))
     shares <- shares[shares$label == label, ]
     width <- function(estimator) shares$conf.high[shares$estimator == estimator] - shares$conf.low[shares$estimator == estimator]
     c(accuracy = attr(learned, "manifest", exact = TRUE)$prompt$cross_validated_accuracy,
-      zero_shot = mean(as.character(data$.label[sample$.row]) == codes),
+      zero_shot = mean(as.character(annotated[sample$.row]) == codes),
       width = width("corrected"), width_coded_only = width("coded_only"))
   }
   curve <- lapply(measured, function(size) {
@@ -126,8 +136,8 @@ subsample_coded <- function(coded, size) {
 
 #' @export
 print.newrllama4_learning_curve <- function(x, ...) {
-  cat(sprintf("<newrllama4_learning_curve>: learned labels and the share of %s by coded rows\n",
-              attr(x, "label", exact = TRUE)))
+  cat(within_width(sprintf("<newrllama4_learning_curve>: learned labels and the share of %s by coded rows",
+                           attr(x, "label", exact = TRUE))), sep = "\n")
   shown <- data.frame(
     coded_rows = ifelse(x$projected, paste0(x$coded_rows, " (projected)"), x$coded_rows),
     accuracy = sprintf("%.3f", x$accuracy), zero_shot = sprintf("%.3f", x$zero_shot),
@@ -135,9 +145,9 @@ print.newrllama4_learning_curve <- function(x, ...) {
     ratio = sprintf("%.2fx", x$width / x$width_coded_only)
   )
   print(shown, row.names = FALSE, right = TRUE)
-  cat("accuracy: cross-validated on the coded rows; width: the corrected share's 95% interval, beside the coded rows'\n",
-      "alone (coded_only). Projected rows keep the accuracy reached and shrink the widths as 1 / sqrt(rows).\n",
-      sep = "")
+  cat(within_width(paste("accuracy: cross-validated on the coded rows; width: the corrected share's 95% interval,",
+                         "beside the coded rows' alone (coded_only). Projected rows keep the accuracy reached and",
+                         "shrink the widths as 1 / sqrt(rows).")), sep = "\n")
   invisible(x)
 }
 

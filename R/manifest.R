@@ -168,11 +168,13 @@ format.newrllama4_manifest <- function(x, ...) {
   lines <- cli::format_inline("{.cls newrllama4_manifest} created {x$created}")
   for (section in setdiff(unique(table$section), "created")) {
     rows <- table[table$section == section, ]
-    # a SHA-256 is 64 characters: shown whole, since it is what a report keeps
-    value <- ifelse(nchar(rows$value) > 70, paste0(substr(rows$value, 1, 67), "..."), rows$value)
+    # each value cut to the console's width, at least 64 characters: a SHA-256
+    # is shown whole, since it is what a report keeps
+    room <- pmax(64, getOption("width", 80) - nchar(bullet_lines(paste0(rows$item, ": "))))
+    value <- ifelse(nchar(rows$value) > room, paste0(substr(rows$value, 1, room - 3), "..."), rows$value)
     lines <- c(lines, "", cli::style_bold(section), bullet_lines(sprintf("%s: %s", rows$item, value)))
   }
-  lines
+  within_width(lines)
 }
 
 #' @export

@@ -102,9 +102,9 @@ passage_options <- function(size = NULL, overlap = 0L, combine = c("mean", "max"
 #' @export
 format.newrllama4_passage_options <- function(x, ...) {
   size <- if (is.null(x$size)) "as many tokens as fit the context" else paste(x$size, "tokens")
-  c(cli::format_inline("{.cls newrllama4_passage_options}"),
-    bullet_lines(c(paste("size:", size), paste("overlap:", x$overlap, "sentences"),
-                   paste("combine:", x$combine), paste("booleans:", x$booleans))))
+  within_width(c(cli::format_inline("{.cls newrllama4_passage_options}"),
+                 bullet_lines(c(paste("size:", size), paste("overlap:", x$overlap, "sentences"),
+                                paste("combine:", x$combine), paste("booleans:", x$booleans)))))
 }
 
 #' @export

@@ -64,9 +64,11 @@
 #' @param coded Rows of `data` coded by hand, with `.row` (their row numbers in
 #'   `data`, as [review_sample()] gives them) and the people's labels.
 #' @param truth The column of `coded` that holds the people's labels (one of the
-#'   labels for every row).
-#' @param field `NULL` for the labels, or the name of an enum or boolean field
-#'   of the `schema` given to [annotate_texts()]: its values are refitted as
+#'   labels for every row), bare (`truth = code`) or as a string
+#'   (`truth = "code"`).
+#' @param field `NULL` for the labels, or an enum or boolean field of the
+#'   `schema` given to [annotate_texts()] (its column of `data`, bare or as a
+#'   string): its values are refitted as
 #'   labels (one order: offsets, or offsets and a temperature), and its column,
 #'   `.prob_<field>_<value>` and `.confidence_<field>` change; the manifest's
 #'   entries of the refit carry the field's name, such as
@@ -100,8 +102,10 @@
 #' fit[c("calibration", "refit_model", "label_offsets", "order_weights", "cross_validated_accuracy")]
 #' fit$refit_cross_validation
 recalibrate_labels <- function(data, coded, truth, field = NULL) {
-  if (!is.null(field)) {
+  field <- rlang::enquo(field)
+  if (!rlang::quo_is_null(field)) {
     if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", current_env())
+    field <- column_name(field, data, "field", "data")
     refitted <- recalibrate_labels(labels_view(data, field), coded, !!rlang::enquo(truth))
     return(from_labels_view(data, refitted, field))
   }

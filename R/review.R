@@ -40,11 +40,12 @@
 #' @param previous `NULL`, or the rows drawn from `data` before (a value of
 #'   `review_sample()` with the same `weight`, perhaps coded since), to add `n`
 #'   rows to them.
-#' @param field `NULL` for the labels, or the name of an enum or boolean field
-#'   of the `schema` given to [annotate_texts()]: the strata are then its values
+#' @param field `NULL` for the labels, or an enum or boolean field of the
+#'   `schema` given to [annotate_texts()] (its column of `data`, bare or as a
+#'   string, as in `dplyr::select()`): the strata are then its values
 #'   and the confidence bands those of `.confidence_<field>`.
-#' @param cluster `NULL`, or the name of a column of `data` (speaker, outlet,
-#'   day) whose clusters are drawn whole: `n` is then the number of clusters,
+#' @param cluster `NULL`, or a column of `data` (speaker, outlet, day), bare or
+#'   as a string, whose clusters are drawn whole: `n` is then the number of clusters,
 #'   drawn uniformly (simple random sampling of the clusters with labelled
 #'   rows, `weight` unused), and every labelled row of a drawn cluster is coded;
 #'   each row's `.sample_prob` is its cluster's, `n` over the clusters. Texts
@@ -81,6 +82,8 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
     abort_invalid("{.arg data} must be the value of {.fn annotate_texts}, not {.obj_type_friendly {data}}.", "data",
                   current_env())
   }
+  field <- column_name(rlang::enquo(field), data, "field", "data")
+  cluster <- column_name(rlang::enquo(cluster), data, "cluster", "data")
   labelled <- labels_view(data, field)
   if (!all(c(".label", ".confidence") %in% names(labelled))) {
     abort_invalid("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, or {.arg field} must
@@ -280,11 +283,11 @@ allocate_sample <- function(n, sizes, weights = rep(1, length(sizes))) {
 #' @export
 format.newrllama4_sample_design <- function(x, ...) {
   strata <- x$strata
-  c(paste0(cli::format_inline("{.cls newrllama4_sample_design}: "),
-           cli::pluralize("{x$weight} weights, {sum(strata$drawn)} of {sum(strata$rows)} rows in {nrow(strata)} ",
-                          "strat{?um/a}, {x$rounds} round{?s}")),
-    bullet_lines(sprintf("%s: %d of %d rows (probability %.3f)", strata$name, strata$drawn, strata$rows,
-                         strata$prob)))
+  within_width(c(paste0(cli::format_inline("{.cls newrllama4_sample_design}: "),
+                        cli::pluralize("{x$weight} weights, {sum(strata$drawn)} of {sum(strata$rows)} rows in ",
+                                       "{nrow(strata)} strat{?um/a}, {x$rounds} round{?s}")),
+                 bullet_lines(sprintf("%s: %d of %d rows (probability %.3f)", strata$name, strata$drawn, strata$rows,
+                                      strata$prob))))
 }
 
 #' @export

@@ -95,7 +95,7 @@ format.newrllama4_sitrep <- function(x, ...) {
       if (!is.na(section$fix[[i]])) lines <- c(lines, sprintf("    %s %s", arrow, section$fix[[i]]))
     }
   }
-  lines
+  within_width(lines)
 }
 
 #' @export

@@ -252,3 +252,21 @@ speaker_rows <- function(speakers, size, seed, speaker_sd = 0, thin = FALSE, ord
   attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
   list(data = data, features = features)
 }
+
+# `labelled` (a labels annotation with one order) as annotate_texts() gives the
+# same answers for a schema field: a logical column for labels yes/no, else a
+# factor, with `.prob_<field>_<value>`, `.confidence_<field>` and the field's
+# record of probabilities.
+as_field <- function(labelled, field, boolean = FALSE) {
+  labels <- levels(labelled$.label)
+  values <- if (boolean) c("true", "false") else labels
+  data <- labelled[!names(labelled) %in% c(".label", ".confidence", paste0(".prob_", labels))]
+  data[[field]] <- if (boolean) as.character(labelled$.label) == labels[1] else labelled$.label
+  for (k in seq_along(labels)) data[[paste0(".prob_", field, "_", values[k])]] <- labelled[[paste0(".prob_", labels[k])]]
+  data[[paste0(".confidence_", field)]] <- labelled$.confidence
+  record <- attr(labelled, "order_probs")
+  record$probs <- lapply(record$probs, function(p) `colnames<-`(p, values))
+  attr(data, "field_order_probs") <- stats::setNames(list(record), field)
+  attr(data, "manifest") <- attr(labelled, "manifest")
+  data
+}

@@ -35,6 +35,10 @@ test_that("agreement() of read_codes(by = 'coder'): the people's alpha with its 
   expect_identical(result$pairwise$agreement, 7 / 8)
   expect_output(print(result), "Krippendorff's alpha between the coders")
   expect_output(print(result), "The model against each coder")
-  expect_error(agreement(read_codes(fixture$file, by = "coder"), field = "tone"),
-               class = "newrllama4_error_invalid_argument")
+  # the coded field named bare or as a string; one the codes do not have lists those they do
+  by_coder <- read_codes(fixture$file, by = "coder")
+  expect_equal(agreement(by_coder, field = code, n_boot = 200, seed = 1), result)
+  expect_equal(agreement(by_coder, field = "code", n_boot = 200, seed = 1), result)
+  expect_error(agreement(by_coder, field = "tone"), "The coded fields of `predicted`: code", fixed = TRUE,
+               class = "newrllama4_error_missing_column")
 })

@@ -38,7 +38,9 @@ test_that("pairs with a missing label are dropped and counted", {
   expect_equal(result$n_missing, c(predicted = 2L, truth = 2L))
   expect_equal(result[c("metrics", "confusion", "per_label")],
                agreement(hand_predicted, hand_truth, seed = 1)[c("metrics", "confusion", "per_label")])
-  expect_output(print(result), "3 pairs with a missing label left out: 2 without a prediction, 2 without a hand-coded label")
+  # on one line where the console is wide enough, wrapped within its width where not
+  expect_output(withr::with_options(list(width = 200), print(result)),
+                "3 pairs with a missing label left out: 2 without a prediction, 2 without a hand-coded label")
   expect_error(agreement(c(NA, "a"), c("a", NA)), "No pair", class = "newrllama4_error_invalid_argument")
   expect_error(agreement(character(), factor()), "hold no labels", class = "newrllama4_error_invalid_argument")
 })

@@ -48,12 +48,14 @@ test_that("a string naming one column is that column, in the texts and the examp
   expect_identical(example_turns(examples, rlang::quo("review"), answer),
                    example_turns(examples, rlang::quo(review), answer))
   # before any model is loaded: the check comes first
+  # a column that is not there: the one error of every column argument, listing the columns
   error <- expect_error(annotate_texts(reviews, "reveiw", instruction, labels = sentiment),
-                        class = "newrllama4_error_invalid_argument")
-  expect_match(conditionMessage(error), 'no column "reveiw"', fixed = TRUE)
-  expect_match(conditionMessage(error), 'text = "review"', fixed = TRUE)
-  expect_match(conditionMessage(error), 'text = "{title}: {review}"', fixed = TRUE)
-  expect_match(conditionMessage(error), "id, title, and review", fixed = TRUE)
+                        class = "newrllama4_error_missing_column")
+  expect_match(conditionMessage(error), '`text` must name one column of `data`, not "reveiw"', fixed = TRUE)
+  expect_match(conditionMessage(error), "The columns of `data`: id, title, and review", fixed = TRUE)
+  expect_identical(error$choices, names(reviews))
+  expect_error(annotate_texts(reviews, reveiw, instruction, labels = sentiment), 'not "reveiw"', fixed = TRUE,
+               class = "newrllama4_error_missing_column")
   expect_error(annotate_texts(reviews, id, instruction, labels = sentiment), "text = review", fixed = TRUE,
                class = "newrllama4_error_invalid_argument")
 })

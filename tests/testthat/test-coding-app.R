@@ -21,8 +21,8 @@ test_that("coding_app() and code_sample() take a string naming the texts' column
   by_name <- withr::local_tempfile(fileext = ".sqlite")
   coding_app(sample, by_name, text = "body")
   expect_identical(store_meta(by_name)$texts, sample$body)
-  expect_error(coding_app(sample, withr::local_tempfile(fileext = ".sqlite"), text = "bdy"), 'no column "bdy"',
-               fixed = TRUE, class = "newrllama4_error_invalid_argument")
+  expect_error(coding_app(sample, withr::local_tempfile(fileext = ".sqlite"), text = "bdy"),
+               "The columns of `sample`: body and .label", fixed = TRUE, class = "newrllama4_error_missing_column")
   # code_sample() passes `text` on to coding_app(), which makes the file before the
   # server starts: another machine's address without coders named ends the call right after
   through_code_sample <- withr::local_tempfile(fileext = ".sqlite")

@@ -102,8 +102,8 @@ test_that("embed_texts() gives the features of the annotation with the same inst
   expect_identical(row_features(embedded), row_features(annotated))
   by_name <- embed_texts(reviews[1:3, ], "review", instruction, context = ctx, progress = FALSE)  # the column
   expect_identical(row_features(by_name), row_features(annotated))
-  expect_error(embed_texts(reviews, "reveiw", instruction), 'no column "reveiw"', fixed = TRUE,
-               class = "newrllama4_error_invalid_argument")
+  expect_error(embed_texts(reviews, "reveiw", instruction), 'not "reveiw"', fixed = TRUE,
+               class = "newrllama4_error_missing_column")
 })
 
 test_that("embed_texts() on llama-server pooling the last token gives the engine's own features", {

@@ -39,6 +39,23 @@ test_that("coded rows short of the design are reweighted within their stratum; a
   gone <- coded[coded$.stratum != coded$.stratum[1], ]
   expect_error(suppressWarnings(label_regression(yes ~ x, data, gone, truth)),
                class = "newrllama4_error_empty_stratum")
+  # several strata: "strata", as English has it
+  two <- transform(coded, truth = ifelse(.stratum %in% unique(.stratum)[1:2], NA, truth))
+  err <- expect_error(suppressWarnings(label_regression(yes ~ x, data, two, truth)),
+                      class = "newrllama4_error_empty_stratum")
+  expect_match(conditionMessage(err), "No coded rows in strata ")
+})
+
+test_that("a sample nobody has coded yet says so, not which strata lack codes", {
+  data <- simulated_labels(600, 36)
+  coded <- transform(review_sample(data, 80, weight = "confidence", seed = 36), truth = NA)
+  for (estimate in list(function() label_regression(yes ~ x, data, coded, truth),
+                        function() label_shares(data, coded, truth))) {
+    err <- expect_error(estimate(), class = "newrllama4_error_no_codes")
+    expect_s3_class(err, "newrllama4_error_empty_stratum")
+    expect_match(conditionMessage(err), "None of the 80 drawn rows has a code")
+    expect_no_match(conditionMessage(err), "stratum")
+  }
 })
 
 test_that("the design is read from the rows' columns, the attribute of an older sample, or assumed and said so", {

@@ -66,3 +66,45 @@ test_that("sizes and counts read as people write them", {
   expect_identical(format_count(1234567), "1,234,567")
   expect_identical(format_count(2^40), "1,099,511,627,776")
 })
+
+test_that("a line wider than the console wraps at its spaces, past its indent and bullet", {
+  long <- c("short", paste(cli::symbol$bullet, "estimator:", strrep("word ", 30)),
+            paste("    -> fix it", strrep("by doing ", 12)))
+  wrapped <- within_width(long, width = 40)
+  expect_identical(wrapped[[1]], "short")
+  expect_true(all(cli::ansi_nchar(wrapped, type = "width") <= 40))
+  # every word kept, in order
+  expect_identical(strsplit(paste(wrapped, collapse = " "), " +")[[1]], strsplit(paste(long, collapse = " "), " +")[[1]])
+  expect_true(all(startsWith(wrapped[3:5], "  word")))
+  expect_true(startsWith(wrapped[[length(wrapped)]], "       "))
+})
+
+# `expr`'s value, what it prints while made left out.
+quietly_made <- function(expr) {
+  utils::capture.output(value <- expr)
+  value
+}
+
+test_that("print methods keep within the console's width", {
+  data <- simulated_labels(400, 1)
+  coded <- review_sample(data, 80, weight = "confidence", seed = 1)
+  rows <- learnable_rows(300, dim = 5)
+  objects <- list(
+    design = attr(coded, "design"),
+    agreement = agreement(data$.label, data$truth, n_boot = 20, seed = 1),
+    agreements = agreement(list(model = data$.label, another_annotator = rev(data$.label)), data$truth, n_boot = 20,
+                           seed = 1),
+    passage_options = passage_options(size = 100),
+    manifest = manifest(label_regression(yes ~ x, data, coded, truth, seed = 1)),
+    learning_curve = learning_curve(rows$data, review_sample(rows$data, 60, weight = "uniform", seed = 1), gold,
+                                    sizes = c(40, 60, 200), features = rows$x, draws = 1, seed = 1),
+    sitrep = quietly_made(newrllama4_sitrep())
+  )
+  for (width in c(60, 80)) {
+    withr::local_options(width = width)
+    for (name in names(objects)) {
+      lines <- utils::capture.output(print(objects[[name]]))
+      expect_lte(max(cli::ansi_nchar(lines, type = "width")), width, label = sprintf("%s at width %d", name, width))
+    }
+  }
+})

@@ -1,24 +1,6 @@
 # A schema field stands in for labels: every function that takes `field` gives on
 # a field exactly what it gives on the same answers annotated as labels.
 
-# `labelled` (a labels annotation with one order) as annotate_texts() gives the
-# same answers for a schema field: a logical column for labels yes/no, else a
-# factor, with `.prob_<field>_<value>`, `.confidence_<field>` and the field's
-# record of probabilities.
-as_field <- function(labelled, field, boolean = FALSE) {
-  labels <- levels(labelled$.label)
-  values <- if (boolean) c("true", "false") else labels
-  data <- labelled[!names(labelled) %in% c(".label", ".confidence", paste0(".prob_", labels))]
-  data[[field]] <- if (boolean) as.character(labelled$.label) == labels[1] else labelled$.label
-  for (k in seq_along(labels)) data[[paste0(".prob_", field, "_", values[k])]] <- labelled[[paste0(".prob_", labels[k])]]
-  data[[paste0(".confidence_", field)]] <- labelled$.confidence
-  record <- attr(labelled, "order_probs")
-  record$probs <- lapply(record$probs, function(p) `colnames<-`(p, values))
-  attr(data, "field_order_probs") <- stats::setNames(list(record), field)
-  attr(data, "manifest") <- attr(labelled, "manifest")
-  data
-}
-
 one_order <- function(labelled) {
   attr(labelled, "order_probs") <- order_probs_record(list(as.matrix(labelled[c(".prob_yes", ".prob_no")])),
                                                       labelled)

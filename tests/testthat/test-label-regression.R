@@ -107,6 +107,11 @@ test_that("mistakes are classed errors", {
                                                          .stratum_drawn = NULL, .sampling_unit = NULL), truth),
                class = "newrllama4_error_coded_truth")
   expect_error(label_regression(yes ~ income, data, coded, truth), class = "newrllama4_error_missing_column")
+  # data piped in lands in the formula's place: say the order, and how to pipe
+  expect_error(data |> label_regression(yes ~ x, coded, truth), "formula = ",
+               class = "newrllama4_error_argument_order")
+  expect_equal(coef(data |> label_regression(formula = yes ~ x, coded = coded, truth = truth, seed = 1)),
+               coef(label_regression(yes ~ x, data, coded, truth, seed = 1)))
   expect_error(label_regression(maybe ~ x, data, coded, truth), class = "newrllama4_error_missing_column")
   expect_error(suppressWarnings(label_regression(yes ~ x, data, coded[1:5, ], truth)),
                class = "newrllama4_error_too_few_coded")

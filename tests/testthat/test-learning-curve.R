@@ -40,6 +40,22 @@ test_that("a subsample of the coded rows is a stratified sample of its own: no r
   expect_no_warning(label_shares(rows$data, sub, gold))
 })
 
+test_that("a schema field's curve is the labels' curve on the same answers", {
+  rows <- learnable_rows(300, dim = 5, strength = 1.5)
+  tones <- as_field(rows$data, "tone")
+  tone_coded <- review_sample(tones, n = 80, weight = "uniform", seed = 1, field = "tone")
+  on_labels <- learning_curve(rows$data, review_sample(rows$data, n = 80, weight = "uniform", seed = 1), gold,
+                              sizes = c(40, 80), features = rows$x, draws = 1, seed = 1)
+  on_field <- learning_curve(tones, tone_coded, gold, sizes = c(40, 80), features = rows$x, field = tone, draws = 1,
+                             seed = 1)
+  same <- c("coded_rows", "accuracy", "zero_shot")
+  expect_identical(on_field[same], on_labels[same])
+  # the shares' widths to within 0.1% (the field's view refits its learner in the folds as the labels do)
+  expect_equal(on_field$width, on_labels$width, tolerance = 1e-3)
+  expect_error(learning_curve(tones, tone_coded, gold, features = rows$x, field = tone, label = "c"),
+               "one of the labels", class = "newrllama4_error_invalid_argument")
+})
+
 test_that("learning_curve() checks its arguments", {
   rows <- learnable_rows(200, dim = 5)
   coded <- review_sample(rows$data, n = 60, weight = "uniform", seed = 1)

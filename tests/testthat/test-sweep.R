@@ -142,3 +142,107 @@ test_that("every export on the engine fails each spoiled argument with a newrlla
   problems <- unlist(lapply(names(calls), function(name) bare_errors(name, calls[[name]])))
   expect_identical(problems, character())
 })
+
+# Every column argument of every export (truth, by, cluster, field, text,
+# covariates), in a valid call: `column` the argument, `args` its call with the
+# argument naming its column bare, `value` what of the result to compare (an
+# app: the texts its file keeps). Engine exports need `fixtures`.
+column_calls <- function(fixtures = NULL) {
+  data <- simulated_labels(120, seed = 1)
+  data$speaker <- rep(1:12, each = 10)
+  coded <- review_sample(data, 60, weight = "uniform", seed = 1)
+  fielded <- as_field(data, "positive", boolean = TRUE)
+  attr(fielded, "field_order_probs") <- NULL
+  field_coded <- review_sample(fielded, 60, weight = "uniform", seed = 1, field = "positive")
+  field_coded$code <- field_coded$truth == "yes"
+  rows <- learnable_rows(150, labels = c("yes", "no"), seed = 1)
+  learner_coded <- review_sample(rows$data, 60, weight = "uniform", seed = 1)
+  tones <- as_field(rows$data, "tone")
+  tone_coded <- review_sample(tones, 60, weight = "uniform", seed = 1, field = "tone")
+  regression <- list(formula = yes ~ x, data = data, coded = coded, truth = quote(truth), seed = 1)
+  shares <- list(data = data, coded = coded, truth = quote(truth), seed = 1)
+  on_field <- list(data = fielded, coded = field_coded, truth = quote(code), field = quote(positive), seed = 1)
+  learner <- list(data = rows$data, coded = learner_coded, truth = quote(gold), features = rows$x)
+  on_tone <- list(data = tones, coded = tone_coded, truth = quote(gold), features = rows$x, field = quote(tone))
+  curve <- list(sizes = 40, draws = 1L, seed = 1)
+  app_texts <- function(args) {
+    args$file <- withr::local_tempfile(fileext = ".sqlite")
+    call_with(coding_app, args)
+    store_meta(args$file)$texts
+  }
+  calls <- list(
+    list(fn = "label_regression", column = "truth", args = regression),
+    list(fn = "label_regression", column = "cluster", args = c(regression, cluster = quote(speaker))),
+    list(fn = "label_regression", column = "field", args = c(list(formula = positive ~ x), on_field)),
+    list(fn = "label_shares", column = "truth", args = shares),
+    list(fn = "label_shares", column = "by", args = c(shares, by = quote(group))),
+    list(fn = "label_shares", column = "cluster", args = c(shares, cluster = quote(speaker))),
+    list(fn = "label_shares", column = "field", args = on_field),
+    list(fn = "review_sample", column = "field", args = list(data = fielded, n = 10, seed = 1, field = quote(positive))),
+    list(fn = "review_sample", column = "cluster", args = list(data = data, n = 3, seed = 1, cluster = quote(speaker))),
+    list(fn = "agreement", column = "field",
+         args = list(predicted = coded, truth = quote(truth), field = quote(.label), n_boot = 10, seed = 1)),
+    list(fn = "agreement", column = "truth",
+         args = list(predicted = coded, truth = quote(truth), field = quote(.label), n_boot = 10, seed = 1)),
+    list(fn = "learn_labels", column = "truth", args = learner),
+    list(fn = "learn_labels", column = "field", args = on_tone),
+    list(fn = "learn_labels", column = "covariates", args = c(learner, covariates = quote(z))),
+    list(fn = "recalibrate_labels", column = "truth", args = learner[c("data", "coded", "truth")]),
+    list(fn = "recalibrate_labels", column = "field", args = on_tone[c("data", "coded", "truth", "field")]),
+    list(fn = "learning_curve", column = "truth", args = c(learner, curve)),
+    list(fn = "learning_curve", column = "field", args = c(on_tone, curve)),
+    list(fn = "learning_curve", column = "covariates", args = c(learner, curve, covariates = quote(z))),
+    list(fn = "coding_app", column = "text", value = app_texts,
+         args = list(sample = data[1:4, ], labels = c("yes", "no"), text = quote(text)))
+  )
+  if (is.null(fixtures)) return(calls)
+  c(calls, list(
+    list(fn = "annotate_texts", column = "text",
+         args = list(data = fixtures$texts, text = quote(text), instruction = "Yes or no?", labels = c("yes", "no"),
+                     context = fixtures$context, progress = FALSE)),
+    list(fn = "embed_texts", column = "text",
+         args = list(data = fixtures$texts, text = quote(text), instruction = "Describe it.",
+                     context = fixtures$context, progress = FALSE))
+  ))
+}
+
+# Each column argument named bare, as a string and misspelled: the first two give
+# the same, the third the classed error that lists the columns.
+check_column_forms <- function(entry) {
+  fn <- getExportedValue("newrllama4", entry$fn)
+  run <- entry$value %||% function(args) call_with(fn, args)
+  named <- function(value) {
+    args <- entry$args
+    args[[entry$column]] <- value
+    withr::with_seed(1, suppressWarnings(suppressMessages(run(args))))
+  }
+  column <- rlang::as_string(entry$args[[entry$column]])
+  label <- sprintf("%s(%s = %s)", entry$fn, entry$column, column)
+  expect_equal(named(column), named(rlang::sym(column)), ignore_attr = c("manifest", "stats"), label = label)
+  err <- expect_error(named(rlang::sym(paste0(column, "_typo"))), class = "newrllama4_error_missing_column",
+                      label = label)
+  expect_identical(err$argument, entry$column, label = label)
+  expect_match(conditionMessage(err), "The (columns|coded fields) of", label = label)
+}
+
+test_that("every column argument takes a bare name or a string alike, and a typo lists the columns", {
+  skip_if_not_installed("shiny")
+  calls <- column_calls()
+  takes_columns <- c("truth", "by", "cluster", "field", "text", "covariates")
+  without_engine <- setdiff(names(valid_calls()), c("coded_rows_needed", "passage_options", "engine_available",
+                                                    "install_newrllama4", "read_codes", "coding_links"))
+  expect_setequal(unique(vapply(calls, `[[`, "", "fn")), c(without_engine, "learn_labels", "recalibrate_labels",
+                                                            "learning_curve"))
+  for (entry in calls) {
+    fn <- getExportedValue("newrllama4", entry$fn)
+    expect_setequal(vapply(Filter(function(e) e$fn == entry$fn, calls), `[[`, "", "column"),
+                    intersect(names(formals(fn)), takes_columns))
+    check_column_forms(entry)
+  }
+})
+
+test_that("every column argument on the engine takes a bare name or a string alike", {
+  skip_without_engine()
+  calls <- column_calls(sweep_fixtures())
+  for (entry in calls[-seq_along(column_calls())]) check_column_forms(entry)
+})
