@@ -230,7 +230,8 @@ test_that("every column argument takes a bare name or a string alike, and a typo
   calls <- column_calls()
   takes_columns <- c("truth", "by", "cluster", "field", "text", "covariates")
   without_engine <- setdiff(names(valid_calls()), c("coded_rows_needed", "passage_options", "engine_available",
-                                                    "install_newrllama4", "read_codes", "coding_links"))
+                                                    "install_newrllama4", "read_codes", "coding_links",
+                                                    "write_codes"))
   expect_setequal(unique(vapply(calls, `[[`, "", "fn")), c(without_engine, "learn_labels", "recalibrate_labels",
                                                             "learning_curve"))
   for (entry in calls) {
