@@ -59,6 +59,12 @@ in_transaction <- function(con, f) {
 # another sample or task is refused rather than mixed in.
 store_open <- function(file, sample, texts, task, overlap, seed, call = caller_env()) {
   keys <- list(sample_key = sample_key(sample$.row, texts), task_key = task_key(task))
+  # a new file (and its WAL beside it) readable by its owner alone: it holds
+  # the texts, notes, the model's labels and the keys' hashes
+  if (!file.exists(file)) {
+    umask <- Sys.umask("077")
+    on.exit(Sys.umask(umask))
+  }
   with_store(file, function(con) in_transaction(con, function() {
     meta <- store_meta_table(con, file, call, new_ok = TRUE, serialized_ok = TRUE)
     if ("claims" %in% DBI::dbListTables(con) && !"session" %in% DBI::dbListFields(con, "claims")) {

@@ -11,6 +11,8 @@ coding_page <- function() {
     title = "Coding",
     shiny::tags$head(
       shiny::tags$meta(name = "viewport", content = "width=device-width, initial-scale=1"),
+      # as the page's header says (guard_pages()): the link's key in no Referer
+      shiny::tags$meta(name = "referrer", content = "no-referrer"),
       shiny::includeCSS(file.path(assets, "coding.css")),
       shiny::includeScript(file.path(assets, "coding.js"))
     ),
@@ -170,11 +172,14 @@ code_summary <- function(code) {
   paste(sprintf("%s: %s", names(value), vapply(value, function(x) format(x %||% "-"), "")), collapse = "; ")
 }
 
-others_codes <- function(codes) {
+# The coders' codes of a text, by name or, blind, as "Coder 1", "Coder 2" in
+# the order they coded it.
+others_codes <- function(codes, blind_adjudication = TRUE) {
   tag <- shiny::tags
+  coders <- if (blind_adjudication) paste("Coder", seq_len(nrow(codes))) else codes$coder
   tag$div(class = "nl-others", tag$h2("Their codes"),
           tag$ul(lapply(seq_len(nrow(codes)), function(i) {
-            tag$li(tag$strong(codes$coder[i]), ": ", code_summary(codes[i, ]),
+            tag$li(tag$strong(coders[i]), ": ", code_summary(codes[i, ]),
                    if (!is.na(codes$note[i])) tag$em(paste0(" (note: ", codes$note[i], ")")))
           })))
 }

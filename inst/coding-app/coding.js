@@ -48,8 +48,28 @@
     box.textContent = message.message;
     document.querySelectorAll(".nl-screen button").forEach(function (b) { b.disabled = false; });
   }
+  // The link's key leaves the address once the page is connected, so that it
+  // is in neither the browser's history nor a later request. Shiny sends the
+  // address it first connected with again when it reconnects; the tab keeps
+  // the key (sessionStorage) for a reload, put back before Shiny reads it.
+  var stored = window.sessionStorage && sessionStorage.getItem("nl-key");
+  var params = new URLSearchParams(window.location.search);
+  if (stored && !params.has("key")) {
+    params.set("key", stored);
+    history.replaceState(history.state, "", "?" + params.toString() + window.location.hash);
+  }
+  function dropKey() {
+    var params = new URLSearchParams(window.location.search);
+    if (!params.has("key")) return;
+    sessionStorage.setItem("nl-key", params.get("key"));
+    params.delete("key");
+    var search = params.toString();
+    history.replaceState(history.state, "", window.location.pathname + (search ? "?" + search : "") +
+                         window.location.hash);
+  }
   document.addEventListener("DOMContentLoaded", function () {
     Shiny.addCustomMessageHandler("nl_problem", problem);
+    $(document).on("shiny:connected", dropKey);
   });
   document.addEventListener("click", function (e) {
     var target = e.target.closest("button");

@@ -61,17 +61,24 @@ test_that("blind: the page never holds the model's answer or other coders' codes
   })
 })
 
-test_that("adjudication shows both codes and records a third decision", {
+test_that("adjudication shows both codes, blind to who coded them unless asked, and records a third decision", {
   fixture <- coding_fixture(n = 2, overlap = 1)
   store_write(fixture$file, 1, "ana", list(code = "no"))
   store_write(fixture$file, 1, "ben", list(code = "yes"), note = "close call")
   store_write(fixture$file, 2, "ana", list(code = "no"))
   store_write(fixture$file, 2, "ben", list(code = "no"))
+  seen <- coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), blind_adjudication = FALSE)
+  shiny::testServer(seen, {
+    start_as(session, "eve", adjudicate = TRUE)
+    expect_match(as.character(screen()), "<strong>ana</strong>\\s*:\\s*code: no")
+  })
   shiny::testServer(fixture$app, {
     start_as(session, "eve", adjudicate = TRUE)
     html <- as.character(screen())
     expect_match(html, "1 disagreement")
-    expect_match(html, "<strong>ana</strong>\\s*:\\s*code: no")
+    expect_match(html, "<strong>Coder 1</strong>\\s*:\\s*code: no")
+    expect_match(html, "<strong>Coder 2</strong>\\s*:\\s*code: yes")
+    expect_no_match(html, "ana|ben")
     expect_match(html, "close call", fixed = TRUE)
     click(session, "code", value = list(code = "yes"))
     expect_match(as.character(screen()), "Nothing to adjudicate")

@@ -1,3 +1,17 @@
+test_that("a new coding file is readable by its owner only", {
+  skip_on_os("windows")
+  umask <- Sys.umask()
+  fixture <- coding_fixture(n = 2)
+  expect_identical(format(file.mode(fixture$file)), "600")
+  # the WAL beside it, while a connection has it open, too
+  wal <- with_store(fixture$file, function(con) {
+    DBI::dbExecute(con, "DELETE FROM claims")
+    file.mode(paste0(fixture$file, "-wal"))
+  })
+  expect_identical(format(wal), "600")
+  expect_identical(Sys.umask(), umask)
+})
+
 test_that("a new file is in WAL mode and records the sample, the task and which texts two coders code", {
   fixture <- coding_fixture(n = 6, overlap = 0.5)
   mode <- with_store(fixture$file, function(con) DBI::dbGetQuery(con, "PRAGMA journal_mode")[[1]])
