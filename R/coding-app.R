@@ -98,9 +98,13 @@
 #' What the page sends is checked in R before it is written, whatever sent
 #' it: a label of the codebook; for a schema, each field of its kind (an
 #' enum's value, yes or no, a whole number, a finite number, a text), the
-#' enum and yes/no fields filled (numbers and texts may be left empty); a
-#' reason for a text that cannot be coded; notes, reasons and texts of at
-#' most 2,000 characters. A refused code is not written, and the page says
+#' enum and yes/no fields filled (numbers and texts may be left empty), and
+#' within the field's bounds where the schema gives them (`minimum`,
+#' `maximum`, `exclusiveMinimum`, `exclusiveMaximum` of a number; `minLength`,
+#' `maxLength` and `pattern` of a text), as the engine's grammar holds the
+#' model's answers in [annotate_texts()]; a reason for a text that cannot be
+#' coded; notes, reasons and texts of at most 2,000 characters ("other" in
+#' the coder's words, 1,993, the page's box as the server). A refused code is not written, and the page says
 #' why (the condition, for code that writes codes itself, is of class
 #' `newrllama4_error_code_refused`, its field `problems` the reasons). Two
 #' coders disagree when their labels differ, or any field but a free text
@@ -318,6 +322,6 @@ coding_fields <- function(schema, call) {
     spec <- field_schema(field, name, call)
     kind <- if (!is.null(spec$enum)) "enum" else spec$type
     list(name = name, kind = kind, values = if (kind == "enum") vapply(spec$enum, as.character, "") else list(),
-         description = spec$description %||% "")
+         description = spec$description %||% "", bounds = spec[intersect(bound_keywords, names(spec))])
   }, schema, names(schema)))
 }

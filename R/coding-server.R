@@ -185,7 +185,7 @@ handle_event <- function(file, stored, state, event, uncodable) {
 uncodable_reason <- function(kind, other, categories) {
   if (rlang::is_string(kind) && kind %in% categories) return(kind)
   other <- trimws(other %||% "")
-  if (identical(kind, "other") && rlang::is_string(other) && nzchar(other)) return(paste("other:", other))
+  if (identical(kind, "other") && rlang::is_string(other) && nzchar(other)) return(paste0(other_prefix, other))
   abort_newrllama4("code_refused", "Choose why the text cannot be coded, or {.val other} and say why.",
                    problems = "Choose why the text cannot be coded, or \"other\" and say why.")
 }

@@ -44,7 +44,8 @@ browser_app <- function(file) {
 browser_fields_app <- function(file) {
   newrllama4::coding_app(browser_data()[1:3, ], file, instruction = "Code each letter.",
                          schema = list(stance = list(enum = c("for", "against", "mixed"), description = "Its stance"),
-                                       local = "boolean", signatures = "integer", gist = "string"),
+                                       local = "boolean", signatures = list(type = "integer", minimum = 0),
+                                       gist = "string"),
                          seed = 1)
 }
 

@@ -414,7 +414,8 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
 
 
 def test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write():
-    """A schema's fields: choices, yes/no, a number and a short text, saved by Enter or the button; with
+    """A schema's fields: choices, yes/no, a number and a short text, saved by Enter or the button; a
+    number outside the schema's bounds refused, and said so; with
     the file read-only, the page says the code was not saved and keeps it, and it is saved once the
     file is writable again."""
     workdir = Path(tempfile.mkdtemp(prefix="coding-fields-"))
@@ -429,6 +430,14 @@ def test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write():
             row, unit = coder.row(), coder.unit()
             driver.find_element(By.CSS_SELECTOR, f"input[name=nl-field-stance][value={stance}]").click()
             driver.find_element(By.CSS_SELECTOR, f"input[name=nl-field-local][value={str(local).lower()}]").click()
+            if i == 0:
+                # a number under the schema's minimum is refused on the server, and the page says why
+                box = driver.find_element(By.CSS_SELECTOR, "[data-field=signatures] input")
+                box.send_keys("-7")
+                driver.find_element(By.ID, "nl-save").click()
+                WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.ID, "nl-problem"))
+                assert "signatures must be at least 0" in driver.find_element(By.ID, "nl-problem").text
+                box.clear()
             if signatures is not None:
                 driver.find_element(By.CSS_SELECTOR, "[data-field=signatures] input").send_keys(str(signatures))
             text = driver.find_element(By.CSS_SELECTOR, "[data-field=gist] input")
