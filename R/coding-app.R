@@ -68,7 +68,8 @@
 #' maria" for "Ana María") is the same coder, shown as first given. Each text is coded by one coder, and a share `overlap` of
 #' them (chosen once, from `seed`) by a second one as well, to measure how far
 #' people agree ([agreement()] on `read_codes(file, by = "coder")`). Texts
-#' another coder has on screen are left to them until they close the page: a
+#' another coder has on screen are left to them until they close the page,
+#' however long it stays open (or its app stops for good, after 30 minutes): a
 #' text is found free and claimed in one transaction, so that no two coders,
 #' in one app or several R processes, get a text that one coder is to code.
 #' Coders never see anyone else's codes. Where two coders disagree, an

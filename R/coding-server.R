@@ -81,6 +81,12 @@ coding_server <- function(file, stored, blind, uncodable, login = "key", blind_a
     })
     output$screen <- shiny::renderUI(screen())
     session$onSessionEnded(function() if (!is.null(state$person)) store_release(file, state$session))
+    # the text on screen stays this tab's while the tab is connected; a refresh
+    # that fails (the file busy or away) is tried again at the next
+    shiny::observe({
+      shiny::invalidateLater(claim_refresh_seconds * 1000)
+      if (!is.null(state$person)) try(store_refresh_claims(file, state$session), silent = TRUE)
+    })
     output$codes_csv <- shiny::downloadHandler(
       filename = function() paste0(tools::file_path_sans_ext(basename(file)), "-codes.csv"),
       content = function(path) {

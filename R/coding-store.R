@@ -29,9 +29,11 @@ coding_tables <- c(
 )
 
 # A claim is a session's (a browser tab's): the text on its screen, held back
-# from other coders. One older than this (a coder who walked away) no longer
-# holds a text back.
+# from other coders, and renewed every claim_refresh_seconds while the page is
+# connected, however long the coder takes. One not renewed for claim_seconds
+# (its app killed before the session could release it) holds nothing back.
 claim_seconds <- 1800
+claim_refresh_seconds <- 300
 
 with_store <- function(file, f) {
   rlang::check_installed(c("DBI", "RSQLite"), reason = "to keep hand codes in a SQLite file.")
@@ -274,6 +276,13 @@ store_claim_next <- function(file, coder, session, order, double, pick) {
     if (!is.null(unit)) store_claim_with(con, coder, session, unit)
     list(unit = unit, available = available)
   }))
+}
+
+# A session still connected keeps its text.
+store_refresh_claims <- function(file, session) {
+  with_store(file, function(con) {
+    DBI::dbExecute(con, "UPDATE claims SET time = ? WHERE session = ?", params = list(as.numeric(Sys.time()), session))
+  })
 }
 
 # A session that ends (a tab closed) holds no text back; the coder's other

@@ -129,6 +129,20 @@ test_that("closing one of a coder's two tabs releases that tab's text only", {
   })
 })
 
+test_that("a text on screen stays claimed however long it stays there, and no longer than its page", {
+  fixture <- coding_fixture(n = 2, overlap = 0)
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    held <- state$unit
+    # the claim as the clock would leave it 31 minutes on: expired, unless the open page renews it
+    with_store(fixture$file, function(con) DBI::dbExecute(con, "UPDATE claims SET time = time - 1860"))
+    expect_identical(nrow(store_claims(fixture$file)), 0L)
+    session$elapse(claim_refresh_seconds * 1000)
+    expect_identical(store_claims(fixture$file)$unit, held)
+  })
+  expect_identical(nrow(store_claims(fixture$file)), 0L)
+})
+
 test_that("a code that cannot be written stays on screen with the reason, and is written on the next try", {
   fixture <- coding_fixture(n = 3, overlap = 0)
   # the browser suite makes the file itself read-only; here the write fails as SQLite's would
