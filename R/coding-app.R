@@ -20,7 +20,9 @@
 #' a text for later, and the bar shows the coder's progress ("37 of 150").
 #' Each code is confirmed on the page ("Saved: text 12"); a code that cannot
 #' be written (a read-only or full disk, a locked file) stays on screen with
-#' the reason, to save again. A dropped connection reconnects by itself.
+#' the reason, to save again. A dropped connection reconnects by itself, and
+#' a code made while it was down, or whose answer it lost, is sent again and
+#' written once (each click carries a nonce, which the file keeps).
 #'
 #' @section A team:
 #' Named in `coders`, `adjudicators` and `lead`, each person comes in by a

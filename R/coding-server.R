@@ -156,7 +156,12 @@ handle_event <- function(file, stored, state, event, uncodable) {
     state$unit <- as.integer(event$pick)
     return(invisible())
   }
-  if (state$view == "team" || !identical(as.integer(event$unit), state$unit)) return(invisible())  # a stale click
+  if (state$view == "team") return(invisible())
+  if (!identical(as.integer(event$unit), state$unit)) {
+    # a click the page sends again once reconnected, for a text its person may still code; any other, stale
+    if (!isTRUE(event$resent) || !resent_unit_ok(file, stored, state, event$unit)) return(invisible())
+    state$unit <- as.integer(event$unit)
+  }
   unit <- as.character(state$unit)
   switch(event$type,
          code = ,
@@ -166,7 +171,7 @@ handle_event <- function(file, stored, state, event, uncodable) {
            store_write(file, state$unit, state$person$name, value = value,
                        uncodable = event$type == "uncodable", reason = reason, note = event$note,
                        seconds = as.numeric(difftime(Sys.time(), state$shown, units = "secs")),
-                       role = if (state$view == "adjudicate") "adjudication" else "code")
+                       role = if (state$view == "adjudicate") "adjudication" else "code", nonce = event_nonce(event))
            state$drafts[[unit]] <- NULL
            state$saved <- sprintf("Saved: text %s", stored$sample$.row[[state$unit]])
            state$back <- max(0L, state$back - 1L)
@@ -184,6 +189,23 @@ handle_event <- function(file, stored, state, event, uncodable) {
            }
          })
   invisible()
+}
+
+# The page's nonce of a click (a short string); NA for none.
+event_nonce <- function(event) {
+  nonce <- event$nonce
+  if (rlang::is_string(nonce) && nzchar(nonce) && nchar(nonce) <= 64) nonce else NA_character_
+}
+
+# A text a click sent again after a reconnect may code, though the new
+# session's screen shows another: one the coder coded before (changed after
+# going back), or, adjudicating, a disagreement not of their own texts.
+resent_unit_ok <- function(file, stored, state, unit) {
+  if (!rlang::is_scalar_integerish(unit, finite = TRUE)) return(FALSE)
+  codes <- store_codes(file)
+  own <- codes$unit[codes$role == "code" & codes$coder == state$person$name]
+  if (state$view == "code") return(unit %in% own)
+  unit %in% setdiff(c(disagreements(codes, stored$task), codes$unit[codes$role == "adjudication"]), own)
 }
 
 # "Cannot code" needs a reason: one of the set categories, or "other" in the

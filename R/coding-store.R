@@ -74,6 +74,9 @@ store_open <- function(file, sample, texts, task, overlap, seed, call = caller_e
       DBI::dbExecute(con, "DROP TABLE claims")
     }
     for (sql in coding_tables) DBI::dbExecute(con, sql)
+    # each click's nonce, so that a click sent again after a reconnect is written once
+    if (!"nonce" %in% DBI::dbListFields(con, "codes")) DBI::dbExecute(con, "ALTER TABLE codes ADD COLUMN nonce TEXT")
+    DBI::dbExecute(con, "CREATE UNIQUE INDEX IF NOT EXISTS codes_nonce ON codes (nonce)")
     if (is.null(meta)) {
       n_double <- round(overlap * nrow(sample))
       double <- if (n_double == 0) integer() else sort(withr::with_seed(seed, sample.int(nrow(sample), n_double)))
@@ -221,9 +224,10 @@ store_coder <- function(file, coder, n_units, seed) {
 # One code, written at once, once check_code() finds it is one of the task's
 # codes: every way a code reaches the file passes here, whatever the page sent.
 # `value` is the code as a named list in the task's field order, so that equal
-# codes are equal strings.
+# codes are equal strings. A `nonce` the file holds already (the page's click,
+# sent again after a reconnect) writes nothing. Gives whether it wrote.
 store_write <- function(file, unit, coder, value, uncodable = FALSE, reason = NA, note = NA, seconds = NA,
-                        role = "code", call = caller_env()) {
+                        role = "code", nonce = NA, call = caller_env()) {
   blank <- function(x) if (!rlang::is_string(x) || !nzchar(trimws(x))) NA_character_ else x
   with_store(file, function(con) {
     task <- jsonlite::fromJSON(DBI::dbGetQuery(con, "SELECT value FROM meta WHERE key = 'task'")$value,
@@ -236,12 +240,12 @@ store_write <- function(file, unit, coder, value, uncodable = FALSE, reason = NA
     }
     json <- if (isTRUE(uncodable)) NA_character_ else as.character(jsonlite::toJSON(
       value, auto_unbox = TRUE, null = "null", na = "null", digits = NA))
-    DBI::dbExecute(con, "INSERT INTO codes (unit, coder, role, value, uncodable, reason, note, seconds, time)
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    written <- DBI::dbExecute(con, "INSERT OR IGNORE INTO codes (unit, coder, role, value, uncodable, reason, note,
+                                      seconds, time, nonce) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    params = list(as.integer(unit), coder, role, json, as.integer(uncodable), blank(reason), blank(note),
-                                 as.numeric(seconds), format(Sys.time(), "%Y-%m-%dT%H:%M:%OS3%z")))
+                                 as.numeric(seconds), format(Sys.time(), "%Y-%m-%dT%H:%M:%OS3%z"), nonce))
+    invisible(written == 1)
   })
-  invisible(TRUE)
 }
 
 # The latest code of each coder (and each adjudicator) for each unit; with

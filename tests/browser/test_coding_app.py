@@ -56,8 +56,8 @@ def free_port():
 class App:
     """The app in its own R process (and process group, so that a kill takes all of it)."""
 
-    def __init__(self, file, *task, file_modes_apply=False, env=None):
-        self.port = free_port()
+    def __init__(self, file, *task, file_modes_apply=False, env=None, port=None):
+        self.port = port or free_port()
         self.log = open(Path(file).with_suffix(f".{self.port}.log"), "w")
         command = ["Rscript", str(HERE / "serve.R"), str(file), str(self.port), *task]
         if file_modes_apply and os.geteuid() == 0:
@@ -306,14 +306,29 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         with sqlite3.connect(file) as db:
             saved = db.execute("SELECT count(DISTINCT unit) FROM codes WHERE coder = 'ana'").fetchone()[0]
         assert saved == 12
+        # Ana clicks while it is down: the click waits in the page, which reconnects by itself once the app
+        # is back, and is written once
+        WebDriverWait(driver, 20).until(lambda d: not d.execute_script("return Shiny.shinyapp.isConnected()"))
+        down_row = ana.row()
+        driver.find_element(By.CSS_SELECTOR, ".nl-label[data-value='yes']").click()
+        ana.clicked[down_row] = "yes"
 
         # --- started again: Ana resumes where she stopped, Ben codes at the same time
-        app = App(file)
+        app = App(file, port=app.port)
+
+        def ana_units():
+            with sqlite3.connect(file) as db:
+                return db.execute("SELECT count(DISTINCT unit), count(*) FROM codes WHERE coder = 'ana'").fetchone()
+        written = ana_units()
+        WebDriverWait(driver, 60).until(lambda d: ana_units()[0] == 13)
+        WebDriverWait(driver, 20).until(lambda d: d.execute_script("return sessionStorage.getItem('nl-pending')")
+                                        is None)
+        assert ana_units() == (13, written[1] + 1)
         ana_before = dict(ana.clicked)
         ana.focus()
         driver.get(app.url("?coder=ana"))
         ana.wait_for_screen()
-        assert ana.count() == f"13 of {N_TEXTS}"
+        assert ana.count() == f"14 of {N_TEXTS}"
         ben = Coder(driver, app.url("?coder=ben"), "ben")
         assert NOTE not in driver.page_source
         for turn in range(100):

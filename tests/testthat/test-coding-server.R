@@ -129,6 +129,31 @@ test_that("closing one of a coder's two tabs releases that tab's text only", {
   })
 })
 
+test_that("a click sent again after a reconnect is written once: not dropped, not twice", {
+  fixture <- coding_fixture(n = 3, overlap = 0)
+  store_write(fixture$file, 3, "ben", list(code = "no"))
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    first <- state$unit
+    code <- list(type = "code", unit = first, value = list(code = "yes"), note = "", nonce = "a1")
+    session$setInputs(nl_event = code)
+    expect_match(as.character(screen()), "Saved: text")
+    # the page lost the answer and sends the click again, on the next text's screen: the file holds its nonce
+    session$setInputs(nl_event = c(code, resent = TRUE))
+    expect_identical(nrow(store_history(fixture$file)), 2L)
+    # a click made while the connection was down, for a text she coded before: written, once
+    again <- list(type = "code", unit = first, value = list(code = "no"), note = "", nonce = "a2", resent = TRUE)
+    session$setInputs(nl_event = again)
+    session$setInputs(nl_event = again)
+    # sent again, but for Ben's text, or not marked as sent again: stale
+    session$setInputs(nl_event = utils::modifyList(again, list(unit = 3L, nonce = "a3")))
+    session$setInputs(nl_event = utils::modifyList(again, list(resent = NULL, nonce = "a4")))
+  })
+  history <- store_history(fixture$file)
+  expect_identical(history$nonce, c(NA, "a1", "a2"))
+  expect_identical(history$value[history$coder == "ana"], c('{"code":"yes"}', '{"code":"no"}'))
+})
+
 test_that("a text on screen stays claimed however long it stays there, and no longer than its page", {
   fixture <- coding_fixture(n = 2, overlap = 0)
   shiny::testServer(fixture$app, {
