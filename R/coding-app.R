@@ -74,6 +74,9 @@
 #' however long it stays open (or its app stops for good, after 30 minutes): a
 #' text is found free and claimed in one transaction, so that no two coders,
 #' in one app or several R processes, get a text that one coder is to code.
+#' A coder's second tab gets another text than the first (or, for their last
+#' one, a page saying it is open in the other), so that a code made in one
+#' does not replace the other's unseen.
 #' Coders never see anyone else's codes. Where two coders disagree, an
 #' adjudicator (`?coder=NAME&adjudicate=1`, or the box on the first screen)
 #' sees both codes and records a third decision, which [read_codes()] takes;

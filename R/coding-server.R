@@ -199,12 +199,17 @@ event_nonce <- function(event) {
 
 # A text a click sent again after a reconnect may code, though the new
 # session's screen shows another: one the coder coded before (changed after
-# going back), or, adjudicating, a disagreement not of their own texts.
+# going back) or may code now, or, adjudicating, a disagreement not of their
+# own texts.
 resent_unit_ok <- function(file, stored, state, unit) {
   if (!rlang::is_scalar_integerish(unit, finite = TRUE)) return(FALSE)
   codes <- store_codes(file)
-  own <- codes$unit[codes$role == "code" & codes$coder == state$person$name]
-  if (state$view == "code") return(unit %in% own)
+  me <- state$person$name
+  own <- codes$unit[codes$role == "code" & codes$coder == me]
+  if (state$view == "code") {
+    order <- store_coder(file, me, length(stored$texts), stored$seed)$order
+    return(unit %in% c(own, available_units(order, me, codes, store_claims(file), stored$double)))
+  }
   unit %in% setdiff(c(disagreements(codes, stored$task), codes$unit[codes$role == "adjudication"]), own)
 }
 
@@ -252,6 +257,11 @@ current_screen <- function(file, stored, state, blind, uncodable) {
     })
     available <- claimed$available
     state$unit <- claimed$unit
+    if (is.null(state$unit) && length(available) > 0) {
+      return(message_screen("Open in another tab", paste(
+        "The texts left for you to code are on screen in another tab or window of yours: code them there,",
+        "or close it and reload this page."), saved = take_saved(state)))
+    }
     if (is.null(state$unit)) {
       return(message_screen("Done, thank you", sprintf("You coded all %d texts that were yours to code, %s.",
                                                        length(history), me), saved = take_saved(state)))

@@ -33,7 +33,7 @@ coding_tables <- c(
 # connected, however long the coder takes. One not renewed for claim_seconds
 # (its app killed before the session could release it) holds nothing back.
 claim_seconds <- 1800
-claim_refresh_seconds <- 300
+claim_refresh_seconds <- 60
 
 with_store <- function(file, f) {
   rlang::check_installed(c("DBI", "RSQLite"), reason = "to keep hand codes in a SQLite file.")
@@ -268,15 +268,20 @@ store_codes <- function(file, notes_of = NULL) {
 store_claim_next <- function(file, coder, session, order, double, pick) {
   with_store(file, function(con) in_transaction(con, function() {
     codes <- DBI::dbGetQuery(con, "SELECT unit, coder, role FROM codes WHERE role = 'code' GROUP BY unit, coder")
-    claims <- DBI::dbGetQuery(con, "SELECT coder, unit FROM claims WHERE time > ?",
+    claims <- DBI::dbGetQuery(con, "SELECT coder, unit, session, time FROM claims WHERE time > ?",
                               params = list(as.numeric(Sys.time()) - claim_seconds))
     available <- available_units(order, coder, codes, claims, double)
+    # a text the coder has on screen in another tab is not this tab's too, where a second code would
+    # replace the first unseen; it still counts among theirs to code. Only a tab that renewed its claim
+    # lately is open: a session of an app killed a minute ago is not another tab.
+    open_tab <- claims$time > as.numeric(Sys.time()) - 2.5 * claim_refresh_seconds
+    elsewhere <- claims$unit[claims$coder == coder & claims$session != session & open_tab]
     # Internal, for the browser suite alone (zero by default): seconds held
     # between finding a text free and claiming it, so that a second process
     # asks at the same time. Inside the transaction that second process waits
     # on the lock; without it, both would claim the same text.
     Sys.sleep(getOption("newrllama4.test_claim_delay", 0))
-    unit <- pick(available)
+    unit <- pick(setdiff(available, elsewhere))
     if (!is.null(unit)) store_claim_with(con, coder, session, unit)
     list(unit = unit, available = available)
   }))

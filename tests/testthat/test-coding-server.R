@@ -168,6 +168,28 @@ test_that("a text on screen stays claimed however long it stays there, and no lo
   expect_identical(nrow(store_claims(fixture$file)), 0L)
 })
 
+test_that("a coder's second tab gets another text, or is told the last one is open in the first", {
+  fixture <- coding_fixture(n = 2, overlap = 0)
+  first <- store_coder(fixture$file, "ana", 2, store_meta(fixture$file)$seed)$order[[1]]
+  store_claim(fixture$file, "ana", "ana's first tab", first)
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    expect_false(identical(state$unit, first))
+    expect_match(as.character(screen()), "1 of 2")
+    click(session, "code", value = list(code = "yes"))
+    expect_match(as.character(screen()), "Open in another tab")
+    expect_no_match(as.character(screen()), "Done")
+  })
+  expect_identical(nrow(store_codes(fixture$file)), 1L)
+  # a claim not renewed for minutes is no open tab (its app was killed): the text is this tab's
+  with_store(fixture$file, function(con) DBI::dbExecute(con, "UPDATE claims SET time = time - ?",
+                                                        params = list(3 * claim_refresh_seconds)))
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    expect_identical(state$unit, first)
+  })
+})
+
 test_that("a code that cannot be written stays on screen with the reason, and is written on the next try", {
   fixture <- coding_fixture(n = 3, overlap = 0)
   # the browser suite makes the file itself read-only; here the write fails as SQLite's would
