@@ -102,7 +102,22 @@ coding_people <- function(coders, adjudicators, lead, call) {
   }
   if (is.null(coders)) abort_invalid("Name the coders with {.arg coders} too.", "coders", call)
   roles <- rep(names(named), lengths(named))
-  data.frame(name = name_shown(unlist(named, use.names = FALSE)), role = roles)
+  people <- data.frame(name = name_shown(unlist(named, use.names = FALSE)), role = roles)
+  check_one_role(people, call)
+  people
+}
+
+# One person, one role: an adjudicator (or lead) who also codes would see, in
+# the codes they adjudicate and download, other coders' codes of texts they
+# have still to code themselves.
+check_one_role <- function(people, call) {
+  twice <- unique(people$name[duplicated(name_key(people$name))])
+  if (length(twice) == 0) return(invisible())
+  abort_newrllama4("coding_roles", c(
+    "{.val {twice}} {cli::qty(length(twice))}{?is/are} named in two roles: each person holds one role in a coding file.",
+    "i" = "An adjudicator or lead who also coded would see the others' codes of texts still theirs to code: name
+           each person once, in one of {.arg coders}, {.arg adjudicators} and {.arg lead}."
+  ), names = twice, call = call)
 }
 
 # The people of the file become `people`, each with the hash of their key;
@@ -136,8 +151,9 @@ access_people <- function(file) {
 }
 
 # Who a session is: the person whose key the URL holds, or whom the host's
-# login (`session$user`, on Posit Connect or shinyapps.io) names, in the
-# role `?role=` asks for among theirs. NULL for anyone else.
+# login names (`user`: `session$user`, which access_gate() passes only with
+# `login = "host"`, since any client can send the header Shiny fills it from),
+# in the role `?role=` asks for among theirs. NULL for anyone else.
 access_person <- function(file, key, user = NULL, role = NULL) {
   people <- access_people(file)
   if (rlang::is_string(key) && nzchar(key)) {
@@ -150,26 +166,6 @@ access_person <- function(file, key, user = NULL, role = NULL) {
   }
   if (nrow(found) == 0) return(NULL)
   list(name = found$name[[1]], role = found$role[[1]])
-}
-
-# Whom a session of the app is: list(name, role) for a person of the file,
-# or for the name the address gives on this machine when the file names
-# nobody; NULL for no name yet; list(refused = the page to show instead).
-session_identity <- function(file, query, session) {
-  if (nrow(access_people(file)) > 0) {
-    person <- access_person(file, query$key, session$user, query$role)
-    if (is.null(person)) {
-      return(list(refused = message_screen("This link is not valid",
-                                           "Ask the person who runs the study for your own link.")))
-    }
-    return(person)
-  }
-  # shiny's test sessions warn that they hold no request (and count as this machine)
-  if (!is_local_request(suppressWarnings(session$request))) {
-    return(list(refused = message_screen("This app serves only the computer it runs on",
-                                         "Ask the person who runs the study for a link of your own.")))
-  }
-  session_person(file, query$coder, query$adjudicate %in% c("1", "true", "TRUE"))
 }
 
 # A request from this machine itself, not passed on by a proxy.

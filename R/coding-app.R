@@ -20,17 +20,37 @@
 #' a text for later, and the bar shows the coder's progress ("37 of 150").
 #' Each code is confirmed on the page ("Saved: text 12"); a code that cannot
 #' be written (a read-only or full disk, a locked file) stays on screen with
-#' the reason, to save again. A dropped connection reconnects by itself.
+#' the reason, to save again. A dropped connection reconnects by itself, and
+#' a code made while it was down, or whose answer it lost, is sent again and
+#' written once (each click carries a nonce, which the file keeps).
 #'
 #' @section A team:
 #' Named in `coders`, `adjudicators` and `lead`, each person comes in by a
 #' secret link of their own, which [coding_links()] gives and `code_sample()`
 #' prints: the key in it says who they are and in which role (`?coder=`
 #' changes nothing), and a request without a valid key gets a page saying
-#' the link is not valid, with no text of the sample. Where the host has a
-#' login (`session$user`, as on Posit Connect or shinyapps.io), a person
-#' whose login is their name needs no key (`?role=adjudicator` chooses among
-#' their roles). A later `coding_app()` call on the file with people named
+#' the link is not valid, with no text of the sample. Each person holds one
+#' role in a file: a name given in two (a coder who also adjudicates, say) is
+#' an error of class `newrllama4_error_coding_roles`, since an adjudicator or
+#' lead sees the coders' codes of texts a coder has still to code. Who a
+#' session is, and whether it may do what it asks, is checked again on every
+#' click, screen, pick and download: a link renewed or removed (see
+#' [coding_links()]) ends its open sessions at their next click, with a page
+#' that says so. The page and its websocket are refused to a page of another
+#' site (its `Origin` not the app's), every page is served with
+#' `Referrer-Policy: no-referrer`, and once the page is connected the key
+#' leaves its address (the tab keeps it for a reload), so that it is not in
+#' the browser's history or later requests. The coding file is created
+#' readable by its owner only.
+#'
+#' With `login = "host"`, the login of a host that sets it itself, such as
+#' Posit Connect or Shiny Server Pro (`session$user`), stands for the key: a
+#' person whose login is their name needs no link (`?role=adjudicator`
+#' chooses among their roles, in a file made before one role a person).
+#' Never by default: Shiny reads the login from a request header that any
+#' client can send, and that reverse proxies pass on, so anywhere else it
+#' would let anyone in as anyone. `code_sample()`, which serves the app
+#' itself with no host in front, refuses it. A later `coding_app()` call on the file with people named
 #' makes them the file's people (one left out loses their link, keeping their
 #' codes); one without keeps those the file names. Without people named, the
 #' app is for this machine alone:
@@ -50,13 +70,20 @@
 #' maria" for "Ana María") is the same coder, shown as first given. Each text is coded by one coder, and a share `overlap` of
 #' them (chosen once, from `seed`) by a second one as well, to measure how far
 #' people agree ([agreement()] on `read_codes(file, by = "coder")`). Texts
-#' another coder has on screen are left to them until they close the page: a
+#' another coder has on screen are left to them until they close the page,
+#' however long it stays open (or its app stops for good, after 30 minutes): a
 #' text is found free and claimed in one transaction, so that no two coders,
 #' in one app or several R processes, get a text that one coder is to code.
+#' A coder's second tab gets another text than the first (or, for their last
+#' one, a page saying it is open in the other), so that a code made in one
+#' does not replace the other's unseen.
 #' Coders never see anyone else's codes. Where two coders disagree, an
 #' adjudicator (`?coder=NAME&adjudicate=1`, or the box on the first screen)
 #' sees both codes and records a third decision, which [read_codes()] takes;
-#' never on a text they coded themselves. A decision can be picked again and
+#' never on a text they coded themselves. With `blind_adjudication` (the
+#' default), the adjudicator sees the codes as "Coder 1" and "Coder 2", not
+#' by the coders' names, in adjudication and on the team screen, and only
+#' the lead downloads the history, which names them. A decision can be picked again and
 #' changed (the earlier one stays in the file's history).
 #'
 #' @section The team screen:
@@ -77,9 +104,13 @@
 #' What the page sends is checked in R before it is written, whatever sent
 #' it: a label of the codebook; for a schema, each field of its kind (an
 #' enum's value, yes or no, a whole number, a finite number, a text), the
-#' enum and yes/no fields filled (numbers and texts may be left empty); a
-#' reason for a text that cannot be coded; notes, reasons and texts of at
-#' most 2,000 characters. A refused code is not written, and the page says
+#' enum and yes/no fields filled (numbers and texts may be left empty), and
+#' within the field's bounds where the schema gives them (`minimum`,
+#' `maximum`, `exclusiveMinimum`, `exclusiveMaximum` of a number; `minLength`,
+#' `maxLength` and `pattern` of a text), as the engine's grammar holds the
+#' model's answers in [annotate_texts()]; a reason for a text that cannot be
+#' coded; notes, reasons and texts of at most 2,000 characters ("other" in
+#' the coder's words, 1,993, the page's box as the server). A refused code is not written, and the page says
 #' why (the condition, for code that writes codes itself, is of class
 #' `newrllama4_error_code_refused`, its field `problems` the reasons). Two
 #' coders disagree when their labels differ, or any field but a free text
@@ -133,9 +164,14 @@
 #' @param coders,adjudicators `NULL` for one person coding on this machine,
 #'   or the names of the people who code, and of those who adjudicate their
 #'   disagreements: each gets a secret link (see [coding_links()]). A person
-#'   may be named in both. Names are compared without case, accents or
-#'   spaces, and shown as first given.
+#'   holds one role. Names are compared without case, accents or spaces, and
+#'   shown as first given.
 #' @param lead `NULL`, or the name of the person who leads the coding.
+#' @param login `"key"` (the default): people come in by their links alone.
+#'   `"host"`: a host in front of the app that sets the login itself (Posit
+#'   Connect) says who they are too; see "A team".
+#' @param blind_adjudication `FALSE` to show adjudicators the coders' names
+#'   beside their codes, and let them download the history.
 #' @param ... Passed to `coding_app()`.
 #' @param port,host Where `code_sample()` serves the app. A `host` other than
 #'   this machine (such as `"0.0.0.0"`, every address) needs the people
@@ -161,7 +197,8 @@
 coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction = NULL, text = NULL, overlap = 0,
                        seed = NULL, blind = TRUE,
                        uncodable = c("not in English", "not about the topic", "cut off or unreadable"),
-                       coders = NULL, adjudicators = NULL, lead = NULL) {
+                       coders = NULL, adjudicators = NULL, lead = NULL, login = c("key", "host"),
+                       blind_adjudication = TRUE) {
   call <- current_env()
   rlang::check_installed(c("shiny", "DBI", "RSQLite"), reason = "to code a sample by hand.")
   if (!is.data.frame(sample) || nrow(sample) == 0) {
@@ -177,6 +214,8 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
       "other" %in% uncodable) {
     abort_invalid("{.arg uncodable} must be distinct reasons in words (\"other\" is always offered).", "uncodable", call)
   }
+  login <- check_choice(login, c("key", "host"), "login")
+  check_flag(blind_adjudication, "blind_adjudication")
   people <- coding_people(coders, adjudicators, lead, call)
   text <- rlang::enquo(text)
   if (rlang::quo_is_null(text)) {
@@ -191,14 +230,24 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
   sample$.row <- sample$.row %||% seq_len(nrow(sample))
   store_open(file, sample, texts, task, overlap, seed, call)
   if (!is.null(people)) store_people(file, people)
+  check_one_role(access_people(file), call)  # a file named before one role a person
   stored <- store_meta(file)
-  shiny::shinyApp(coding_page(), coding_server(normalizePath(file), stored, blind, uncodable))
+  guard_pages(shiny::shinyApp(coding_page(), coding_server(normalizePath(file), stored, blind, uncodable, login,
+                                                           blind_adjudication)))
 }
 
 #' @rdname coding_app
 #' @export
 code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", launch.browser = interactive()) {
   check_string(host, "host")
+  if (identical(list(...)$login, "host")) {
+    abort_newrllama4("coding_access", c(
+      "{.fn code_sample} serves the app itself, with no host in front that sets the login: with
+       {.code login = \"host\"}, anyone could come in as anyone by sending the header Shiny reads it from.",
+      "i" = "Send each person their link ({.fn coding_links}), or deploy {.fn coding_app} with {.code login = \"host\"}
+             on Posit Connect."
+    ), call = current_env())
+  }
   app <- coding_app(sample, file, ...)
   check_host(host, file, current_env())
   port <- port %||% httpuv::randomPort()
@@ -279,6 +328,6 @@ coding_fields <- function(schema, call) {
     spec <- field_schema(field, name, call)
     kind <- if (!is.null(spec$enum)) "enum" else spec$type
     list(name = name, kind = kind, values = if (kind == "enum") vapply(spec$enum, as.character, "") else list(),
-         description = spec$description %||% "")
+         description = spec$description %||% "", bounds = spec[intersect(bound_keywords, names(spec))])
   }, schema, names(schema)))
 }

@@ -5,6 +5,10 @@
 # The longest note, reason or text field a code may carry, in characters.
 code_text_limit <- 2000
 
+# How a reason in the coder's words is stored: this, then the words, in at
+# most code_text_limit characters in all (the page's box takes the rest).
+other_prefix <- "other: "
+
 # Why a code is not one of the task's, in words for the coder; none when it
 # is: a label of the codebook, or each field of its kind (an enum's value, yes
 # or no, a whole number, a finite number, a text), the enums and yes/no
@@ -46,7 +50,7 @@ check_field <- function(x, field) {
                integer = rlang::is_scalar_integerish(x, finite = TRUE) && abs(x) <= .Machine$integer.max,
                number = rlang::is_scalar_double(x) && is.finite(x) || rlang::is_scalar_integer(x),
                is_short_text(x))
-  if (ok) return(NULL)
+  if (ok) return(bound_problems(x, field$name, field$bounds))
   switch(field$kind,
          enum = sprintf("%s must be one of %s.", name, paste(unlist(field$values), collapse = ", ")),
          boolean = sprintf("%s must be yes or no.", name),
@@ -58,3 +62,41 @@ check_field <- function(x, field) {
 is_missing_text <- function(x) is.null(x) || (rlang::is_scalar_atomic(x) && is.na(x)) || identical(trimws(x), "")
 
 is_short_text <- function(x) rlang::is_string(x) && nchar(x, allowNA = TRUE) <= code_text_limit
+
+# The schema's bounds of a field, as JSON Schema words them: those of numbers
+# (minimum, maximum, exclusiveMinimum, exclusiveMaximum) and of texts
+# (minLength, maxLength, pattern, searched for anywhere in the text as JSON
+# Schema does). annotate_texts() has the engine's grammar hold a model's
+# answers to them; a coder's code is held to them here.
+bound_keywords <- c("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern")
+
+bound_problems <- function(x, name, bounds) {
+  if (length(bounds) == 0) return(NULL)
+  b <- bounds
+  # JSON Schema's draft 4 says "exclusive" as a flag on the minimum or maximum
+  for (side in c("Minimum", "Maximum")) {
+    exclusive <- paste0("exclusive", side)
+    if (is.logical(b[[exclusive]])) {
+      b[[exclusive]] <- if (isTRUE(b[[exclusive]])) b[[tolower(side)]]
+      if (!is.null(b[[exclusive]])) b[[tolower(side)]] <- NULL
+    }
+  }
+  number <- is.numeric(x)
+  text <- is.character(x)
+  n <- if (text) nchar(x) else NA
+  c(
+    if (number && !is.null(b$minimum) && x < b$minimum) sprintf("%s must be at least %s.", name, format(b$minimum)),
+    if (number && !is.null(b$maximum) && x > b$maximum) sprintf("%s must be at most %s.", name, format(b$maximum)),
+    if (number && !is.null(b$exclusiveMinimum) && x <= b$exclusiveMinimum) {
+      sprintf("%s must be more than %s.", name, format(b$exclusiveMinimum))
+    },
+    if (number && !is.null(b$exclusiveMaximum) && x >= b$exclusiveMaximum) {
+      sprintf("%s must be less than %s.", name, format(b$exclusiveMaximum))
+    },
+    if (text && !is.null(b$minLength) && n < b$minLength) sprintf("%s must have at least %d characters.", name, b$minLength),
+    if (text && !is.null(b$maxLength) && n > b$maxLength) sprintf("%s must have at most %d characters.", name, b$maxLength),
+    if (text && !is.null(b$pattern) && !isTRUE(grepl(b$pattern, x, perl = TRUE))) {
+      sprintf("%s must match the pattern %s.", name, b$pattern)
+    }
+  )
+}

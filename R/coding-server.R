@@ -7,16 +7,16 @@
 # a lead follows the team's work.
 role_views <- list(coder = "code", adjudicator = c("adjudicate", "team"), lead = "team")
 
-# Who the session is: a name and a role. With people named, their link says
-# it (session_identity()); without (one person at this machine), the address
-# (`?coder=NAME`, `&adjudicate=1`), or the first screen.
+# Who the session is on this machine when the file names nobody: the
+# address (`?coder=NAME`, `&adjudicate=1`), or the first screen. With people
+# named, their link says it (access_gate()).
 session_person <- function(file, name, adjudicate) {
   name <- coder_name(file, name)
   if (is.null(name)) return(NULL)
   list(name = name, role = if (isTRUE(adjudicate)) "adjudicator" else "coder")
 }
 
-coding_server <- function(file, stored, blind, uncodable) {
+coding_server <- function(file, stored, blind, uncodable, login = "key", blind_adjudication = TRUE) {
   force(file)
   function(input, output, session) {
     # A dropped connection (Wi-Fi, a laptop asleep) comes back as a new session,
@@ -34,8 +34,8 @@ coding_server <- function(file, stored, blind, uncodable) {
     show <- function() {
       screen(if (is.null(state$person)) welcome_screen() else switch(state$view,
         code = current_screen(file, stored, state, blind, uncodable),
-        adjudicate = adjudication_screen(file, stored, state, uncodable),
-        team = team_screen(file, stored, state)
+        adjudicate = adjudication_screen(file, stored, state, uncodable, blind_adjudication),
+        team = team_screen(file, stored, state, blind_adjudication)
       ))
     }
     # A failed write or read keeps the page as it is, the code on it, and says
@@ -54,19 +54,43 @@ coding_server <- function(file, stored, blind, uncodable) {
       state$view <- role_views[[person$role]][[1]]
       tryCatch(show(), error = problem("The file could not be read (%s). Reload the page to try again."))
     }
+    # Every message passes the gate: a refusal ends the session's person (and
+    # the text it held) for good, and shows why.
+    gate <- function(action = NULL) {
+      verdict <- access_gate(file, suppressWarnings(session$request), state$credential, action, blind_adjudication,
+                             opened = !is.null(state$person))
+      if (is.null(verdict$refused)) return(verdict)
+      if (!is.null(state$person)) store_release(file, state$session)
+      state$person <- NULL
+      state$refused <- TRUE
+      screen(verdict$refused)
+      NULL
+    }
 
     shiny::observeEvent(TRUE, once = TRUE, {
       query <- shiny::parseQueryString(shiny::isolate(session$clientData$url_search))
-      person <- session_identity(file, query, session)
-      if (!is.null(person$refused)) return(screen(person$refused))
-      if (is.null(person)) screen(welcome_screen()) else enter(person)
+      # shiny fills session$user from a header any client can send: it is who
+      # the person is only where a host in front of the app sets it
+      state$credential <- list(key = query$key, user = if (login == "host") session$user, role = query$role)
+      if (nrow(access_people(file)) == 0) {
+        state$credential$person <- session_person(file, query$coder, query$adjudicate %in% c("1", "true", "TRUE"))
+      }
+      verdict <- gate()
+      if (is.null(verdict)) return()
+      if (is.null(verdict$person)) screen(welcome_screen()) else enter(verdict$person)
     })
     output$screen <- shiny::renderUI(screen())
     session$onSessionEnded(function() if (!is.null(state$person)) store_release(file, state$session))
+    # the text on screen stays this tab's while the tab is connected; a refresh
+    # that fails (the file busy or away) is tried again at the next
+    shiny::observe({
+      shiny::invalidateLater(claim_refresh_seconds * 1000)
+      if (!is.null(state$person)) try(store_refresh_claims(file, state$session), silent = TRUE)
+    })
     output$codes_csv <- shiny::downloadHandler(
       filename = function() paste0(tools::file_path_sans_ext(basename(file)), "-codes.csv"),
       content = function(path) {
-        if (!"team" %in% role_views[[state$person$role %||% "coder"]]) stop("Only the team's lead may download the codes.")
+        if (!isTRUE(gate("download")$allowed)) stop("Only the team's lead may download the codes.")
         write_code_history(file, stored, path)
       }
     )
@@ -75,15 +99,22 @@ coding_server <- function(file, stored, blind, uncodable) {
     # session's first input; the file already holds what that event did
     shiny::observeEvent(input$nl_event, ignoreInit = TRUE, handlerExpr = {
       event <- input$nl_event
+      if (isTRUE(state$refused)) return()
       if (identical(event$type, "start")) {
-        if (nrow(access_people(file)) > 0) return()  # a person named is who their link says, nobody else
+        # a name typed on this machine; a person named is who their link says, nobody else
+        if (!is.null(state$person) || nrow(access_people(file)) > 0 || is.null(gate())) return()
         person <- session_person(file, event$coder, event$adjudicate)
         if (is.null(person)) return(screen(welcome_screen("Please give a name of up to 40 characters.")))
+        state$credential$person <- person
         shiny::updateQueryString(paste0("?coder=", utils::URLencode(person$name, reserved = TRUE),
                                         if (person$role == "adjudicator") "&adjudicate=1"), mode = "replace")
         return(enter(person))
       }
       if (is.null(state$person)) return()
+      # a file that cannot be read now decides nothing: the page stays, and says so
+      verdict <- tryCatch(gate(event_action(event, state)),
+                          error = problem("Not saved: %s Your code is still on screen: try again."))
+      if (is.null(verdict) || !verdict$allowed) return()
       saved <- tryCatch({
         handle_event(file, stored, state, event, uncodable)
         TRUE
@@ -93,6 +124,16 @@ coding_server <- function(file, stored, blind, uncodable) {
       }
     })
   }
+}
+
+# What an event asks to do, for the gate: open a screen, pick a text to
+# adjudicate, or act on the screen it was sent from (a code on the team
+# screen, which has no form, is a stale click the gate lets the role ignore).
+event_action <- function(event, state) {
+  switch(event$type %||% "",
+         view = if (rlang::is_string(event$view)) event$view else "",
+         pick = "adjudicate",
+         state$view)
 }
 
 # The coder a name stands for, as they first gave it; NULL for no name.
@@ -107,17 +148,20 @@ coder_name <- function(file, name) {
 # a view is one of the person's role.
 handle_event <- function(file, stored, state, event, uncodable) {
   if (identical(event$type, "view")) {
-    if (isTRUE(event$view %in% role_views[[state$person$role]])) {
-      state$view <- event$view
-      state$unit <- NULL
-    }
+    state$view <- event$view
+    state$unit <- NULL
     return(invisible())
   }
   if (identical(event$type, "pick")) {
     state$unit <- as.integer(event$pick)
     return(invisible())
   }
-  if (state$view == "team" || !identical(as.integer(event$unit), state$unit)) return(invisible())  # a stale click
+  if (state$view == "team") return(invisible())
+  if (!identical(as.integer(event$unit), state$unit)) {
+    # a click the page sends again once reconnected, for a text its person may still code; any other, stale
+    if (!isTRUE(event$resent) || !resent_unit_ok(file, stored, state, event$unit)) return(invisible())
+    state$unit <- as.integer(event$unit)
+  }
   unit <- as.character(state$unit)
   switch(event$type,
          code = ,
@@ -127,7 +171,7 @@ handle_event <- function(file, stored, state, event, uncodable) {
            store_write(file, state$unit, state$person$name, value = value,
                        uncodable = event$type == "uncodable", reason = reason, note = event$note,
                        seconds = as.numeric(difftime(Sys.time(), state$shown, units = "secs")),
-                       role = if (state$view == "adjudicate") "adjudication" else "code")
+                       role = if (state$view == "adjudicate") "adjudication" else "code", nonce = event_nonce(event))
            state$drafts[[unit]] <- NULL
            state$saved <- sprintf("Saved: text %s", stored$sample$.row[[state$unit]])
            state$back <- max(0L, state$back - 1L)
@@ -147,12 +191,34 @@ handle_event <- function(file, stored, state, event, uncodable) {
   invisible()
 }
 
+# The page's nonce of a click (a short string); NA for none.
+event_nonce <- function(event) {
+  nonce <- event$nonce
+  if (rlang::is_string(nonce) && nzchar(nonce) && nchar(nonce) <= 64) nonce else NA_character_
+}
+
+# A text a click sent again after a reconnect may code, though the new
+# session's screen shows another: one the coder coded before (changed after
+# going back) or may code now, or, adjudicating, a disagreement not of their
+# own texts.
+resent_unit_ok <- function(file, stored, state, unit) {
+  if (!rlang::is_scalar_integerish(unit, finite = TRUE)) return(FALSE)
+  codes <- store_codes(file)
+  me <- state$person$name
+  own <- codes$unit[codes$role == "code" & codes$coder == me]
+  if (state$view == "code") {
+    order <- store_coder(file, me, length(stored$texts), stored$seed)$order
+    return(unit %in% c(own, available_units(order, me, codes, store_claims(file), stored$double)))
+  }
+  unit %in% setdiff(c(disagreements(codes, stored$task), codes$unit[codes$role == "adjudication"]), own)
+}
+
 # "Cannot code" needs a reason: one of the set categories, or "other" in the
 # coder's words.
 uncodable_reason <- function(kind, other, categories) {
   if (rlang::is_string(kind) && kind %in% categories) return(kind)
   other <- trimws(other %||% "")
-  if (identical(kind, "other") && rlang::is_string(other) && nzchar(other)) return(paste("other:", other))
+  if (identical(kind, "other") && rlang::is_string(other) && nzchar(other)) return(paste0(other_prefix, other))
   abort_newrllama4("code_refused", "Choose why the text cannot be coded, or {.val other} and say why.",
                    problems = "Choose why the text cannot be coded, or \"other\" and say why.")
 }
@@ -191,6 +257,11 @@ current_screen <- function(file, stored, state, blind, uncodable) {
     })
     available <- claimed$available
     state$unit <- claimed$unit
+    if (is.null(state$unit) && length(available) > 0) {
+      return(message_screen("Open in another tab", paste(
+        "The texts left for you to code are on screen in another tab or window of yours: code them there,",
+        "or close it and reload this page."), saved = take_saved(state)))
+    }
     if (is.null(state$unit)) {
       return(message_screen("Done, thank you", sprintf("You coded all %d texts that were yours to code, %s.",
                                                        length(history), me), saved = take_saved(state)))
@@ -223,8 +294,9 @@ take_saved <- function(state) {
 }
 
 # Disagreements to settle, then those settled (to change a decision), never
-# on a text the adjudicator coded themselves.
-adjudication_screen <- function(file, stored, state, uncodable) {
+# on a text the adjudicator coded themselves; the coders by name only when
+# adjudication is not blind.
+adjudication_screen <- function(file, stored, state, uncodable, blind_adjudication = TRUE) {
   me <- state$person$name
   codes <- store_codes(file)
   own <- codes$unit[codes$role == "code" & codes$coder == me]
@@ -247,7 +319,7 @@ adjudication_screen <- function(file, stored, state, uncodable) {
   coding_screen(list(
     heading = paste("Adjudicating:", me), unit = state$unit, text = stored$texts[[state$unit]],
     share = 0, count = sprintf("%d disagreement%s open", length(open), if (length(open) == 1) "" else "s"),
-    others = shiny::tagList(unit_picker(c(open, decided), stored, state, decided), others_codes(theirs)),
+    others = shiny::tagList(unit_picker(c(open, decided), stored, state, decided), others_codes(theirs, blind_adjudication)),
     previous = if (nrow(current) > 0) stored_code(current[nrow(current), ]), back = FALSE, nav = nav, saved = saved
   ), stored$task, uncodable)
 }

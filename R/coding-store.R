@@ -29,9 +29,11 @@ coding_tables <- c(
 )
 
 # A claim is a session's (a browser tab's): the text on its screen, held back
-# from other coders. One older than this (a coder who walked away) no longer
-# holds a text back.
+# from other coders, and renewed every claim_refresh_seconds while the page is
+# connected, however long the coder takes. One not renewed for claim_seconds
+# (its app killed before the session could release it) holds nothing back.
 claim_seconds <- 1800
+claim_refresh_seconds <- 60
 
 with_store <- function(file, f) {
   rlang::check_installed(c("DBI", "RSQLite"), reason = "to keep hand codes in a SQLite file.")
@@ -59,6 +61,12 @@ in_transaction <- function(con, f) {
 # another sample or task is refused rather than mixed in.
 store_open <- function(file, sample, texts, task, overlap, seed, call = caller_env()) {
   keys <- list(sample_key = sample_key(sample$.row, texts), task_key = task_key(task))
+  # a new file (and its WAL beside it) readable by its owner alone: it holds
+  # the texts, notes, the model's labels and the keys' hashes
+  if (!file.exists(file)) {
+    umask <- Sys.umask("077")
+    on.exit(Sys.umask(umask))
+  }
   with_store(file, function(con) in_transaction(con, function() {
     meta <- store_meta_table(con, file, call, new_ok = TRUE, serialized_ok = TRUE)
     if ("claims" %in% DBI::dbListTables(con) && !"session" %in% DBI::dbListFields(con, "claims")) {
@@ -66,6 +74,9 @@ store_open <- function(file, sample, texts, task, overlap, seed, call = caller_e
       DBI::dbExecute(con, "DROP TABLE claims")
     }
     for (sql in coding_tables) DBI::dbExecute(con, sql)
+    # each click's nonce, so that a click sent again after a reconnect is written once
+    if (!"nonce" %in% DBI::dbListFields(con, "codes")) DBI::dbExecute(con, "ALTER TABLE codes ADD COLUMN nonce TEXT")
+    DBI::dbExecute(con, "CREATE UNIQUE INDEX IF NOT EXISTS codes_nonce ON codes (nonce)")
     if (is.null(meta)) {
       n_double <- round(overlap * nrow(sample))
       double <- if (n_double == 0) integer() else sort(withr::with_seed(seed, sample.int(nrow(sample), n_double)))
@@ -213,9 +224,10 @@ store_coder <- function(file, coder, n_units, seed) {
 # One code, written at once, once check_code() finds it is one of the task's
 # codes: every way a code reaches the file passes here, whatever the page sent.
 # `value` is the code as a named list in the task's field order, so that equal
-# codes are equal strings.
+# codes are equal strings. A `nonce` the file holds already (the page's click,
+# sent again after a reconnect) writes nothing. Gives whether it wrote.
 store_write <- function(file, unit, coder, value, uncodable = FALSE, reason = NA, note = NA, seconds = NA,
-                        role = "code", call = caller_env()) {
+                        role = "code", nonce = NA, call = caller_env()) {
   blank <- function(x) if (!rlang::is_string(x) || !nzchar(trimws(x))) NA_character_ else x
   with_store(file, function(con) {
     task <- jsonlite::fromJSON(DBI::dbGetQuery(con, "SELECT value FROM meta WHERE key = 'task'")$value,
@@ -228,12 +240,12 @@ store_write <- function(file, unit, coder, value, uncodable = FALSE, reason = NA
     }
     json <- if (isTRUE(uncodable)) NA_character_ else as.character(jsonlite::toJSON(
       value, auto_unbox = TRUE, null = "null", na = "null", digits = NA))
-    DBI::dbExecute(con, "INSERT INTO codes (unit, coder, role, value, uncodable, reason, note, seconds, time)
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    written <- DBI::dbExecute(con, "INSERT OR IGNORE INTO codes (unit, coder, role, value, uncodable, reason, note,
+                                      seconds, time, nonce) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    params = list(as.integer(unit), coder, role, json, as.integer(uncodable), blank(reason), blank(note),
-                                 as.numeric(seconds), format(Sys.time(), "%Y-%m-%dT%H:%M:%OS3%z")))
+                                 as.numeric(seconds), format(Sys.time(), "%Y-%m-%dT%H:%M:%OS3%z"), nonce))
+    invisible(written == 1)
   })
-  invisible(TRUE)
 }
 
 # The latest code of each coder (and each adjudicator) for each unit; with
@@ -256,18 +268,30 @@ store_codes <- function(file, notes_of = NULL) {
 store_claim_next <- function(file, coder, session, order, double, pick) {
   with_store(file, function(con) in_transaction(con, function() {
     codes <- DBI::dbGetQuery(con, "SELECT unit, coder, role FROM codes WHERE role = 'code' GROUP BY unit, coder")
-    claims <- DBI::dbGetQuery(con, "SELECT coder, unit FROM claims WHERE time > ?",
+    claims <- DBI::dbGetQuery(con, "SELECT coder, unit, session, time FROM claims WHERE time > ?",
                               params = list(as.numeric(Sys.time()) - claim_seconds))
     available <- available_units(order, coder, codes, claims, double)
+    # a text the coder has on screen in another tab is not this tab's too, where a second code would
+    # replace the first unseen; it still counts among theirs to code. Only a tab that renewed its claim
+    # lately is open: a session of an app killed a minute ago is not another tab.
+    open_tab <- claims$time > as.numeric(Sys.time()) - 2.5 * claim_refresh_seconds
+    elsewhere <- claims$unit[claims$coder == coder & claims$session != session & open_tab]
     # Internal, for the browser suite alone (zero by default): seconds held
     # between finding a text free and claiming it, so that a second process
     # asks at the same time. Inside the transaction that second process waits
     # on the lock; without it, both would claim the same text.
     Sys.sleep(getOption("newrllama4.test_claim_delay", 0))
-    unit <- pick(available)
+    unit <- pick(setdiff(available, elsewhere))
     if (!is.null(unit)) store_claim_with(con, coder, session, unit)
     list(unit = unit, available = available)
   }))
+}
+
+# A session still connected keeps its text.
+store_refresh_claims <- function(file, session) {
+  with_store(file, function(con) {
+    DBI::dbExecute(con, "UPDATE claims SET time = ? WHERE session = ?", params = list(as.numeric(Sys.time()), session))
+  })
 }
 
 # A session that ends (a tab closed) holds no text back; the coder's other

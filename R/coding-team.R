@@ -3,7 +3,10 @@
 # every code with its history to download. Adjudicators and the lead see it;
 # coders never do (role_views).
 
-team_screen <- function(file, stored, state) {
+# Blind adjudication: an adjudicator sees the open disagreements' codes
+# without the coders' names, and no download of the history, which has them.
+team_screen <- function(file, stored, state, blind_adjudication = TRUE) {
+  blind <- state$person$role == "adjudicator" && blind_adjudication
   tag <- shiny::tags
   team <- team_progress(file, stored)
   coded <- sum(team$texts$coders > 0)
@@ -23,12 +26,15 @@ team_screen <- function(file, stored, state) {
           tag$h2(sprintf("Open disagreements (%d)", length(team$open))),
           if (length(team$open) > 0) tag$ul(class = "nl-disagreements", lapply(team$open, function(unit) {
             theirs <- team$codes[team$codes$role == "code" & team$codes$unit == unit, ]
+            coders <- if (blind) paste("Coder", seq_len(nrow(theirs))) else theirs$coder
             tag$li(sprintf("Text %d: ", stored$sample$.row[[unit]]),
-                   paste(sprintf("%s (%s)", theirs$coder, vapply(seq_len(nrow(theirs)), function(i) {
+                   paste(sprintf("%s (%s)", coders, vapply(seq_len(nrow(theirs)), function(i) {
                      code_summary(theirs[i, ])
                    }, "")), collapse = "; "))
           })),
-          tag$p(shiny::downloadLink("codes_csv", "Download every code with its history (CSV)")))
+          if (role_allows(state$person$role, "download", blind_adjudication)) {
+            tag$p(shiny::downloadLink("codes_csv", "Download every code with its history (CSV)"))
+          })
 }
 
 # The figures of the team screen, from the file as it is now.

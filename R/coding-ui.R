@@ -11,6 +11,8 @@ coding_page <- function() {
     title = "Coding",
     shiny::tags$head(
       shiny::tags$meta(name = "viewport", content = "width=device-width, initial-scale=1"),
+      # as the page's header says (guard_pages()): the link's key in no Referer
+      shiny::tags$meta(name = "referrer", content = "no-referrer"),
       shiny::includeCSS(file.path(assets, "coding.css")),
       shiny::includeScript(file.path(assets, "coding.js"))
     ),
@@ -107,14 +109,16 @@ code_form <- function(task, previous, back = TRUE, draft = NULL, uncodable = cha
 # "Cannot code": a reason from the set categories, or "other" in words.
 uncodable_input <- function(categories, reason) {
   tag <- shiny::tags
-  other <- if (startsWith(reason, "other: ")) substring(reason, 8) else ""
+  other <- if (startsWith(reason, other_prefix)) substring(reason, nchar(other_prefix) + 1) else ""
   chosen <- if (nzchar(other)) "other" else reason
   options <- lapply(c(categories, "other"), function(category) {
     tag$option(value = category, selected = if (identical(category, chosen)) NA, category)
   })
   tag$div(class = "nl-uncodable",
           tag$select(id = "nl-reason", tag$option(value = "", "Why it cannot be coded\u2026"), options),
-          tag$input(id = "nl-other", type = "text", maxlength = code_text_limit, placeholder = "Other reason",
+          # as long as the server takes: the reason is stored as "other: " and the words
+          tag$input(id = "nl-other", type = "text", maxlength = code_text_limit - nchar(other_prefix),
+                    placeholder = "Other reason",
                     value = other),
           tag$button(id = "nl-cannot", "Cannot code"))
 }
@@ -135,8 +139,8 @@ field_input <- function(field, previous) {
                   boolean = choices(c("true", "false"), c("yes", "no")),
                   integer = ,
                   number = tag$input(type = "number", step = if (field$kind == "integer") "1" else "any",
-                                     value = value %||% ""),
-                  tag$input(type = "text", value = value %||% ""))
+                                     min = field$bounds$minimum, max = field$bounds$maximum, value = value %||% ""),
+                  tag$input(type = "text", maxlength = field$bounds$maxLength, value = value %||% ""))
   tag$fieldset(class = "nl-field", `data-field` = field$name, `data-kind` = field$kind,
                tag$legend(field$name), input)
 }
@@ -170,11 +174,14 @@ code_summary <- function(code) {
   paste(sprintf("%s: %s", names(value), vapply(value, function(x) format(x %||% "-"), "")), collapse = "; ")
 }
 
-others_codes <- function(codes) {
+# The coders' codes of a text, by name or, blind, as "Coder 1", "Coder 2" in
+# the order they coded it.
+others_codes <- function(codes, blind_adjudication = TRUE) {
   tag <- shiny::tags
+  coders <- if (blind_adjudication) paste("Coder", seq_len(nrow(codes))) else codes$coder
   tag$div(class = "nl-others", tag$h2("Their codes"),
           tag$ul(lapply(seq_len(nrow(codes)), function(i) {
-            tag$li(tag$strong(codes$coder[i]), ": ", code_summary(codes[i, ]),
+            tag$li(tag$strong(coders[i]), ": ", code_summary(codes[i, ]),
                    if (!is.na(codes$note[i])) tag$em(paste0(" (note: ", codes$note[i], ")")))
           })))
 }

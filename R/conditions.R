@@ -23,6 +23,7 @@ condition_parents <- c(
   coding_file = "invalid_argument",
   code_refused = "invalid_argument",
   coding_access = "invalid_argument",
+  coding_roles = "coding_access",
   empty_stratum = "coded_rows",
   degenerate_fit = "estimation"
 )

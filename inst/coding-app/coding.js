@@ -10,12 +10,43 @@
     var text = document.querySelector(".nl-text");
     return text ? Number(text.getAttribute("data-unit")) : null;
   }
+  // Each click has a nonce of its own, by which the file knows it.
+  function nonce() {
+    var bytes = new Uint8Array(12);
+    window.crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  }
+  // A code waits in the tab (sessionStorage) until a screen answers it: one
+  // made while the connection is down, or whose answer a dropped connection
+  // lost, is sent again once the page is connected and drawn, and the file,
+  // which knows its nonce, writes it once.
+  function pending(event) {
+    if (event === undefined) return JSON.parse(sessionStorage.getItem("nl-pending") || "null");
+    if (event === null) sessionStorage.removeItem("nl-pending");
+    else sessionStorage.setItem("nl-pending", JSON.stringify(event));
+  }
+  function connected() {
+    return window.Shiny && Shiny.shinyapp && Shiny.shinyapp.isConnected();
+  }
   function send(type, extra) {
-    var event = {type: type, unit: unit(), note: value("nl-note"), nonce: Date.now() + Math.random()};
+    var event = {type: type, unit: unit(), note: value("nl-note"), nonce: nonce()};
     for (var key in extra) event[key] = extra[key];
     // no second click until the next text is on screen
     document.querySelectorAll(".nl-screen button").forEach(function (b) { b.disabled = true; });
-    Shiny.setInputValue("nl_event", event, {priority: "event"});
+    if (type === "code" || type === "uncodable") pending(event);
+    if (connected()) Shiny.setInputValue("nl_event", event, {priority: "event"});
+  }
+  var reconnected = false;
+  function screenDrawn(e) {
+    if (e.name !== "screen") return;
+    var first = reconnected;  // the first screen of a connection answers no click
+    reconnected = false;
+    var event = pending();
+    if (!event) return;
+    if (!first) { pending(null); return; }  // the screen after the code: the server has it
+    event.resent = true;
+    pending(event);
+    setTimeout(function () { Shiny.setInputValue("nl_event", event, {priority: "event"}); }, 0);
   }
   function fields() {
     var out = {};
@@ -48,8 +79,30 @@
     box.textContent = message.message;
     document.querySelectorAll(".nl-screen button").forEach(function (b) { b.disabled = false; });
   }
+  // The link's key leaves the address once the page is connected, so that it
+  // is in neither the browser's history nor a later request. Shiny sends the
+  // address it first connected with again when it reconnects; the tab keeps
+  // the key (sessionStorage) for a reload, put back before Shiny reads it.
+  var stored = window.sessionStorage && sessionStorage.getItem("nl-key");
+  var params = new URLSearchParams(window.location.search);
+  if (stored && !params.has("key")) {
+    params.set("key", stored);
+    history.replaceState(history.state, "", "?" + params.toString() + window.location.hash);
+  }
+  function dropKey() {
+    var params = new URLSearchParams(window.location.search);
+    if (!params.has("key")) return;
+    sessionStorage.setItem("nl-key", params.get("key"));
+    params.delete("key");
+    var search = params.toString();
+    history.replaceState(history.state, "", window.location.pathname + (search ? "?" + search : "") +
+                         window.location.hash);
+  }
   document.addEventListener("DOMContentLoaded", function () {
     Shiny.addCustomMessageHandler("nl_problem", problem);
+    $(document).on("shiny:connected", dropKey);
+    $(document).on("shiny:connected", function () { reconnected = true; });
+    $(document).on("shiny:value", screenDrawn);
   });
   document.addEventListener("click", function (e) {
     var target = e.target.closest("button");

@@ -30,19 +30,22 @@ browser_sample <- function(data = browser_data()) {
   newrllama4::review_sample(data, n = 20, seed = 1)
 }
 
+# Adjudication not blind: the test checks that the adjudicator sees whose code is whose, and downloads
+# the history.
 browser_app <- function(file) {
   newrllama4::coding_app(browser_sample(), file,
                          labels = c(yes = "The text reports support for a local decision.",
                                     no = "The text reports no support, or opposition."),
                          instruction = "Does the text report support for a local decision?",
-                         overlap = 0.25, seed = 7)
+                         overlap = 0.25, seed = 7, blind_adjudication = FALSE)
 }
 
 # A coding task of typed fields instead of labels, on the first texts.
 browser_fields_app <- function(file) {
   newrllama4::coding_app(browser_data()[1:3, ], file, instruction = "Code each letter.",
                          schema = list(stance = list(enum = c("for", "against", "mixed"), description = "Its stance"),
-                                       local = "boolean", signatures = "integer", gist = "string"),
+                                       local = "boolean", signatures = list(type = "integer", minimum = 0),
+                                       gist = "string"),
                          seed = 1)
 }
 

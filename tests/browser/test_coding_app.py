@@ -1,13 +1,16 @@
 """coding_app() in a real browser: headless Chromium driven by Selenium against
 the app running in a background R process on 127.0.0.1.
 
-One coder codes the 20 drawn texts by keys and clicks, marks one uncodable and
-changes one code by going back; the R process is killed mid-way and started
-again, and nothing is lost; two coders then code at once with overlap; a third
+A page from another machine is refused, whatever it sends. One coder codes
+the 20 drawn texts by keys and clicks, marks one uncodable and changes one
+code by going back; the R process is killed mid-way and started again, and
+nothing is lost; two coders then code at once with overlap; a third
 adjudicates their disagreements; read_codes() must then give, row by row,
 what was clicked, and feed label_regression() as it is. Then typed fields and
-a read-only file; a named team's links; and two R processes on one file, whose
-coders ask for its last free text at once.
+a read-only file; a named team's links, and the gate against a forged login
+header and another site's page (through raw Shiny websockets, as an
+attacker's script opens them) and a link renewed in an open tab; and two
+R processes on one file, whose coders ask for its last free text at once.
 """
 
 import csv
@@ -26,6 +29,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import websocket  # websocket-client, which selenium depends on
 from selenium import webdriver
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -52,8 +56,8 @@ def free_port():
 class App:
     """The app in its own R process (and process group, so that a kill takes all of it)."""
 
-    def __init__(self, file, *task, file_modes_apply=False, env=None):
-        self.port = free_port()
+    def __init__(self, file, *task, file_modes_apply=False, env=None, port=None):
+        self.port = port or free_port()
         self.log = open(Path(file).with_suffix(f".{self.port}.log"), "w")
         command = ["Rscript", str(HERE / "serve.R"), str(file), str(self.port), *task]
         if file_modes_apply and os.geteuid() == 0:
@@ -171,12 +175,57 @@ def rscript(*args):
     return subprocess.run(["Rscript", *map(str, args)], check=True, capture_output=True, text=True).stdout
 
 
+def shiny_socket(app, search="", header=(), origin=None):
+    """A raw Shiny websocket, as a script (or another site's page) opens it: the init message with the
+    address's query; `origin`, as a browser would send it, the app's own unless given."""
+    ws = websocket.create_connection(f"ws://127.0.0.1:{app.port}/websocket/", header=list(header),
+                                     origin=origin or app.url().rstrip("/"), timeout=20)
+    ws.send(json.dumps({"method": "init", "data": {".clientdata_url_search": search,
+                                                   ".clientdata_output_screen_hidden": False}}))
+    return ws
+
+
+def socket_event(ws, event):
+    ws.send(json.dumps({"method": "update", "data": {"nl_event": dict(event, nonce=time.time())}}))
+
+
+def received(ws):
+    """What the server sends for the messages sent so far: until it is idle again (its reply to each
+    message ends with {"busy": "idle"} and the values that follow), then quiet for a moment."""
+    messages = []
+    ws.settimeout(20)
+    try:
+        while True:
+            messages.append(ws.recv())
+            if '"busy":"idle"' in messages[-1]:
+                ws.settimeout(0.3)
+    except websocket.WebSocketTimeoutException:
+        return "\n".join(messages)
+
+
 def test_coding_app_codes_resumes_shares_and_adjudicates():
     workdir = Path(tempfile.mkdtemp(prefix="coding-app-"))
     file = workdir / "codes.sqlite"
     driver = chromium()
     app = App(file)
     try:
+        # --- nobody named: a page from another machine (passed on by a proxy) is refused, and a crafted
+        # start event opens neither coding nor adjudication
+        ws = shiny_socket(app, header=["X-Forwarded-For: 192.168.1.7"])
+        messages = received(ws)
+        assert "This app serves only the computer it runs on" in messages
+        for adjudicate in [False, True]:
+            socket_event(ws, {"type": "start", "coder": "mallory", "adjudicate": adjudicate})
+            socket_event(ws, {"type": "code", "unit": 1, "value": {"code": "yes"}, "note": ""})
+            messages += received(ws)
+        ws.close()
+        with sqlite3.connect(file) as db:
+            texts = [t for (t,) in db.execute("SELECT text FROM texts")]
+            assert db.execute("SELECT count(*) FROM codes").fetchone()[0] == 0
+            assert db.execute("SELECT count(*) FROM coders").fetchone()[0] == 0
+        assert "mallory" not in messages and "Adjudicating" not in messages
+        assert not any(text[:30] in messages for text in texts)
+
         # --- one coder: keys and clicks, one text uncodable, one code changed by going back
         ana = Coder(driver, app.url("?coder=ana"), "ana")
         assert ana.count() == f"1 of {N_TEXTS}"
@@ -257,14 +306,29 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         with sqlite3.connect(file) as db:
             saved = db.execute("SELECT count(DISTINCT unit) FROM codes WHERE coder = 'ana'").fetchone()[0]
         assert saved == 12
+        # Ana clicks while it is down: the click waits in the page, which reconnects by itself once the app
+        # is back, and is written once
+        WebDriverWait(driver, 20).until(lambda d: not d.execute_script("return Shiny.shinyapp.isConnected()"))
+        down_row = ana.row()
+        driver.find_element(By.CSS_SELECTOR, ".nl-label[data-value='yes']").click()
+        ana.clicked[down_row] = "yes"
 
         # --- started again: Ana resumes where she stopped, Ben codes at the same time
-        app = App(file)
+        app = App(file, port=app.port)
+
+        def ana_units():
+            with sqlite3.connect(file) as db:
+                return db.execute("SELECT count(DISTINCT unit), count(*) FROM codes WHERE coder = 'ana'").fetchone()
+        written = ana_units()
+        WebDriverWait(driver, 60).until(lambda d: ana_units()[0] == 13)
+        WebDriverWait(driver, 20).until(lambda d: d.execute_script("return sessionStorage.getItem('nl-pending')")
+                                        is None)
+        assert ana_units() == (13, written[1] + 1)
         ana_before = dict(ana.clicked)
         ana.focus()
         driver.get(app.url("?coder=ana"))
         ana.wait_for_screen()
-        assert ana.count() == f"13 of {N_TEXTS}"
+        assert ana.count() == f"14 of {N_TEXTS}"
         ben = Coder(driver, app.url("?coder=ben"), "ben")
         assert NOTE not in driver.page_source
         for turn in range(100):
@@ -365,7 +429,8 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
 
 
 def test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write():
-    """A schema's fields: choices, yes/no, a number and a short text, saved by Enter or the button; with
+    """A schema's fields: choices, yes/no, a number and a short text, saved by Enter or the button; a
+    number outside the schema's bounds refused, and said so; with
     the file read-only, the page says the code was not saved and keeps it, and it is saved once the
     file is writable again."""
     workdir = Path(tempfile.mkdtemp(prefix="coding-fields-"))
@@ -380,6 +445,14 @@ def test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write():
             row, unit = coder.row(), coder.unit()
             driver.find_element(By.CSS_SELECTOR, f"input[name=nl-field-stance][value={stance}]").click()
             driver.find_element(By.CSS_SELECTOR, f"input[name=nl-field-local][value={str(local).lower()}]").click()
+            if i == 0:
+                # a number under the schema's minimum is refused on the server, and the page says why
+                box = driver.find_element(By.CSS_SELECTOR, "[data-field=signatures] input")
+                box.send_keys("-7")
+                driver.find_element(By.ID, "nl-save").click()
+                WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.ID, "nl-problem"))
+                assert "signatures must be at least 0" in driver.find_element(By.ID, "nl-problem").text
+                box.clear()
             if signatures is not None:
                 driver.find_element(By.CSS_SELECTOR, "[data-field=signatures] input").send_keys(str(signatures))
             text = driver.find_element(By.CSS_SELECTOR, "[data-field=gist] input")
@@ -438,7 +511,10 @@ def shiny_event(driver, event):
 def test_coding_app_lets_each_named_person_in_by_their_own_link_only():
     """With people named: no key, a wrong key or a name in the address opens a page without any text; a
     link is its person whatever the address adds; a crafted code outside the codebook is refused and not
-    stored; the file's sample is plain SQLite."""
+    stored; the file's sample is plain SQLite, readable by its owner only. One gate for every message: a
+    forged Shiny-Server-Credentials header is nobody, a websocket opened by another site's page reads
+    nothing even with a valid key, a link renewed while its tab is open stops at the next click; the key
+    leaves the address, and no page sends it as a Referer."""
     workdir = Path(tempfile.mkdtemp(prefix="coding-team-"))
     file = workdir / "codes.sqlite"
     env = dict(os.environ, R_USER_DATA_DIR=str(workdir / "user-data"))
@@ -451,6 +527,34 @@ def test_coding_app_lets_each_named_person_in_by_their_own_link_only():
         assert len(texts) == 6 and rows == [1, 2, 3, 4, 5, 6] and texts[0].startswith("Text 01.")
         links = {(link["name"], link["role"]): link["url"] for link in json.loads(Path(f"{file}.links.json").read_text())}
         assert set(links) == {("Ana", "coder"), ("Ben", "coder"), ("Eve", "adjudicator")}
+        assert os.stat(file).st_mode & 0o777 == 0o600
+        with urllib.request.urlopen(app.url(), timeout=20) as page:
+            assert page.headers["Referrer-Policy"] == "no-referrer"
+
+        def codes():
+            with sqlite3.connect(file) as db:
+                return db.execute("SELECT coder, value FROM codes ORDER BY id").fetchall()
+
+        # a forged login header and no key: the refusal, no text, and no code written whatever it sends
+        for user in ["Ana", "Eve"]:
+            ws = shiny_socket(app, header=["Shiny-Server-Credentials: " + json.dumps({"user": user})])
+            messages = received(ws)
+            assert "This link is not valid" in messages
+            for unit in range(1, len(texts) + 1):
+                socket_event(ws, {"type": "code", "unit": unit, "value": {"code": "yes"}, "note": ""})
+            socket_event(ws, {"type": "view", "view": "team"})
+            messages += received(ws)
+            ws.close()
+            assert not any(text[:30] in messages for text in texts)
+        # a websocket from a page of another site (here another port), with Ana's own key: nothing
+        ws = shiny_socket(app, "?" + links[("Ana", "coder")].split("?", 1)[1], origin=f"http://127.0.0.1:{free_port()}")
+        messages = received(ws)
+        assert "opened from another site" in messages
+        socket_event(ws, {"type": "code", "unit": 1, "value": {"code": "yes"}, "note": ""})
+        messages += received(ws)
+        ws.close()
+        assert not any(text[:30] in messages for text in texts)
+        assert codes() == []
 
         def refused():
             WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-welcome h1"))
@@ -472,6 +576,11 @@ def test_coding_app_lets_each_named_person_in_by_their_own_link_only():
         # Ana, by her link, codes two texts with a note
         ana = Coder(driver, links[("Ana", "coder")], "Ana")
         assert driver.find_element(By.CSS_SELECTOR, ".nl-coder").text == "Coder: Ana"
+        # the key leaves the address once connected, and a reload finds her again
+        assert "key=" not in driver.current_url
+        driver.refresh()
+        ana.wait_for_screen()
+        assert driver.find_element(By.CSS_SELECTOR, ".nl-coder").text == "Coder: Ana"
         ana.code("yes", by_key=False, note="ana-private-note")
         ana.code("no", by_key=True)
         # a crafted code outside the codebook is refused, said so, and not stored
@@ -480,9 +589,7 @@ def test_coding_app_lets_each_named_person_in_by_their_own_link_only():
         WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.ID, "nl-problem"))
         assert "Not saved" in driver.find_element(By.ID, "nl-problem").text
         assert ana.unit() == unit
-        with sqlite3.connect(file) as db:
-            stored = db.execute("SELECT coder, value FROM codes ORDER BY id").fetchall()
-        assert stored == [("Ana", '{"code":"yes"}'), ("Ana", '{"code":"no"}')]
+        assert codes() == [("Ana", '{"code":"yes"}'), ("Ana", '{"code":"no"}')]
 
         # Ben's link with Ana's name added is Ben's: none of Ana's texts, codes or notes, back or not
         ben = Coder(driver, links[("Ben", "coder")] + "&coder=Ana&adjudicate=1", "Ben")
@@ -511,6 +618,17 @@ def test_coding_app_lets_each_named_person_in_by_their_own_link_only():
         WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-team"))
         rows = [r.text.split()[:2] for r in driver.find_elements(By.CSS_SELECTOR, ".nl-table tbody tr")]
         assert rows == [["Ana", "2"], ["Ben", "1"]]
+
+        # Ben's link renewed while his tab is open (in the file, as coding_links(renew =) does it from
+        # another R session: a new salt, its key's hash): his next click is refused, and the page says why
+        with sqlite3.connect(file) as db:
+            db.execute("UPDATE people SET salt = 'renewed', key_hash = 'renewed' WHERE name = 'Ben'")
+        ben.focus()
+        driver.find_element(By.CSS_SELECTOR, ".nl-label[data-value='yes']").click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-welcome h1"))
+        assert driver.find_element(By.CSS_SELECTOR, ".nl-welcome h1").text == "This link no longer works"
+        assert not driver.find_elements(By.CSS_SELECTOR, ".nl-text")
+        assert [coder for coder, _ in codes()] == ["Ana", "Ana", "Ben"]
     finally:
         driver.quit()
         if app.process.poll() is None:

@@ -38,3 +38,23 @@ start_as <- function(session, coder, adjudicate = FALSE) {
   session$flushReact()
   session$setInputs(nl_event = list(type = "start", coder = coder, adjudicate = adjudicate))
 }
+
+# the secret that makes the links, in a directory of the test's own
+local_secret_dir <- function(envir = parent.frame()) {
+  withr::local_envvar(R_USER_DATA_DIR = withr::local_tempdir(.local_envir = envir), .local_envir = envir)
+}
+
+team_fixture <- function(n = 4, envir = parent.frame()) {
+  skip_if_not_installed("openssl")
+  local_secret_dir(envir)
+  coding_fixture(n = n, overlap = 0.5, coders = c("Ana", "Ben"), adjudicators = "Eve", lead = "Lea", envir = envir)
+}
+
+# The session as opened at the address ending in `search` (shiny's test
+# session has a fixed one), before its first flush reads it.
+open_at <- function(session, search) {
+  session$clientData <- list(url_search = search)
+  session$flushReact()
+}
+
+link_key <- function(links, name, role) sub(".*key=", "", links$url[links$name == name & links$role == role])

@@ -61,17 +61,24 @@ test_that("blind: the page never holds the model's answer or other coders' codes
   })
 })
 
-test_that("adjudication shows both codes and records a third decision", {
+test_that("adjudication shows both codes, blind to who coded them unless asked, and records a third decision", {
   fixture <- coding_fixture(n = 2, overlap = 1)
   store_write(fixture$file, 1, "ana", list(code = "no"))
   store_write(fixture$file, 1, "ben", list(code = "yes"), note = "close call")
   store_write(fixture$file, 2, "ana", list(code = "no"))
   store_write(fixture$file, 2, "ben", list(code = "no"))
+  seen <- coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), blind_adjudication = FALSE)
+  shiny::testServer(seen, {
+    start_as(session, "eve", adjudicate = TRUE)
+    expect_match(as.character(screen()), "<strong>ana</strong>\\s*:\\s*code: no")
+  })
   shiny::testServer(fixture$app, {
     start_as(session, "eve", adjudicate = TRUE)
     html <- as.character(screen())
     expect_match(html, "1 disagreement")
-    expect_match(html, "<strong>ana</strong>\\s*:\\s*code: no")
+    expect_match(html, "<strong>Coder 1</strong>\\s*:\\s*code: no")
+    expect_match(html, "<strong>Coder 2</strong>\\s*:\\s*code: yes")
+    expect_no_match(html, "ana|ben")
     expect_match(html, "close call", fixed = TRUE)
     click(session, "code", value = list(code = "yes"))
     expect_match(as.character(screen()), "Nothing to adjudicate")
@@ -119,6 +126,67 @@ test_that("closing one of a coder's two tabs releases that tab's text only", {
   shiny::testServer(fixture$app, {
     start_as(session, "ben")
     expect_false(identical(state$unit, 2L))
+  })
+})
+
+test_that("a click sent again after a reconnect is written once: not dropped, not twice", {
+  fixture <- coding_fixture(n = 3, overlap = 0)
+  store_write(fixture$file, 3, "ben", list(code = "no"))
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    first <- state$unit
+    code <- list(type = "code", unit = first, value = list(code = "yes"), note = "", nonce = "a1")
+    session$setInputs(nl_event = code)
+    expect_match(as.character(screen()), "Saved: text")
+    # the page lost the answer and sends the click again, on the next text's screen: the file holds its nonce
+    session$setInputs(nl_event = c(code, resent = TRUE))
+    expect_identical(nrow(store_history(fixture$file)), 2L)
+    # a click made while the connection was down, for a text she coded before: written, once
+    again <- list(type = "code", unit = first, value = list(code = "no"), note = "", nonce = "a2", resent = TRUE)
+    session$setInputs(nl_event = again)
+    session$setInputs(nl_event = again)
+    # sent again, but for Ben's text, or not marked as sent again: stale
+    session$setInputs(nl_event = utils::modifyList(again, list(unit = 3L, nonce = "a3")))
+    session$setInputs(nl_event = utils::modifyList(again, list(resent = NULL, nonce = "a4")))
+  })
+  history <- store_history(fixture$file)
+  expect_identical(history$nonce, c(NA, "a1", "a2"))
+  expect_identical(history$value[history$coder == "ana"], c('{"code":"yes"}', '{"code":"no"}'))
+})
+
+test_that("a text on screen stays claimed however long it stays there, and no longer than its page", {
+  fixture <- coding_fixture(n = 2, overlap = 0)
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    held <- state$unit
+    # the claim as the clock would leave it 31 minutes on: expired, unless the open page renews it
+    with_store(fixture$file, function(con) DBI::dbExecute(con, "UPDATE claims SET time = time - 1860"))
+    expect_identical(nrow(store_claims(fixture$file)), 0L)
+    session$elapse(claim_refresh_seconds * 1000)
+    expect_identical(store_claims(fixture$file)$unit, held)
+  })
+  expect_identical(nrow(store_claims(fixture$file)), 0L)
+})
+
+test_that("a coder's second tab gets another text, or is told the last one is open in the first", {
+  fixture <- coding_fixture(n = 2, overlap = 0)
+  first <- store_coder(fixture$file, "ana", 2, store_meta(fixture$file)$seed)$order[[1]]
+  store_claim(fixture$file, "ana", "ana's first tab", first)
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    expect_false(identical(state$unit, first))
+    expect_match(as.character(screen()), "1 of 2")
+    click(session, "code", value = list(code = "yes"))
+    expect_match(as.character(screen()), "Open in another tab")
+    expect_no_match(as.character(screen()), "Done")
+  })
+  expect_identical(nrow(store_codes(fixture$file)), 1L)
+  # a claim not renewed for minutes is no open tab (its app was killed): the text is this tab's
+  with_store(fixture$file, function(con) DBI::dbExecute(con, "UPDATE claims SET time = time - ?",
+                                                        params = list(3 * claim_refresh_seconds)))
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    expect_identical(state$unit, first)
   })
 })
 

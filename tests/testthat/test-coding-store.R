@@ -1,3 +1,34 @@
+test_that("a new coding file is readable by its owner only", {
+  skip_on_os("windows")
+  umask <- Sys.umask()
+  fixture <- coding_fixture(n = 2)
+  expect_identical(format(file.mode(fixture$file)), "600")
+  # the WAL beside it, while a connection has it open, too
+  wal <- with_store(fixture$file, function(con) {
+    DBI::dbExecute(con, "DELETE FROM claims")
+    file.mode(paste0(fixture$file, "-wal"))
+  })
+  expect_identical(format(wal), "600")
+  expect_identical(Sys.umask(), umask)
+})
+
+test_that("a click's nonce is written once; a file from before nonces gets their column", {
+  fixture <- coding_fixture(n = 2)
+  expect_true(store_write(fixture$file, 1, "ana", list(code = "yes"), nonce = "n1"))
+  expect_false(store_write(fixture$file, 1, "ana", list(code = "no"), nonce = "n1"))
+  expect_true(store_write(fixture$file, 1, "ana", list(code = "no")))
+  expect_true(store_write(fixture$file, 2, "ana", list(code = "no")))
+  expect_identical(store_history(fixture$file)$nonce, c("n1", NA, NA))
+  with_store(fixture$file, function(con) {
+    DBI::dbExecute(con, "DROP INDEX codes_nonce")
+    DBI::dbExecute(con, "ALTER TABLE codes DROP COLUMN nonce")
+  })
+  coding_app(fixture$sample, fixture$file, labels = c("yes", "no"))
+  expect_identical(store_history(fixture$file)$nonce, rep(NA_character_, 3))
+  expect_true(store_write(fixture$file, 2, "ben", list(code = "no"), nonce = "n1"))
+  expect_false(store_write(fixture$file, 2, "ben", list(code = "no"), nonce = "n1"))
+})
+
 test_that("a new file is in WAL mode and records the sample, the task and which texts two coders code", {
   fixture <- coding_fixture(n = 6, overlap = 0.5)
   mode <- with_store(fixture$file, function(con) DBI::dbGetQuery(con, "PRAGMA journal_mode")[[1]])

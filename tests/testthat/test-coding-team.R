@@ -29,6 +29,16 @@ test_that("the team screen: each coder's progress, agreement as agreement() give
     expect_match(html, "Open disagreements (2)", fixed = TRUE)
     expect_match(html, "Krippendorff's alpha")
     expect_match(html, "6 of 6 texts coded")
+    # blind adjudication: the disagreements' codes without who coded them, and no history, which names them
+    expect_match(html, "Text 3:\\s*Coder 1 \\(code: yes\\); Coder 2 \\(code: no\\)")
+    expect_no_match(html, "codes_csv")
+    expect_error(output$codes_csv, "lead")
+  })
+  seen <- coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), blind_adjudication = FALSE)
+  shiny::testServer(seen, {
+    start_as(session, "eve", adjudicate = TRUE)
+    session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
+    expect_match(as.character(screen()), "Text 3:\\s*ana \\(code: yes\\); ben \\(code: no\\)")
     csv <- utils::read.csv(output$codes_csv)
     expect_identical(nrow(csv), 12L)
     expect_identical(sum(csv$.current), 11L)  # ben's first code of text 4, replaced

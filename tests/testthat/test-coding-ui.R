@@ -40,7 +40,14 @@ test_that("the codebook shows each label's description and examples; labels may 
 test_that("cannot code offers the set reasons and other, filled with the earlier reason; notes show their cap", {
   html <- as.character(code_form(task, list(reason = "other: too short", uncodable = 1), uncodable = "not in English"))
   expect_match(html, '<option value="other" selected>other</option>', fixed = TRUE)
-  expect_match(html, 'id="nl-other" type="text" maxlength="2000" placeholder="Other reason" value="too short"', fixed = TRUE)
+  # the words in the page as long as the server takes them, after "other: "
+  expect_match(html, 'id="nl-other" type="text" maxlength="1993" placeholder="Other reason" value="too short"', fixed = TRUE)
+  fixture <- coding_fixture(n = 1)
+  expect_error(store_write(fixture$file, 1, "ana", NULL, uncodable = TRUE,
+                           reason = uncodable_reason("other", strrep("x", 1994), character())),
+               class = "newrllama4_error_code_refused")
+  store_write(fixture$file, 1, "ana", NULL, uncodable = TRUE, reason = uncodable_reason("other", strrep("x", 1993), character()))
+  expect_identical(nchar(store_codes(fixture$file)$reason), 2000L)
   expect_match(html, sprintf("up to %d characters", code_text_limit))
   html <- as.character(code_form(task, list(reason = "not in English"), uncodable = "not in English"))
   expect_match(html, '<option value="not in English" selected>', fixed = TRUE)
