@@ -42,6 +42,15 @@
 #' message (class `newrllama4_message_refit_declined`). The other rows are
 #' labelled by the candidate chosen on all coded rows.
 #'
+#' The guard is a choice between two estimates, each valid on its own: where
+#' it declines, the estimators correct the labels as annotated, which no code
+#' made; where it keeps the learner, they choose and fit it again in each of
+#' their folds, and each fold's choice may keep the labels as they are (the
+#' guard inside the folds). The decision itself reads every coded row's code,
+#' so the intervals hold over all samples, the learner kept or not, and not
+#' over those where it was kept alone: report the interval whatever the guard
+#' decided.
+#'
 #' The value goes to [label_regression()] and [label_shares()] as it is, with
 #' the same coded rows: they fit the learner again in their cross-fitting
 #' folds, which are the learner's own, so each coded row's prediction is the

@@ -42,7 +42,8 @@
 #' message (class `newrllama4_message_refit_declined`); otherwise the other rows
 #' get the candidate chosen on all coded rows. This is [learn_labels()]'s
 #' smallest case: its candidates without the classifier, the same rule and
-#' guard. Fewer than about 10 coded rows
+#' guard (a choice between two valid estimates: report the interval whatever
+#' it decided, as [learn_labels()] says). Fewer than about 10 coded rows
 #' per parameter of the largest candidate (labels - 1 + orders) make the choice
 #' noisy: a warning (class `newrllama4_warning_few_coded`) says how many rows
 #' would do.
