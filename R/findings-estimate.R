@@ -80,7 +80,7 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
     prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
     labelled_covariates = names(covariates), cluster = cluster, predictions = predicted$g,
     design = design_summary(design), learner = learner_summary(data),
-    manifest = findings_manifest(data, spec$name, design, fold[local$rows], folds, predicted$model,
+    manifest = findings_manifest(data, spec$name, design, fold[local$rows], length(unique(fold)), predicted$model,
                                  c(estimate, list(cluster = cluster, labelled_covariates = names(covariates),
                                                    domain_rows = length(usable))))
   ))

@@ -81,3 +81,15 @@ test_that("learn_labels() and recalibrate_labels() refuse a sample drawn toward 
   expect_error(recalibrate_labels(rows$data, through_csv(toward_doubt), gold), "drawn toward doubt",
                class = "newrllama4_error_coded_rows")
 })
+
+test_that("the estimators' folds hold whole clusters, as many as were coded where they are fewer than asked", {
+  data <- clustered(1)
+  coded <- review_sample(data, 3, seed = 1, cluster = "speaker")
+  fit <- suppressWarnings(label_regression(yes ~ 1, data, coded, truth, seed = 1))
+  expect_true(all(tapply(fit$folds, data$speaker, function(f) length(unique(f))) == 1))
+  expect_identical(manifest(fit)$estimation$folds, 3L)
+  # rows drawn one by one, with clusters that share errors: the folds keep those whole too
+  coded <- review_sample(data, 200, weight = "uniform", seed = 1)
+  fit <- label_regression(yes ~ 1, data, coded, truth, seed = 1, cluster = "speaker")
+  expect_true(all(tapply(fit$folds, data$speaker, function(f) length(unique(f))) == 1))
+})
