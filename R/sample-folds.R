@@ -71,14 +71,14 @@ coded_folds <- function(units, n_folds, seed = NULL, min_units = 2L, call = call
 # session's generator.
 cross_fit_folds <- function(units, coded, n_folds, seed, kept = NULL, call = caller_env()) {
   seed <- seed %||% sample.int(.Machine$integer.max, 1)
-  coded_units <- units[coded]
-  k <- min(n_folds, length(unique(coded_units)))
+  of_coded <- units[coded]
+  k <- min(n_folds, length(unique(of_coded)))
   whole <- !is.null(kept) && !anyNA(kept) && length(unique(kept)) == k &&
-    all(tapply(kept, as.character(coded_units), function(f) length(unique(f))) == 1)
+    all(tapply(kept, as.character(of_coded), function(f) length(unique(f))) == 1)
   fold <- integer(length(units))
-  fold[coded] <- if (whole) kept else coded_folds(coded_units, n_folds, seed, call = call)
+  fold[coded] <- if (whole) kept else coded_folds(of_coded, n_folds, seed, call = call)
   rest <- setdiff(seq_along(units), coded)
-  known <- match(units[rest], coded_units)
+  known <- match(units[rest], of_coded)
   fold[rest[!is.na(known)]] <- fold[coded][known[!is.na(known)]]
   others <- rest[is.na(known)]
   fold[others] <- unit_folds(units[others], k, seed)
