@@ -25,6 +25,7 @@ condition_parents <- c(
   coding_access = "invalid_argument",
   coding_roles = "coding_access",
   empty_stratum = "coded_rows",
+  weighted_sample = "coded_rows",
   degenerate_fit = "estimation"
 )
 

@@ -63,8 +63,12 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   local_spec <- spec
   local_spec$prediction <- spec$prediction[usable]
   local_spec$label <- spec$label[usable]
-  fold <- learner_folds_kept(cross_fit_folds(length(usable), local$rows, folds, seed), data, usable[local$rows],
-                             local$rows)
+  # folds of whole sampling units (sample-folds.R), the learner's where they are
+  units <- clusters %||% seq_along(usable)
+  local$units <- units[local$rows]
+  learner <- if (learned_by_hand(data)) attr(data, "learner", exact = TRUE)
+  kept <- if (!is.null(learner)) learner$folds[match(usable[local$rows], learner$coded_rows)]
+  fold <- cross_fit_folds(units, local$rows, folds, seed, kept, call)
   predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
                                         fold, prediction, subset_rows(data, usable), binary)
   x_naive <- matrix_of(versions$naive)[usable, , drop = FALSE]
@@ -76,7 +80,7 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
     prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
     labelled_covariates = names(covariates), cluster = cluster, predictions = predicted$g,
     design = design_summary(design), learner = learner_summary(data),
-    manifest = findings_manifest(data, spec$name, design, fold[local$rows], folds, predicted$model,
+    manifest = findings_manifest(data, spec$name, design, fold[local$rows], length(unique(fold)), predicted$model,
                                  c(estimate, list(cluster = cluster, labelled_covariates = names(covariates),
                                                    domain_rows = length(usable))))
   ))

@@ -87,35 +87,12 @@ refitted_field <- function(name, data) {
   name %in% names(data) && isTRUE(record[[paste0("calibration (", name, ")")]] %in% fitted_to_codes)
 }
 
-# Folds for cross-fitting: coded and other rows each spread evenly over the folds.
-cross_fit_folds <- function(n_rows, coded_rows, k, seed) {
-  assign <- function() {
-    fold <- integer(n_rows)
-    others <- setdiff(seq_len(n_rows), coded_rows)
-    fold[coded_rows] <- sample(rep_len(seq_len(k), length(coded_rows)))
-    fold[others] <- sample(rep_len(seq_len(k), length(others)))
-    fold
-  }
-  if (is.null(seed)) assign() else withr::with_seed(seed, assign())
-}
-
-# Learned labels are cross-fitted in the learner's folds: each coded row that
-# learn_labels() saw keeps its fold there (`data_rows`, the coded rows of
-# `data`, at `positions` in `fold`), so its prediction is the one
-# learn_labels() gave it and no fold's learner saw its code.
-learner_folds_kept <- function(fold, data, data_rows, positions) {
-  if (!learned_by_hand(data)) return(fold)
-  learner <- attr(data, "learner", exact = TRUE)
-  known <- learner$folds[match(data_rows, learner$coded_rows)]
-  fold[positions[!is.na(known)]] <- known[!is.na(known)]
-  fold
-}
-
 # Labels that recalibrate_labels() refitted or learn_labels() learned saw the
 # codes, so each fold's predictions come from the refit or the learner chosen
 # and fitted again on the other folds' coded rows. NULL for labels as
 # annotated; else the model's name and probability(train): every row's
-# probability of the label from the coded rows at positions `train` of `sample`.
+# probability of the label from the coded rows at positions `train` of `sample`
+# (whose sampling units, `sample$units`, the learner's own choice folds keep whole).
 refitted_on_folds <- function(spec, data, sample) {
   if (!learned_by_hand(data)) return(NULL)
   codes <- match(as.character(sample$truth_labels), spec$labels)
@@ -124,7 +101,7 @@ refitted_on_folds <- function(spec, data, sample) {
   refit <- identical(learned_calibration(data), "hand-coded")
   list(name = paste(if (refit) "recalibrate_labels()'s refit" else "learn_labels()'s learner",
                     "chosen and fitted again in each fold", sep = ", "),
-       probability = function(train) learner(sample$rows[train], codes[train])[, column])
+       probability = function(train) learner(sample$rows[train], codes[train], sample$units[train])[, column])
 }
 
 # Each row's prediction for the pseudo-outcome, cross-fitted wherever codes were

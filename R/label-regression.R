@@ -84,7 +84,9 @@
 #' fit, and [recalibrate_labels()]'s refit when `data` is its value, use the
 #' codes, so they are cross-fitted: the rows are split into `folds`, and each
 #' fold's predictions come from fits to the coded rows of the other folds, so
-#' that no coded row's prediction depends on its own code.
+#' that no coded row's prediction depends on its own code. A fold holds whole
+#' sampling units: the clusters drawn whole, or those of `cluster`, so that no
+#' fit predicts a row from the codes of its own speaker's other rows.
 #'
 #' The predictions are weighted by \eqn{\lambda}{lambda}, as in PPI++
 #' (Angelopoulos et al. 2023): each row's estimating function is
@@ -156,7 +158,10 @@
 #'   label) or `"binomial"` (logistic regression).
 #' @param prediction `"probs"` to predict each row by the model's probability
 #'   (or answer) as it is, or `"fit"`: see Details.
-#' @param folds The number of folds for cross-fitting.
+#' @param folds The number of folds for cross-fitting (at most the sampling
+#'   units coded). With labels from [learn_labels()] or
+#'   [recalibrate_labels()], the default keeps their folds; another number
+#'   cuts new ones, in which the learner is chosen and fitted again.
 #' @param seed `NULL`, or a whole number that makes the folds reproducible
 #'   (the session's random number generator is left as it was).
 #' @param lambda `NULL` to choose the weight on the predictions from the data

@@ -6,9 +6,10 @@
 # again on part of the coded rows: the estimators cross-fit it in their folds
 # (DSL's supervised learner), each fold choosing its setting among the same
 # candidates by the same rule, as learn_labels() did inside its own folds.
-# Returns function(rows, y): every row's probabilities (a column a label)
-# from the setting chosen and fitted on the coded rows `rows` with labels `y`
-# (their numbers); the labels as annotated where nothing beats them there.
+# Returns function(rows, y, units): every row's probabilities (a column a
+# label) from the setting chosen and fitted on the coded rows `rows` with
+# labels `y` (their numbers), chosen in folds that keep their sampling units
+# `units` whole; the labels as annotated where nothing beats them there.
 # Where `rows` are the training rows of one of learn_labels()'s own folds (the
 # folds the estimators share) and the baseline chosen on them is the one it
 # chose on all coded rows, the setting it chose there is the same choice, taken
@@ -19,14 +20,14 @@ learner_of <- function(data, call) {
   x <- learner_features(data, learner$features, learner$covariates, call)
   families <- learner_families(log_probs, x, learner$as_given, learner$families %||% "learner")
   everyone <- seq_len(nrow(data))
-  function(rows, y) {
+  function(rows, y, units = rows) {
     baseline <- baseline_choice(families, rows, y, learner$as_given)
     same_fold <- Filter(function(k) identical(rows, learner$coded_rows[learner$folds != k]),
                         seq_along(learner$inner_choices))
     choice <- if (length(same_fold) == 1 && identical(baseline, learner$baseline)) {
       learner$inner_choices[[same_fold]]
     } else {
-      choose_setting(families, rows, y, learner$as_given, baseline = baseline)
+      choose_setting(families, rows, y, learner$as_given, baseline = baseline, units = units)
     }
     setting_probs(families, choice, rows, y, everyone, learner$as_given)
   }

@@ -21,7 +21,8 @@
 #' the same rule: each
 #' candidate is scored on the coded rows it was not fitted to (5-fold
 #' cross-validation in the coded rows' order, so that the same rows give the
-#' same choice); one qualifies when its held-out accuracy beats that of the
+#' same choice; each fold holds whole clusters where they were drawn whole, so
+#' that no fit sees the codes of a held-out row's speaker); one qualifies when its held-out accuracy beats that of the
 #' labels as they are by more than one standard error of the paired difference,
 #' and the qualified one with the lowest held-out log-loss wins. The orders
 #' alone, with nothing to fit, are weighed first: where one qualifies, a fitted
@@ -41,6 +42,15 @@
 #' message (class `newrllama4_message_refit_declined`). The other rows are
 #' labelled by the candidate chosen on all coded rows.
 #'
+#' The guard is a choice between two estimates, each valid on its own: where
+#' it declines, the estimators correct the labels as annotated, which no code
+#' made; where it keeps the learner, they choose and fit it again in each of
+#' their folds, and each fold's choice may keep the labels as they are (the
+#' guard inside the folds). The decision itself reads every coded row's code,
+#' so the intervals hold over all samples, the learner kept or not, and not
+#' over those where it was kept alone: report the interval whatever the guard
+#' decided.
+#'
 #' The value goes to [label_regression()] and [label_shares()] as it is, with
 #' the same coded rows: they fit the learner again in their cross-fitting
 #' folds, which are the learner's own, so each coded row's prediction is the
@@ -49,8 +59,11 @@
 #' Keep the value whole: a subset or a file loses what it was learned from,
 #' and the estimators then stop with a classed error.
 #'
-#' The coded rows must be a random sample of the rows: draw them with
-#' `review_sample(weight = "uniform")`. Each label needs at least two coded rows
+#' The coded rows must be a uniform random sample of the rows, or of their
+#' clusters: draw them with `review_sample(weight = "uniform")` or
+#' `review_sample(cluster =)`; a sample drawn toward doubt is refused (class
+#' `newrllama4_error_weighted_sample`), since a fit to it would move the
+#' labels' boundary and its accuracy would understate theirs. Each label needs at least two coded rows
 #' in the training part of a fold for the classifier to be fitted there; where
 #' one has fewer, that fold keeps the refit's candidates alone.
 #'
@@ -79,7 +92,7 @@
 #'   (accuracy and Cohen's kappa of the cross-fitted and of the given labels
 #'   against the codes), and `learner_cross_validation` (every candidate's
 #'   cross-validated accuracy and log-loss on all coded rows), and
-#'   `learner_folds`: each coded row's fold (1-5), named by its row of `data`.
+#'   `learner_folds`: each coded row's fold (1-5, whole clusters), named by its row of `data`.
 #'   Where the guard
 #'   keeps the labels, `data` as it was, with `learner` `"none"` and those
 #'   figures in its manifest.
@@ -130,7 +143,7 @@ learn_labels <- function(data, coded, truth, features = TRUE, covariates = NULL,
 learned_labels <- function(data, coded, truth, x, recipe, call) {
   problem <- checked_refit_data(data, coded, truth, call)
   families <- learner_families(problem$log_probs, x, problem$as_given)
-  learned <- learned_by_folds(families, problem$rows, problem$y, problem$as_given)
+  learned <- learned_by_folds(families, problem$rows, problem$y, problem$as_given, units = problem$units)
   record <- manifest_of(data)
   record$prompt$hand_coded_rows <- length(problem$rows)
   record$prompt$features <- attr(x, "source") %||% "none"
@@ -182,13 +195,17 @@ checked_refit_data <- function(data, coded, truth, call) {
                     "i" = "It has {length(sample$rows)} row{?s} and {length(unique(sample$truth))} label{?s}."),
                   "coded", call)
   }
+  check_uniform_sample(coded, sample, call)
+  units <- coded_units(sample, data)
+  # each fold's choice is made in folds of its own: two units at least in each
+  coded_folds(units, 5L, min_units = 3L, call = call)
   answered <- which(!is.na(data$.label))
   if (any(vapply(order_probs, function(probs) anyNA(probs[answered, ]), NA))) {
     abort_newrllama4("calibration", "The label probabilities of some labelled rows are missing (a server that gave
                      none), so nothing can be refitted.", call = call)
   }
   as_given <- as.matrix(data[paste0(".prob_", labels)])
-  list(labels = labels, rows = sample$rows, truth = sample$truth, y = match(sample$truth, labels),
+  list(labels = labels, rows = sample$rows, units = units, truth = sample$truth, y = match(sample$truth, labels),
        answered = answered, order_probs = order_probs, log_probs = lapply(order_probs, order_log_probs),
        as_given = unname(as_given / rowSums(as_given)))
 }
@@ -230,9 +247,9 @@ with_probabilities <- function(data, problem, learned) {
 # none: from a few dozen rows the best of many noisy fits is often chosen by
 # luck, while a candidate with nothing to fit has no fitting noise.
 choose_setting <- function(families, rows, y, as_given, n_folds = 5L,
-                           baseline = baseline_choice(families, rows, y, as_given)) {
+                           baseline = baseline_choice(families, rows, y, as_given), units = rows) {
   n <- length(y)
-  fold <- rep_len(seq_len(min(n_folds, n)), n)
+  fold <- unit_folds(units, n_folds)
   held_out <- lapply(families, function(family) {
     probs <- rep(list(matrix(NA_real_, n, ncol(as_given))), nrow(family$settings))
     for (k in unique(fold)) {
@@ -319,16 +336,17 @@ setting_probs <- function(families, choice, rows, y, at, as_given) {
 # labels beat them. `predict(at)`: the rows `at` under the setting chosen on
 # all coded rows. `choices`: the folds and what was chosen, for the learner's
 # record (learner_of() takes a fold's choice again).
-learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L) {
+learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L, units = rows) {
   n <- length(y)
-  fold <- rep_len(seq_len(min(n_folds, n)), n)
+  fold <- unit_folds(units, n_folds)
   chosen_probs <- function(choice, train, at) setting_probs(families, choice, rows[train], y[train], at, as_given)
-  choice <- choose_setting(families, rows, y, as_given, n_folds)
+  choice <- choose_setting(families, rows, y, as_given, n_folds, units = units)
   cross_fitted <- matrix(NA_real_, n, ncol(as_given))
   inner_choices <- list()
   for (k in unique(fold)) {
     train <- fold != k
-    inner <- choose_setting(families, rows[train], y[train], as_given, n_folds, baseline = choice$baseline)
+    inner <- choose_setting(families, rows[train], y[train], as_given, n_folds, baseline = choice$baseline,
+                            units = units[train])
     inner_choices[[k]] <- inner[c("family", "setting")]
     cross_fitted[!train, ] <- chosen_probs(inner, train, rows[!train])
   }

@@ -42,14 +42,18 @@
 #' message (class `newrllama4_message_refit_declined`); otherwise the other rows
 #' get the candidate chosen on all coded rows. This is [learn_labels()]'s
 #' smallest case: its candidates without the classifier, the same rule and
-#' guard. Fewer than about 10 coded rows
+#' guard (a choice between two valid estimates: report the interval whatever
+#' it decided, as [learn_labels()] says). Fewer than about 10 coded rows
 #' per parameter of the largest candidate (labels - 1 + orders) make the choice
 #' noisy: a warning (class `newrllama4_warning_few_coded`) says how many rows
 #' would do.
 #'
-#' The fit describes the coded rows, so they must be a random sample of the
-#' rows: draw them with `review_sample(weight = "uniform")`. A sample drawn
-#' toward doubt holds too many rows near the boundary and would move it. For
+#' The fit describes the coded rows, so they must be a uniform random sample
+#' of the rows (or of their clusters): draw them with
+#' `review_sample(weight = "uniform")`. A sample drawn toward doubt holds too
+#' many rows near the boundary and would move it: it is refused (class
+#' `newrllama4_error_weighted_sample`). The folds hold whole clusters where
+#' they were drawn whole. For
 #' the same reason the coded rows' labels are cross-fitted: [agreement()] on
 #' them is the cross-validated accuracy of the refit, choice included.
 #' [label_regression()] and [label_shares()] on the refitted labels choose and
@@ -112,7 +116,7 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   problem <- checked_refit_data(data, coded, rlang::enquo(truth), current_env())
   labels <- problem$labels
   families <- learner_families(problem$log_probs, kind = "refit")
-  refit <- learned_by_folds(families, problem$rows, problem$y, problem$as_given)
+  refit <- learned_by_folds(families, problem$rows, problem$y, problem$as_given, units = problem$units)
   record <- attr(data, "manifest", exact = TRUE)
   record$prompt$hand_coded_rows <- length(problem$rows)
   record$prompt$refit_cross_validation <- refit$choice$table$summary

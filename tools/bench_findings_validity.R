@@ -165,6 +165,23 @@ cases <- list(
         learned_kept = identical(manifest(learned)$prompt$calibration, "learned"),
         accuracy_gain = mean(learned$.label == learned$gold) - mean(data$.label == data$gold))
     },
+  "labels learned from 10 of 60 speakers drawn whole, hidden states that carry the speaker: the share (population; corpus)" =
+    function(seed) {
+      rows <- speakers_learnable(seed)
+      coded <- review_sample(rows$data, 10, seed = seed, cluster = "speaker")
+      learned <- quietly(learn_labels(rows$data, coded, gold, features = rows$x))
+      covers <- function(target, value) {
+        share_interval_of(quietly(label_shares(learned, coded, gold, seed = seed, target = target)), "a", NULL, value)
+      }
+      population <- covers("population", speakers_share)
+      not_coded <- setdiff(seq_len(nrow(rows$data)), coded$.row)
+      # the learner's cross-validated accuracy on the coded rows against its accuracy on the others
+      c(population[c("covered", "width")], covered_corpus = covers("corpus", mean(rows$data$gold == "a"))[["covered"]],
+        learned_kept = identical(manifest(learned)$prompt$calibration, "learned"),
+        optimism = if (identical(manifest(learned)$prompt$calibration, "learned")) {
+          manifest(learned)$prompt$cross_validated_accuracy - mean(learned$.label[not_coded] == rows$data$gold[not_coded])
+        } else NA_real_)
+    },
   "labels refitted by recalibrate_labels() from 150 of 1,000 rows (leaning +2 on the logit): the slope" = function(seed) {
     data <- simulated_labels(1000, seed)
     data$.prob_yes <- stats::plogis(stats::qlogis(data$.prob_yes) + 2)
@@ -204,7 +221,7 @@ results <- lapply(names(cases), function(name) {
   measured <- do.call(rbind, outcomes[is.na(stopped)])
   row <- data.frame(case = name, draws = draws, stopped = mean(!is.na(stopped)),
                     errors = paste(unique(stats::na.omit(stopped)), collapse = ", "), stringsAsFactors = FALSE)
-  if (!is.null(measured)) row <- cbind(row, t(colMeans(measured)))
+  if (!is.null(measured)) row <- cbind(row, t(colMeans(measured, na.rm = TRUE)))
   row
 })
 columns <- unique(unlist(lapply(results, names)))

@@ -270,3 +270,31 @@ as_field <- function(labelled, field, boolean = FALSE) {
   attr(data, "manifest") <- attr(labelled, "manifest")
   data
 }
+
+# Texts by speakers whose hidden states carry the speaker: `speakers` of `size`
+# texts each, two labels, whether a text is "a" with a speaker effect of sd 1.5
+# on the logit (texts of one speaker alike, as they are), and 12 features: ten
+# a speaker's texts share (its voice, plus a little noise of each text's) and
+# two that carry the label. The model's own probabilities are noise around the
+# labels' shares (a weak annotator). Exported functions only, as
+# learnable_rows(): tools/bench_findings_validity.R uses it too.
+speakers_learnable <- function(seed, speakers = 60, size = 25) {
+  n <- speakers * size
+  withr::with_seed(seed, {
+    speaker <- rep(seq_len(speakers), each = size)
+    gold <- ifelse(stats::runif(n) < stats::plogis(0.5 + stats::rnorm(speakers, sd = 1.5)[speaker]), "a", "b")
+    voice <- matrix(stats::rnorm(speakers * 10), speakers, 10)[speaker, ] + matrix(stats::rnorm(n * 10, sd = 0.3), n)
+    x <- cbind(voice, matrix(stats::rnorm(n * 2), n) + 1.2 * (gold == "a"))
+    scores <- matrix(stats::rnorm(n * 2, sd = 0.5), n, 2)
+  })
+  probs <- exp(scores) / rowSums(exp(scores))
+  data <- data.frame(speaker = speaker, gold = gold,
+                     .label = factor(c("a", "b")[max.col(probs, ties.method = "first")], levels = c("a", "b")),
+                     .prob_a = probs[, 1], .prob_b = probs[, 2], .confidence = apply(probs, 1, max))
+  attr(data, "order_probs") <- list(probs = list(unname(probs)), confidence = data$.confidence)
+  attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
+  list(data = data, x = x)
+}
+
+# the superpopulation share of "a" in speakers_learnable()
+speakers_share <- stats::integrate(function(v) stats::plogis(0.5 + v) * stats::dnorm(v, sd = 1.5), -Inf, Inf)$value

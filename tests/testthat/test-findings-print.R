@@ -4,7 +4,9 @@ test_that("print() shows each estimate's se, df, effective n, design effect, var
   rows <- learnable_rows(600)
   coded <- review_sample(rows$data, n = 150, weight = "confidence", seed = 1)
   coded$gold[1:3] <- NA
-  learned <- suppressWarnings(learn_labels(rows$data, coded, gold, features = rows$x))
+  # labels learned from a uniform sample (learn_labels() refuses one drawn toward doubt), estimated with both
+  uniform <- review_sample(rows$data, n = 150, weight = "uniform", seed = 1)
+  learned <- suppressWarnings(learn_labels(rows$data, uniform, gold, features = rows$x))
   fit <- suppressWarnings(label_regression(a ~ z, learned, coded, gold, seed = 2))
   printed <- capture.output(print(fit))
   text <- gsub("\\s+", " ", paste(printed, collapse = " "))

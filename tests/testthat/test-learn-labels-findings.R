@@ -65,3 +65,25 @@ test_that("a fold's prediction never depends on the codes of the rows it predict
   expect_identical(predicted[[1]], predicted[[2]])
   expect_identical(predicted[[1]], as_given)
 })
+
+test_that("the guard chooses between two valid estimates: the labels as annotated, or the learner in each fold", {
+  # features of noise: the guard declines, and the estimators correct the labels as annotated, which no code made
+  rows <- learnable_rows(300, informative = 0, seed = 2)
+  rows$data$gold <- withr::with_seed(2, ifelse(stats::runif(300) < rows$data$.prob_a, "a", "b"))
+  coded <- review_sample(rows$data, n = 60, weight = "uniform", seed = 2)
+  expect_message(declined <- learn_labels(rows$data, coded, gold, features = rows$x),
+                 class = "newrllama4_message_refit_declined")
+  expect_identical(manifest(declined)$prompt$learner, "none")
+  zero_shot <- label_shares(rows$data, coded, gold, seed = 1)
+  expect_identical(label_shares(declined, coded, gold, seed = 1)[names(zero_shot)], zero_shot[names(zero_shot)])
+  # kept: each fold's learner is chosen again without the fold's codes, so no coded row's prediction moves with its own
+  rows <- learnable_rows(300, seed = 2)
+  coded <- review_sample(rows$data, n = 100, weight = "uniform", seed = 2)
+  kept <- learn_labels(rows$data, coded, gold, features = rows$x)
+  expect_identical(manifest(kept)$prompt$learner, "ridge logistic on the features")
+  fit <- label_regression(a ~ 1, kept, coded, gold, seed = 1)
+  flipped <- coded
+  flipped$gold[7] <- setdiff(c("a", "b"), coded$gold[7])
+  expect_identical(label_regression(a ~ 1, kept, flipped, gold, seed = 1)$predictions[coded$.row[7]],
+                   fit$predictions[coded$.row[7]])
+})
