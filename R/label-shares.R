@@ -109,10 +109,12 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
     }))
   }
   estimates <- estimate_all(lambda)
-  if (is.null(lambda) && length(labels) > 2) {
+  if (is.null(lambda) && length(labels) > 2 && estimates[[1]]$lambda_tuned) {
     # one lambda a group for every label, so that the shares add to one
     pooled <- lambda_from(Reduce(`+`, lapply(estimates, `[[`, "lambda_terms")))
-    estimates <- lapply(estimate_all(pooled), function(estimate) utils::modifyList(estimate, list(lambda_tuned = TRUE)))
+    estimates <- lapply(estimate_all(pooled), function(estimate) {
+      utils::modifyList(estimate, list(lambda_tuned = TRUE, lambda_rule = "tuned to the data (PPI++)"))
+    })
   }
   group_of <- function(term) sub("^\\.group", "", term)
   table <- do.call(rbind, lapply(labels, function(label) {
@@ -125,7 +127,8 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
     # the naive share rests on every row of its group, the others on its coded rows
     rows[c("estimate", "conf.low", "conf.high")] <- share_interval(
       rows$estimate, rows$std.error, ifelse(rows$estimator == "naive", in_group, coded_in_group), level,
-      unlist(estimate$df[rows$estimator]) %||% Inf)
+      unlist(estimate$df[rows$estimator]) %||% Inf, floored = length(estimate$variance_floor) > 0 &
+        rows$estimator == "corrected")
     data.frame(.group = group, label = label, rows[c("estimator", "estimate", "std.error", "conf.low", "conf.high")],
                rows = in_group, coded = coded_in_group, stringsAsFactors = FALSE)
   }))
@@ -152,12 +155,18 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
 # 1, and are `n` where the standard error is 0 (no coded row has the label and
 # the predictions get no weight): the interval is never of zero width. The
 # estimate is cut to [0, 1], where its truth is. `df`: the variance's degrees
-# of freedom (its quantile a t's, as for the regressions).
-share_interval <- function(estimate, se, n, level, df = Inf) {
+# of freedom (its quantile a t's, as for the regressions). Where a stratum's
+# variance was `floored` (too few coded rows), the effective rows are at most
+# the coded rows: the estimate then rests on those few codes, and the skew of
+# Wilson's interval at more rows than were coded pulled it off the truth (a
+# thin stratum's two codes both "yes": 0.78 coverage; capped, 0.96).
+
+share_interval <- function(estimate, se, n, level, df = Inf, floored = FALSE) {
   z <- stats::qt((1 + level) / 2, df)
   p <- pmin(pmax(estimate, 0), 1)
   at <- pmin(pmax(p, 0.5 / n), 1 - 0.5 / n)
   effective <- ifelse(se > 0, at * (1 - at) / se^2, n)
+  effective <- ifelse(rep_len(floored, length(effective)), pmin(effective, n), effective)
   centre <- (p * effective + z^2 / 2) / (effective + z^2)
   half <- z / (effective + z^2) * sqrt(effective * p * (1 - p) + z^2 / 4)
   list(estimate = p, conf.low = pmax(centre - half, 0), conf.high = pmin(centre + half, 1))
@@ -184,7 +193,7 @@ format.newrllama4_label_shares <- function(x, ...) {
     if (nzchar(domain_words(estimates[[1]]))) {
       sprintf("%s rows%s.", format_count(length(estimates[[1]]$rows)), domain_words(estimates[[1]]))
     },
-    lambda_line(lambdas, estimates[[1]]$lambda_tuned),
+    lambda_line(lambdas, estimates[[1]]$lambda_tuned, estimates[[1]]$lambda_rule),
     cli::format_inline("Predictions: {estimates[[1]]$prediction_model}."))
 }
 
@@ -192,11 +201,17 @@ format.newrllama4_label_shares <- function(x, ...) {
 print.newrllama4_label_shares <- function(x, ...) print_lines(x, ...)
 
 # The groups' few coded rows were warned of by group name, not again by each
-# label's model column; rows left out are told once, not once a label.
+# label's model column; rows left out and strata taken at a variance floor are
+# told once, not once a label.
 quiet_repeats <- function(expr) {
-  told <- FALSE
+  told <- character()
+  once <- function(m) {
+    kind <- class(m)[[1]]
+    if (kind %in% told) invokeRestart("muffleMessage") else told <<- c(told, kind)
+  }
   withCallingHandlers(expr,
     newrllama4_warning_few_coded = function(w) invokeRestart("muffleWarning"),
-    newrllama4_message_rows_left_out = function(m) if (told) invokeRestart("muffleMessage") else told <<- TRUE
+    newrllama4_message_rows_left_out = once,
+    newrllama4_message_variance_floor = once
   )
 }

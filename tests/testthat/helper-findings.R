@@ -3,9 +3,11 @@
 
 # Labelled rows whose labels are right about 85% of the time, wrong more often
 # where x is high (so a regression on the labels is biased).
-simulated_labels <- function(n, seed, slope = 0.8) {
+simulated_labels <- function(n, seed, slope = 0.8, skewed = FALSE) {
   withr::with_seed(seed, {
     x <- stats::rnorm(n)
+    # lognormal, standardised (issue 58)
+    if (skewed) x <- (exp(x) - exp(0.5)) / sqrt((exp(1) - 1) * exp(1))
     group <- sample(c("a", "b"), n, replace = TRUE)
     truth <- stats::rbinom(n, 1, stats::plogis(-0.3 + slope * x))
     wrong <- stats::rbinom(n, 1, stats::plogis(-2.5 + x))
@@ -174,6 +176,13 @@ through_csv <- function(rows) {
   utils::read.csv(file)
 }
 
+# the superpopulation slope of a linear probability model of "yes" on x in
+# simulated_labels(skewed = TRUE): Cov(x, plogis(-0.3 + 0.8 x)), Var(x) = 1
+skewed_slope_yes <- stats::integrate(function(z) {
+  x <- (exp(z) - exp(0.5)) / sqrt((exp(1) - 1) * exp(1))
+  x * stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(z)
+}, -12, 12)$value
+
 # the superpopulation share of "yes" in simulated_labels()
 share_yes <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
 
@@ -195,4 +204,37 @@ one_good_order <- function(n, seed) {
   attr(data, "order_probs") <- list(probs = order_probs, confidence = data$.confidence)
   attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
   data
+}
+
+# A thin stratum (issue 58): the model says "yes" on 4% of the rows and is a
+# coin flip there (half of them truly "yes"); among its "no" rows 0.52% are
+# "yes", so that the share of "yes" is 0.025 in the population.
+thin_stratum <- function(n, seed) {
+  withr::with_seed(seed, {
+    label <- stats::runif(n) < 0.04
+    truth <- stats::rbinom(n, 1, ifelse(label, 0.5, 0.005 / 0.96))
+    prob <- ifelse(label, stats::runif(n, 0.5, 0.65), stats::runif(n, 0.01, 0.2))
+  })
+  data.frame(.label = factor(ifelse(label, "yes", "no"), levels = c("yes", "no")), .prob_yes = prob,
+             .prob_no = 1 - prob, .confidence = pmax(prob, 1 - prob), truth = ifelse(truth == 1, "yes", "no"))
+}
+
+# Rows of `data` drawn in the strata of its labels, `draws` a named count per
+# label, with the design columns review_sample() writes: a sample drawn by
+# hand, such as one drawn before review_sample() had a floor per stratum.
+coded_in_strata <- function(data, draws, seed) {
+  rows <- withr::with_seed(seed, sort(unlist(lapply(names(draws), function(label) {
+    mine <- which(data$.label == label)
+    mine[sample.int(length(mine), draws[[label]])]
+  }))))
+  coded <- data[rows, , drop = FALSE]
+  stratum <- as.character(coded$.label)
+  sizes <- table(as.character(data$.label))
+  coded$.row <- rows
+  coded$.stratum <- stratum
+  coded$.stratum_rows <- as.vector(sizes[stratum])
+  coded$.stratum_drawn <- unlist(draws)[stratum]
+  coded$.sample_prob <- coded$.stratum_drawn / coded$.stratum_rows
+  coded$.sampling_unit <- ".row"
+  coded
 }
