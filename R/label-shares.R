@@ -35,7 +35,13 @@
 #'   \eqn{p(1 - p) / se^2}{p (1 - p) / se^2}), so near 0 or 1 it is not
 #'   symmetric about the estimate: it has the binomial's skew, covers as it
 #'   should for rare labels and is never of zero width. Far from 0 and 1 it is
-#'   close to `estimate` plus or minus 1.96 `std.error`. [manifest()] records how it was made,
+#'   close to `estimate` plus or minus 1.96 `std.error`. Where drawn rows have
+#'   no code (`NA`, as [read_codes()] gives texts whose coders disagree), they
+#'   are reweighted as missing at random within their stratum (with a
+#'   warning), and the attribute `"lost_bounds"` gives Manski's bounds beside
+#'   that: each group's corrected share of each label were every such row of
+#'   that label (`high`) or of another (`low`), and how many rows were `lost`.
+#'   [manifest()] records how it was made,
 #'   and [coded_rows_needed()] tells how many rows to code for a target
 #'   standard error.
 #' @references Wilson, E. B. (1927). Probable inference, the law of
@@ -141,7 +147,37 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   }
   rownames(table) <- NULL
   structure(table, class = c("newrllama4_label_shares", "data.frame"), estimates = estimates, level = level,
-            manifest = estimates[[1]]$manifest)
+            manifest = estimates[[1]]$manifest,
+            lost_bounds = lost_bounds(data, coded, rlang::enquo(truth), labels, terms, estimates, prediction, folds,
+                                      seed, target, cluster, call))
+}
+
+# Drawn rows without a code (coders who disagree, in read_codes(): NA) are
+# reweighted as missing at random within their stratum, which they need not be
+# (where the hard texts were lost, a share covered 0.800). Beside that
+# estimate, Manski's bounds: each label's corrected share were every such row
+# of that label (high) or of another (low), at the estimate's lambda. NULL
+# where no coded row lacks a code (rows deleted from `coded` cannot be filled
+# in, and are not bounded).
+lost_bounds <- function(data, coded, truth, labels, terms, estimates, prediction, folds, seed, target, cluster, call) {
+  codes <- rlang::eval_tidy(truth, coded)
+  lost <- is.na(codes)
+  if (!any(lost) || !rlang::quo_is_symbol(truth)) return(NULL)
+  column <- rlang::as_name(truth)
+  share_if <- function(label, code) {
+    filled <- coded
+    filled[[column]][lost] <- code
+    design <- checked_coded_rows(data, filled, truth, call, labels = labels, cluster = cluster)
+    estimate <- estimate_design_based(outcome_spec(label, data, call), terms, data, design, "gaussian", prediction,
+                                      folds, seed, call, estimates[[label]]$lambda, target)
+    estimate$fits$corrected$coefficients
+  }
+  do.call(rbind, lapply(labels, function(label) {
+    high <- suppressMessages(suppressWarnings(share_if(label, label)))
+    low <- suppressMessages(suppressWarnings(share_if(label, setdiff(labels, label)[[1]])))
+    data.frame(term = sub("^\\.group", "", names(high)), label = label, lost = sum(lost), low = pmax(unname(low), 0),
+               high = pmin(unname(high), 1), stringsAsFactors = FALSE)
+  }))
 }
 
 # A share's interval: Wilson's score interval at the design's effective
