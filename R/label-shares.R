@@ -40,7 +40,9 @@
 #'   are reweighted as missing at random within their stratum (with a
 #'   warning), and the attribute `"lost_bounds"` gives Manski's bounds beside
 #'   that: each group's corrected share of each label were every such row of
-#'   that label (`high`) or of another (`low`), and how many rows were `lost`.
+#'   that label (`high`) or of another (`low`), the interval from the lower
+#'   end of the low one's to the upper end of the high one's (`conf.low`,
+#'   `conf.high`), and how many rows were `lost`.
 #'   [manifest()] records how it was made,
 #'   and [coded_rows_needed()] tells how many rows to code for a target
 #'   standard error.
@@ -149,17 +151,19 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
   structure(table, class = c("newrllama4_label_shares", "data.frame"), estimates = estimates, level = level,
             manifest = estimates[[1]]$manifest,
             lost_bounds = lost_bounds(data, coded, rlang::enquo(truth), labels, terms, estimates, prediction, folds,
-                                      seed, target, cluster, call))
+                                      seed, target, cluster, level, call))
 }
 
 # Drawn rows without a code (coders who disagree, in read_codes(): NA) are
 # reweighted as missing at random within their stratum, which they need not be
 # (where the hard texts were lost, a share covered 0.800). Beside that
 # estimate, Manski's bounds: each label's corrected share were every such row
-# of that label (high) or of another (low), at the estimate's lambda. NULL
+# of that label (high) or of another (low), at the estimate's lambda, and the
+# interval from the low one's lower end to the high one's upper end. NULL
 # where no coded row lacks a code (rows deleted from `coded` cannot be filled
 # in, and are not bounded).
-lost_bounds <- function(data, coded, truth, labels, terms, estimates, prediction, folds, seed, target, cluster, call) {
+lost_bounds <- function(data, coded, truth, labels, terms, estimates, prediction, folds, seed, target, cluster, level,
+                        call) {
   codes <- rlang::eval_tidy(truth, coded)
   lost <- is.na(codes)
   if (!any(lost) || !rlang::quo_is_symbol(truth)) return(NULL)
@@ -170,13 +174,14 @@ lost_bounds <- function(data, coded, truth, labels, terms, estimates, prediction
     design <- checked_coded_rows(data, filled, truth, call, labels = labels, cluster = cluster)
     estimate <- estimate_design_based(outcome_spec(label, data, call), terms, data, design, "gaussian", prediction,
                                       folds, seed, call, estimates[[label]]$lambda, target)
-    estimate$fits$corrected$coefficients
+    estimate_table(estimate, "corrected", level)
   }
   do.call(rbind, lapply(labels, function(label) {
     high <- suppressMessages(suppressWarnings(share_if(label, label)))
     low <- suppressMessages(suppressWarnings(share_if(label, setdiff(labels, label)[[1]])))
-    data.frame(term = sub("^\\.group", "", names(high)), label = label, lost = sum(lost), low = pmax(unname(low), 0),
-               high = pmin(unname(high), 1), stringsAsFactors = FALSE)
+    data.frame(term = sub("^\\.group", "", high$term), label = label, lost = sum(lost), low = pmax(low$estimate, 0),
+               high = pmin(high$estimate, 1), conf.low = pmax(low$conf.low, 0), conf.high = pmin(high$conf.high, 1),
+               stringsAsFactors = FALSE)
   }))
 }
 

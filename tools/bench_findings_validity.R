@@ -218,6 +218,22 @@ cases <- list(
       covered_unwarned = if (!warned) corrected_interval(fit, "x", skewed_slope_yes)[["covered"]] else NA,
       se = se, se_squared = se^2)
   },
+  "the hard texts lost (half the coded \"yes\" rows labelled \"no\" have no code), 200 uniform rows: the share" =
+    function(seed) {
+      data <- simulated_labels(2000, seed)
+      coded <- review_sample(data, 200, weight = "uniform", seed = seed)
+      hard <- coded$truth == "yes" & coded$.label == "no"
+      coded$truth[hard & withr::with_seed(seed, stats::runif(nrow(coded))) < 0.5] <- NA
+      shares <- quietly(label_shares(data, coded, truth, seed = seed))
+      bounds <- attr(shares, "lost_bounds")
+      # no row lost in this draw: no bounds, left out of their averages
+      if (is.null(bounds)) bounds <- data.frame(label = "yes", low = NA, high = NA, conf.low = NA, conf.high = NA)
+      bounds <- bounds[bounds$label == "yes", ]
+      c(share_interval_of(shares, "yes", NULL, share_yes)[c("covered", "width")],
+        bounds_hold = bounds$low <= share_yes & share_yes <= bounds$high, bounds_width = bounds$high - bounds$low,
+        bounds_interval_covers = bounds$conf.low <= share_yes & share_yes <= bounds$conf.high,
+        bounds_interval_width = bounds$conf.high - bounds$conf.low)
+    },
   "a logistic fit with a labelled covariate" = function(seed) {
     data <- two_labels(seed)
     coded <- review_sample(data, 200, weight = "uniform", seed = seed)

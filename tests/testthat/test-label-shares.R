@@ -151,6 +151,8 @@ test_that("drawn rows without a code get Manski's bounds beside the share reweig
   expect_identical(yes$lost, 12L)
   expect_lte(yes$low, share$estimate)
   expect_gte(yes$high, truth)
+  expect_lt(yes$conf.low, yes$low)
+  expect_gt(yes$conf.high, yes$high)
   expect_equal(bounds$low[bounds$label == "no"], 1 - yes$high)
   expect_null(attr(suppressMessages(label_shares(data, review_sample(data, 200, "uniform", seed = 3), truth, seed = 1)),
                    "lost_bounds"))
