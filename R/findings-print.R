@@ -22,7 +22,7 @@ format.newrllama4_label_regression <- function(x, ...) {
                          sampling probability):", record$naive)),
     table_lines(side_by_side(record, c("naive", "coded_only"), interval_cell)),
     wrapped(sprintf("Corrected intervals are %.2f times as wide as the coded rows' alone.", width_ratio(record))),
-    "", method_lines(record), wrapped(lambda_line(x$lambda, x$lambda_tuned)))
+    "", method_lines(record), wrapped(lambda_line(x$lambda, x$lambda_tuned, x$lambda_rule)))
 }
 
 #' @export
@@ -72,7 +72,7 @@ format.newrllama4_label_shares <- function(x, ...) {
                             alone", 100 * record$level, target_words[[record$target]], record$naive))),
     table_lines(shown, row.names = FALSE),
     wrapped(paste0(rows_words(record), ".")), "", method_lines(record),
-    wrapped(lambda_line(lambdas, estimates[[1]]$lambda_tuned)))
+    wrapped(lambda_line(lambdas, estimates[[1]]$lambda_tuned, estimates[[1]]$lambda_rule)))
 }
 
 #' @export
@@ -190,7 +190,15 @@ variance_words <- function(record) {
     "the sampling part alone (which rows were coded), for the corpus"
   }
   paste0("design-based, ", parts, if (record$hc3) ", HC3 on the coded rows",
-         if (!is.null(record$design$cluster)) paste0(", cluster-robust by ", record$design$cluster))
+         if (!is.null(record$design$cluster)) paste0(", cluster-robust by ", record$design$cluster),
+         if (length(record$variance_floor) > 0) {
+           paste0(", a floor under the variance of strata with few coded rows (",
+                  paste(record$variance_floor, collapse = ", "), ")")
+         },
+         if (length(record$beyond_reach) > 0) {
+           paste0(", the coded rows alone where ", paste(record$beyond_reach, collapse = ", "),
+                  " lies beyond their reach")
+         })
 }
 
 interval_words <- function(record) {

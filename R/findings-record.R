@@ -14,7 +14,9 @@ findings_record <- function(estimate, level = 0.95) {
        coded = length(estimate$coded_rows), design = estimate$design, learner = estimate$learner,
        naive = naive_name(estimate$learner), prediction_model = estimate$prediction_model,
        lambda_tuned = estimate$lambda_tuned,
-       hc3 = isTRUE(estimate$parts$corrected$small_sample), df = estimate$df$corrected, interval = "t")
+       hc3 = isTRUE(estimate$parts$corrected$small_sample), df = estimate$df$corrected, interval = "t",
+       lambda_rule = estimate$lambda_rule, variance_floor = estimate$variance_floor %||% character(),
+       beyond_reach = estimate$leverage$covariates %||% character())
 }
 
 estimators <- c("corrected", "naive", "coded_only")

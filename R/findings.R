@@ -210,6 +210,12 @@ moment_vcov <- function(fit, cluster = NULL) {
 # two are only for comparison, so one that does not converge is left out with
 # a warning.
 three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, target = "population") {
+  rule <- if (!is.null(lambda)) "as given" else if (length(sample$rows) < lambda_tuning_rows) {
+    sprintf("1 (DSL): fewer than %d coded rows to tune it on", lambda_tuning_rows)
+  } else {
+    "tuned to the data (PPI++)"
+  }
+  if (is.null(lambda) && length(sample$rows) < lambda_tuning_rows) lambda <- 1
   tuned <- is.null(lambda)
   if (tuned) {
     first <- design_fit(x, g, y, sample, binary, 1)
@@ -247,8 +253,17 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
     fits[[name]]$coefficients[] <- NA_real_
     vcov[[name]] <- matrix(NA_real_, length(columns), length(columns), dimnames = list(columns, columns))
   }
+  floored <- names(Filter(function(h) h$floored, parts$corrected$strata))
+  if (length(floored) > 0) {
+    inform_newrllama4("variance_floor", c(
+      "{cli::qty(length(floored))}Stratum{?s} {.val {floored}} {?has/have} too few coded rows (under
+       {few_coded_units}) to trust {cli::qty(length(floored))}{?its/their} spread: {?its/their} variance is taken at a
+       floor, since codes this alike could be chance.",
+      "i" = "Code more rows of {cli::qty(length(floored))}{?it/them} (draw more with {.code review_sample(previous =)})."))
+  }
   df <- design_df(sample)
-  list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned,
+  list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned, lambda_rule = rule,
+       variance_floor = floored,
        lambda_terms = if (tuned) lambda_terms, target = target,
        df = list(corrected = df, naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
                  coded_only = df))

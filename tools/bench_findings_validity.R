@@ -115,12 +115,12 @@ cases <- list(
                        share_yes <= yes$conf.high[yes$estimator == "corrected"]),
       informative = se("corrected", "a") / se("coded_only", "a"), noisy = se("corrected", "b") / se("coded_only", "b"))
   },
-  "60 coded rows, lambda tuned for each coefficient (the slope)" = function(seed) {
+  "60 coded rows, lambda by default (1 below 100 coded rows): the slope" = function(seed) {
     data <- simulated_labels(2000, seed)
     coded <- review_sample(data, 60, weight = "uniform", seed = seed)
     corrected_interval(quietly(label_regression(yes ~ x, data, coded, truth, seed = seed)), "x", linear_slope_yes)
   },
-  "60 coded rows, a share, lambda tuned" = function(seed) {
+  "60 coded rows, a share, lambda by default (1 below 100 coded rows)" = function(seed) {
     data <- simulated_labels(2000, seed)
     coded <- review_sample(data, 60, weight = "uniform", seed = seed)
     share_interval_of(quietly(label_shares(data, coded, truth, seed = seed)), "yes", NULL, share_yes)
@@ -199,6 +199,56 @@ cases <- list(
     c(corrected_interval(fit, "x", linear_slope_yes), vs_coded_only = se(fit, "corrected") / se(fit, "coded_only"),
       refit_kept = identical(manifest(refitted)$prompt$calibration, "hand-coded"))
   },
+  "a thin stratum (a label on 4% of 2,000 rows, a coin flip), 50 uniform coded rows: the share (issue 58)" =
+    function(seed) {
+      data <- thin_stratum(2000, seed)
+      coded <- quietly(review_sample(data, 50, weight = "uniform", seed = seed))
+      share_interval_of(quietly(label_shares(data, coded, truth, seed = seed)), "yes", NULL, 0.025)[c("covered", "width")]
+    },
+  "the thin stratum with 2 of the 50 rows, drawn without the floor of five: the share" = function(seed) {
+    data <- thin_stratum(2000, seed)
+    coded <- coded_in_strata(data, c(yes = 2, no = 48), seed)
+    alike <- length(unique(coded$truth[coded$.label == "yes"])) == 1
+    covered <- share_interval_of(quietly(label_shares(data, coded, truth, seed = seed)), "yes", NULL, 0.025)
+    c(covered[c("covered", "width")], codes_alike = alike, covered_where_alike = if (alike) covered[["covered"]] else NA)
+  },
+  "150 coded rows, lambda tuned for each coefficient (the slope)" = function(seed) {
+    data <- simulated_labels(2000, seed)
+    coded <- review_sample(data, 150, weight = "uniform", seed = seed)
+    fit <- quietly(label_regression(yes ~ x, data, coded, truth, seed = seed))
+    c(corrected_interval(fit, "x", linear_slope_yes), lambda = fit$lambda[["x"]],
+      vs_coded_only = sqrt(fit$vcov$corrected["x", "x"] / fit$vcov$coded_only["x", "x"]))
+  },
+  "a lognormal covariate (standardised), 60 uniform coded rows: the slope" = function(seed) {
+    data <- simulated_labels(2000, seed, covariate = skewed)
+    coded <- review_sample(data, 60, weight = "uniform", seed = seed)
+    warned <- FALSE
+    fit <- withCallingHandlers(suppressMessages(label_regression(yes ~ x, data, coded, truth, seed = seed)),
+                               newrllama4_warning_leverage = function(w) {
+                                 warned <<- TRUE
+                                 invokeRestart("muffleWarning")
+                               })
+    se <- sqrt(fit$vcov$corrected["x", "x"])
+    c(corrected_interval(fit, "x", skewed_slope_yes), warned = warned,
+      covered_unwarned = if (!warned) corrected_interval(fit, "x", skewed_slope_yes)[["covered"]] else NA,
+      se = se, se_squared = se^2)
+  },
+  "the hard texts lost (half the coded \"yes\" rows labelled \"no\" have no code), 200 uniform rows: the share" =
+    function(seed) {
+      data <- simulated_labels(2000, seed)
+      coded <- review_sample(data, 200, weight = "uniform", seed = seed)
+      hard <- coded$truth == "yes" & coded$.label == "no"
+      coded$truth[hard & withr::with_seed(seed, stats::runif(nrow(coded))) < 0.5] <- NA
+      shares <- quietly(label_shares(data, coded, truth, seed = seed))
+      bounds <- attr(shares, "lost_bounds")
+      # no row lost in this draw: no bounds, left out of their averages
+      if (is.null(bounds)) bounds <- data.frame(label = "yes", low = NA, high = NA, conf.low = NA, conf.high = NA)
+      bounds <- bounds[bounds$label == "yes", ]
+      c(share_interval_of(shares, "yes", NULL, share_yes)[c("covered", "width")],
+        bounds_hold = bounds$low <= share_yes & share_yes <= bounds$high, bounds_width = bounds$high - bounds$low,
+        bounds_interval_covers = bounds$conf.low <= share_yes & share_yes <= bounds$conf.high,
+        bounds_interval_width = bounds$conf.high - bounds$conf.low)
+    },
   "a logistic fit with a labelled covariate" = function(seed) {
     data <- two_labels(seed)
     coded <- review_sample(data, 200, weight = "uniform", seed = seed)
@@ -221,6 +271,7 @@ results <- lapply(names(cases), function(name) {
   measured <- do.call(rbind, outcomes[is.na(stopped)])
   row <- data.frame(case = name, draws = draws, stopped = mean(!is.na(stopped)),
                     errors = paste(unique(stats::na.omit(stopped)), collapse = ", "), stringsAsFactors = FALSE)
+  # a measure that is NA where it does not apply (covered where codes were alike) is averaged where it does
   if (!is.null(measured)) row <- cbind(row, t(colMeans(measured, na.rm = TRUE)))
   row
 })

@@ -179,6 +179,18 @@ through_csv <- function(rows) {
 # estimators say what they do (collapsed strata, nonresponse) every time.
 quietly <- function(expr) suppressMessages(suppressWarnings(expr))
 
+# A skewed covariate: lognormal, standardised in the population (mean 0, sd 1),
+# so a few rows lie far out in its right tail.
+standardised_lognormal <- function(z) (exp(z) - exp(0.5)) / sqrt((exp(1) - 1) * exp(1))
+skewed <- function(n) standardised_lognormal(stats::rnorm(n))
+
+# the superpopulation slope of a linear probability model of "yes" on x in
+# simulated_labels(covariate = skewed): Cov(x, plogis(-0.3 + 0.8 x)), Var(x) = 1
+skewed_slope_yes <- stats::integrate(function(z) {
+  x <- standardised_lognormal(z)
+  x * stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(z)
+}, -12, 12)$value
+
 # the superpopulation share of "yes" in simulated_labels()
 share_yes <- stats::integrate(function(x) stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
 
@@ -201,10 +213,6 @@ one_good_order <- function(n, seed) {
   attr(data, "manifest") <- structure(list(prompt = list(calibration = "none")), class = "newrllama4_manifest")
   data
 }
-
-# A skewed covariate: lognormal, standardised in the population (mean 0, sd 1),
-# so a few rows lie far out in its right tail.
-skewed <- function(n) (exp(stats::rnorm(n)) - exp(0.5)) / sqrt((exp(1) - 1) * exp(1))
 
 # Texts as users have them, for tools/bench_coverage_matrix.R: `speakers` of
 # `size` texts each, a skewed covariate x, whether a text is "yes" (truth; its
@@ -298,3 +306,36 @@ speakers_learnable <- function(seed, speakers = 60, size = 25) {
 
 # the superpopulation share of "a" in speakers_learnable()
 speakers_share <- stats::integrate(function(v) stats::plogis(0.5 + v) * stats::dnorm(v, sd = 1.5), -Inf, Inf)$value
+
+# A thin stratum (issue 58): the model says "yes" on 4% of the rows and is a
+# coin flip there (half of them truly "yes"); among its "no" rows 0.52% are
+# "yes", so that the share of "yes" is 0.025 in the population.
+thin_stratum <- function(n, seed) {
+  withr::with_seed(seed, {
+    label <- stats::runif(n) < 0.04
+    truth <- stats::rbinom(n, 1, ifelse(label, 0.5, 0.005 / 0.96))
+    prob <- ifelse(label, stats::runif(n, 0.5, 0.65), stats::runif(n, 0.01, 0.2))
+  })
+  data.frame(.label = factor(ifelse(label, "yes", "no"), levels = c("yes", "no")), .prob_yes = prob,
+             .prob_no = 1 - prob, .confidence = pmax(prob, 1 - prob), truth = ifelse(truth == 1, "yes", "no"))
+}
+
+# Rows of `data` drawn in the strata of its labels, `draws` a named count per
+# label, with the design columns review_sample() writes: a sample drawn by
+# hand, such as one drawn before review_sample() had a floor per stratum.
+coded_in_strata <- function(data, draws, seed) {
+  rows <- withr::with_seed(seed, sort(unlist(lapply(names(draws), function(label) {
+    mine <- which(data$.label == label)
+    mine[sample.int(length(mine), draws[[label]])]
+  }))))
+  coded <- data[rows, , drop = FALSE]
+  stratum <- as.character(coded$.label)
+  sizes <- table(as.character(data$.label))
+  coded$.row <- rows
+  coded$.stratum <- stratum
+  coded$.stratum_rows <- as.vector(sizes[stratum])
+  coded$.stratum_drawn <- unlist(draws)[stratum]
+  coded$.sample_prob <- coded$.stratum_drawn / coded$.stratum_rows
+  coded$.sampling_unit <- ".row"
+  coded
+}

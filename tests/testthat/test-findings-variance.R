@@ -99,3 +99,61 @@ test_that("each coefficient of the binomial fit solves the logistic score equati
   expect_match(format(fit), "lambda\\): \\(Intercept\\) 0\\.[0-9]+, x 0\\.[0-9]+, tuned", all = FALSE)
   expect_identical(manifest(fit)$estimation$lambda, fit$lambda)
 })
+
+test_that("a stratum of two alike codes gets a floor under its variance, not a variance of 0", {
+  # issue 58: a label on 4% of 2,000 rows, a coin flip there, 2 of 50 rows coded in it (drawn without the floor
+  # review_sample() now keeps); both "yes", so its spread was 0 and the share 0.039 [0.031, 0.049] for a truth of 0.025
+  data <- thin_stratum(2000, 22)
+  coded <- coded_in_strata(data, c(yes = 2, no = 48), 22)
+  expect_identical(coded$truth[coded$.label == "yes"], c("yes", "yes"))
+  expect_message(shares <- label_shares(data, coded, truth, seed = 1), class = "newrllama4_message_variance_floor")
+  share <- shares[shares$label == "yes" & shares$estimator == "corrected", ]
+  expect_lt(share$conf.low, 0.025)
+  expect_gt(share$conf.high, 0.025)
+  estimate <- attr(shares, "estimates")$yes
+  expect_identical(estimate$variance_floor, "yes")
+  thin <- estimate$parts$corrected$strata$yes
+  expect_true(thin$floored)
+  # two codes of "yes": Agresti and Coull's adjusted proportion 4 / 6, variance 2 / 9, on the share's scale
+  expect_gte(thin$cov[1, 1], 2 / 9 / nrow(data)^2)
+})
+
+test_that("with fewer than 100 coded rows lambda is 1, not tuned on the rows it is applied to", {
+  # issue 58: tuned on 60 coded rows, the slope's interval covered 0.935 (0.836 where lambda <= 0.5); at 1, 0.961
+  data <- simulated_labels(2000, 5)
+  few <- suppressMessages(label_regression(yes ~ x, data, review_sample(data, 60, weight = "uniform", seed = 5),
+                                           truth, seed = 5))
+  expect_equal(unname(few$lambda), c(1, 1))
+  expect_false(few$lambda_tuned)
+  expect_match(few$lambda_rule, "fewer than 100 coded rows")
+  expect_match(format(few), "lambda\\): 1\\.000, 1 \\(DSL\\): fewer than 100", all = FALSE)
+  enough <- suppressMessages(label_regression(yes ~ x, data, review_sample(data, 150, weight = "uniform", seed = 5),
+                                              truth, seed = 5))
+  expect_true(enough$lambda_tuned)
+  expect_match(enough$lambda_rule, "tuned")
+})
+
+test_that("a covariate whose tail the coded rows miss warns, and the estimate is the coded rows' alone", {
+  # issue 58: a lognormal covariate on 60 coded rows covered 0.785 (tuned), and HC3's leverage cut at 0.99
+  # exploded the se in a few draws
+  data <- simulated_labels(2000, 1, covariate = skewed)
+  coded <- review_sample(data, 60, weight = "uniform", seed = 1)
+  expect_warning(fit <- suppressMessages(label_regression(yes ~ x, data, coded, truth, seed = 1)),
+                 "range of .*x.*more rows", class = "newrllama4_warning_leverage")
+  expect_identical(fit$leverage$covariates, "x")
+  expect_gt(fit$leverage$leverage[["x"]], 1)
+  expect_gt(fit$leverage$rows_needed, 60)
+  expect_equal(unname(fit$lambda), c(0, 0))
+  expect_equal(coef(fit), fit$fits$coded_only$coefficients)
+  expect_equal(vcov(fit), fit$vcov$coded_only)
+  # a coded row far out (leverage near 1) has its terms at most doubled by HC3: cut at 0.99, this draw's se was 11.0
+  reached <- simulated_labels(2000, 3, covariate = skewed)
+  fit <- suppressMessages(label_regression(yes ~ x, reached, review_sample(reached, 60, "uniform", seed = 3), truth,
+                                           seed = 3))
+  expect_lt(sqrt(vcov(fit)["x", "x"]), 1)
+  # a normal covariate is within reach of the same number of rows
+  normal <- simulated_labels(2000, 1)
+  expect_no_warning(fit <- suppressMessages(label_regression(yes ~ x, normal, review_sample(normal, 60, "uniform",
+                                                                                               seed = 1), truth)))
+  expect_length(fit$leverage$covariates, 0)
+})

@@ -136,3 +136,24 @@ test_that("each group's lambda is its own: an informative group keeps its gain b
   expect_lte(ratios[["informative"]], 0.85)
   expect_lte(ratios[["noisy"]], 1.02)
 })
+
+test_that("drawn rows without a code get Manski's bounds beside the share reweighted as if lost at random", {
+  # issue 58: read_codes() makes texts whose coders disagree NA; where those are the hard texts the share missed
+  data <- simulated_labels(2000, 3)
+  coded <- review_sample(data, 200, weight = "uniform", seed = 3)
+  coded$truth[coded$truth == "yes" & coded$.label == "no"] <- NA
+  shares <- suppressWarnings(label_shares(data, coded, truth, seed = 1))
+  share <- shares[shares$label == "yes" & shares$estimator == "corrected", ]
+  truth <- mean(data$truth == "yes")
+  expect_lt(share$conf.high, truth)  # the reweighted interval misses: the lost rows were all "yes"
+  bounds <- attr(shares, "lost_bounds")
+  yes <- bounds[bounds$label == "yes", ]
+  expect_identical(yes$lost, 12L)
+  expect_lte(yes$low, share$estimate)
+  expect_gte(yes$high, truth)
+  expect_lt(yes$conf.low, yes$low)
+  expect_gt(yes$conf.high, yes$high)
+  expect_equal(bounds$low[bounds$label == "no"], 1 - yes$high)
+  expect_null(attr(suppressMessages(label_shares(data, review_sample(data, 200, "uniform", seed = 3), truth, seed = 1)),
+                   "lost_bounds"))
+})

@@ -5,9 +5,10 @@ labelled <- data.frame(
 )
 
 test_that("every label gets its share, at least one, and rows without a label are never drawn", {
-  drawn <- review_sample(labelled, n = 10, seed = 1)
-  expect_identical(nrow(drawn), 10L)
-  expect_identical(as.vector(table(drawn$.label)), c(6L, 3L, 1L))  # 1 each, then 7 in proportion to 19:7:0
+  drawn <- review_sample(labelled, n = 16, seed = 1)
+  expect_identical(nrow(drawn), 16L)
+  expect_identical(as.vector(table(drawn$.label)), c(9L, 6L, 1L))  # 5, 5 and 1, then 5 in proportion to 15:3:0
+  expect_identical(allocate_sample(16, c(20, 8, 1), least = c(5, 5, 1)), c(9L, 6L, 1L))
   expect_identical(drawn$.row, drawn$id)
   expect_false(is.unsorted(drawn$.row))
   expect_identical(allocate_sample(3, c(20, 8, 1)), c(1L, 1L, 1L))
@@ -17,23 +18,24 @@ test_that("every label gets its share, at least one, and rows without a label ar
 })
 
 test_that("weighted by confidence, doubtful rows are drawn more often; uniform draws all alike", {
+  rows <- data.frame(.label = factor(rep("a", 300)), .confidence = seq(0.999, 0.5, length.out = 300))
   counts <- function(weight) {
-    drawn <- unlist(lapply(1:300, function(seed) review_sample(labelled[1:20, ], n = 5, weight = weight,
-                                                               seed = seed)$.row))
-    tabulate(drawn, 20)
+    drawn <- unlist(lapply(1:100, function(seed) review_sample(rows, n = 90, weight = weight, seed = seed)$.row))
+    tabulate(drawn, 300)
   }
   doubtful <- counts("confidence")
-  expect_gt(sum(doubtful[16:20]), 2 * sum(doubtful[1:5]))  # confidence 0.6-0.68 against 0.91-0.99
+  # confidence 0.5-0.58 against 0.92-1, beyond the floor of five rows a band
+  expect_gt(sum(doubtful[251:300]), 1.3 * sum(doubtful[1:50]))
   uniform <- counts("uniform")
-  expect_lt(abs(sum(uniform[16:20]) - sum(uniform[1:5])), 0.3 * sum(uniform[1:5]))
+  expect_lt(abs(sum(uniform[251:300]) - sum(uniform[1:50])), 0.3 * sum(uniform[1:50]))
 })
 
 test_that("a seed makes the draw reproducible and leaves the session's generator alone", {
   set.seed(5)
   state <- .Random.seed
-  first <- review_sample(labelled, n = 6, seed = 42)
+  first <- review_sample(labelled, n = 11, seed = 42)
   expect_identical(.Random.seed, state)
-  expect_identical(review_sample(labelled, n = 6, seed = 42), first)
+  expect_identical(review_sample(labelled, n = 11, seed = 42), first)
 })
 
 test_that("bad arguments are classed errors", {
@@ -100,13 +102,13 @@ test_that("a second draw adds rows with the combined sample's probabilities", {
   # the combined sample is a stratified random sample: its rows' frequencies match
   prob <- rep(NA_real_, 90)
   counts <- tabulate(unlist(lapply(1:2000, function(seed) {
-    first <- review_sample(data, n = 8, weight = "uniform", seed = seed)
+    first <- review_sample(data, n = 10, weight = "uniform", seed = seed)
     both <- review_sample(data, n = 8, weight = "uniform", seed = seed + 10000, previous = first)
     prob[both$.row] <<- both$.sample_prob
     both$.row
   })), 90)
   expect_lt(max(abs(counts / 2000 - prob) / sqrt(prob * (1 - prob) / 2000)), 4.5)
-  expect_error(review_sample(data, 5, weight = "confidence", previous = review_sample(data, 5, "uniform", seed = 1)),
+  expect_error(review_sample(data, 5, weight = "confidence", previous = review_sample(data, 10, "uniform", seed = 1)),
                class = "newrllama4_error_invalid_argument")
 })
 
@@ -132,4 +134,18 @@ test_that("a second draw from rows read back from a file keeps the combined desi
 test_that("too small a sample for every stratum warns", {
   expect_warning(review_sample(labelled, n = 2, weight = "uniform", seed = 1),
                  class = "newrllama4_warning_empty_strata")
+})
+
+test_that("each stratum gets five rows where n allows, and a warning says how many rows that needs where not", {
+  # issue 58: a label on 4% of 2,000 rows got 2 of 50 uniform rows, too few for its variance
+  data <- thin_stratum(2000, 1)
+  drawn <- review_sample(data, n = 50, weight = "uniform", seed = 1)
+  expect_gte(min(table(drawn$.label)), 5L)
+  expect_equal(drawn$.sample_prob, drawn$.stratum_drawn / drawn$.stratum_rows)
+  expect_warning(review_sample(labelled, n = 8, weight = "uniform", seed = 1), "Draw 3 more rows",
+                 class = "newrllama4_warning_thin_strata")
+  # a later round tops the strata up to five
+  first <- suppressWarnings(review_sample(labelled, n = 4, weight = "uniform", seed = 1))
+  both <- review_sample(labelled, n = 8, weight = "uniform", seed = 2, previous = first)
+  expect_identical(as.vector(table(both$.label)), c(6L, 5L, 1L))
 })
