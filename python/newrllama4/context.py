@@ -258,7 +258,7 @@ class Context(Generator):
         for window in windows(range(len(prompts)), call_driver.WINDOW_PER_SLOT * self.n_seq_max):
             tokens = {i: self.model.prompt_tokens(prompts[i]) for i in window}
             loop.run(driver.look_up(window, lambda i: tokens[i] or None), tokens, labels, constraints, generators,
-                     features, prompts)
+                     features)
         if self._prefix_cache is not None:
             loop.stats.prefix_cache_bytes = self._prefix_cache.nbytes
             loop.stats.prefix_cache_snapshots = len(self._prefix_cache)

@@ -77,7 +77,6 @@ class StepLoop:
         self.finished = finished
         self.states = states
         self.features: Optional[FeatureRequest] = None
-        self.prompts: Optional[list[Any]] = None
         self.stats = Stats(seed=params.seed)
 
     # -- prompts -> sequences ---------------------------------------------------------
@@ -111,14 +110,13 @@ class StepLoop:
 
     def run(self, indices: list[int], tokens: Mapping[int, list[int]], labels: list[Optional[Labels]],
             constraints: list[Optional[Constraint]], generators: Optional[list[np.random.Generator]] = None,
-            features: Optional[FeatureRequest] = None, prompts: Optional[list[Any]] = None) -> None:
+            features: Optional[FeatureRequest] = None) -> None:
         """Run the prompts at `indices`, given as their `tokens`, to their answers; every KV
         stream is empty after. `generators`: each prompt's random stream, when the caller
         carries it over calls (field_probs.py); by default `sequence_generator(seed, index)`.
-        `features`: each answer keeps its prompt's states (features.py), `prompts` as given
-        (where "mean" finds the text)."""
+        `features`: each answer keeps its prompt's states (features.py)."""
         self.generators = generators
-        self.features, self.prompts = features, prompts
+        self.features = features
         try:
             self._run(indices, tokens, labels, constraints)
         finally:
@@ -241,9 +239,7 @@ class StepLoop:
 
     def _kept_states(self, sequence: Sequence) -> KeptStates:
         index = sequence.index
-        text = self.features.text(index)
-        span = text_span(self.model, self.prompts[index], sequence.tokens, text) if text is not None \
-            else (0, sequence.n_prompt)
+        span = text_span(self.model, sequence.tokens[:sequence.n_prompt], self.features.text(sequence.index))
         return KeptStates(self.features, sequence.n_prompt, span)
 
     def _keeping(self, wanting_logits: list[Sequence]) -> Any:

@@ -125,33 +125,23 @@ def check_features(hidden_states: Any, texts: Any, layer: Any, n_prompts: int,
     return FeatureRequest(tuple(kinds), layer if needs_layer else 0, texts)
 
 
-def text_span(model: Any, prompt: Any, tokens: list[int], text: Optional[str]) -> tuple[int, int]:
-    """Where the prompt's text lies in its tokens, [first, end): the tokens that hold any
-    byte of the text's last occurrence in the prompt as rendered (the instruction and
-    examples come before it, the template's end of turn after); the whole prompt without
-    a text, or when the tokens do not spell the prompt back."""
+def text_span(model: Any, tokens: list[int], text: Optional[str]) -> tuple[int, int]:
+    """Where a prompt's text lies in its tokens, [first, end): the tokens that spell any
+    byte of the text's last occurrence in what the tokens spell (the instruction and
+    examples come before it, the template's end of turn after; a tokenizer may add a
+    space after a special token, which the text's tokens then hold); the whole prompt
+    without a text, or when the tokens do not spell it."""
     whole = (0, len(tokens))
-    if text is None or not text or not tokens:
-        return whole
-    rendered = model.apply_chat_template(prompt, add_generation_prompt=True) if isinstance(prompt, list) \
-        and prompt and isinstance(prompt[0], dict) else prompt
-    if not isinstance(rendered, str):
-        return whole
-    data, wanted = rendered.encode("utf-8"), text.encode("utf-8")
-    start = data.rfind(wanted)
-    if start < 0:
+    if not text or not tokens:
         return whole
     pieces = [model.token_piece(t, special=True) for t in tokens]
-    spelled = b"".join(pieces)
-    # what the tokenizer puts before the prompt's own bytes (a BOS, a space prefix)
-    offset = len(spelled) - len(data)
-    if offset < 0 or spelled[offset:] != data:
+    start = b"".join(pieces).rfind(text.encode("utf-8"))
+    if start < 0:
         return whole
-    start, end = start + offset, start + offset + len(wanted)
     ends = np.cumsum([len(p) for p in pieces])
     first = int(np.searchsorted(ends, start, side="right"))
-    last = int(np.searchsorted(ends, end, side="left"))
-    return (first, min(last + 1, len(tokens)))
+    last = int(np.searchsorted(ends, start + len(text.encode("utf-8")), side="left"))
+    return (first, last + 1)
 
 
 def micro_batches(slots: SequenceType[int], n_ubatch: int) -> list[list[int]]:
