@@ -7,8 +7,7 @@
 # for the coders'), learn_labels() on each feature set, `draws` times. The
 # corpus is annotated once with all three kinds (kept in build/bench-features/).
 # What each kind costs the label pass: python/benchmarks/bench_features.py --kinds.
-#   Rscript tools/bench_feature_kinds.R [corpus] [draws]
-#   (default: words 10; corpus words, nouns_verbs or parts_of_speech_five)
+#   Rscript tools/bench_feature_kinds.R [corpus] [draws]   (default: words 10)
 suppressPackageStartupMessages(library(newrllama4))
 source(file.path("tools", "annotation-corpora.R"))
 arguments <- commandArgs(TRUE)
@@ -16,22 +15,9 @@ corpus_name <- if (length(arguments) >= 1) arguments[1] else "words"
 draws <- if (length(arguments) >= 2) as.integer(arguments[2]) else 10L
 coded_rows <- 150L
 
-corpora <- list(
-  words = function() words(1000),
-  nouns_verbs = function() {
-    austen <- austen_words()
-    austen <- austen[austen$label %in% c("noun", "verb"), ]
-    word_corpus("nouns and verbs (words)", "Is this English word a noun or a verb?", c("noun", "verb"),
-                austen$word, austen$label, n = 700)
-  },
-  parts_of_speech_five = function() {
-    austen <- austen_words()
-    word_corpus("five parts of speech (words)",
-                "What part of speech is this English word? Answer noun, verb, adjective, adverb or function word.",
-                c("noun", "verb", "adjective", "adverb", "function word"), austen$word, austen$label, n = 1000)
-  }
-)
-corpus <- corpora[[corpus_name]]()
+# the Bing lexicon words of tools/bench_learned.R, 1,000 rows; another corpus of
+# tools/annotation-corpora.R by its function's name
+corpus <- if (corpus_name == "words") words(1000) else get(corpus_name)()
 kinds <- c("last", "middle", "mean")
 ctx <- context_create(model_load("gemma3-270m"), n_ctx = 1024L, n_seq_max = 8L)
 annotate <- function(data, features) {
