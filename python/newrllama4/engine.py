@@ -238,7 +238,6 @@ class StepLoop:
     # -- the states a decode keeps (features.py) ------------------------------------------
 
     def _kept_states(self, sequence: Sequence) -> KeptStates:
-        index = sequence.index
         span = text_span(self.model, sequence.tokens[:sequence.n_prompt], self.features.text(sequence.index))
         return KeptStates(self.features, sequence.n_prompt, span)
 

@@ -43,6 +43,7 @@ are 256 MB a kind.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence as SequenceType
 
@@ -112,17 +113,17 @@ def check_features(hidden_states: Any, texts: Any, layer: Any, n_prompts: int,
                 not all(t is None or isinstance(t, str) for t in texts):
             raise InvalidArgumentError("feature_texts", texts, "one text (or None) per prompt")
         texts = tuple(texts)
-    needs_layer = "middle" in kinds or "mean" in kinds
-    if layer is None:
-        layer = default_layer(n_layer) if n_layer is not None else 0
-    elif not isinstance(layer, int) or isinstance(layer, bool) or not (
-            n_layer is None or 0 <= layer <= n_layer - 2):
+    request = FeatureRequest(tuple(kinds), 0, texts)
+    if layer is not None and (not isinstance(layer, int) or isinstance(layer, bool) or not (
+            n_layer is None or 0 <= layer <= n_layer - 2)):
         raise InvalidArgumentError("feature_layer", layer, f"a layer from 0 to {n_layer - 2 if n_layer else 0}: "
                                    "the last layer's output has only the output rows")
-    if needs_layer and n_layer is not None and n_layer < 2:
+    if not request.needs_layer or n_layer is None:
+        return request
+    if n_layer < 2:
         raise InvalidArgumentError("hidden_states", hidden_states,
                                    "'last' only: a model of one layer has no middle layer")
-    return FeatureRequest(tuple(kinds), layer if needs_layer else 0, texts)
+    return dataclasses.replace(request, layer=default_layer(n_layer) if layer is None else layer)
 
 
 def text_span(model: Any, tokens: list[int], text: Optional[str]) -> tuple[int, int]:
@@ -230,8 +231,9 @@ class HiddenStates:
 
 class KeptStates:
     """What one sequence keeps of its prompt's states: the kinds of `request`, its text's
-    tokens [first, end) for the mean. `needs(position)` says which of its batch rows a
-    decode must copy; `assembled()` the vector once its last prompt token is done."""
+    tokens [first, end) for the mean. `wants_layer_row(position)` says which of its rows
+    of the layer a decode keeps; `assembled()` gives the vector once its last prompt
+    token is done."""
 
     def __init__(self, request: FeatureRequest, n_prompt: int, span: tuple[int, int]):
         self.request = request
