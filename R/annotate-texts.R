@@ -119,7 +119,13 @@
 #'   whose tokenizer counts the passages.
 #' @param features `TRUE` adds a column `.features`: each row's features, the
 #'   model's final hidden state at the last token of the row's prompt
-#'   (instruction, examples, text), the state its label is read from. They come
+#'   (instruction, examples, text), the state its label is read from. Some of
+#'   `"last"` (that state, as `TRUE`), `"middle"` (the state there after the
+#'   model's middle layer, which often separates meanings better than the
+#'   last, tuned to the next token) and `"mean"` (the middle layer's states
+#'   averaged over the row's own text, not the instruction and examples every
+#'   row shares) keep those states, one after the other in the order given;
+#'   `features_source()` of the result names them. They come
 #'   with the label pass at no extra decode, are the same bits whatever else is
 #'   annotated beside the row, leave the answers as they are, and are kept in
 #'   `cache` with the answers. With several `example_orders` or `passages`, a
@@ -207,7 +213,8 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
                     "x" = "It is {params$temperature}."), "temperature", current_env())
   }
   passages <- check_passages(passages)
-  features <- check_flag(features, "features")
+  feature_kinds <- check_features(features)
+  features <- !is.null(feature_kinds)
   if (!is.null(context)) check_context(context)
   if (features && inherits(context, "newrllama4_remote_context")) {
     abort_invalid(c("{.arg features} needs a local model: a server's label pass gives no hidden state.",
@@ -247,7 +254,9 @@ annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL
   }
   answers <- withCallingHandlers(
     rlang::exec(generate_parallel, context, prompts, labels = labels, json_schema = answer$json_schema,
-                field_probs = field_probs, features = features, cache = cache, on_error = "warn", !!!params),
+                field_probs = field_probs, cache = cache, on_error = "warn", !!!params,
+                features = with_feature_texts(feature_kinds, c(as.list(rep(sent, length(orders))),
+                                                               vector("list", length(prompts) - length(sent) * length(orders))))),
     newrllama4_warning_partial_failure = function(w) rlang::cnd_muffle(w)
   )
   labelled <- if (answer$kind == "labels") combine_orders(answers, length(sent), orders, labels, calibration)

@@ -62,11 +62,51 @@ features_matrix <- function(column) {
   values
 }
 
-# Where a features column came from: the model, and which state ("last_token",
-# the annotation prompt's last token, or "mean", the mean over the text's own
-# tokens); NULL for data without features.
+# Where a features column came from: the model, and which states, one after
+# the other ("last_token", the final state at the annotation prompt's last
+# token; "last_token_layer_<l>", layer l's state there; "text_mean_layer_<l>",
+# layer l's mean over the text's own tokens; "server pooled"); NULL for data
+# without features.
 features_source <- function(data) {
   attr(data[[features_column_name]], "source")
+}
+
+# The states a call can keep (`features =`): TRUE is "last" alone, FALSE none (NULL).
+feature_kinds <- c("last", "middle", "mean")
+
+check_features <- function(features, arg = "features", call = caller_env()) {
+  if (isFALSE(features)) return(NULL)
+  if (isTRUE(features)) return("last")
+  if (!is.character(features) || length(features) == 0 || anyNA(features) || anyDuplicated(features) ||
+      !all(features %in% feature_kinds)) {
+    abort_invalid("{.arg {arg}} must be {.code TRUE}, {.code FALSE} or some of {.val {feature_kinds}}, not
+                  {.obj_type_friendly {features}}{show_value(features)}.", arg, call)
+  }
+  features
+}
+
+# The kinds of features with each prompt's text, whose tokens "mean" averages
+# (annotate_texts() knows where a row's text is; a prompt given to
+# generate_parallel() is averaged whole), as generate_parallel()'s `features`.
+with_feature_texts <- function(kinds, texts) {
+  if (is.null(kinds)) return(FALSE)
+  structure(kinds, texts = texts, class = "newrllama4_feature_texts")
+}
+
+# What the engine is asked for: the kinds, and each prompt's text.
+feature_request <- function(features) {
+  kinds <- check_features(if (inherits(features, "newrllama4_feature_texts")) unclass(features) else features)
+  texts <- attr(features, "texts")
+  list(kinds = kinds, hidden_states = if (is.null(kinds)) FALSE else as.list(kinds),
+       feature_texts = if (!is.null(texts) && "mean" %in% kinds) as.list(texts))
+}
+
+# The names of the states `kinds` keeps of `model`, as features_source() gives
+# them: the middle layer is the engine's (features.default_layer).
+feature_states <- function(kinds, model) {
+  layer <- reticulate::import("newrllama4.features")$default_layer(model$py$n_layer)
+  unname(c(last = "last_token", middle = sprintf("last_token_layer_%d", layer),
+           mean = sprintf("text_mean_layer_%d", layer))[kinds])
 }
 
 #' @export
@@ -172,6 +212,9 @@ rows_features <- function(features, prompt_rows, n_rows) {
 #'   features follow it (the same text under another task is another state).
 #'   Wrapping a text in its task makes its features better predictors of that
 #'   task's codes (Buckmann and Hill 2024).
+#' @param features The states to keep, as in [annotate_texts()]: `TRUE` for
+#'   the final state at the prompt's last token, or some of `"last"`,
+#'   `"middle"` and `"mean"`; on a server `TRUE`.
 #' @param ... Passed to [generate_parallel()]: `progress`, ...; on a server
 #'   only `progress`.
 #' @return `data` (a data frame; a character vector becomes a data frame with
@@ -194,13 +237,20 @@ rows_features <- function(features, prompt_rows, n_rows) {
 #' embed_texts(reviews, review, "Is the review positive or negative?",
 #'             context = context_remote("http://gpu-1:8080"))
 #' }
-embed_texts <- function(data, text, instruction, context = NULL, cache = NULL, passages = NULL, ...) {
+embed_texts <- function(data, text, instruction, context = NULL, cache = NULL, passages = NULL, features = TRUE,
+                        ...) {
   text <- if (missing(text)) rlang::quo(text) else rlang::enquo(text)
+  kinds <- check_features(features)
+  if (is.null(kinds)) abort_invalid("{.arg features} must name some features to embed, not {.code FALSE}.", "features")
   if (inherits(context, "newrllama4_remote_context")) {
+    if (!identical(kinds, "last")) {
+      abort_invalid("On a server {.arg features} is {.code TRUE}: the server pools the states as it was started to.",
+                    "features")
+    }
     return(embed_on_server(data, text, instruction, context, cache, passages, ...))
   }
   embedded <- annotate_texts(data, !!text, instruction, context = context, cache = cache, passages = passages,
-                             features = TRUE, max_tokens = 1L, ...)
+                             features = kinds, max_tokens = 1L, ...)
   embedded[[".answer"]] <- NULL  # the one token decoded past the prompt
   embedded
 }

@@ -92,10 +92,13 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 #' @param features `TRUE` keeps each prompt's features: the final hidden state
 #'   of its last token, the one its first answer token (a label's
 #'   probabilities) is read from, in single precision, at no extra decode.
-#'   [annotate_texts()] adds them to the rows as the column `.features`. A
-#'   prompt's features are the same bits whatever else shares its batch, and
-#'   the answers are the same with or without them. Not with `field_probs`,
-#'   nor on a server (`newrllama4_error_invalid_argument`).
+#'   Some of `"last"` (that state, as `TRUE`), `"middle"` (the state of the
+#'   last token after the model's middle layer) and `"mean"` (the middle
+#'   layer's states averaged over the prompt's tokens) keep those states, one
+#'   after the other. [annotate_texts()] adds them to the rows as the column
+#'   `.features`. A prompt's features are the same bits whatever else shares
+#'   its batch, and the answers are the same with or without them. Not with
+#'   `field_probs`, nor on a server (`newrllama4_error_invalid_argument`).
 #' @return A character vector of class `newrllama4_answers`, one answer per
 #'   prompt, with the prompts' names. It prints the answers and a summary line;
 #'   [generation_stats()] and [generation_errors()] give the call's counters and
@@ -133,19 +136,23 @@ generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p,
   params <- c(sampling_params(current_env()), constraint_params(labels, json_schema, grammar, length(prompts)))
   params$cache <- check_cache(cache)
   params$field_probs <- check_flag(field_probs, "field_probs")
-  params$hidden_states <- check_flag(features, "features")
+  request <- feature_request(features)
+  kinds <- request$kinds
+  params$hidden_states <- request$hidden_states
   check_flag(progress, "progress")
   on_error <- check_choice(on_error, c("warn", "stop"), "on_error")
-  result <- run_engine(context, as.list(unname(prompts)), params, progress)
+  result <- run_engine(context, as.list(unname(prompts)), c(params, request["feature_texts"]), progress)
   answers <- result$texts
   names(answers) <- names(prompts)
   answers <- new_answers(answers, result$errors, result$stats, probs_matrix(result$label_probs, names(prompts)),
                          parse_answers(answers, params$json_schema),
                          new_manifest(context, params, result, constraints_record(params, result$field_probs)),
                          field_probs_matrices(result$field_probs, names(prompts)),
-                         if (params$hidden_states) {
-                           prompt_features(result$hidden_states, length(prompts), context$model$py$n_embd,
-                                           list(model = basename(context$model$py$path), state = "last_token"))
+                         if (!is.null(kinds)) {
+                           prompt_features(result$hidden_states, length(prompts),
+                                           context$model$py$n_embd * length(kinds),
+                                           list(model = basename(context$model$py$path),
+                                                state = feature_states(kinds, context$model)))
                          })
   n_failed <- nrow(result$errors)
   if (n_failed > 0) {

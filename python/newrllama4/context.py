@@ -15,7 +15,7 @@ from .constraints import Constraint
 from .context_settings import ContextSettings
 from .engine import StepLoop
 from .errors import ClosedError, ContextError, InvalidArgumentError
-from .features import HiddenStates
+from .features import FeatureRequest, HiddenStates
 from .field_probs import run_rounds, writing
 from .generation import Generator, OneCallAtATime
 from .labels import Labels
@@ -213,10 +213,11 @@ class Context(Generator):
 
     def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
-                  on_progress: Progress, cache: Optional[str], hidden_states: bool = False) -> ParallelResult:
+                  on_progress: Progress, cache: Optional[str],
+                  features: Optional[FeatureRequest] = None) -> ParallelResult:
         with self._calls.call():
             self._live_handle()
-            if hidden_states:
+            if features is not None:
                 self._hidden_states()
             handle = self._handle
             # what decides answers beside the model, the prompt and the arguments: llama.cpp's
@@ -224,7 +225,7 @@ class Context(Generator):
             # (the KV cache types follow from these and the model file, which the key names by its hash)
             setup = {"llama_cpp": llama.__version__, "batch_invariant": self.batch_invariant}
             result_cache = None if cache is None else CachedCall(
-                cache, ModelFile(self.model.path), setup, sampling, labels, constraints, self.n_ctx, hidden_states
+                cache, ModelFile(self.model.path), setup, sampling, labels, constraints, self.n_ctx, features
             )
             with CallDriver(len(prompts), on_progress, result_cache) as driver:
                 if any(c is not None and c.fields is not None for c in constraints):
@@ -237,7 +238,7 @@ class Context(Generator):
                     )
                 else:
                     result = self._step_loop(handle, prompts, labels, constraints, sampling, driver=driver,
-                                             hidden_states=hidden_states)
+                                             features=features)
             result.stats.batch_invariant = self.batch_invariant
             result.stats.kv_cache = KV_CACHE_NAME
             result.stats.identity_guaranteed = self.batch_invariant and identity_guaranteed()
@@ -246,7 +247,7 @@ class Context(Generator):
     def _step_loop(self, handle: Any, prompts: list[Any], labels: list[Optional[Labels]],
                    constraints: list[Optional[Constraint]], sampling: SamplingParams, generators: Any = None,
                    to_continue: bool = False, continuing: bool = False,
-                   driver: Optional[CallDriver] = None, hidden_states: bool = False) -> ParallelResult:
+                   driver: Optional[CallDriver] = None, features: Optional[FeatureRequest] = None) -> ParallelResult:
         """The prompts through one step loop, a window at a time (call_driver.WINDOW_PER_SLOT
         per slot), each window looked up in the result cache as it starts; without a `driver`
         (a round of field_probs' calls), with no result cache and no progress of their own."""
@@ -257,7 +258,7 @@ class Context(Generator):
         for window in windows(range(len(prompts)), call_driver.WINDOW_PER_SLOT * self.n_seq_max):
             tokens = {i: self.model.prompt_tokens(prompts[i]) for i in window}
             loop.run(driver.look_up(window, lambda i: tokens[i] or None), tokens, labels, constraints, generators,
-                     hidden_states)
+                     features)
         if self._prefix_cache is not None:
             loop.stats.prefix_cache_bytes = self._prefix_cache.nbytes
             loop.stats.prefix_cache_snapshots = len(self._prefix_cache)

@@ -21,7 +21,7 @@ from ._llama import TokenBatch
 from .attention import Rows, throwaway_rows, tiled_end
 from .constraints import ConstrainedAnswer, Constraint, mask_logits
 from .errors import DecodeError, EmptyPromptError, InvalidTokenError, PromptTooLongError
-from .features import HiddenStates, state_bytes
+from .features import FeatureRequest, HiddenStates, KeptStates, micro_batches, text_span
 from .labels import LabelPrompt, Labels, score
 from .model import Model
 from .prefix_cache import PrefixCache
@@ -56,7 +56,7 @@ class StepLoop:
         """`to_continue`, `continuing`: the next call goes on from this call's prompts, this
         call from the previous call's (PrefixPlan keeps one snapshot of each prompt between).
         `states`: the context's hidden states, read for the prompts of a call with
-        `hidden_states` (features.py). `finished` takes each prompt's answer as the prompt finishes. One StepLoop runs a
+        `features` (features.py). `finished` takes each prompt's answer as the prompt finishes. One StepLoop runs a
         call's windows one after the other, its stats counting them all."""
         self.model = model
         self.to_continue = to_continue
@@ -76,7 +76,7 @@ class StepLoop:
         self.generators: Optional[list[np.random.Generator]] = None
         self.finished = finished
         self.states = states
-        self.hidden_states = False
+        self.features: Optional[FeatureRequest] = None
         self.stats = Stats(seed=params.seed)
 
     # -- prompts -> sequences ---------------------------------------------------------
@@ -110,13 +110,13 @@ class StepLoop:
 
     def run(self, indices: list[int], tokens: Mapping[int, list[int]], labels: list[Optional[Labels]],
             constraints: list[Optional[Constraint]], generators: Optional[list[np.random.Generator]] = None,
-            hidden_states: bool = False) -> None:
+            features: Optional[FeatureRequest] = None) -> None:
         """Run the prompts at `indices`, given as their `tokens`, to their answers; every KV
         stream is empty after. `generators`: each prompt's random stream, when the caller
         carries it over calls (field_probs.py); by default `sequence_generator(seed, index)`.
-        `hidden_states`: each answer keeps its prompt's last token's state (features.py)."""
+        `features`: each answer keeps its prompt's states (features.py)."""
         self.generators = generators
-        self.hidden_states = hidden_states
+        self.features = features
         try:
             self._run(indices, tokens, labels, constraints)
         finally:
@@ -133,8 +133,10 @@ class StepLoop:
             for s in sequences.values() if labels[s.index] is not None and not s.finished
         }
         live = [s for s in sequences.values() if not s.finished and s.index not in label_prompts]
-        for sequence in live + [p.root for p in label_prompts.values()]:
-            sequence.keeps_state = self.hidden_states
+        if self.features is not None:
+            for sequence in live + [p.root for p in label_prompts.values()]:
+                if not sequence.finished:
+                    sequence.kept = self._kept_states(sequence)
         live += [s for p in label_prompts.values() for s in p.sequences if not s.finished]
         self._n_left = Counter(s.index for s in live)
         self.stats.prompt_tokens += sum(s.n_prompt for s in live)
@@ -203,16 +205,13 @@ class StepLoop:
         throwaway = self._throwaway_rows(plan)
         wanting_logits = self._fill(plan, throwaway)
         is_prefill = any(entry.sequence.prefilling for entry in plan)
-        # a prompt's state is its first output row: that of its last prompt token
-        keeping = [s.keeps_state and s.hidden_state is None for s in wanting_logits]
-        if any(keeping):
-            self.states.wanted = True
+        keeping = self._keeping(wanting_logits)
         started = time.perf_counter()
         try:
             status = self.batch.decode(self.ctx)
         finally:
-            if any(keeping):
-                self.states.wanted = False
+            if keeping is not None:
+                self.states.stop()
         elapsed = time.perf_counter() - started
         for rows in throwaway:
             llama.llama_memory_seq_rm(self.memory, rows.slot, rows.position, -1)
@@ -222,12 +221,12 @@ class StepLoop:
         else:
             self.stats.decode_seconds += elapsed
         if status != 0:
-            if any(keeping):
+            if keeping is not None:
                 self.states.take()
             self._recover(plan, status)
             return
-        if any(keeping):
-            self._keep_states(wanting_logits, keeping)
+        if keeping is not None:
+            self._keep_states(wanting_logits, *keeping)
         for sequence, n in plan:
             sequence.n_cached += n
             self.stats.decoded_tokens += n
@@ -236,21 +235,62 @@ class StepLoop:
         if wanting_logits:
             self._sample(wanting_logits)
 
-    def _keep_states(self, sequences: list[Sequence], keeping: list[bool]) -> None:
-        rows = self.states.take()
-        if len(rows) != len(sequences):
-            raise RuntimeError(f"llama.cpp computed {len(rows)} final hidden states for {len(sequences)} output rows")
-        for sequence, keeps, row in zip(sequences, keeping, rows):
-            if keeps:
-                sequence.hidden_state = state_bytes(row)
+    # -- the states a decode keeps (features.py) ------------------------------------------
+
+    def _kept_states(self, sequence: Sequence) -> KeptStates:
+        span = text_span(self.model, sequence.tokens[:sequence.n_prompt], self.features.text(sequence.index))
+        return KeptStates(self.features, sequence.n_prompt, span)
+
+    def _keeping(self, wanting_logits: list[Sequence]) -> Any:
+        """Which states this decode copies, (final, layer) or None, and asks the callback for them:
+        the final rows when an output row's prompt keeps "last" and has none yet (a prompt's state
+        is its first output row: that of its last prompt token), the layer's when a row wants it."""
+        if self.features is None:
+            return None
+        finishing = [s for s in wanting_logits if s.kept is not None and s.hidden_state is None]
+        final = any("last" in s.kept.request.kinds for s in finishing)
+        layer = self.features.needs_layer and any(
+            s is not None and s.kept is not None and s.hidden_state is None and s.kept.wants_layer_rows(start, n)
+            for _, s, start, n in self.filled)
+        if not (finishing or layer):
+            return None
+        self.states.want(final, self.features.layer if layer else None)
+        return final, layer
+
+    def _keep_states(self, sequences: list[Sequence], final: bool, layer: bool) -> None:
+        final_rows, micro = self.states.take()
+        if final:
+            if len(final_rows) != len(sequences):
+                raise RuntimeError(f"llama.cpp computed {len(final_rows)} final hidden states for {len(sequences)} "
+                                   "output rows")
+            for sequence, row in zip(sequences, final_rows):
+                if sequence.kept is not None and sequence.hidden_state is None:
+                    sequence.kept.final = row
+        if layer:
+            rows = [(s, start + j) for _, s, start, n in self.filled for j in range(n)]
+            order = micro_batches([slot for slot, _, _, n in self.filled for _ in range(n)], self.batch.capacity)
+            if [len(m) for m in micro] != [len(o) for o in order]:
+                raise RuntimeError(f"llama.cpp computed micro-batches of {[len(m) for m in micro]} rows, "
+                                   f"not {[len(o) for o in order]}")
+            for batch_rows, values in zip(order, micro):
+                for k, value in zip(batch_rows, values):
+                    sequence, position = rows[k]
+                    if sequence is not None and sequence.kept is not None and sequence.kept.wants_layer_row(position):
+                        sequence.kept.layer_rows[position] = value
+        for sequence in sequences:  # their last prompt token is done
+            if sequence.kept is not None and sequence.hidden_state is None:
+                sequence.hidden_state = sequence.kept.assembled()
+                sequence.kept.layer_rows = {}
 
     def _fill(self, plan: list[PlanEntry], throwaway: list[Rows]) -> list[Sequence]:
         """Put the plan and its throwaway rows into the batch, in slot order (llama.cpp
         takes consecutive seq_ids in batch order into a micro-batch), a slot's throwaway
         rows after its plan entry; return the sequences whose last token wants logits,
-        in batch order."""
+        in batch order. `filled` keeps the batch's runs of rows: (slot, sequence or None
+        for throwaway rows, first position, count)."""
         self.batch.clear()
         wanting_logits = []
+        self.filled: list[tuple[int, Optional[Sequence], int, int]] = []
         first = plan[0].sequence
         filler = first.tokens[first.n_cached]
         # (slot, 0, k) for plan[k], (slot, 1, k) for throwaway[k]
@@ -260,11 +300,13 @@ class StepLoop:
             if is_throwaway:
                 rows = throwaway[k]
                 self.batch.add([filler] * rows.n, rows.position, slot, False)
+                self.filled.append((slot, None, rows.position, rows.n))
                 continue
             sequence, n = plan[k]
             start = sequence.n_cached
             wants_logits = start + n == len(sequence.tokens)
             self.batch.add(sequence.tokens[start:start + n], start, slot, wants_logits)
+            self.filled.append((slot, sequence, start, n))
             if wants_logits:
                 wanting_logits.append(sequence)
         return wanting_logits

@@ -16,6 +16,7 @@ from .call_driver import Progress
 from .checks import check_bool, check_callable, check_prompts
 from .constraints import Constraint, check_constraints
 from .errors import ContextError, InvalidArgumentError
+from .features import FeatureRequest, check_features
 from .field_probs import with_scored_fields
 from .labels import Labels, check_labels
 from .model import Model
@@ -65,7 +66,9 @@ class Generator(ABC):
         grammar: Any = None,
         cache: Any = None,
         field_probs: bool = False,
-        hidden_states: bool = False,
+        hidden_states: Any = False,
+        feature_texts: Any = None,
+        feature_layer: Optional[int] = None,
     ) -> ParallelResult:
         """Generate one completion per prompt, in prompt order. The sampling arguments and
         their defaults are SamplingParams' (sampling.py).
@@ -97,7 +100,11 @@ class Generator(ABC):
         `hidden_states=True` keeps in each completion's `hidden_state` the final hidden
         state of its prompt's last token, the one its first answer token (a label's
         probabilities) is read from, as little-endian float32 bytes, at no extra decode
-        (see features.py). Not with `field_probs`, nor on a server.
+        (see features.py). A list of kinds among "last" (that state), "middle" (the last
+        token's state after layer `feature_layer`, by default the middle one) and "mean"
+        (the mean of that layer's states over the tokens of the prompt's text: its
+        `feature_texts` entry, found in the prompt; without one, the whole prompt) keeps
+        their vectors one after the other. Not with `field_probs`, nor on a server.
 
         `cache`, the path of a SQLite file (created if missing), keeps answers across
         calls and crashes: prompts it answers are not run again, and each other answer
@@ -108,7 +115,10 @@ class Generator(ABC):
         constraints = check_constraints(json_schema, grammar, len(prompts), self._vocabulary())
         if check_bool("field_probs", field_probs):
             constraints = with_scored_fields(constraints)
-        if check_bool("hidden_states", hidden_states) and field_probs:
+        model = self._vocabulary()
+        features = check_features(hidden_states, feature_texts, feature_layer, len(prompts),
+                                  None if model is None else model.n_layer)
+        if features is not None and field_probs:
             raise InvalidArgumentError("hidden_states", hidden_states, "False with field_probs")
         for i, (one, constraint) in enumerate(zip(prompt_labels, constraints)):
             if one is not None and constraint is not None:
@@ -121,7 +131,7 @@ class Generator(ABC):
         )
         on_progress = check_callable("on_progress", on_progress)
         cache = check_cache_path(cache)
-        return self._generate(prompts, prompt_labels, constraints, sampling, on_progress, cache, hidden_states)
+        return self._generate(prompts, prompt_labels, constraints, sampling, on_progress, cache, features)
 
     @abstractmethod
     def _vocabulary(self) -> Optional[Model]:
@@ -131,8 +141,9 @@ class Generator(ABC):
     @abstractmethod
     def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
-                  on_progress: Progress, cache: Optional[str], hidden_states: bool = False) -> ParallelResult:
-        """generate_parallel() with its arguments checked."""
+                  on_progress: Progress, cache: Optional[str],
+                  features: Optional[FeatureRequest] = None) -> ParallelResult:
+        """generate_parallel() with its arguments checked; `features` the states to keep."""
 
 
 class OneCallAtATime:

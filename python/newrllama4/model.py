@@ -50,6 +50,7 @@ class Model:
         self.n_vocab = llama.llama_vocab_n_tokens(self._vocab)
         self.n_ctx_train = llama.llama_model_n_ctx_train(handle)
         self.n_embd = llama.llama_model_n_embd(handle)  # the length of a prompt's hidden state (features.py)
+        self.n_layer = llama.llama_model_n_layer(handle)
         self.n_params = llama.llama_model_n_params(handle)
         self.size = llama.llama_model_size(handle)
         buf = ctypes.create_string_buffer(256)
@@ -180,13 +181,14 @@ class Model:
                 return buf.raw[:n].decode("utf-8", errors="replace")
             capacity = -n
 
-    def token_piece(self, token: int) -> bytes:
-        """The bytes of one token as it appears inside generated text."""
+    def token_piece(self, token: int, special: bool = False) -> bytes:
+        """The bytes of one token as it appears inside generated text; with `special`, a
+        special token as its text (as a prompt spells it: features.text_span)."""
         buf = ctypes.create_string_buffer(64)
-        n = llama.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+        n = llama.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
         if n < 0:
             buf = ctypes.create_string_buffer(-n)
-            n = llama.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+            n = llama.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
         return buf.raw[:n]
 
     @property

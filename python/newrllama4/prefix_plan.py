@@ -174,7 +174,7 @@ class PrefixPlan:
 
     def start(self, sequence: Sequence) -> None:
         """Restore the longest cached prefix into the sequence's (empty) slot and plan its snapshots."""
-        snapshot, n_restored = self.cache.lookup(sequence.tokens, sequence.n_prompt - 1, sequence.n_tiled)
+        snapshot, n_restored = self.cache.lookup(sequence.tokens, sequence.n_restorable, sequence.n_tiled)
         self._to_start[sequence.index] -= 1
         if snapshot is not None:
             self.copied_bytes += snapshot.nbytes

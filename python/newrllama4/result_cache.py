@@ -26,9 +26,10 @@ An answer's key is the SHA-256 of a canonical JSON of everything that decides it
   cannot change an answer: all `SamplingParams` fields, and the arguments given
   per prompt (a prompt's own labels, ...) with that prompt's value; `field_probs` only
   where it scores a prompt's fields (field_probs.py), so that the answers of other
-  prompts, which it leaves alone, are found again; `hidden_states` only when True, since
-  an answer kept without its state cannot serve a call that wants it, while one kept with
-  it is the same answer (features.py);
+  prompts, which it leaves alone, are found again; `hidden_states` only when asked for
+  (its kinds and layer, and a prompt's `feature_texts` entry where "mean" reads it), since
+  an answer kept without its states cannot serve a call that wants them, while one kept
+  with them is the same answer (features.py);
 - with temperature > 0 only, the seed and the prompt's index, which seed its random
   stream (`sampling.sequence_generator`) and, remotely, its request's seed. A greedy
   answer depends on neither, so it is found again whatever the seed and wherever the
@@ -53,6 +54,7 @@ from typing import Any, Optional, Union
 
 from .constraints import Constraint
 from .errors import CacheError, InvalidArgumentError
+from .features import FeatureRequest
 from .files import file_identity, file_sha256
 from .labels import Labels
 from .results import Completion
@@ -213,7 +215,7 @@ class CachedCall:
 
     def __init__(self, path: str, model: Union[ModelFile, str], setup: dict[str, Any], params: SamplingParams,
                  labels: list[Optional[Labels]], constraints: list[Optional[Constraint]],
-                 n_ctx: Optional[int] = None, hidden_states: bool = False):
+                 n_ctx: Optional[int] = None, features: Optional[FeatureRequest] = None):
         self._cache = ResultCache(path)
         try:
             model_id = self._cache.model_sha256(model.path) if isinstance(model, ModelFile) else model
@@ -221,7 +223,8 @@ class CachedCall:
             self._cache.close()
             raise
         self._common = {"format": CACHE_FORMAT, "model": model_id, **setup,
-                        **({"hidden_states": True} if hidden_states else {})}
+                        **({"hidden_states": features.key()} if features is not None else {})}
+        self._features = features
         self._arguments = {f.name: getattr(params, f.name) for f in fields(params) if f.name != "seed"}
         self._per_prompt = per_prompt_arguments(labels, constraints)
         self._scores_fields = [c is not None and c.fields is not None for c in constraints]
@@ -243,6 +246,8 @@ class CachedCall:
                            **({"field_probs": True} if self._scores_fields[index] else {})),
             random=None if self._seed is None else {"seed": self._seed, "index": index},
         )
+        if self._features is not None and self._features.text(index) is not None:
+            material["feature_text"] = self._features.text(index)
         if self._n_ctx is not None:
             # a sequence ends at n_ctx tokens; past prompt + max_tokens that limit never binds
             material["sequence_limit"] = min(self._n_ctx, len(prompt) + self._max_tokens)

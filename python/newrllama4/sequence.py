@@ -11,6 +11,7 @@ from .results import Completion
 
 if TYPE_CHECKING:
     from .constraints import ConstrainedAnswer
+    from .features import KeptStates
 
 
 class OutputText:
@@ -75,8 +76,8 @@ class Sequence:
         self.scores: dict[int, float] = {}
         # a constrained sequence samples only what its json_schema or grammar allows next
         self.constrained: Optional[ConstrainedAnswer] = None
-        # keeps its last prompt token's final hidden state (features.py) in `hidden_state`
-        self.keeps_state = False
+        # keeps its prompt's states (features.py), assembled into `hidden_state`
+        self.kept: Optional[KeptStates] = None
         self.hidden_state: Optional[bytes] = None
         self.slot: Optional[int] = None
         self.generator: Optional[np.random.Generator] = None
@@ -87,6 +88,14 @@ class Sequence:
     @property
     def prefilling(self) -> bool:
         return self.n_cached < self.n_prompt
+
+    @property
+    def n_restorable(self) -> int:
+        """How many prompt tokens it may restore from the prefix cache: all but the last,
+        whose logits it needs, and none of a text whose states it averages (features.py)."""
+        if self.kept is not None and "mean" in self.kept.request.kinds:
+            return min(self.n_prompt - 1, self.kept.span[0])
+        return self.n_prompt - 1
 
     @property
     def pending(self) -> int:

@@ -131,8 +131,8 @@ class WorkerContext(Generator):
 
     def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
-                  on_progress: Progress, cache: Optional[str], hidden_states: bool = False) -> ParallelResult:
-        message = ("generate", prompts, labels, constraints, sampling, on_progress is not None, cache, hidden_states)
+                  on_progress: Progress, cache: Optional[str], features: Any = None) -> ParallelResult:
+        message = ("generate", prompts, labels, constraints, sampling, on_progress is not None, cache, features)
         with self._calls.call():
             return self._run(message, on_progress)
 

@@ -31,10 +31,10 @@ def _serve(requests: BinaryIO, answers: BinaryIO) -> None:
         if message[0] == "call":
             send(answers, ("ok", getattr(context, message[1])()))
             return
-        prompts, labels, constraints, sampling, wants_progress, cache, hidden_states = message[1:]
+        prompts, labels, constraints, sampling, wants_progress, cache, features = message[1:]
         on_progress = relay if wants_progress else None
         try:
-            result = context._generate(prompts, labels, constraints, sampling, on_progress, cache, hidden_states)
+            result = context._generate(prompts, labels, constraints, sampling, on_progress, cache, features)
         except _Stopped:
             send(answers, ("stopped", None))
             return

@@ -164,3 +164,51 @@ test_that("Gemma: a long instruction's features are the same bits for a row alon
   expect_identical(row_features(annotate(4))[1, ], row_features(batch)[4, ])
   expect_identical(row_features(annotate(c(2, 5)))[, ], row_features(batch)[c(2, 5), ])
 })
+
+test_that("features = c(\"last\", \"middle\", \"mean\") keeps each state, one after the other, and the answers stay", {
+  ctx <- tiny_context()
+  kinds <- c("last", "middle", "mean")
+  annotated <- annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE,
+                              features = kinds)
+  n_embd <- ctx$model$py$n_embd
+  features <- row_features(annotated)
+  expect_identical(dim(features), c(5L, 3L * n_embd))
+  expect_identical(features_source(annotated)$state,
+                   c("last_token", "last_token_layer_0", "text_mean_layer_0"))  # the tiny model's two layers
+  expect_identical(manifest(annotated)$prompt$features, features_source(annotated)$state)
+  plain <- annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE,
+                          features = TRUE)
+  expect_identical(annotated[c(".label", ".prob_positive")], plain[c(".label", ".prob_positive")])
+  expect_identical(features[, seq_len(n_embd)], row_features(plain)[, ])
+  # each kind alone is its part of the whole, and the same bits for a row annotated alone
+  mean_only <- annotate_texts(reviews[c(4, 2), ], review, instruction, labels = sentiment, context = ctx,
+                              progress = FALSE, features = "mean")
+  expect_identical(unname(row_features(mean_only)[, ]), unname(features[c(4, 2), 2L * n_embd + seq_len(n_embd)]))
+  embedded <- embed_texts(reviews, review, instruction, context = ctx, progress = FALSE, features = c("middle", "mean"))
+  expect_identical(unname(row_features(embedded)[, ]), unname(features[, n_embd + seq_len(2L * n_embd)]))
+})
+
+test_that("the mean is over the row's own text: another instruction leaves its tokens, not their states", {
+  ctx <- tiny_context()
+  mean_of <- function(texts, instruction) {
+    row_features(embed_texts(texts, instruction = instruction, context = ctx, progress = FALSE, features = "mean"))
+  }
+  texts <- reviews$review[1:2]
+  with_text <- mean_of(texts, instruction)
+  # the whole prompt's mean, which generate_parallel() gives for a prompt without a text
+  prompts <- render_prompts(prompts_layout(ctx), instruction, list(), texts)
+  whole <- generate_parallel(ctx, prompts, max_tokens = 1L, features = "mean", progress = FALSE)
+  expect_false(isTRUE(all.equal(features_matrix(attr(whole, "features"))[, ], with_text[, ], check.attributes = FALSE)))
+  expect_false(isTRUE(all.equal(mean_of(texts, "Another task entirely."), with_text)))
+})
+
+test_that("features name known states, and a server embeds only its own", {
+  ctx <- tiny_context()
+  expect_error(annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, features = "first"),
+               "middle", class = "newrllama4_error_invalid_argument")
+  expect_error(embed_texts(reviews, review, instruction, context = ctx, features = FALSE),
+               class = "newrllama4_error_invalid_argument")
+  server <- context_remote(tiny_server()$url)
+  expect_error(embed_texts(reviews, review, instruction, context = server, features = "mean"),
+               "server", class = "newrllama4_error_invalid_argument")
+})

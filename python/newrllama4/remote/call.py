@@ -29,6 +29,7 @@ from ..errors import (
     RemoteResponseError,
     RemoteTimeoutError,
 )
+from ..features import FeatureRequest
 from ..labels import Labels, pick_label
 from ..result_cache import CachedCall
 from ..results import Completion, ParallelResult, Stats
@@ -119,7 +120,7 @@ class RemoteCall:
         # opened here, in the thread that runs the event loop: a SQLite connection stays in its thread
         cache = None if self.cache_path is None else CachedCall(
             self.cache_path, self.settings.model_identity, self._cache_setup(), self.params, self.labels,
-            self.constraints, hidden_states=self.embeddings,
+            self.constraints, features=FeatureRequest() if self.embeddings else None,
         )
         with CallDriver(len(self.prompts), self.on_progress, cache) as driver:
             await self._run(driver)

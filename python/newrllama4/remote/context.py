@@ -167,10 +167,10 @@ class RemoteContext(Generator):
 
     def _generate(self, prompts: list[Any], labels: list[Optional[Labels]],
                   constraints: list[Optional[Constraint]], sampling: SamplingParams,
-                  on_progress: Progress, cache: Optional[str], hidden_states: bool = False) -> ParallelResult:
+                  on_progress: Progress, cache: Optional[str], features: Any = None) -> ParallelResult:
         if self._closed:
             raise ClosedError("remote context")
-        if hidden_states:
+        if features is not None:
             raise InvalidArgumentError(
                 "hidden_states", True, "False: a server gives no hidden state of a prompt it answers (embed_parallel "
                 "asks its embeddings endpoint)"
