@@ -323,7 +323,7 @@ with_variance_strata <- function(design) {
   if (length(alone) > 0) {
     unit_word <- if (is.null(design$unit)) "row" else "cluster"
     warn_newrllama4("single_coded_unit", c(
-      "{cli::qty(length(alone))}Stratum{?s} {.val {alone}} {?has/have} one coded {unit_word} and no neighbour to join:
+      "{cli::qty(length(alone))}{?Stratum/Strata} {.val {alone}} {?has/have} one coded {unit_word} and no neighbour to join:
        {?its/their} variance rests on that one unit.",
       "i" = "Code more of {cli::qty(length(alone))}{?it/them} (draw more with {.code review_sample(previous =)})."))
   }

@@ -256,7 +256,7 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
   floored <- names(Filter(function(h) h$floored, parts$corrected$strata))
   if (length(floored) > 0) {
     inform_newrllama4("variance_floor", c(
-      "{cli::qty(length(floored))}Stratum{?s} {.val {floored}} {?has/have} too few coded rows (under
+      "{cli::qty(length(floored))}{?Stratum/Strata} {.val {floored}} {?has/have} too few coded rows (under
        {few_coded_units}) to trust {cli::qty(length(floored))}{?its/their} spread: {?its/their} variance is taken at a
        floor, since codes this alike could be chance.",
       "i" = "Code more rows of {cli::qty(length(floored))}{?it/them} (draw more with {.code review_sample(previous =)})."))

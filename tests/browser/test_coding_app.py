@@ -420,7 +420,9 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
             assert by_coder[key].get("code") == code and by_coder[key][".uncodable"] == (code is None)
             assert by_coder[key][".seconds"] >= 0
         assert len(result["coef"]) == 2 and all(isinstance(c, float) for c in result["coef"])
-        assert isinstance(result["humans"][0], float)
+        # a number, not null: JSON writes an alpha of exactly 0 (chance agreement, as the clicks of
+        # this sample give since review_sample() draws five rows a stratum) as the integer 0
+        assert isinstance(result["humans"][0], (int, float))
     finally:
         driver.quit()
         if app.process.poll() is None:

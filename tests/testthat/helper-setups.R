@@ -39,7 +39,7 @@ run_child_r <- function(code, env = character(), root = empty_dir("virtualenvs-"
 # on stdout. Each line of the child's answer starts with its part's name.
 probe_lines <- function(first_call = "model_load()", before = character()) {
   c(
-    "options(cli.width = 10000)",  # messages unwrapped, to match them whole
+    "options(cli.width = 10000, width = 10000)",  # messages and printouts unwrapped, to match them whole
     before,
     "library(newrllama4)",
     "ok <- engine_available()",
