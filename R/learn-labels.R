@@ -134,7 +134,7 @@ learn_labels <- function(data, coded, truth, features = TRUE, covariates = NULL,
     }
     return(learned)
   }
-  learned_labels(data, coded, truth, x, recipe, call)
+  learned_labels(labels_view(data, NULL), coded, truth, x, recipe, call)
 }
 
 # learn_labels() on the labels of `data` (or a field's view), with the feature
@@ -180,7 +180,12 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
 # The labels as they are and each example order's log-probabilities, checked
 # against the coded rows, for a refit or a learner.
 checked_refit_data <- function(data, coded, truth, call) {
-  if (!is.data.frame(data) || !order_probs_kept(data)) {
+  if (!is.data.frame(data) || is.null(attr(data, "order_probs", exact = TRUE))) {
+    abort_invalid("{.arg data} must be labelled rows: the value of {.fn annotate_texts} with {.arg labels}, or labels
+                   from another tool, with {.field .label} and a {.field .prob_<label>} column for each label.",
+                  "data", call, subclass = "missing_column")
+  }
+  if (!order_probs_kept(data)) {
     abort_invalid(c("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, as it returned it.",
                     "i" = "Each order's probabilities are kept for its rows in their order: refit before
                            subsetting, sorting or changing them."),

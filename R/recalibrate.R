@@ -106,6 +106,11 @@
 #' fit[c("calibration", "refit_model", "label_offsets", "order_weights", "cross_validated_accuracy")]
 #' fit$refit_cross_validation
 recalibrate_labels <- function(data, coded, truth, field = NULL) {
+  warn_newrllama4("deprecated", c(
+    "{.fn recalibrate_labels} is deprecated: call {.fn learn_labels} instead.",
+    "i" = "{.code learn_labels(data, coded, truth, features = FALSE)} chooses among this refit and more, by the same
+           rule and guard; {.code features = TRUE} adds the model's hidden states."),
+    .frequency = "once", .frequency_id = "recalibrate_labels")
   field <- rlang::enquo(field)
   if (!rlang::quo_is_null(field)) {
     if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", current_env())
@@ -113,6 +118,7 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
     refitted <- recalibrate_labels(labels_view(data, field), coded, !!rlang::enquo(truth))
     return(from_labels_view(data, refitted, field))
   }
+  data <- labels_view(data, NULL)
   problem <- checked_refit_data(data, coded, rlang::enquo(truth), current_env())
   labels <- problem$labels
   families <- learner_families(problem$log_probs, kind = "refit")
