@@ -61,6 +61,32 @@ labels_from_columns <- function(data) {
   data
 }
 
+# Each example order's probabilities of the labels of `data` (a labels view):
+# as annotate_texts() kept them, or built from the columns; a classed error
+# where there are none, or where they are no longer the rows'.
+kept_order_probs <- function(data, call) {
+  if (!is.data.frame(data) || is.null(attr(data, "order_probs", exact = TRUE))) {
+    abort_invalid("{.arg data} must be labelled rows: the value of {.fn annotate_texts} with {.arg labels}, or labels
+                   from another tool, with {.field .label} and a {.field .prob_<label>} column for each label.",
+                  "data", call, subclass = "missing_column")
+  }
+  if (!order_probs_kept(data)) {
+    abort_invalid(c("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, as it returned it.",
+                    "i" = "Each order's probabilities are kept for its rows in their order: refit before
+                           subsetting, sorting or changing them."),
+                  "data", call)
+  }
+  attr(data, "order_probs", exact = TRUE)$probs
+}
+
+# Whether `data` still has each order's probabilities for its rows in their
+# order: the confidence they were recorded with is the data's (subsets, sorts
+# and dplyr's verbs, which keep the attributes while the rows change, break it).
+order_probs_kept <- function(data) {
+  record <- attr(data, "order_probs", exact = TRUE)
+  !is.null(record) && identical(record$confidence, data$.confidence)
+}
+
 # The labels of `.prob_<label>` columns, in their order; not a schema field's
 # `.prob_<field>_<value>`, whose field is a column of `data`.
 prob_labels <- function(data) {

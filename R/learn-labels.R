@@ -192,18 +192,7 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
 # The labels as they are and each example order's log-probabilities, checked
 # against the coded rows, for a refit or a learner.
 checked_refit_data <- function(data, coded, truth, call) {
-  if (!is.data.frame(data) || is.null(attr(data, "order_probs", exact = TRUE))) {
-    abort_invalid("{.arg data} must be labelled rows: the value of {.fn annotate_texts} with {.arg labels}, or labels
-                   from another tool, with {.field .label} and a {.field .prob_<label>} column for each label.",
-                  "data", call, subclass = "missing_column")
-  }
-  if (!order_probs_kept(data)) {
-    abort_invalid(c("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, as it returned it.",
-                    "i" = "Each order's probabilities are kept for its rows in their order: refit before
-                           subsetting, sorting or changing them."),
-                  "data", call)
-  }
-  order_probs <- attr(data, "order_probs", exact = TRUE)$probs
+  order_probs <- kept_order_probs(data, call)
   labels <- levels(data$.label)
   sample <- checked_coded_rows(data, coded, truth, call, labels = labels, probabilities = FALSE)
   n_parameters <- length(labels) - 1 + length(order_probs)
@@ -225,14 +214,6 @@ checked_refit_data <- function(data, coded, truth, call) {
   list(labels = labels, rows = sample$rows, units = units, truth = sample$truth, y = match(sample$truth, labels),
        answered = answered, order_probs = order_probs, log_probs = lapply(order_probs, order_log_probs),
        as_given = unname(as_given / rowSums(as_given)))
-}
-
-# Whether `data` still has each order's probabilities for its rows in their
-# order: the confidence they were recorded with is the data's (subsets, sorts
-# and dplyr's verbs, which keep the attributes while the rows change, break it).
-order_probs_kept <- function(data) {
-  record <- attr(data, "order_probs", exact = TRUE)
-  !is.null(record) && identical(record$confidence, data$.confidence)
 }
 
 decline <- function(n_coded, table) {
