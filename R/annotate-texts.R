@@ -72,8 +72,8 @@
 #'     (batch calibration, Zhou et al. 2024; here in log space). No extra
 #'     prompts. It assumes that the rows are a mix of the labels, not chosen
 #'     by label: the more one label dominates the data, the more it pulls the
-#'     boundary toward an even split (see README, "Labels that do not hinge on
-#'     the order of the examples"). Needs at least two rows with
+#'     boundary toward an even split (see `vignette("annotating-text")`, "Labels
+#'     that do not hinge on the order of the examples"). Needs at least two rows with
 #'     probabilities (else an error of class `newrllama4_error_calibration`).
 #'   * `"content-free"`: the prior is the mean probabilities the model gives
 #'     content-free inputs (`"N/A"`, `""`, `"[MASK]"`) under the same
@@ -84,9 +84,10 @@
 #'   The kind and the prior are in the manifest (`calibration`,
 #'   `label_prior`). Measured on four labelled corpora and two small models
 #'   (`docs/benchmarks.md`), where the order of the examples swung accuracy,
-#'   `example_orders = 2` followed by [recalibrate_labels()] on about 30 rows
-#'   coded by hand came within 0.05 of the better order, or above it,
-#'   everywhere; without coded rows, `example_orders = 2` with
+#'   `example_orders = 2` followed by [learn_labels()] on 30 rows coded by hand
+#'   came within 0.05 of the better order, or above it, on all eight cells
+#'   (the refit alone, `features = FALSE`'s smallest candidate, not: 0.117
+#'   under on one); without coded rows, `example_orders = 2` with
 #'   `calibrate = TRUE` was the most robust option, short of it where one label
 #'   dominates. The default stays one order, uncalibrated, whose probabilities
 #'   are the model's own.
@@ -161,7 +162,7 @@
 #'   than a tenth of the rows, a warning of class
 #'   `newrllama4_warning_order_sensitive` says so. [review_sample()] draws
 #'   rows to code by hand, most of them where the model was least sure, and
-#'   [recalibrate_labels()] refits the labels to a random sample of them. Rows keep their order and their other columns. A row
+#'   [learn_labels()] learns the labels again from a random sample of them. Rows keep their order and their other columns. A row
 #'   whose text is missing, empty or only white space is not sent to the model:
 #'   its answer is `NA` and `.error` says why; with `passages`, so is a row
 #'   one of whose passages failed (`.error` names the passage). A data frame

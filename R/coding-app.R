@@ -4,7 +4,7 @@
 #' text at a time, and `code_sample()` runs it (and opens the browser when R
 #' is interactive). Every code goes to the SQLite `file` the moment it is made;
 #' [read_codes()] reads them back as the sample's rows, ready for
-#' [agreement()], [recalibrate_labels()], [label_regression()] and
+#' [agreement()], [learn_labels()], [label_regression()] and
 #' [label_shares()].
 #'
 #' @section Coding:

@@ -205,7 +205,7 @@ warn_if_order_sensitive <- function(disagreement, n_orders, calibration) {
       "order_sensitive",
       c("The order of the worked examples changed the label of {round(100 * disagreement)}% of the rows.",
         "i" = paste("The labels combine {n_orders} orders; see {.field .agreement_orders}, and consider", remedies,
-                    "other examples, or {.fn recalibrate_labels} on a random sample coded by hand.")), disagreement = disagreement
+                    "other examples, or {.fn learn_labels} on a random sample coded by hand.")), disagreement = disagreement
     )
   }
 }

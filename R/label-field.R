@@ -10,7 +10,7 @@
 # `data` itself. The field's refit record (attribute "field_order_probs") becomes
 # the view's "order_probs".
 labels_view <- function(data, field, call = caller_env()) {
-  if (is.null(field)) return(data)
+  if (is.null(field)) return(labels_from_columns(data))
   if (!rlang::is_string(field) || !field %in% names(data)) {
     abort_invalid("{.arg field} must name a column of {.arg data}: a field of the {.arg schema} given to
                    {.fn annotate_texts}.", "field", call)
@@ -36,6 +36,63 @@ labels_view <- function(data, field, call = caller_env()) {
   attr(view, "order_probs") <- attr(data, "field_order_probs", exact = TRUE)[[field]]
   attr(view, "learner") <- attr(data, "field_learners", exact = TRUE)[[field]]
   view
+}
+
+# Labels from another tool (ellmer, a fine-tuned classifier): `.label` and a
+# `.prob_<label>` column per label, without the record that annotate_texts()
+# keeps. That record is built here from the columns, once for review_sample(),
+# learn_labels() and the estimators: one example order (the probabilities as
+# given), `.label` a factor of the labels (a label no row got still counts), and
+# `.confidence` the largest probability where the tool gave none. `data` as it
+# is where it has the record (a stale one is refused where it is read) or no
+# `.prob_` column for each label.
+labels_from_columns <- function(data) {
+  if (!".label" %in% names(data) || !is.null(attr(data, "order_probs", exact = TRUE))) return(data)
+  labels <- if (is.factor(data$.label)) levels(data$.label) else prob_labels(data)
+  prob_columns <- paste0(".prob_", labels)
+  given <- as.character(data$.label)
+  if (length(labels) < 2 || !all(prob_columns %in% names(data)) || !all(is.na(given) | given %in% labels)) {
+    return(data)
+  }
+  probs <- `colnames<-`(as.matrix(data[prob_columns]), labels)
+  data$.label <- factor(given, levels = labels)
+  if (is.null(data$.confidence)) data$.confidence <- row_max(probs / rowSums(probs))
+  attr(data, "order_probs") <- order_probs_record(list(probs), data)
+  data
+}
+
+# Each example order's probabilities of the labels of `data` (a labels view):
+# as annotate_texts() kept them, or built from the columns; a classed error
+# where there are none, or where they are no longer the rows'.
+kept_order_probs <- function(data, call) {
+  if (!is.data.frame(data) || is.null(attr(data, "order_probs", exact = TRUE))) {
+    abort_invalid("{.arg data} must be labelled rows: the value of {.fn annotate_texts} with {.arg labels}, or labels
+                   from another tool, with {.field .label} and a {.field .prob_<label>} column for each label.",
+                  "data", call, subclass = "missing_column")
+  }
+  if (!order_probs_kept(data)) {
+    abort_invalid(c("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, as it returned it.",
+                    "i" = "Each order's probabilities are kept for its rows in their order: refit before
+                           subsetting, sorting or changing them."),
+                  "data", call)
+  }
+  attr(data, "order_probs", exact = TRUE)$probs
+}
+
+# Whether `data` still has each order's probabilities for its rows in their
+# order: the confidence they were recorded with is the data's (subsets, sorts
+# and dplyr's verbs, which keep the attributes while the rows change, break it).
+order_probs_kept <- function(data) {
+  record <- attr(data, "order_probs", exact = TRUE)
+  !is.null(record) && identical(record$confidence, data$.confidence)
+}
+
+# The labels of `.prob_<label>` columns, in their order; not a schema field's
+# `.prob_<field>_<value>`, whose field is a column of `data`.
+prob_labels <- function(data) {
+  labels <- sub("^\\.prob_", "", grep("^\\.prob_", names(data), value = TRUE))
+  fields <- names(data)[!startsWith(names(data), ".")]
+  labels[!vapply(labels, function(label) any(startsWith(label, paste0(fields, "_"))), NA)]
 }
 
 # A field's values as labels: a factor's levels, or a boolean's JSON spellings;

@@ -44,8 +44,8 @@
 #' strata as drawn, adding nothing, so the domain's size is estimated as the
 #' design estimates everything else), and print says how many rows it has. A
 #' covariate filled in for the coded rows alone would make them stand for rows
-#' outside the domain: that is a classed error. Labels and fields refitted by
-#' [recalibrate_labels()] saw the codes, so they cannot be covariates.
+#' outside the domain: that is a classed error. Labels and fields learned by
+#' [learn_labels()] saw the codes, so they cannot be covariates.
 #'
 #' This needs the coded rows to be a probability sample of `data` with known
 #' inclusion probabilities: draw them with [review_sample()] (either weight)
@@ -81,7 +81,7 @@
 #' formula's covariates (their slopes with a small ridge penalty), fitted on
 #' the coded rows weighted by \eqn{1/\pi}{1/pi}: it narrows the interval where
 #' the model's errors follow the covariates or it is miscalibrated throughout. Such a
-#' fit, and [recalibrate_labels()]'s refit when `data` is its value, use the
+#' fit, and [learn_labels()]'s learner when `data` is its value, use the
 #' codes, so they are cross-fitted: the rows are split into `folds`, and each
 #' fold's predictions come from fits to the coded rows of the other folds, so
 #' that no coded row's prediction depends on its own code. A fold holds whole
@@ -180,8 +180,8 @@
 #' @param prediction `"probs"` to predict each row by the model's probability
 #'   (or answer) as it is, or `"fit"`: see Details.
 #' @param folds The number of folds for cross-fitting (at most the sampling
-#'   units coded). With labels from [learn_labels()] or
-#'   [recalibrate_labels()], the default keeps their folds; another number
+#'   units coded). With labels from [learn_labels()] (or the deprecated
+#'   [recalibrate_labels()]), the default keeps their folds; another number
 #'   cuts new ones, in which the learner is chosen and fitted again.
 #' @param seed `NULL`, or a whole number that makes the folds reproducible
 #'   (the session's random number generator is left as it was).

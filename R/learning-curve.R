@@ -41,18 +41,15 @@
 #' @seealso [learn_labels()], [coded_rows_needed()]
 #' @export
 #' @examples
-#' # a stand-in for annotate_texts(features = TRUE): zero-shot labels that are
-#' # noise, and ten features of which two carry the label
+#' # labels from elsewhere (any data frame with .label and a .prob_ column per
+#' # label) that are noise, and ten features of which two carry the label
 #' set.seed(1)
 #' gold <- sample(c("yes", "no"), 400, replace = TRUE, prob = c(0.35, 0.65))
 #' x <- matrix(rnorm(4000), 400, 10)
 #' x[, 1:2] <- x[, 1:2] + 1.5 * (gold == "yes")
 #' prob_yes <- runif(400)
 #' texts <- data.frame(gold = gold, .prob_yes = prob_yes, .prob_no = 1 - prob_yes,
-#'                     .label = factor(ifelse(prob_yes > 0.5, "yes", "no"), levels = c("yes", "no")),
-#'                     .confidence = pmax(prob_yes, 1 - prob_yes))
-#' attr(texts, "order_probs") <- list(probs = list(cbind(yes = prob_yes, no = 1 - prob_yes)),
-#'                                    confidence = texts$.confidence)
+#'                     .label = ifelse(prob_yes > 0.5, "yes", "no"))
 #' coded <- review_sample(texts, n = 80, weight = "uniform", seed = 1)
 #' curve <- learning_curve(texts, coded, gold, sizes = c(40, 80, 160), features = x, draws = 1,
 #'                         seed = 1)

@@ -28,9 +28,9 @@
 #'   probabilities are combined over the orders and calibrated first, as a
 #'   row's are (batch calibration takes its prior from all passages of the
 #'   call), then over the passages. A text's `.agreement_orders` is the mean of
-#'   its passages'. The record that [recalibrate_labels()] refits from, each
+#'   its passages'. The record that [learn_labels()] learns from, each
 #'   order's raw probabilities, is combined over the passages by the same rule,
-#'   so [review_sample()], [recalibrate_labels()] and [label_regression()]
+#'   so [review_sample()], [learn_labels()] and [label_regression()]
 #'   work on the texts as on any rows.
 #' * Enum fields of a schema (factor columns) are combined as labels are, from
 #'   their probability columns `.prob_<field>_<value>` where the answers have

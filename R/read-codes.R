@@ -1,7 +1,7 @@
 #' Read the codes of a coding file
 #'
 #' Reads what people coded in [coding_app()] back as the sample's rows, ready
-#' for [agreement()], [recalibrate_labels()], [label_regression()] and
+#' for [agreement()], [learn_labels()], [label_regression()] and
 #' [label_shares()] as they are.
 #'
 #' Each text's code is, in this order: the adjudicated decision, if one was

@@ -27,7 +27,7 @@
 #' from them are as valid as from a uniform sample, often with fewer rows.
 #'
 #' Unweighted, a sample drawn toward doubt understates the annotation's
-#' accuracy, and [recalibrate_labels()] needs a uniform one: use
+#' accuracy, and [learn_labels()] needs a uniform one: use
 #' `weight = "uniform"` for both.
 #'
 #' Coding can come in rounds: pass the rows drawn before as `previous` to draw

@@ -148,7 +148,7 @@ test_that("orders that disagree on more than a tenth of the rows are a classed w
   warning <- tryCatch(warn_if_order_sensitive(0.25, 2L, "batch"), warning = identity)
   expect_s3_class(warning, "newrllama4_warning_order_sensitive")
   expect_no_match(conditionMessage(warning), "calibrate = TRUE", fixed = TRUE)
-  expect_match(conditionMessage(warning), "recalibrate_labels()", fixed = TRUE)
+  expect_match(conditionMessage(warning), "learn_labels()", fixed = TRUE)
   expect_no_warning(warn_if_order_sensitive(0.1, 2L, "none"))
   expect_no_warning(warn_if_order_sensitive(0.5, 1L, "none"))
   expect_no_warning(warn_if_order_sensitive(NA_real_, 3L, "none"))

@@ -192,3 +192,32 @@ test_that("an order that all coded rows show better is the baseline in every fol
   expect_identical(learned$choices$inner_choices, rep(list(list(family = 1L, setting = 1L)), 5))
   expect_equal(learned$cross_fitted, order$predict(NULL, NULL, 1:30)[[1]])
 })
+
+test_that("labels from another tool, a plain data frame without .confidence, go from the sample to the estimates", {
+  # a classifier's labels biased toward 'neg' (its log-odds 1.5 too low): the refit's offset mends them
+  set.seed(11)
+  x <- rnorm(400)
+  truth <- ifelse(stats::runif(400) < stats::plogis(2 * x), "pos", "neg")
+  prob_pos <- stats::plogis(2 * x - 1.5)
+  plain <- data.frame(id = 1:400, x = x, .label = ifelse(prob_pos > 0.5, "pos", "neg"), .prob_pos = prob_pos,
+                      .prob_neg = 1 - prob_pos, truth = truth)
+  coded <- review_sample(plain, n = 120, weight = "uniform", seed = 1)
+  expect_identical(nrow(coded), 120L)
+  learned <- suppressMessages(learn_labels(plain, coded, truth, features = FALSE))
+  expect_identical(manifest(learned)$prompt$calibration, "learned")
+  expect_identical(levels(learned$.label), c("pos", "neg"))
+  expect_gt(uncoded_accuracy(transform(learned, gold = truth), coded),
+            uncoded_accuracy(transform(plain, gold = truth), coded) + 0.05)
+  fit <- label_regression(pos ~ x, learned, coded, truth, seed = 1)
+  expect_match(manifest(fit)$estimation$prediction, "learn_labels()'s learner", fixed = TRUE)
+  expect_true(all(is.finite(fit$std.error)))
+  shares <- label_shares(learned, coded, truth, seed = 1)
+  expect_setequal(shares$label, c("pos", "neg"))
+  # the record is built from the columns, as labels_view() builds it for every verb
+  expect_identical(attr(labels_view(plain, NULL), "order_probs")$probs[[1]][, "pos"], prob_pos)
+  expect_equal(labels_view(plain, NULL)$.confidence, pmax(prob_pos, 1 - prob_pos))
+  # columns that do not make labels are left as they are, for the verbs' own errors
+  expect_identical(labels_view(plain[c("id", ".label", ".prob_pos")], NULL), plain[c("id", ".label", ".prob_pos")])
+  expect_error(learn_labels(plain[c("id", ".label", ".prob_pos")], coded, truth, features = FALSE),
+               ".prob_<label>", class = "newrllama4_error_missing_column")
+})

@@ -37,6 +37,21 @@ test_that("the fit recovers the offsets and order weights that made the labels",
   expect_equal(fit$weights, c(0.9, 0.1), tolerance = 0.15)
 })
 
+test_that("recalibrate_labels() says, once a session, to call learn_labels() instead, and keeps working", {
+  data <- annotated_rows(120, majority = 0.5)
+  coded <- review_sample(data, n = 40, weight = "uniform", seed = 1)
+  quiet <- function(expr) suppressMessages(suppressWarnings(expr, classes = "newrllama4_warning_few_coded"))
+  withr::with_options(list(rlib_warning_verbosity = "verbose"), {
+    expect_warning(refitted <- quiet(recalibrate_labels(data, coded, gold)),
+                   "learn_labels(data, coded, truth, features = FALSE)", fixed = TRUE,
+                   class = "newrllama4_warning_deprecated")
+  })
+  expect_identical(manifest(refitted)$prompt$calibration, "hand-coded")
+  # once a session: a second call says nothing of it
+  suppressWarnings(quiet(recalibrate_labels(data, coded, gold)), classes = "newrllama4_warning_deprecated")
+  expect_no_warning(quiet(recalibrate_labels(data, coded, gold)), class = "newrllama4_warning_deprecated")
+})
+
 test_that("a random sample coded by hand undoes a misleading order on a corpus where one label dominates", {
   data <- annotated_rows(300, majority = 0.8)
   coded <- review_sample(data, n = 30, weight = "uniform", seed = 3)
@@ -74,7 +89,9 @@ test_that("coded rows that cannot be fitted, or data without the orders' probabi
   invalid(data, data[1:12, ], gold)  # no .row
   invalid(data[1:20, ], coded, gold)  # a subset, or the rows in another order: the orders' rows are not theirs
   invalid(data[40:1, ], coded, gold)
-  invalid(transform(data, .confidence = 0.5), coded, gold)
+  changed <- data
+  changed$.confidence <- 0.5  # changed rows: the record is no longer theirs (without one, they are labels from elsewhere)
+  invalid(changed, coded, gold)
   invalid(data, transform(coded, .row = c(1:11, 1L)), gold)
   invalid(data, transform(coded, .row = c(1:11, 41L)), gold)
   invalid(data, transform(coded, .row = as.character(.row)), gold)
