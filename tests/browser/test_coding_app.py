@@ -420,8 +420,8 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
             assert by_coder[key].get("code") == code and by_coder[key][".uncodable"] == (code is None)
             assert by_coder[key][".seconds"] >= 0
         assert len(result["coef"]) == 2 and all(isinstance(c, float) for c in result["coef"])
-        # a number, not null: JSON writes an alpha of exactly 0 (chance agreement, as the clicks of
-        # this sample give since review_sample() draws five rows a stratum) as the integer 0
+        # a number, not null: JSON writes a whole number (an alpha of exactly 0, which the clicks
+        # gave in the clean-checkout run after review_sample()'s floor of five rows a stratum) as an int
         assert isinstance(result["humans"][0], (int, float))
     finally:
         driver.quit()

@@ -104,7 +104,10 @@ test_that("print methods keep within the console's width", {
     withr::local_options(width = width)
     for (name in names(objects)) {
       lines <- utils::capture.output(print(objects[[name]]))
-      expect_lte(max(cli::ansi_nchar(lines, type = "width")), width, label = sprintf("%s at width %d", name, width))
+      # a word longer than the width (a path under R CMD check's folders) stands alone on its line
+      over <- lines[cli::ansi_nchar(lines, type = "width") > width]
+      expect_false(any(grepl("\\S\\s+\\S", trimws(cli::ansi_strip(over)))),
+                   label = sprintf("%s at width %d: %s", name, width, paste(over, collapse = " | ")))
     }
   }
 })
