@@ -206,6 +206,17 @@ column_calls <- function(fixtures = NULL) {
   ))
 }
 
+# `x` without its manifests, wherever they sit (label_shares() keeps one an
+# estimate): two calls differ there alone, in the time they were made and took.
+without_manifests <- function(x) {
+  if (inherits(x, "newrllama4_manifest")) return(NULL)
+  if (is.list(x)) x[] <- lapply(x, without_manifests)
+  for (name in setdiff(names(attributes(x)), c("names", "class", "row.names", "dim", "dimnames"))) {
+    attr(x, name) <- without_manifests(attr(x, name))
+  }
+  x
+}
+
 # Each column argument named bare, as a string and misspelled: the first two give
 # the same, the third the classed error that lists the columns.
 check_column_forms <- function(entry) {
@@ -218,7 +229,8 @@ check_column_forms <- function(entry) {
   }
   column <- rlang::as_string(entry$args[[entry$column]])
   label <- sprintf("%s(%s = %s)", entry$fn, entry$column, column)
-  expect_equal(named(column), named(rlang::sym(column)), ignore_attr = c("manifest", "stats"), label = label)
+  expect_equal(without_manifests(named(column)), without_manifests(named(rlang::sym(column))), ignore_attr = "stats",
+               label = label)
   err <- expect_error(named(rlang::sym(paste0(column, "_typo"))), class = "newrllama4_error_missing_column",
                       label = label)
   expect_identical(err$argument, entry$column, label = label)
