@@ -131,9 +131,8 @@ table_lines <- function(table, row.names = FALSE) {
   utils::capture.output(print(table, row.names = row.names, right = TRUE))
 }
 
-wrapped <- function(text) {
-  cli::ansi_strwrap(gsub("\\s+", " ", text), width = getOption("width"), exdent = 2)
-}
+# a message written over several source lines, as one line wrapped to the width
+wrapped <- function(text) within_width(gsub("\\s+", " ", text), exdent = 2)
 
 # The rows, the domain, the coded rows and the target.
 rows_words <- function(record) {

@@ -26,14 +26,15 @@ bullet_lines <- function(lines) paste(cli::symbol$bullet, lines)
 # Lines no wider than the console (getOption("width")), so that nothing is cut
 # off where output is shown at a fixed width (a knitted page, the site): a longer
 # line is wrapped at its spaces, its continuation indented past its own indent
-# and bullet or mark. Table rows are left to their own width settings.
-within_width <- function(lines, width = getOption("width", 80)) {
+# and bullet or mark, or by `exdent` where given. Table rows are left to their
+# own width settings.
+within_width <- function(lines, width = getOption("width", 80), exdent = NULL) {
   unlist(lapply(lines, function(line) {
     if (cli::ansi_nchar(line, type = "width") <= width) return(line)
     plain <- cli::ansi_strip(line)
     indent <- nchar(sub("^( *).*$", "\\1", plain))
     mark <- nchar(sub("^ *(([^ [:alnum:]]{1,2}|x) )?.*$", "\\1", plain))
-    cli::ansi_strwrap(line, width = width, indent = indent, exdent = indent + if (mark <= 3) mark else 0)
+    cli::ansi_strwrap(line, width = width, indent = indent, exdent = exdent %||% (indent + if (mark <= 3) mark else 0))
   }), use.names = FALSE)
 }
 
