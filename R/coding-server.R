@@ -115,6 +115,9 @@ coding_server <- function(file, stored, blind, uncodable, login = "key", blind_a
       verdict <- tryCatch(gate(event_action(event, state)),
                           error = problem("Not saved: %s Your code is still on screen: try again."))
       if (is.null(verdict) || !verdict$allowed) return()
+      # a page put away in the browser's back-forward cache holds no text back; shown again ("resume"),
+      # it is drawn afresh below, claiming its text again if nobody took it meanwhile
+      if (identical(event$type, "release")) return(store_release(file, state$session))
       saved <- tryCatch({
         handle_event(file, stored, state, event, uncodable)
         TRUE
@@ -156,6 +159,7 @@ handle_event <- function(file, stored, state, event, uncodable) {
     state$unit <- as.integer(event$pick)
     return(invisible())
   }
+  if (identical(event$type, "resume")) return(invisible())
   if (state$view == "team") return(invisible())
   if (!identical(as.integer(event$unit), state$unit)) {
     # a click the page sends again once reconnected, for a text its person may still code; any other, stale
