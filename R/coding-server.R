@@ -84,7 +84,7 @@ coding_server <- function(file, stored, blind, uncodable, login = "key", blind_a
     # the text on screen stays this tab's while the tab is connected; a refresh
     # that fails (the file busy or away) is tried again at the next
     shiny::observe({
-      shiny::invalidateLater(claim_refresh_seconds * 1000)
+      shiny::invalidateLater(claim_refresh_interval() * 1000)
       if (!is.null(state$person)) try(store_refresh_claims(file, state$session), silent = TRUE)
     })
     output$codes_csv <- shiny::downloadHandler(

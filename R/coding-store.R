@@ -35,11 +35,14 @@ coding_tables <- c(
 claim_seconds <- 1800
 claim_refresh_seconds <- 60
 
-# The claims' clock, in seconds. Internal, for the browser suite alone: the
-# option newrllama4.coding_clock (a function giving the time, Sys.time() by
-# default) moves it, so that a test sees a claim outlive claim_seconds while
-# its text is on screen without waiting half an hour.
+# The claims' clock, in seconds, and how often an open page renews its claim.
+# Internal, for the browser suite alone: the option newrllama4.coding_clock (a
+# function giving the time, Sys.time() by default) moves the clock, and
+# newrllama4.claim_refresh_seconds shortens the renewal's minute, so that a
+# test sees a claim outlive claim_seconds while its text is on screen without
+# waiting half an hour, nor a minute.
 claim_clock <- function() as.numeric((getOption("newrllama4.coding_clock") %||% Sys.time)())
+claim_refresh_interval <- function() getOption("newrllama4.claim_refresh_seconds", claim_refresh_seconds)
 
 with_store <- function(file, f) {
   rlang::check_installed(c("DBI", "RSQLite"), reason = "to keep hand codes in a SQLite file.")
