@@ -176,14 +176,34 @@
 #' @param port,host Where `code_sample()` serves the app. A `host` other than
 #'   this machine (such as `"0.0.0.0"`, every address) needs the people
 #'   named.
+#' @param url The app's address as the people open it, for their links (in
+#'   `code_sample()`'s printout and on the lead's links screen), such as
+#'   `"https://coding.example.org/"` for a proxy in front of it. `NULL`:
+#'   `code_sample()` gives the machine's address on its network (its LAN IP,
+#'   which other machines reach) when `host` is every address (`"0.0.0.0"`),
+#'   and `host` itself otherwise; the links screen of an app served
+#'   otherwise gives the address the lead's page has.
+#' @param background `TRUE` (the default): `code_sample()` serves the app
+#'   from another R process and returns at once, with a handle to stop it
+#'   (`close()`); `FALSE` serves it in this R session until it is stopped.
+#' @param quota `NULL` for none, or the most texts a coder codes: one whole
+#'   number for each coder, or one per coder by name (`c(Ana = 40, Ben =
+#'   20)`); numbers below 1 are each coder's share of the codes the file
+#'   plans (every text once, and the overlap's a second time), rounded up.
+#'   A coder who reached their quota is given no text (checked in R, when
+#'   the next text is chosen). Kept in the file: a later call with another
+#'   `quota` replaces it.
 #' @param launch.browser Whether `code_sample()` opens the browser.
 #' @details `labels`, `schema` and `instruction` left `NULL` come from the
 #'   manifest of the annotation (the attribute `"manifest"` of `sample`, see
 #'   [manifest()]); without one, the labels are the levels of `sample`'s
 #'   `.label`.
 #' @return `coding_app()`: a Shiny app object (print it, or give it to
-#'   [shiny::runApp()]). `code_sample()`: `file`, invisibly, once the app
-#'   stops.
+#'   [shiny::runApp()]). `code_sample()`: with `background = TRUE`, a handle
+#'   of class `newrllama4_coding_server` (its `url`, `file`, `links` and the
+#'   serving `process`), which prints the address and how to stop it, and
+#'   which `close()` stops; with `background = FALSE`, `file`, invisibly, once
+#'   the app stops.
 #' @seealso [read_codes()], [review_sample()].
 #' @export
 #' @examples
@@ -193,12 +213,16 @@
 #'   app <- coding_app(sample, file, labels = c(yes = "The reviewer likes the film", no = "Not"),
 #'                     instruction = "Does the reviewer like the film?", overlap = 0.5)
 #' }
-#' if (interactive()) code_sample(sample, file)
+#' if (interactive()) {
+#'   server <- code_sample(sample, file, labels = c("yes", "no"))
+#'   server  # where it is served, and how to stop it
+#'   close(server)
+#' }
 coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction = NULL, text = NULL, overlap = 0,
                        seed = NULL, blind = TRUE,
                        uncodable = c("not in English", "not about the topic", "cut off or unreadable"),
                        coders = NULL, adjudicators = NULL, lead = NULL, login = c("key", "host"),
-                       blind_adjudication = TRUE) {
+                       blind_adjudication = TRUE, quota = NULL, url = NULL) {
   call <- current_env()
   rlang::check_installed(c("shiny", "DBI", "RSQLite"), reason = "to code a sample by hand.")
   if (!is.data.frame(sample) || nrow(sample) == 0) {
@@ -216,6 +240,8 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
   }
   login <- check_choice(login, c("key", "host"), "login")
   check_flag(blind_adjudication, "blind_adjudication")
+  quota <- check_quota(quota, call)
+  if (!is.null(url)) check_string(url, "url")
   people <- coding_people(coders, adjudicators, lead, call)
   text <- rlang::enquo(text)
   if (rlang::quo_is_null(text)) {
@@ -231,15 +257,43 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
   store_open(file, sample, texts, task, overlap, seed, call)
   if (!is.null(people)) store_people(file, people)
   check_one_role(access_people(file), call)  # a file named before one role a person
+  store_quota(file, quota)
   stored <- store_meta(file)
   guard_pages(shiny::shinyApp(coding_page(), coding_server(normalizePath(file), stored, blind, uncodable, login,
-                                                           blind_adjudication)))
+                                                           blind_adjudication, url)))
+}
+
+# `quota`: one whole number of texts for every coder, or one per coder named;
+# numbers below 1 are shares of the codes to make.
+check_quota <- function(quota, call) {
+  if (is.null(quota)) return(NULL)
+  named <- !is.null(names(quota)) && all(nzchar(names(quota)))
+  share <- is.numeric(quota) & quota > 0 & quota < 1
+  if (!is.numeric(quota) || length(quota) == 0 || anyNA(quota) || !all(share | (quota >= 1 & quota == round(quota))) ||
+      (length(quota) > 1 && !named) || (named && anyDuplicated(name_key(names(quota)))) || sum(quota[share]) > 1) {
+    abort_invalid("{.arg quota} must be a whole number of texts for each coder, or one per coder named
+                   ({.code c(Ana = 40, Ben = 20)}); numbers below 1 are shares of the codes, which add up to 1 at
+                   most.", "quota", call)
+  }
+  quota
+}
+
+# The most texts `coder` codes: their quota (a share of the codes the file
+# plans, every text once and the overlap's twice, rounded up); Inf for none.
+coder_quota <- function(stored, coder) {
+  quota <- stored$quota
+  if (is.null(quota)) return(Inf)
+  if (!is.null(names(quota))) quota <- quota[name_key(names(quota)) == name_key(coder)]
+  if (length(quota) == 0) return(Inf)
+  if (quota < 1) ceiling(quota * (length(stored$texts) + length(stored$double))) else unname(quota)
 }
 
 #' @rdname coding_app
 #' @export
-code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", launch.browser = interactive()) {
+code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", url = NULL, background = TRUE,
+                        launch.browser = interactive()) {
   check_string(host, "host")
+  check_flag(background, "background")
   if (identical(list(...)$login, "host")) {
     abort_newrllama4("coding_access", c(
       "{.fn code_sample} serves the app itself, with no host in front that sets the login: with
@@ -248,19 +302,27 @@ code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", laun
              on Posit Connect."
     ), call = current_env())
   }
-  app <- coding_app(sample, file, ...)
-  check_host(host, file, current_env())
+  if (background) rlang::check_installed("callr", reason = "to serve the coding app while R stays free.")
   port <- port %||% httpuv::randomPort()
-  if (nrow(access_people(file)) > 0) {
-    address <- if (host == "::1") "[::1]" else if (host %in% local_hosts) host else Sys.info()[["nodename"]]
-    links <- coding_links(file, sprintf("http://%s:%d/", address, port))
+  url <- url %||% served_url(host, port)
+  app <- coding_app(sample, file, ..., url = url)
+  check_host(host, file, current_env())
+  links <- if (nrow(access_people(file)) > 0) coding_links(file, url)
+  if (!is.null(links)) {
     cli::cli_inform(c("Each person's link (send each their own):",
                       stats::setNames(gsub("([{}])", "\\1\\1", sprintf("%s (%s): %s", links$name, links$role,
                                                                        links$url)),  # names as they are, not cli markup
                                       rep("*", nrow(links)))))
   }
-  shiny::runApp(app, port = port, host = host, launch.browser = launch.browser)
-  invisible(file)
+  if (!background) {
+    shiny::runApp(app, port = port, host = host, launch.browser = launch.browser)
+    return(invisible(file))
+  }
+  server <- serve_in_background(app, file, port, host, url, links)
+  if (isTRUE(launch.browser)) {
+    utils::browseURL(if (is.null(links)) server$local else links$url[links$role == "lead"][1] %|% server$local)
+  }
+  server
 }
 
 # The coding task: the instruction, the labels with their descriptions, or the
