@@ -26,8 +26,9 @@
 #'
 #' @section A team:
 #' Named in `coders`, `adjudicators` and `lead`, each person comes in by a
-#' secret link of their own, which [coding_links()] gives and `code_sample()`
-#' prints: the key in it says who they are and in which role (`?coder=`
+#' secret link of their own, which [coding_links()] gives, `code_sample()`
+#' prints (at `url`, or at the machine's LAN address when it serves every
+#' address) and the lead's links screen lists, to copy or renew: the key in it says who they are and in which role (`?coder=`
 #' changes nothing), and a request without a valid key gets a page saying
 #' the link is not valid, with no text of the sample. Each person holds one
 #' role in a file: a name given in two (a coder who also adjudicates, say) is
@@ -87,13 +88,19 @@
 #' changed (the earlier one stays in the file's history).
 #'
 #' @section The team screen:
-#' Adjudicators and the `lead` have a team screen (the lead sees only that):
-#' for each coder named or come, the texts coded, marked "cannot code", left
-#' to code and on screen now, and the median seconds a text; the texts coded
-#' twice so far; Krippendorff's alpha among the coders with its 95% interval,
-#' as [agreement()] gives it, on the texts coded twice before adjudication
-#' (for a schema, on each field that is a category); the open disagreements;
-#' and a CSV of every code ever written, the replaced ones too, with who
+#' Adjudicators and the `lead` have a team screen (the lead sees only that,
+#' and the links screen), which follows the file by itself every few seconds:
+#' the texts done (all their coders, two for the overlap's, and no open
+#' disagreement), coded once, coded twice of the overlap planned, the
+#' disagreements open and decided, and the texts on screen now; for each
+#' coder named or come, the texts coded, marked "cannot code" and on screen
+#' now, what is left of their `quota`, and the median seconds a text;
+#' Krippendorff's alpha among the coders with its 95% interval, as
+#' [agreement()] gives it, on the texts coded twice before adjudication (for
+#' a schema, on each field that is a category; "cannot code" is no category
+#' of it, and the screen says how many texts coded twice it leaves out for
+#' that); the open disagreements, each of which an adjudicator opens in
+#' adjudication; and a CSV of every code ever written, the replaced ones too, with who
 #' wrote it, in which role, when and after how
 #' many seconds (`.current` marks the codes that count). Free text in it (a
 #' name, a reason, a note, a typed-in field) that a spreadsheet would read as
