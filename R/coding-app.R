@@ -326,9 +326,9 @@ code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", url 
     return(invisible(file))
   }
   server <- serve_in_background(app, file, port, host, url, links)
-  if (isTRUE(launch.browser)) {
-    utils::browseURL(if (is.null(links)) server$local else links$url[links$role == "lead"][1] %|% server$local)
-  }
+  # the lead's own link, or this machine's page where nobody is named; a team without a lead has its links printed
+  opened <- if (is.null(links)) server$local else links$url[links$role == "lead"]
+  if (isTRUE(launch.browser) && length(opened) == 1) utils::browseURL(opened)
   server
 }
 

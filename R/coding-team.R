@@ -129,7 +129,7 @@ alpha_words <- function(row) {
     sprintf(" \"Cannot code\" is not counted as a code: %d text%s coded twice where a coder chose it %s left out (a disagreement when the other coder coded it).",
             row$left_out, if (row$left_out == 1) "" else "s", if (row$left_out == 1) "is" else "are")
   } else ""
-  if (row$texts == 0) return(paste0(field, "no text that two coders coded yet.", cannot))
+  if (row$texts == 0) return(paste0(field, if (nzchar(field)) "no" else "No", " text that two coders coded yet.", cannot))
   interval <- if (is.na(row$lower)) "" else sprintf(" (95%% interval %.2f to %.2f)", row$lower, row$upper)
   sprintf("%sKrippendorff's alpha %s%s, over %d text%s coded by two coders or more.%s", field,
           format_figure(row$krippendorff_alpha, 2), interval, row$texts, if (row$texts == 1) "" else "s", cannot)
