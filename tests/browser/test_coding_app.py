@@ -384,8 +384,8 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view=team]").click()
         WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-team"))
         team = driver.find_element(By.CSS_SELECTOR, ".nl-team").text
-        assert f"{N_TEXTS} of {N_TEXTS} texts coded" in team and "Open disagreements (0)" in team
-        assert "Krippendorff's alpha" in team and f"Texts coded twice: {N_DOUBLE} of the {N_DOUBLE} planned." in team
+        assert f"{N_TEXTS} of {N_TEXTS} texts done" in team and "Open disagreements (0)" in team
+        assert "Krippendorff's alpha" in team and f"Coded twice: {N_DOUBLE} of the {N_DOUBLE} planned" in team
         rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, ".nl-table tbody tr")]
         assert [r.split()[:2] for r in rows] == [["ana", str(len(ana.clicked))], ["ben", str(len(ben.clicked))]]
         driver.set_window_size(390, 844)
