@@ -31,12 +31,11 @@ team_screen <- function(file, stored, state, blind_adjudication = TRUE) {
             theirs <- team$codes[team$codes$role == "code" & team$codes$unit == unit, ]
             coders <- if (blind) paste("Coder", seq_len(nrow(theirs))) else theirs$coder
             text <- sprintf("Text %d", stored$sample$.row[[unit]])
-            tag$li(if (role_allows(state$person$role, "adjudicate", blind_adjudication)) {
-              tag$button(class = "nl-pick", `data-unit` = unit, text)
-            } else text, ": ",
-                   paste(sprintf("%s (%s)", coders, vapply(seq_len(nrow(theirs)), function(i) {
-                     code_summary(theirs[i, ])
-                   }, "")), collapse = "; "))
+            their_codes <- paste0(": ", paste(sprintf("%s (%s)", coders, vapply(seq_len(nrow(theirs)), function(i) {
+              code_summary(theirs[i, ])
+            }, "")), collapse = "; "))
+            if (!role_allows(state$person$role, "adjudicate", blind_adjudication)) return(tag$li(paste0(text, their_codes)))
+            tag$li(tag$button(class = "nl-pick", `data-unit` = unit, text, .noWS = "after"), their_codes, .noWS = "inside")
           })),
           if (role_allows(state$person$role, "download", blind_adjudication)) {
             tag$p(shiny::downloadLink("codes_csv", "Download every code with its history (CSV)"))

@@ -719,8 +719,9 @@ if __name__ == "__main__":
 
 
 def test_the_lead_follows_the_team_without_reloading_and_hands_out_links():
-    """The lead's team screen counts a code made in another tab by itself, with no reload; the links
-    screen lists every link, to copy and renew. Screenshots of both go to /tmp/lead-*.png."""
+    """The lead's team screen counts a code made in another tab by itself, with no reload, and the
+    disagreements as they come; an adjudicator opens one from the team screen; the links screen lists
+    every link, to copy and renew. Screenshots go to /tmp/lead-*.png."""
     workdir, file, app = team_app("lead")
     driver = chromium()
     try:
@@ -731,6 +732,11 @@ def test_the_lead_follows_the_team_without_reloading_and_hands_out_links():
         assert count() == "0 of 6 texts done"
         lead_tab = driver.current_window_handle
         driver.execute_script("window.nlNotReloaded = true")
+
+        def coded():
+            with sqlite3.connect(file) as db:
+                return db.execute("SELECT unit, count(*) FROM codes GROUP BY unit").fetchall()
+
         # Ana codes two texts in another tab; Ben one, which may be one of the overlap's
         ana = Coder(driver, links[("Ana", "coder")], "ana")
         for _ in range(2):
@@ -738,18 +744,45 @@ def test_the_lead_follows_the_team_without_reloading_and_hands_out_links():
         ben = Coder(driver, links[("Ben", "coder")], "ben")
         ben.code("no", by_key=False)
         driver.switch_to.window(lead_tab)
-        WebDriverWait(driver, 20).until(lambda d: "Coded once: 3 of 6" in d.page_source
-                                        or "Coded once: 2 of 6" in d.page_source)
+        WebDriverWait(driver, 20).until(lambda d: f"Coded once: {len(coded())} of 6" in d.page_source)
         assert driver.execute_script("return window.nlNotReloaded === true")
         with sqlite3.connect(file) as db:
             double = [int(u) for u in db.execute("SELECT value FROM meta WHERE key = 'double'").fetchone()[0].split()]
-            coded = db.execute("SELECT unit, count(*) FROM codes GROUP BY unit").fetchall()
-        done = sum(1 for unit, n in coded if n >= (2 if unit in double else 1))
+        done = sum(1 for unit, n in coded() if n >= (2 if unit in double else 1))
         WebDriverWait(driver, 20).until(lambda d: count() == f"{done} of 6 texts done")
-        # Ben's text still on screen (his tab is open) is held
+        # the texts on Ana's and Ben's screens (their tabs are open) are held
         assert "On screen now: 2 texts" in driver.page_source
+        # both code on, Ana "yes" and Ben "no": each text of the overlap is a disagreement
+        for turn in range(40):
+            coder = (ana, ben)[turn % 2]
+            coder.focus()
+            if coder.done():
+                if ana.done() and ben.done():
+                    break
+                continue
+            coder.code("yes" if coder is ana else "no", by_key=False)
+        assert ana.done() and ben.done() and len(coded()) == 6
+        driver.switch_to.window(lead_tab)
+        WebDriverWait(driver, 20).until(lambda d: f"Open disagreements ({len(double)})" in d.page_source)
+        assert count() == f"{6 - len(double)} of 6 texts done"
+        assert "Coded twice: 3 of the 3 planned" in driver.page_source and not driver.find_elements(By.CSS_SELECTOR, ".nl-pick")
+        assert driver.execute_script("return window.nlNotReloaded === true")
         driver.save_screenshot("/tmp/lead-team.png")
+        # an adjudicator opens a disagreement from the team screen
+        driver.switch_to.new_window("tab")
+        driver.get(links[("Eve", "adjudicator")])
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-view[data-view=team]"))
+        driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view=team]").click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-team .nl-pick"))
+        driver.save_screenshot("/tmp/lead-team-adjudicator.png")
+        pick = driver.find_elements(By.CSS_SELECTOR, ".nl-team .nl-pick")[-1]
+        unit = pick.get_attribute("data-unit")
+        pick.click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-text"))
+        assert driver.find_element(By.CSS_SELECTOR, ".nl-text").get_attribute("data-unit") == unit
+        assert "Adjudicating: Eve" in driver.page_source and "0 of 3 decided" in driver.page_source
         # the links screen: every person's link, copy and renew
+        driver.switch_to.window(lead_tab)
         driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view='links']").click()
         WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-links"))
         shown = [e.get_attribute("value") for e in driver.find_elements(By.CSS_SELECTOR, ".nl-link")]
@@ -761,9 +794,9 @@ def test_the_lead_follows_the_team_without_reloading_and_hands_out_links():
         WebDriverWait(driver, 20).until(lambda d: "New link for Ben" in d.page_source)
         renewed = [e.get_attribute("value") for e in driver.find_elements(By.CSS_SELECTOR, ".nl-link")]
         assert links[("Ben", "coder")].split("?key=")[1] not in " ".join(renewed)
-        # Ben's open tab stops at his next click
+        # Ben's open tab stops at its next message
         ben.focus()
-        driver.find_element(By.CSS_SELECTOR, ".nl-label[data-value='yes']").click()
+        shiny_event(driver, {"type": "view", "view": "code"})
         WebDriverWait(driver, 20).until(lambda d: "This link no longer works" in d.page_source)
     finally:
         driver.quit()
