@@ -172,6 +172,19 @@ class Coder:
         return row
 
 
+def code_in_turns(coders, label, turns=100):
+    """The coders take turns until each is done, each clicking `label(coder, row)` (by key on half the turns)."""
+    for turn in range(turns):
+        coder = coders[turn % len(coders)]
+        coder.focus()
+        if coder.done():
+            if all(other.done() for other in coders):
+                break
+            continue
+        coder.code(label(coder, coder.row()), by_key=turn % 4 < 2)
+    assert all(coder.done() for coder in coders)
+
+
 def rscript(*args):
     return subprocess.run(["Rscript", *map(str, args)], check=True, capture_output=True, text=True).stdout
 
@@ -332,16 +345,7 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         assert ana.count() == f"14 of {N_TEXTS}"
         ben = Coder(driver, app.url("?coder=ben"), "ben")
         assert NOTE not in driver.page_source
-        for turn in range(100):
-            coder = (ana, ben)[turn % 2]
-            coder.focus()
-            if coder.done():
-                if ana.done() and ben.done():
-                    break
-                continue
-            rule = ana_code if coder is ana else ben_code
-            coder.code(rule(coder.row()), by_key=turn % 4 < 2)
-        assert ana.done() and ben.done()
+        code_in_turns([ana, ben], lambda coder, row: (ana_code if coder is ana else ben_code)(row))
         assert set(ana_before.items()) <= set(ana.clicked.items())
         assert len(ana.clicked) + len(ben.clicked) == N_TEXTS + N_DOUBLE, (ana.clicked, ben.clicked)
         assert set(ana.clicked) | set(ben.clicked) == set(ana.clicked) | set(ben.clicked)
@@ -753,15 +757,8 @@ def test_the_lead_follows_the_team_without_reloading_and_hands_out_links():
         # the texts on Ana's and Ben's screens (their tabs are open) are held
         assert "On screen now: 2 texts" in driver.page_source
         # both code on, Ana "yes" and Ben "no": each text of the overlap is a disagreement
-        for turn in range(40):
-            coder = (ana, ben)[turn % 2]
-            coder.focus()
-            if coder.done():
-                if ana.done() and ben.done():
-                    break
-                continue
-            coder.code("yes" if coder is ana else "no", by_key=False)
-        assert ana.done() and ben.done() and len(coded()) == 6
+        code_in_turns([ana, ben], lambda coder, row: "yes" if coder is ana else "no")
+        assert len(coded()) == 6
         driver.switch_to.window(lead_tab)
         WebDriverWait(driver, 20).until(lambda d: f"Open disagreements ({len(double)})" in d.page_source)
         assert count() == f"{6 - len(double)} of 6 texts done"
