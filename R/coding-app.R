@@ -17,7 +17,11 @@
 #' in the coder's words, and every code can carry a note (up to 2,000
 #' characters). Back returns to the coder's earlier texts (coding one again
 #' records the new code; a note typed before going back is kept), skip leaves
-#' a text for later, and the bar shows the coder's progress ("37 of 150").
+#' a text for later, and the bar shows the coder's progress ("37 of 150": of
+#' their `quota`, or else of every text, the most one coder codes, so that
+#' the total stays as colleagues work). A coder given no more text reads
+#' why: their quota is reached, every text has all its coders, or none is
+#' free now but some on other coders' screens may come back to them.
 #' Each code is confirmed on the page ("Saved: text 12"); a code that cannot
 #' be written (a read-only or full disk, a locked file) stays on screen with
 #' the reason, to save again. A dropped connection reconnects by itself, and
@@ -300,6 +304,7 @@ coder_quota <- function(stored, coder) {
 code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", url = NULL, background = TRUE,
                         launch.browser = interactive()) {
   check_string(host, "host")
+  if (!is.null(url)) check_string(url, "url")
   check_flag(background, "background")
   if (identical(list(...)$login, "host")) {
     abort_newrllama4("coding_access", c(

@@ -289,7 +289,7 @@ current_screen <- function(file, stored, state, blind, uncodable) {
     previous <- NULL
   }
   # the coder's quota, else every text (the most one coder codes): a total that colleagues' work leaves as it is
-  total <- min(quota, length(stored$texts))
+  total <- max(min(quota, length(stored$texts)), length(history))
   state$shown <- Sys.time()
   coding_screen(list(
     heading = paste("Coder:", me), unit = state$unit, text = stored$texts[[state$unit]],
