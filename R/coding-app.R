@@ -211,8 +211,8 @@
 #'   `.label`.
 #' @return `coding_app()`: a Shiny app object (print it, or give it to
 #'   [shiny::runApp()]). `code_sample()`: with `background = TRUE`, a handle
-#'   of class `newrllama4_coding_server` (its `url`, `file`, `links` and the
-#'   serving `process`), which prints the address and how to stop it, and
+#'   of class `newrllama4_coding_server` (its `url`, `file`, `links`, the
+#'   serving `process` and its `log` file), which prints the address and how to stop it, and
 #'   which `close()` stops; with `background = FALSE`, `file`, invisibly, once
 #'   the app stops.
 #' @seealso [read_codes()], [review_sample()].

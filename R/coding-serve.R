@@ -39,22 +39,26 @@ system_addresses <- function() {
 
 # The app served by another R process (callr), which ends with this session
 # (callr's supervisor) or close(); returns once the app answers on its port.
+# What the process says goes to a log file, not a pipe that nobody reads and
+# that, full after a long day, would stop the app.
 serve_in_background <- function(app, file, port, host, url, links, wait = 60) {
+  log <- tempfile("coding-app-", fileext = ".log")
   process <- callr::r_bg(function(app, port, host) {
     shiny::runApp(app, port = port, host = host, launch.browser = FALSE)
-  }, args = list(app = app, port = port, host = host), supervise = TRUE, package = FALSE)
+  }, args = list(app = app, port = port, host = host), supervise = TRUE, package = FALSE,
+  stdout = log, stderr = "2>&1")
   local <- sprintf("http://%s:%d/", if (host %in% c("0.0.0.0", "::", "::1")) "127.0.0.1" else host, port)
   deadline <- Sys.time() + wait
   while (!app_answers(local)) {
     if (!process$is_alive() || Sys.time() > deadline) {
-      error <- if (process$is_alive()) "it did not answer in time" else paste(process$read_all_error_lines(), collapse = "\n")
+      error <- if (process$is_alive()) "It did not answer in time." else paste(readLines(log, warn = FALSE), collapse = "\n")
       process$kill()
       abort_newrllama4("coding_access", c("The coding app could not be served on port {port}.", "x" = "{error}"),
                        call = caller_env())
     }
     Sys.sleep(0.2)
   }
-  structure(list(url = url, local = local, file = file, links = links, process = process),
+  structure(list(url = url, local = local, file = file, links = links, process = process, log = log),
             class = "newrllama4_coding_server")
 }
 
@@ -68,7 +72,7 @@ app_answers <- function(address) {
 print.newrllama4_coding_server <- function(x, ...) {
   state <- if (x$process$is_alive()) sprintf("served by R process %d", x$process$get_pid()) else "stopped"
   cli::cli_text("The coding app of {.path {x$file}} at {.url {x$url}}, {state}.")
-  if (x$process$is_alive()) cli::cli_text("Stop it with {.code close()} on this value.")
+  if (x$process$is_alive()) cli::cli_text("Stop it with {.code close()} on this value. Its log: {.path {x$log}}.")
   invisible(x)
 }
 

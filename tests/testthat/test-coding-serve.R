@@ -41,3 +41,18 @@ test_that("code_sample() returns at once, the app served in the background until
   expect_false(server$process$is_alive())
   expect_match(paste(capture_messages(print(server)), collapse = ""), "stopped")
 })
+
+test_that("an app that cannot be served says why, from its process's log", {
+  skip_on_cran()
+  skip_if_not_installed("callr")
+  skip_if(!nzchar(system.file(package = "newrllama4")), "newrllama4 is not installed")
+  fixture <- coding_fixture(n = 2)
+  port <- httpuv::randomPort()
+  taken <- httpuv::startServer("127.0.0.1", port, list())
+  on.exit(taken$stop(), add = TRUE)
+  err <- expect_error(code_sample(fixture$sample, fixture$file, labels = c("yes", "no"), host = "127.0.0.1",
+                                  port = port, launch.browser = FALSE),
+                      class = "newrllama4_error_coding_access")
+  expect_match(conditionMessage(err), sprintf("could not be served on port %d", port))
+  expect_match(conditionMessage(err), "Failed to create server")
+})
