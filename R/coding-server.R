@@ -90,7 +90,7 @@ coding_server <- function(file, stored, blind, uncodable, login = "key", blind_a
     # the text on screen stays this tab's while the tab is connected; a refresh
     # that fails (the file busy or away) is tried again at the next
     shiny::observe({
-      shiny::invalidateLater(claim_refresh_seconds * 1000)
+      shiny::invalidateLater(claim_refresh_interval() * 1000)
       if (!is.null(state$person)) try(store_refresh_claims(file, state$session), silent = TRUE)
     })
     # the team screen follows the file by itself: drawn again, through the gate, when a code or a
@@ -130,6 +130,9 @@ coding_server <- function(file, stored, blind, uncodable, login = "key", blind_a
       verdict <- tryCatch(gate(event_action(event, state)),
                           error = problem("Not saved: %s Your code is still on screen: try again."))
       if (is.null(verdict) || !verdict$allowed) return()
+      # a page put away in the browser's back-forward cache holds no text back; shown again ("resume"),
+      # it is drawn afresh below, claiming its text again if nobody took it meanwhile
+      if (identical(event$type, "release")) return(store_release(file, state$session))
       saved <- tryCatch({
         handle_event(file, stored, state, event, uncodable)
         TRUE
@@ -175,6 +178,7 @@ handle_event <- function(file, stored, state, event, uncodable) {
     return(invisible())
   }
   if (identical(event$type, "renew")) return(renew_link(file, state, event$name))
+  if (identical(event$type, "resume")) return(invisible())
   if (state$view %in% c("team", "links")) return(invisible())
   if (!identical(as.integer(event$unit), state$unit)) {
     # a click the page sends again once reconnected, for a text its person may still code; any other, stale

@@ -35,6 +35,15 @@ coding_tables <- c(
 claim_seconds <- 1800
 claim_refresh_seconds <- 60
 
+# The claims' clock, in seconds, and how often an open page renews its claim.
+# Internal, for the browser suite alone: the option newrllama4.coding_clock (a
+# function giving the time, Sys.time() by default) moves the clock, and
+# newrllama4.claim_refresh_seconds shortens the renewal's minute, so that a
+# test sees a claim outlive claim_seconds while its text is on screen without
+# waiting half an hour, nor a minute.
+claim_clock <- function() as.numeric((getOption("newrllama4.coding_clock") %||% Sys.time)())
+claim_refresh_interval <- function() getOption("newrllama4.claim_refresh_seconds", claim_refresh_seconds)
+
 with_store <- function(file, f) {
   rlang::check_installed(c("DBI", "RSQLite"), reason = "to keep hand codes in a SQLite file.")
   con <- DBI::dbConnect(RSQLite::SQLite(), file, synchronous = NULL)
@@ -280,12 +289,12 @@ store_claim_next <- function(file, coder, session, order, double, pick, quota = 
   with_store(file, function(con) in_transaction(con, function() {
     codes <- DBI::dbGetQuery(con, "SELECT unit, coder, role FROM codes WHERE role = 'code' GROUP BY unit, coder")
     claims <- DBI::dbGetQuery(con, "SELECT coder, unit, session, time FROM claims WHERE time > ?",
-                              params = list(as.numeric(Sys.time()) - claim_seconds))
+                              params = list(claim_clock() - claim_seconds))
     available <- available_units(order, coder, codes, claims, double, quota)
     # a text the coder has on screen in another tab is not this tab's too, where a second code would
     # replace the first unseen; it still counts among theirs to code. Only a tab that renewed its claim
     # lately is open: a session of an app killed a minute ago is not another tab.
-    open_tab <- claims$time > as.numeric(Sys.time()) - 2.5 * claim_refresh_seconds
+    open_tab <- claims$time > claim_clock() - 2.5 * claim_refresh_seconds
     elsewhere <- claims$unit[claims$coder == coder & claims$session != session & open_tab]
     # Internal, for the browser suite alone (zero by default): seconds held
     # between finding a text free and claiming it, so that a second process
@@ -301,7 +310,7 @@ store_claim_next <- function(file, coder, session, order, double, pick, quota = 
 # A session still connected keeps its text.
 store_refresh_claims <- function(file, session) {
   with_store(file, function(con) {
-    DBI::dbExecute(con, "UPDATE claims SET time = ? WHERE session = ?", params = list(as.numeric(Sys.time()), session))
+    DBI::dbExecute(con, "UPDATE claims SET time = ? WHERE session = ?", params = list(claim_clock(), session))
   })
 }
 
@@ -346,13 +355,13 @@ store_claim <- function(file, coder, session, unit) {
 
 store_claim_with <- function(con, coder, session, unit) {
   DBI::dbExecute(con, "INSERT OR REPLACE INTO claims (session, coder, unit, time) VALUES (?, ?, ?, ?)",
-                 params = list(session, coder, as.integer(unit), as.numeric(Sys.time())))
+                 params = list(session, coder, as.integer(unit), claim_clock()))
 }
 
 store_claims <- function(file) {
   with_store(file, function(con) {
     DBI::dbGetQuery(con, "SELECT coder, unit FROM claims WHERE time > ?",
-                    params = list(as.numeric(Sys.time()) - claim_seconds))
+                    params = list(claim_clock() - claim_seconds))
   })
 }
 

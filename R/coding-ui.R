@@ -182,7 +182,7 @@ others_codes <- function(codes, blind_adjudication = TRUE) {
   coders <- if (blind_adjudication) paste("Coder", seq_len(nrow(codes))) else codes$coder
   tag$div(class = "nl-others", tag$h2("Their codes"),
           tag$ul(lapply(seq_len(nrow(codes)), function(i) {
-            tag$li(tag$strong(coders[i]), ": ", code_summary(codes[i, ]),
+            tag$li(tag$strong(paste0(coders[i], ":")), code_summary(codes[i, ]),
                    if (!is.na(codes$note[i])) tag$em(paste0(" (note: ", codes$note[i], ")")))
           })))
 }

@@ -438,8 +438,8 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
 def test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write():
     """A schema's fields: choices, yes/no, a number and a short text, saved by Enter or the button; a
     number outside the schema's bounds refused, and said so; with
-    the file read-only, the page says the code was not saved and keeps it, and it is saved once the
-    file is writable again."""
+    the file read-only, the form survives a reload (the tab keeps it); the page says the code was not saved
+    and keeps it, and it is saved once the file is writable again."""
     workdir = Path(tempfile.mkdtemp(prefix="coding-fields-"))
     file = workdir / "codes.sqlite"
     driver = chromium()
@@ -477,6 +477,13 @@ def test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write():
         driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-stance][value=for]").click()
         driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-local][value=true]").click()
         driver.find_element(By.CSS_SELECTOR, "[data-field=signatures] input").send_keys("7")
+        # the form in progress is kept in the tab: a reload draws the text from the file and the form from the tab
+        driver.refresh()
+        coder.wait_for_screen()
+        assert coder.unit() == unit
+        assert driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-stance][value=for]").is_selected()
+        assert driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-local][value=true]").is_selected()
+        assert driver.find_element(By.CSS_SELECTOR, "[data-field=signatures] input").get_attribute("value") == "7"
         os.chmod(file, 0o444)
         os.chmod(workdir, 0o555)
         try:

@@ -99,6 +99,12 @@ test_that("without people named, the app is for this machine: another host or a 
   expect_true(is_local_request(list(REMOTE_ADDR = "127.0.0.1")))
   expect_false(is_local_request(list(REMOTE_ADDR = "192.168.1.7")))
   expect_false(is_local_request(list(REMOTE_ADDR = "127.0.0.1", HTTP_X_FORWARDED_FOR = "192.168.1.7")))
+  # a proxy on this machine that names its client only in X-Real-IP (nginx) or Forwarded (RFC 7239)
+  expect_false(is_local_request(list(REMOTE_ADDR = "127.0.0.1", HTTP_X_REAL_IP = "192.168.1.7")))
+  expect_false(is_local_request(list(REMOTE_ADDR = "127.0.0.1", HTTP_FORWARDED = "for=192.168.1.7")))
+  # a client elsewhere that names this machine is elsewhere all the same
+  expect_false(is_local_request(list(REMOTE_ADDR = "192.168.1.7", HTTP_X_FORWARDED_FOR = "127.0.0.1",
+                                     HTTP_X_REAL_IP = "127.0.0.1")))
 })
 
 test_that("code_sample() prints each person's link, at the address it serves on (never the bare host name)", {

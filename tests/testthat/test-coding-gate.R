@@ -40,7 +40,9 @@ test_that("every event passes the gate: a renewed or removed link ends its open 
     expect_identical(nrow(store_codes(fixture$file)), 0L)
     expect_identical(nrow(store_claims(fixture$file)), 0L)  # the text goes back to the others
     expect_null(state$person)
-    # and stays refused, whatever it sends after
+    # and stays refused, whatever it sends after: a page shown again from the back-forward cache claims nothing
+    session$setInputs(nl_event = list(type = "resume", unit = held, note = "", nonce = 3))
+    expect_identical(nrow(store_claims(fixture$file)), 0L)
     session$setInputs(nl_event = list(type = "view", view = "code", nonce = 2))
     expect_match(as.character(screen()), "This link no longer works")
   })
