@@ -1,5 +1,5 @@
-# Rscript serve.R FILE PORT [fields|team [N]]: the browser test's coding app (of
-# labels, of typed fields, or of a named team on N texts, 6 unless given) on
+# Rscript serve.R FILE PORT [fields|team|lead [N]]: the browser test's coding app
+# (of labels, of typed fields, or of a named team on N texts, 6 unless given, with a lead for "lead") on
 # 127.0.0.1:PORT. NEWRLLAMA4_TEST_CLAIM_DELAY (seconds) holds each claim open
 # between finding a text free and claiming it, for the test of two processes.
 # NEWRLLAMA4_TEST_HOST serves on another host than 127.0.0.1 (0.0.0.0, for a
@@ -20,6 +20,7 @@ n_team <- if (length(args) > 3) as.integer(args[[4]]) else 6L
 app <- switch(task, fields = browser_fields_app(args[[1]]),
               team = browser_team_app(args[[1]], as.integer(args[[2]]), n_team,
                                      as.numeric(Sys.getenv("NEWRLLAMA4_TEST_OVERLAP", "0"))),
+              lead = browser_team_app(args[[1]], as.integer(args[[2]]), n_team, lead = "Lea"),
               browser_app(args[[1]]))
 shiny::runApp(app, port = as.integer(args[[2]]), host = Sys.getenv("NEWRLLAMA4_TEST_HOST", "127.0.0.1"),
               launch.browser = FALSE)

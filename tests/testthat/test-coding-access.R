@@ -107,7 +107,7 @@ test_that("without people named, the app is for this machine: another host or a 
                                      HTTP_X_REAL_IP = "127.0.0.1")))
 })
 
-test_that("code_sample() prints each person's link, at the machine's name when it serves beyond it", {
+test_that("code_sample() prints each person's link, at the address it serves on (never the bare host name)", {
   skip_if_not_installed("openssl")
   local_secret_dir()
   fixture <- coding_fixture(n = 2)
@@ -115,14 +115,15 @@ test_that("code_sample() prints each person's link, at the machine's name when i
   messages <- character()
   withCallingHandlers(
     expect_error(code_sample(fixture$sample, fixture$file, labels = c("yes", "no"), coders = "Ana",
-                             adjudicators = "Eve {the lead}", host = "256.0.0.1", port = 8765L, launch.browser = FALSE),
+                             adjudicators = "Eve {the lead}", host = "256.0.0.1", port = 8765L, background = FALSE,
+                             launch.browser = FALSE),
                  "Failed to create server"),
     message = function(m) {
       messages <<- c(messages, conditionMessage(m))
       invokeRestart("muffleMessage")
     }
   )
-  links <- coding_links(fixture$file, sprintf("http://%s:8765/", Sys.info()[["nodename"]]))
+  links <- coding_links(fixture$file, "http://256.0.0.1:8765/")
   printed <- paste(messages, collapse = "\n")
   for (i in seq_len(nrow(links))) {
     expect_match(printed, sprintf("%s (%s): %s", links$name[[i]], links$role[[i]], links$url[[i]]), fixed = TRUE)

@@ -95,3 +95,10 @@ test_that("pages: another site's request is refused, and no page sends the link 
   foreign <- fixture$app$httpHandler(request(HTTP_ORIGIN = "http://evil.example"))
   expect_equal(foreign$status, 403)
 })
+
+test_that("the links screen and renewing are the lead's alone: the gate refuses them to every other role", {
+  expect_true(role_allows("lead", "links", TRUE))
+  for (role in c("coder", "adjudicator")) expect_false(role_allows(role, "links", FALSE))
+  expect_identical(event_action(list(type = "renew", name = "Ben"), list(view = "code")), "links")
+  expect_identical(event_action(list(type = "view", view = "links"), list(view = "code")), "links")
+})
