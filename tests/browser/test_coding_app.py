@@ -732,7 +732,7 @@ if __name__ == "__main__":
 def test_the_lead_follows_the_team_without_reloading_and_hands_out_links():
     """The lead's team screen counts a code made in another tab by itself, with no reload, and the
     disagreements as they come; an adjudicator opens one from the team screen; the links screen lists
-    every link, to copy and renew. Screenshots go to /tmp/lead-*.png."""
+    every link, to copy and renew. Screenshots go beside the coding screen's (lead-*.png)."""
     workdir, file, app = team_app("lead")
     driver = chromium()
     try:
@@ -771,14 +771,14 @@ def test_the_lead_follows_the_team_without_reloading_and_hands_out_links():
         assert count() == f"{6 - len(double)} of 6 texts done"
         assert "Coded twice: 3 of the 3 planned" in driver.page_source and not driver.find_elements(By.CSS_SELECTOR, ".nl-pick")
         assert driver.execute_script("return window.nlNotReloaded === true")
-        driver.save_screenshot("/tmp/lead-team.png")
+        driver.save_screenshot(str(SCREENSHOT.with_name("lead-team.png")))
         # an adjudicator opens a disagreement from the team screen
         driver.switch_to.new_window("tab")
         driver.get(links[("Eve", "adjudicator")])
         WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-view[data-view=team]"))
         driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view=team]").click()
         WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-team .nl-pick"))
-        driver.save_screenshot("/tmp/lead-team-adjudicator.png")
+        driver.save_screenshot(str(SCREENSHOT.with_name("lead-team-adjudicator.png")))
         pick = driver.find_elements(By.CSS_SELECTOR, ".nl-team .nl-pick")[-1]
         unit = pick.get_attribute("data-unit")
         pick.click()
@@ -793,7 +793,7 @@ def test_the_lead_follows_the_team_without_reloading_and_hands_out_links():
         assert sorted(u.split("?key=")[1] for u in shown) == sorted(u.split("?key=")[1] for u in links.values())
         driver.find_element(By.CSS_SELECTOR, ".nl-copy").click()
         assert driver.find_element(By.CSS_SELECTOR, ".nl-copy").text == "Copied"
-        driver.save_screenshot("/tmp/lead-links.png")
+        driver.save_screenshot(str(SCREENSHOT.with_name("lead-links.png")))
         driver.find_element(By.CSS_SELECTOR, ".nl-renew[data-name='Ben']").click()
         WebDriverWait(driver, 20).until(lambda d: "New link for Ben" in d.page_source)
         renewed = [e.get_attribute("value") for e in driver.find_elements(By.CSS_SELECTOR, ".nl-link")]
