@@ -69,6 +69,7 @@ context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8
 #'
 #' @param context A context from [context_create()].
 #' @return `context`, invisibly.
+#' @seealso [context_create()]; [model_free()] for the model.
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()
@@ -88,6 +89,7 @@ context_free <- function(context) {
 #'
 #' @param context A context from [context_create()].
 #' @return `context`, invisibly.
+#' @seealso [context_create()]; [generation_stats()], whose `cached_prompt_tokens` show what the cache saved.
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()

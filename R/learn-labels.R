@@ -108,6 +108,7 @@
 #'   Where the guard
 #'   keeps the labels, `data` as it was, with `learner` `"none"` and those
 #'   figures in its manifest.
+#' @seealso [annotate_texts()] for the labels and their probabilities; [review_sample()] to draw the coded rows (`weight = "uniform"`); [learning_curve()] for how many rows to code; [label_regression()] and [label_shares()] to use the learned labels.
 #' @export
 #' @examplesIf engine_available()
 #' reviews <- data.frame(review = rep(c(

@@ -29,6 +29,7 @@
 #' @param x The value of [generate_parallel()], [generate()] or
 #'   [annotate_texts()].
 #' @return A `newrllama4_manifest` object: a named list of sections.
+#' @seealso [annotate_texts()], [generate_parallel()], [learn_labels()] and the estimators, whose results carry one.
 #' @export
 #' @examplesIf engine_available()
 #' ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 2L)

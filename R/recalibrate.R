@@ -105,6 +105,7 @@
 #'   Where no
 #'   refit is chosen, `data` as it was, with `refit_model` `"none"` and the
 #'   candidates' figures in its manifest.
+#' @seealso [learn_labels()], the verb to call instead.
 #' @export
 #' @examplesIf engine_available()
 #' reviews <- data.frame(review = c(

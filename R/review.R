@@ -70,6 +70,7 @@
 #'   ones. Rows without a label (`.error`) are never drawn. The attribute
 #'   `"design"` describes the strata for reading: their labels, confidence
 #'   bands, rows, draws and inclusion probabilities.
+#' @seealso [code_sample()] and [write_codes()] to code the drawn rows; [read_codes()] to read them back; [coded_rows_needed()] for how many to draw.
 #' @export
 #' @examples
 #' labelled <- data.frame(
