@@ -124,7 +124,8 @@ parsed_answers <- function(x) {
 #'                properties = list(sentiment = list(enum = c("positive", "negative")),
 #'                                  sarcastic = list(type = "boolean")),
 #'                required = c("sentiment", "sarcastic"), additionalProperties = FALSE)
-#' prompts <- paste0("Review: ", c("Great kettle.", "Oh wonderful, it broke on day one."), "\nJSON:")
+#' reviews <- c("Great kettle.", "Oh wonderful, it broke on day one.")
+#' prompts <- paste0("Review: ", reviews, "\nJSON:")
 #' answers <- generate_parallel(ctx, prompts, json_schema = schema, field_probs = TRUE,
 #'                              max_tokens = 32L, temperature = 0, progress = FALSE)
 #' answers

@@ -95,7 +95,8 @@ context_free <- function(context) {
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
 #' instruction <- "Answer with one word. Which is larger, a mouse or an elephant?"
-#' first <- generate_parallel(ctx, c(instruction, instruction), max_tokens = 4L, temperature = 0)
+#' first <- generate_parallel(ctx, c(instruction, instruction), max_tokens = 4L,
+#'                            temperature = 0)
 #' attr(first, "stats")$cached_prompt_tokens
 #' context_clear_cache(ctx)
 context_clear_cache <- function(context) {

@@ -76,7 +76,8 @@
 #' labelled <- data.frame(
 #'   text = paste("text", 1:12),
 #'   .label = factor(rep(c("yes", "no", "no"), 4), levels = c("yes", "no")),
-#'   .confidence = c(0.99, 0.51, 0.97, 0.62, 0.98, 0.55, 0.93, 0.99, 0.58, 0.96, 0.9, 0.52)
+#'   .confidence = c(0.99, 0.51, 0.97, 0.62, 0.98, 0.55,
+#'                   0.93, 0.99, 0.58, 0.96, 0.9, 0.52)
 #' )
 #' first <- review_sample(labelled, n = 4, seed = 1)
 #' first
