@@ -5,6 +5,9 @@
 #               llama-server (built from the engine's llama.cpp) and the R packages of the tests
 #               and benchmarks
 # make test   - setup-test, then every suite; prints one line "N passed, N failed"
+# make precompute - knits the articles that need the engine and records the reference's engine
+#               examples for the site (tools/precompute-articles.R; commit what it writes)
+# make site   - the pkgdown site into build/site, as make test builds it (tools/build-site.R)
 # make bench  - the benchmarks: throughput, the sampler's top-k, prefill, prefix reuse, labels,
 #               servers, study scale, example order, codebooks, findings (default models; about
 #               an hour and a half), and the findings' coverage matrix (about two hours of one
@@ -69,7 +72,8 @@ if ! (for program in $(2); do command -v $$program >/dev/null || exit 1; done) |
 fi
 endef
 
-.PHONY: setup setup-test r-deps r-test-deps build-deps python-env python-test-env r-package test demo bench clean
+.PHONY: setup setup-test r-deps r-test-deps build-deps python-env python-test-env r-package test demo bench clean \
+        precompute site
 
 setup: r-deps python-env r-package
 
@@ -130,6 +134,12 @@ r-package: r-deps
 
 test: setup-test
 	@tools/run-tests
+
+precompute: setup-test
+	R_LIBS=$(RLIB) RETICULATE_PYTHON=$(PYTHON) Rscript tools/precompute-articles.R
+
+site: r-test-deps r-package
+	tools/without-engine build/site-engine-free env R_LIBS=$(RLIB) Rscript tools/build-site.R
 
 demo: setup
 	Rscript inst/examples/demo.R

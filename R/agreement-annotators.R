@@ -127,8 +127,10 @@ print.newrllama4_agreements <- function(x, ...) print_lines(x, ...)
 #' @export
 #' @examples
 #' truth <- c("pos", "pos", "neg", "neg", "neutral", "neutral", "pos", "neg")
-#' annotators <- list(a = c("pos", "pos", "neg", "pos", "neutral", "pos", "pos", "neg"),
-#'                    b = c("pos", "neg", "neg", "neg", "neutral", "neutral", "neg", "neg"))
+#' annotators <- list(
+#'   a = c("pos", "pos", "neg", "pos", "neutral", "pos", "pos", "neg"),
+#'   b = c("pos", "neg", "neg", "neg", "neutral", "neutral", "neg", "neg")
+#' )
 #' if (requireNamespace("ggplot2", quietly = TRUE)) {
 #'   plot(agreement(annotators, truth, n_boot = 200, seed = 1))
 #' }

@@ -142,11 +142,14 @@
 #' result$confusion
 #'
 #' # a factor keeps its level order, and every level is a label
-#' agreement(factor(predicted, levels = c("neg", "neutral", "pos", "mixed")), truth, n_boot = 0)
+#' agreement(factor(predicted, levels = c("neg", "neutral", "pos", "mixed")), truth,
+#'           n_boot = 0)
 #'
 #' # several annotators against one hand coding
-#' annotators <- list(model_a = predicted,
-#'                    model_b = c("pos", "neg", "neg", "neg", "pos", "neg", "neutral", "pos", "pos"))
+#' annotators <- list(
+#'   model_a = predicted,
+#'   model_b = c("pos", "neg", "neg", "neg", "pos", "neg", "neutral", "pos", "pos")
+#' )
 #' compared <- agreement(annotators, truth, n_boot = 200, seed = 1)
 #' compared
 #' as.data.frame(compared)

@@ -177,12 +177,15 @@
 #' # the embedded base model stands in here; see the vignette for an instruction model
 #' ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 4L)
 #' annotate_texts(reviews, review, "Is the review positive, negative or neutral?",
-#'          labels = c("positive", "negative", "neutral"), context = ctx, progress = FALSE)
+#'                labels = c("positive", "negative", "neutral"), context = ctx,
+#'                progress = FALSE)
 #' # every row under both orders of two worked examples, batch-calibrated
-#' examples <- data.frame(review = c("Love it.", "Awful."), .label = c("positive", "negative"))
+#' examples <- data.frame(review = c("Love it.", "Awful."),
+#'                        .label = c("positive", "negative"))
 #' labelled <- annotate_texts(reviews, review, "Is the review positive or negative?",
 #'                            labels = c("positive", "negative"), examples = examples,
-#'                            example_orders = 2L, calibrate = TRUE, context = ctx, progress = FALSE)
+#'                            example_orders = 2L, calibrate = TRUE, context = ctx,
+#'                            progress = FALSE)
 #' labelled[c("review", ".label", ".confidence", ".agreement_orders")]
 #' manifest(labelled)$prompt[c("example_orders", "calibration", "label_prior")]
 annotate_texts <- function(data, text, instruction, labels = NULL, schema = NULL, examples = NULL,

@@ -31,6 +31,7 @@ new_answers <- function(texts, errors, stats, probs = NULL, parsed = NULL, manif
 #'   `generated_tokens`, `generation_tokens_per_s`, `seed`, ...). `generation_errors()`: a data
 #'   frame with one row per failed prompt: its `index`, the `class` of its
 #'   error and the error's `message`.
+#' @seealso [generate_parallel()], whose answers carry them; [manifest()] for the whole record of a run.
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()
@@ -61,6 +62,7 @@ generation_errors <- function(x) {
 #'   or had other labels, or where llama-cpp-python's server's
 #'   log-probabilities did not show the labels (see [context_remote()]). `NULL` for a call without `labels`,
 #'   or without any label probabilities.
+#' @seealso [generate_parallel()] with `labels =`; [field_probs()] for the fields of a JSON schema; [annotate_texts()], which puts them in columns.
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()
@@ -82,6 +84,7 @@ label_probs <- function(x) {
 #'   prompt's JSON answer as an R value -- an object becomes a named list, an
 #'   array of numbers or strings a vector -- or `NULL` where the prompt failed
 #'   or had no schema. `NULL` for a call without `json_schema`.
+#' @seealso [generate_parallel()] with `json_schema =`; [field_probs()] for the fields' probabilities.
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()
@@ -112,6 +115,7 @@ parsed_answers <- function(x) {
 #'   allowed value (`"true"` and `"false"` for a boolean), each row summing to
 #'   1; `NA` where a prompt failed or had another schema. `NULL` for a call
 #'   without scored fields.
+#' @seealso [generate_parallel()] with `json_schema =` and `field_probs = TRUE`; [label_probs()] for labels; [parsed_answers()].
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()
@@ -120,7 +124,8 @@ parsed_answers <- function(x) {
 #'                properties = list(sentiment = list(enum = c("positive", "negative")),
 #'                                  sarcastic = list(type = "boolean")),
 #'                required = c("sentiment", "sarcastic"), additionalProperties = FALSE)
-#' prompts <- paste0("Review: ", c("Great kettle.", "Oh wonderful, it broke on day one."), "\nJSON:")
+#' reviews <- c("Great kettle.", "Oh wonderful, it broke on day one.")
+#' prompts <- paste0("Review: ", reviews, "\nJSON:")
 #' answers <- generate_parallel(ctx, prompts, json_schema = schema, field_probs = TRUE,
 #'                              max_tokens = 32L, temperature = 0, progress = FALSE)
 #' answers

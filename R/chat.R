@@ -7,6 +7,7 @@
 #'   generation continues as the assistant.
 #' @return A single string: a prompt for [generate()] or [generate_parallel()].
 #'   A model without a chat template raises `newrllama4_error_chat_template`.
+#' @seealso [model_load()]; [generate_parallel()] to run the prompts it makes; [annotate_texts()], which applies it for you.
 #' @export
 #' @examplesIf engine_available()
 #' messages <- list(list(role = "user", content = "Hello!"))

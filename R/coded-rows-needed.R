@@ -34,6 +34,7 @@
 #'   would not (the rows themselves are then too few). For a list of
 #'   annotators, `annotator` first and `seconds_per_row` last, ranked within
 #'   each term by `coded_needed`.
+#' @seealso [label_regression()] and [label_shares()], whose estimates it plans for; [review_sample()] to draw the rows.
 #' @export
 #' @examples
 #' set.seed(3)

@@ -42,7 +42,8 @@
 #' @seealso [coding_app()], [code_sample()], which prints the links.
 #' @export
 #' @examples
-#' if (requireNamespace("shiny", quietly = TRUE) && requireNamespace("RSQLite", quietly = TRUE) &&
+#' if (requireNamespace("shiny", quietly = TRUE) &&
+#'     requireNamespace("RSQLite", quietly = TRUE) &&
 #'     requireNamespace("openssl", quietly = TRUE)) {
 #'   withr::with_envvar(c(R_USER_DATA_DIR = tempfile()), {
 #'     sample <- data.frame(text = c("Great film.", "Dull.", "Fine, I suppose."))

@@ -220,8 +220,10 @@
 #' @examples
 #' sample <- data.frame(text = c("Great film.", "Dull.", "Fine, I suppose."))
 #' file <- tempfile(fileext = ".sqlite")
-#' if (requireNamespace("shiny", quietly = TRUE) && requireNamespace("RSQLite", quietly = TRUE)) {
-#'   app <- coding_app(sample, file, labels = c(yes = "The reviewer likes the film", no = "Not"),
+#' if (requireNamespace("shiny", quietly = TRUE) &&
+#'     requireNamespace("RSQLite", quietly = TRUE)) {
+#'   app <- coding_app(sample, file,
+#'                     labels = c(yes = "The reviewer likes the film", no = "Not"),
 #'                     instruction = "Does the reviewer like the film?", overlap = 0.5)
 #' }
 #' if (interactive()) {

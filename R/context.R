@@ -69,6 +69,7 @@ context_create <- function(model, n_ctx = 2048L, n_threads = NULL, n_seq_max = 8
 #'
 #' @param context A context from [context_create()].
 #' @return `context`, invisibly.
+#' @seealso [context_create()]; [model_free()] for the model.
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()
@@ -88,12 +89,14 @@ context_free <- function(context) {
 #'
 #' @param context A context from [context_create()].
 #' @return `context`, invisibly.
+#' @seealso [context_create()]; [generation_stats()], whose `cached_prompt_tokens` show what the cache saved.
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()
 #' ctx <- context_create(model, n_ctx = 256L, n_seq_max = 2L)
 #' instruction <- "Answer with one word. Which is larger, a mouse or an elephant?"
-#' first <- generate_parallel(ctx, c(instruction, instruction), max_tokens = 4L, temperature = 0)
+#' first <- generate_parallel(ctx, c(instruction, instruction), max_tokens = 4L,
+#'                            temperature = 0)
 #' attr(first, "stats")$cached_prompt_tokens
 #' context_clear_cache(ctx)
 context_clear_cache <- function(context) {

@@ -229,11 +229,12 @@ rows_features <- function(features, prompt_rows, n_rows) {
 #' reviews <- data.frame(id = 1:3, review = c("Great value, works well.",
 #'                                            "Broke after a day.", "It is a kettle."))
 #' ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 4L)
-#' embedded <- embed_texts(reviews, review, "Is the review positive or negative?", context = ctx,
-#'                         progress = FALSE)
+#' embedded <- embed_texts(reviews, review, "Is the review positive or negative?",
+#'                         context = ctx, progress = FALSE)
 #' embedded
 #' \dontrun{
-#' # on the GPU machine: llama-server -m model.gguf --embeddings --pooling mean --port 8080
+#' # on the GPU machine:
+#' #   llama-server -m model.gguf --embeddings --pooling mean --port 8080
 #' embed_texts(reviews, review, "Is the review positive or negative?",
 #'             context = context_remote("http://gpu-1:8080"))
 #' }

@@ -183,6 +183,7 @@ formals(generate_parallel)[names(sampling_defaults)] <- sampling_defaults
 #' @return A single string, with how it was made in its `manifest` attribute
 #'   (see [manifest()]); compare it with `==`, or drop the attributes with
 #'   [as.vector()] first.
+#' @seealso [generate_parallel()] for many prompts at once; [context_create()].
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()

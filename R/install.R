@@ -35,6 +35,7 @@ engine_envname <- "r-newrllama4"
 #' @param python The Python that creates a new environment; `NULL` lets
 #'   reticulate choose.
 #' @return `envname`, invisibly.
+#' @seealso [engine_available()] and [newrllama4_sitrep()] to check the result; `vignette("installation")` for every platform and GPU builds.
 #' @export
 #' @examples
 #' \dontrun{

@@ -330,12 +330,13 @@ plot.newrllama4_label_regression <- function(x, y = NULL, level = 0.95, ...) {
   offset <- c(corrected = 0.15, naive = 0, coded_only = -0.15)[table$estimator]
   y <- match(table$term, rev(terms)) + offset
   colours <- c(corrected = "black", naive = "firebrick", coded_only = "steelblue")[table$estimator]
-  graphics::plot(table$estimate, y, xlim = range(table$conf.low, table$conf.high), ylim = c(0.5, length(terms) + 0.5),
+  # a row above the terms for the legend, which would otherwise cover the intervals
+  graphics::plot(table$estimate, y, xlim = range(table$conf.low, table$conf.high), ylim = c(0.5, length(terms) + 1),
                  yaxt = "n", pch = 19, col = colours, xlab = sprintf("estimate with %g%% interval", 100 * level),
                  ylab = "", ...)
   graphics::segments(table$conf.low, y, table$conf.high, y, col = colours)
   graphics::axis(2, at = seq_along(terms), labels = rev(terms), las = 1)
-  graphics::legend("topright", legend = estimators, col = c("black", "firebrick", "steelblue"), pch = 19,
-                   bty = "n")
+  graphics::legend("top", legend = estimators, col = c("black", "firebrick", "steelblue"), pch = 19,
+                   bty = "n", horiz = TRUE)
   invisible(x)
 }

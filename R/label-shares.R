@@ -63,8 +63,10 @@
 #' set.seed(2)
 #' n <- 3000
 #' texts <- data.frame(outlet = sample(c("Daily", "Weekly"), n, replace = TRUE))
-#' truth <- ifelse(runif(n) < ifelse(texts$outlet == "Daily", 0.3, 0.5), "negative", "positive")
-#' label <- ifelse(runif(n) < 0.85, truth, ifelse(truth == "negative", "positive", "negative"))
+#' truth <- ifelse(runif(n) < ifelse(texts$outlet == "Daily", 0.3, 0.5),
+#'                 "negative", "positive")
+#' label <- ifelse(runif(n) < 0.85, truth,
+#'                 ifelse(truth == "negative", "positive", "negative"))
 #' sure <- runif(n, 0.6, 0.99)
 #' texts$.label <- factor(label, levels = c("negative", "positive"))
 #' texts$.prob_negative <- ifelse(label == "negative", sure, 1 - sure)

@@ -108,11 +108,12 @@
 #'   Where the guard
 #'   keeps the labels, `data` as it was, with `learner` `"none"` and those
 #'   figures in its manifest.
+#' @seealso [annotate_texts()] for the labels and their probabilities; [review_sample()] to draw the coded rows (`weight = "uniform"`); [learning_curve()] for how many rows to code; [label_regression()] and [label_shares()] to use the learned labels.
 #' @export
 #' @examplesIf engine_available()
 #' reviews <- data.frame(review = rep(c(
-#'   "Broke after a day.", "Works well.", "Too loud and too slow.", "Great value.", "Arrived broken.",
-#'   "Does the job.", "Never again.", "Lovely design."
+#'   "Broke after a day.", "Works well.", "Too loud and too slow.", "Great value.",
+#'   "Arrived broken.", "Does the job.", "Never again.", "Lovely design."
 #' ), 5))
 #' reviews$gold <- rep(c("negative", "positive"), 20)
 #' labelled <- annotate_texts(reviews, review, "Is the review positive or negative?",
@@ -122,7 +123,8 @@
 #' # states that annotate_texts(features = TRUE) keeps
 #' learned <- learn_labels(labelled, coded, gold, features = FALSE)
 #' record <- manifest(learned)$prompt
-#' record[c("learner", "cross_validated_accuracy", "learned_agreement", "zero_shot_agreement")]
+#' record[c("learner", "cross_validated_accuracy", "learned_agreement",
+#'          "zero_shot_agreement")]
 learn_labels <- function(data, coded, truth, features = TRUE, covariates = NULL, field = NULL) {
   call <- current_env()
   if (!is.data.frame(data)) abort_invalid("{.arg data} must be the value of {.fn annotate_texts}.", "data", call)

@@ -51,8 +51,8 @@
 #' texts <- data.frame(gold = gold, .prob_yes = prob_yes, .prob_no = 1 - prob_yes,
 #'                     .label = ifelse(prob_yes > 0.5, "yes", "no"))
 #' coded <- review_sample(texts, n = 80, weight = "uniform", seed = 1)
-#' curve <- learning_curve(texts, coded, gold, sizes = c(40, 80, 160), features = x, draws = 1,
-#'                         seed = 1)
+#' curve <- learning_curve(texts, coded, gold, sizes = c(40, 80, 160), features = x,
+#'                         draws = 1, seed = 1)
 #' curve
 #' plot(curve)
 learning_curve <- function(data, coded, truth, sizes = c(50, 100, 150, 300), features = TRUE, covariates = NULL,

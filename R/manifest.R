@@ -29,15 +29,19 @@
 #' @param x The value of [generate_parallel()], [generate()] or
 #'   [annotate_texts()].
 #' @return A `newrllama4_manifest` object: a named list of sections.
+#' @seealso [annotate_texts()], [generate_parallel()], [learn_labels()] and the estimators, whose results carry one.
 #' @export
 #' @examplesIf engine_available()
 #' ctx <- context_create(model_load(), n_ctx = 512L, n_seq_max = 2L)
-#' labelled <- annotate_texts(c("I love it.", "I hate it."), instruction = "Positive or negative?",
-#'                            labels = c("positive", "negative"), context = ctx, progress = FALSE)
+#' labelled <- annotate_texts(c("I love it.", "I hate it."),
+#'                            instruction = "Positive or negative?",
+#'                            labels = c("positive", "negative"), context = ctx,
+#'                            progress = FALSE)
 #' manifest(labelled)
 #' as.data.frame(manifest(labelled))
 #'
-#' answers <- generate_parallel(ctx, "The capital of France is", max_tokens = 4L, temperature = 0)
+#' answers <- generate_parallel(ctx, "The capital of France is", max_tokens = 4L,
+#'                              temperature = 0)
 #' manifest(answers)$parameters$temperature
 manifest <- function(x) {
   record <- attr(x, "manifest", exact = TRUE)

@@ -167,6 +167,7 @@ download_reporter <- function(envir = parent.frame()) {
 #'
 #' @param model A model from [model_load()].
 #' @return `model`, invisibly.
+#' @seealso [model_load()]; [context_free()] for a context.
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()

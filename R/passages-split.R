@@ -83,10 +83,11 @@
 #' passage_options(size = 500L, overlap = 1L, combine = "max")
 #' @examplesIf engine_available()
 #' ctx <- context_create(model_load(), n_ctx = 256L, n_seq_max = 4L)
-#' story <- paste(rep("The river rose all night. By morning the mill was under water.", 30),
-#'                collapse = "\n\n")
+#' story <- paste(rep("The river rose all night. By morning the mill was under water.",
+#'                    30), collapse = "\n\n")
 #' flooded <- annotate_texts(c(story, "A quiet day."), instruction = "Is there a flood?",
-#'                           labels = c("yes", "no"), passages = TRUE, context = ctx, progress = FALSE)
+#'                           labels = c("yes", "no"), passages = TRUE, context = ctx,
+#'                           progress = FALSE)
 #' flooded[c(".label", ".confidence")]
 #' head(passage_answers(flooded)[c(".row", ".passage", ".tokens", ".label", ".prob_yes")])
 #' manifest(flooded)$passages

@@ -35,11 +35,13 @@
 #' @seealso [coding_app()] to code, [agreement()] to compare.
 #' @export
 #' @examples
-#' if (requireNamespace("shiny", quietly = TRUE) && requireNamespace("RSQLite", quietly = TRUE)) {
+#' if (requireNamespace("shiny", quietly = TRUE) &&
+#'     requireNamespace("RSQLite", quietly = TRUE)) {
 #'   sample <- data.frame(text = c("Great film.", "Dull.", "Fine, I suppose."),
 #'                        .label = c("yes", "no", "yes"))
 #'   file <- tempfile(fileext = ".sqlite")
-#'   coding_app(sample, file, labels = c("yes", "no"), instruction = "Does the reviewer like it?")
+#'   coding_app(sample, file, labels = c("yes", "no"),
+#'              instruction = "Does the reviewer like it?")
 #'   read_codes(file)
 #' }
 read_codes <- function(file, by = c("text", "coder")) {

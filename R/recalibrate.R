@@ -105,14 +105,16 @@
 #'   Where no
 #'   refit is chosen, `data` as it was, with `refit_model` `"none"` and the
 #'   candidates' figures in its manifest.
+#' @seealso [learn_labels()], the verb to call instead.
 #' @export
 #' @examplesIf engine_available()
 #' reviews <- data.frame(review = c(
-#'   "Broke after a day.", "Works well.", "Too loud and too slow.", "Great value.", "Arrived broken.",
-#'   "Does the job.", "Never again.", "Lovely design."
+#'   "Broke after a day.", "Works well.", "Too loud and too slow.", "Great value.",
+#'   "Arrived broken.", "Does the job.", "Never again.", "Lovely design."
 #' ))
 #' reviews$gold <- rep(c("negative", "positive"), 4)
-#' examples <- data.frame(review = c("Awful.", "Love it."), .label = c("negative", "positive"))
+#' examples <- data.frame(review = c("Awful.", "Love it."),
+#'                        .label = c("negative", "positive"))
 #' labelled <- annotate_texts(reviews, review, "Is the review positive or negative?",
 #'                            labels = c("positive", "negative"), examples = examples,
 #'                            example_orders = 2L, progress = FALSE)
@@ -120,7 +122,8 @@
 #' # deprecated: learn_labels(labelled, coded, gold, features = FALSE) is the call
 #' refitted <- recalibrate_labels(labelled, coded, gold)
 #' fit <- manifest(refitted)$prompt
-#' fit[c("calibration", "refit_model", "label_offsets", "order_weights", "cross_validated_accuracy")]
+#' fit[c("calibration", "refit_model", "label_offsets", "order_weights",
+#'       "cross_validated_accuracy")]
 #' fit$refit_cross_validation
 recalibrate_labels <- function(data, coded, truth, field = NULL) {
   warn_newrllama4("deprecated", c(

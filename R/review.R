@@ -70,12 +70,14 @@
 #'   ones. Rows without a label (`.error`) are never drawn. The attribute
 #'   `"design"` describes the strata for reading: their labels, confidence
 #'   bands, rows, draws and inclusion probabilities.
+#' @seealso [code_sample()] and [write_codes()] to code the drawn rows; [read_codes()] to read them back; [coded_rows_needed()] for how many to draw.
 #' @export
 #' @examples
 #' labelled <- data.frame(
 #'   text = paste("text", 1:12),
 #'   .label = factor(rep(c("yes", "no", "no"), 4), levels = c("yes", "no")),
-#'   .confidence = c(0.99, 0.51, 0.97, 0.62, 0.98, 0.55, 0.93, 0.99, 0.58, 0.96, 0.9, 0.52)
+#'   .confidence = c(0.99, 0.51, 0.97, 0.62, 0.98, 0.55,
+#'                   0.93, 0.99, 0.58, 0.96, 0.9, 0.52)
 #' )
 #' first <- review_sample(labelled, n = 4, seed = 1)
 #' first

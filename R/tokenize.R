@@ -11,6 +11,7 @@
 #'   beginning-of-sequence token).
 #' @param tokens An integer vector of token ids.
 #' @return `model_tokenize()`: an integer vector. `model_detokenize()`: a single string.
+#' @seealso [model_load()]; [passage_options()], which counts passages' tokens with it.
 #' @export
 #' @examplesIf engine_available()
 #' model <- model_load()

@@ -39,7 +39,8 @@
 #'   the browser, [review_sample()] to draw the sample.
 #' @export
 #' @examples
-#' if (requireNamespace("shiny", quietly = TRUE) && requireNamespace("RSQLite", quietly = TRUE)) {
+#' if (requireNamespace("shiny", quietly = TRUE) &&
+#'     requireNamespace("RSQLite", quietly = TRUE)) {
 #'   sample <- data.frame(text = c("Great film.", "Dull.", "Fine, I suppose."))
 #'   file <- tempfile(fileext = ".sqlite")
 #'   write_codes(file, sample, c("yes", "no", NA), labels = c("yes", "no"),

@@ -5,13 +5,12 @@
 # link of the home page or an article to a file or anchor the site lacks.
 # Usage: Rscript tools/build-site.R [DESTINATION]  (default: _pkgdown.yml's, build/site)
 # make test runs it without the engine (tools/without-engine): the articles that
-# need the engine show their code without output, the reference skips the
-# examples that need it, and nothing is fetched (no look-up of CRAN's, see below).
-options(pkgdown.internet = FALSE)
-# downlit links a package named in code (remotes::install_git) to its home page,
-# which it reads, for a package not installed here, from CRAN's list of packages
-# (tools::CRAN_package_db(), a download): offline, those names stay unlinked
-utils::assignInNamespace("CRAN_urls", function() data.frame(Package = character(), URL = character()), "downlit")
+# need the engine are knitted beforehand (tools/precompute-articles.R), the
+# reference's examples that need it are shown from their recorded run (fails on
+# one whose code changed since), and nothing is fetched (no look-up of CRAN's,
+# see below). The pages ask cdnjs for MathJax, which only the hosted site reaches.
+source("tools/site-examples.R")
+pkgdown_offline()
 destination <- commandArgs(TRUE)[1]
 override <- if (!is.na(destination)) list(destination = destination) else list()
 
@@ -114,11 +113,46 @@ check_local_links <- function(site) {
   if (length(broken)) fail("links to files or anchors the site lacks:\n  ", paste(broken, collapse = "\n  "))
 }
 
+# The pages ask cdnjs for MathJax, as pkgdown's own template does (the same file,
+# with its integrity hash): Debian's pkgdown points them at a copy of MathJax in
+# /usr/share, which a visitor of the hosted site does not have, so its formulas
+# (\eqn{} in the help, $...$ in the articles) stayed raw LaTeX.
+host_mathjax <- function(site) {
+  for (page in list.files(site, "[.]html$", recursive = TRUE, full.names = TRUE)) {
+    text <- readLines(page, warn = FALSE)
+    hosted <- gsub("file:///[^\"]*/mathjax/MathJax[.]js", "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.5/MathJax.js", text)
+    if (!identical(hosted, text)) writeLines(hosted, page)
+  }
+}
+
+# The reference's examples that need the engine, from their record where the site
+# was built without it (tools/site-examples.R says how they are kept true).
+replay_engine_examples <- function(site) {
+  topics <- engine_example_topics()
+  recorded <- topics[file.exists(record_path(topics))]
+  stale <- recorded[vapply(recorded, function(topic) recorded_md5(topic) != examples_md5(topic), NA)]
+  missing <- setdiff(topics, recorded)
+  if (length(missing) || length(stale)) {
+    fail("the examples of ", paste(c(missing, stale), collapse = ", "), " have no record of a run with the engine, ",
+         "or one of other code: run tools/precompute-articles.R where the engine is installed, and commit ",
+         recorded_examples_dir)
+  }
+  if (isTRUE(newrllama4::engine_available())) return(invisible())  # pkgdown ran them
+  for (topic in topics) {
+    page <- file.path(site, reference_page(topic))
+    html <- xml2::read_html(page)
+    xml2::xml_replace(examples_block(html), recorded_block(topic))
+    xml2::write_html(html, page)
+  }
+}
+
 started <- Sys.time()
 pkgdown::check_pkgdown()
 check_reference_groups()
 pkgdown::build_site(override = override, preview = FALSE, devel = TRUE)
 site <- pkgdown::as_pkgdown(".", override = override)$dst_path
+replay_engine_examples(site)
+host_mathjax(site)
 fix_links(site, sub("/$", "", desc::desc_get_urls()[[1]]))
 check_local_links(site)
 message(sprintf("The site is in %s (%.0f s).", site, as.numeric(Sys.time() - started, units = "secs")))

@@ -64,3 +64,16 @@ test_that("citation() cites the package and the methods it implements, and the m
   expect_match(creator$email, "@users[.]noreply[.]github[.]com$")
   expect_match(description[, "URL"], "https://github.com/newrllama4/newrllama4", fixed = TRUE)
 })
+
+test_that("every export's help page says where to go next (a \\seealso section)", {
+  # man/ of a checkout (load_all()), or the installed help where R CMD check runs the tests
+  package_dir <- find.package("newrllama4")
+  help_pages <- if (dir.exists(file.path(package_dir, "man"))) tools::Rd_db(dir = package_dir) else tools::Rd_db("newrllama4")
+  expect_gt(length(help_pages), 20)
+  section_of <- function(rd, tag) rd[vapply(rd, function(part) identical(attr(part, "Rd_tag"), tag), NA)]
+  with_seealso <- unlist(lapply(help_pages, function(rd) {
+    if (length(section_of(rd, "\\seealso"))) unlist(lapply(section_of(rd, "\\alias"), as.character))
+  }))
+  exports <- sort(getNamespaceExports("newrllama4"))
+  expect_identical(setdiff(exports, with_seealso), character())
+})
