@@ -42,12 +42,13 @@
 #'   coding_app(sample, file, labels = c("yes", "no"), instruction = "Does the reviewer like it?")
 #'   read_codes(file)
 #' }
-read_codes <- function(file, by = c("text", "coder")) {
+read_codes <- function(file, by = c("text", "coder"), disagreements = c("split", "missing")) {
   by <- check_choice(by, c("text", "coder"), "by")
+  disagreements <- check_choice(disagreements, c("split", "missing"), "disagreements")
   stored <- store_meta(file)
   codes <- store_codes(file)
-  rows <- coded_rows_frame(stored$sample, stored$task)
   if (by == "coder") {
+    rows <- coded_rows_frame(stored$sample, stored$task)
     coded <- codes[codes$role == "code", ]
     out <- rows[coded$unit, , drop = FALSE]
     out$.coder <- coded$coder
@@ -58,9 +59,55 @@ read_codes <- function(file, by = c("text", "coder")) {
     rownames(out) <- NULL
     return(structure(out, class = c("newrllama4_coder_codes", "data.frame"), codes = code_columns(stored$task)))
   }
-  decided <- unit_decisions(codes, nrow(rows), stored$task)
+  rows <- decided_codes(file, stored, codes)
+  rows$.status <- unname(status_of_how[rows$.how])
+  rows$.code_weight <- 1
+  open <- which(rows$.how == "disagreed")
+  if (disagreements == "split" && length(open) > 0) rows <- split_disagreements(rows, open, codes, stored$task)
+  if (disagreements == "missing" && length(open) > 0) {
+    warn_newrllama4("disagreements_missing", c(
+      "{length(open)} of {nrow(rows)} text{?s} ({sprintf('%.1f%%', 100 * length(open) / nrow(rows))}) have coders who disagree
+       and no adjudication: they have no code, and the estimators reweight their stratum's coded texts for them.",
+      "i" = "Adjudicate them, or read them with {.code disagreements = \"split\"}; the estimators' printout gives the
+             bounds were they all of one label."))
+  }
+  rows
+}
+
+# read_codes()'s `.status`, from the decided set's `.how`.
+status_of_how <- c(single = "coded", agreed = "coded", adjudicated = "adjudicated", disagreed = "disagreement",
+                   `cannot code` = "uncodable", `not coded` = "not coded")
+
+# Each open disagreement as one row per coder's code, weighted 1 / k among the
+# k coders who gave a code (one who could not code gives none): the text
+# counts once, halfway (for two coders) between its coders' codes. The
+# estimators take a text's rows back into one unit of the design whose code is
+# each label's share of its weight (checked_coded_rows()).
+split_disagreements <- function(rows, open, codes, task) {
+  coded <- codes[codes$role == "code" & codes$unit %in% open & codes$uncodable == 0, ]
+  coded <- coded[order(match(coded$unit, open), coded$id), ]
+  split <- rows[coded$unit, , drop = FALSE]
+  split[code_columns(task)] <- decode_codes(coded$value, task)
+  split$.code_weight <- 1 / as.vector(table(coded$unit)[as.character(coded$unit)])
+  out <- rbind(rows[-open, , drop = FALSE], split)
+  out <- out[order(out$.row), , drop = FALSE]
+  rownames(out) <- NULL
+  out
+}
+
+# The decided data set of a coding file: one row per drawn text (the
+# sample's columns), the final code of each field, `.how` it was reached
+# ("single": one coder; "agreed": the coders gave one code; "adjudicated";
+# "disagreed": coders differ and nobody adjudicated yet, no code; "cannot
+# code": the decision is that it cannot be coded; "not coded"), `.coders` (how
+# many coded it), `.codes` (each coder's code, by name, or as "Coder 1",
+# "Coder 2" in the order they coded where `blind`), `.reason` and `.note`.
+# read_codes() and the team screen's download both read it.
+decided_codes <- function(file, stored = store_meta(file), codes = store_codes(file), blind = FALSE) {
+  rows <- coded_rows_frame(stored$sample, stored$task)
+  decided <- unit_decisions(codes, nrow(rows), stored$task, blind)
   rows[code_columns(stored$task)] <- decode_codes(decided$value, stored$task)
-  rows[c(".status", ".coders", ".reason", ".note")] <- decided[c("status", "coders", "reason", "note")]
+  rows[c(".how", ".coders", ".codes", ".reason", ".note")] <- decided[c("how", "coders", "codes", "reason", "note")]
   rows
 }
 
@@ -106,10 +153,10 @@ decode_codes <- function(json, task) {
 }
 
 # Each text's decision: the latest adjudication, else its coders' code when
-# they agree.
-unit_decisions <- function(codes, n_units, task) {
-  decisions <- data.frame(unit = seq_len(n_units), status = "not coded", coders = 0L, value = NA_character_,
-                          reason = NA_character_, note = NA_character_)
+# they agree; how it was reached, and its coders' codes.
+unit_decisions <- function(codes, n_units, task, blind = FALSE) {
+  decisions <- data.frame(unit = seq_len(n_units), how = "not coded", coders = 0L, codes = NA_character_,
+                          value = NA_character_, reason = NA_character_, note = NA_character_)
   coded <- codes[codes$role == "code", ]
   decisions$coders <- tabulate(coded$unit, n_units)
   by_unit <- split(codes, codes$unit)
@@ -117,21 +164,25 @@ unit_decisions <- function(codes, n_units, task) {
     mine <- by_unit[[as.character(unit)]]
     adjudicated <- mine[mine$role == "adjudication", ]
     own <- mine[mine$role == "code", ]
+    if (nrow(own) > 0) {
+      coders <- if (blind) paste("Coder", seq_len(nrow(own))) else own$coder
+      decisions$codes[unit] <- paste(sprintf("%s (%s)", coders, vapply(seq_len(nrow(own)), function(i) {
+        code_summary(own[i, ])
+      }, "")), collapse = "; ")
+    }
     signature <- code_signature(own, task)
     decision <- if (nrow(adjudicated) > 0) adjudicated[nrow(adjudicated), ] else if (length(unique(signature)) == 1) {
       own[nrow(own), ]
     }
     if (is.null(decision)) {
-      decisions$status[unit] <- "disagreement"
+      decisions$how[unit] <- "disagreed"
       next
     }
     decisions[unit, c("value", "reason")] <- decision[c("value", "reason")]
     decisions$note[unit] <- paste(stats::na.omit(unique(mine$note)), collapse = "; ") %|% NA_character_
-    decisions$status[unit] <- if (decision$uncodable == 1) "uncodable" else if (nrow(adjudicated) > 0) {
+    decisions$how[unit] <- if (decision$uncodable == 1) "cannot code" else if (nrow(adjudicated) > 0) {
       "adjudicated"
-    } else {
-      "coded"
-    }
+    } else if (nrow(own) == 1) "single" else "agreed"
   }
   decisions
 }

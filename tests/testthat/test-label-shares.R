@@ -47,7 +47,7 @@ test_that("shares are per-group means of the pseudo-outcomes, and sum to one", {
   shares <- label_shares(data, coded, truth, by = "group", seed = 1, lambda = 1)
   expect_s3_class(shares, "newrllama4_label_shares")
   expect_named(shares, c("group", "label", "estimator", "estimate", "std.error", "df", "conf.low", "conf.high",
-                         "effective_n", "design_effect", "var_corpus", "var_sampling", "lambda", "rows", "coded"))
+                         "effective_n", "design_effect", "var_corpus", "var_sampling", "lambda", "rows", "coded", "bound.low", "bound.high"))
   corrected <- shares[shares$estimator == "corrected", ]
   expect_equal(as.vector(tapply(corrected$estimate, corrected$group, sum)), c(1, 1))
   y <- as.numeric(coded$truth == "yes")
