@@ -5,9 +5,34 @@
 #' [label_shares()] as they are.
 #'
 #' Each text's code is, in this order: the adjudicated decision, if one was
-#' recorded; else the code its coders agree on. Texts whose coders disagree
-#' and that nobody adjudicated yet, and texts nobody coded yet, have no code
-#' (`NA`), and `.status` says which.
+#' recorded (an adjudication always wins); else the code its coders agree on.
+#' `.how` says which (`"single"`: one coder; `"agreed"`; `"adjudicated"`;
+#' `"disagreed"`: coders differ and nobody adjudicated yet; `"cannot code"`;
+#' `"not coded"`), and `.codes` gives each coder's code. The team screen of
+#' [coding_app()] downloads the same set ("Download decided codes (CSV)").
+#'
+#' Disagreement is not nonresponse. A text whose coders disagree and that
+#' nobody adjudicated yet is counted by a documented rule, `disagreements`:
+#' * `"split"` (the default): a row per coder's code, each weighted
+#'   `.code_weight` = 1 / k among the k coders who gave one. The estimators
+#'   take the text back as one unit of the design, drawn once, whose code is
+#'   each label's share of its weight (halfway for two coders): the estimate
+#'   is that of a coder drawn at random for those texts, and its printout
+#'   gives, beside it, the bounds were they all decided one way or the other
+#'   (Manski's). It loses no text, and moves the estimate by half the
+#'   disagreements at most, where dropping them moves it by all of them
+#'   toward whatever made the texts hard: where the hard texts were those of
+#'   one label, the share's 95% interval covered 0.886 split and 0.762
+#'   dropped (500 draws, `tools/bench_findings_validity.R "hard texts"`),
+#'   and the bounds' interval 0.972. A message says how many texts were split.
+#' * `"missing"`: no code (`NA`), as nonresponse: the estimators reweight the
+#'   coded texts of its stratum for it, as if it were missing at random, with
+#'   a warning (`newrllama4_warning_disagreements_missing`) that gives the
+#'   share of texts lost; the printout gives the bounds beside the estimate.
+#'
+#' Adjudicate what you can: only an adjudication tells which code is right.
+#' Codes of a labelled covariate cannot be split (a regression is not linear
+#' in its covariates): adjudicate them, or read them as `"missing"`.
 #'
 #' A text that its coders (or the adjudicator) could not code stays, with
 #' `.status` `"uncodable"`, its reason in `.reason` and no code: the
@@ -20,15 +45,19 @@
 #'   one row per coder and text they coded (the latest code of each), to
 #'   measure how far the coders agree with each other: give it to
 #'   [agreement()].
+#' @param disagreements How texts whose coders disagree and that nobody
+#'   adjudicated yet are counted (with `by = "text"`): `"split"` between
+#'   their coders' codes, or `"missing"` (see Details).
 #' @return With `by = "text"`, the sample's rows (every column it had, the
 #'   design's columns of [review_sample()] among them: `.stratum`,
 #'   `.stratum_rows`, `.stratum_drawn`, `.sample_prob`, `.sampling_unit`) with
 #'   `.row`, `.sample_prob` and `.stratum` (`NA` where the sample had none),
 #'   the code -- a factor `code` for labels, a column named after each field
 #'   of a schema (a model's answer of the same name moves to
-#'   `.model_<field>`) -- and `.status` (`"coded"`, `"adjudicated"`,
-#'   `"uncodable"`, `"disagreement"` or `"not coded"`), `.coders` (how many
-#'   coded it), `.reason` and `.note`. With `by = "coder"`, a data frame of
+#'   `.model_<field>`) -- `.how`, `.coders` (how many coded it), `.codes`,
+#'   `.reason`, `.note`, `.status` (as before `.how`: `"coded"`,
+#'   `"adjudicated"`, `"uncodable"`, `"disagreement"` or `"not coded"`) and
+#'   `.code_weight` (1, or 1 / k on the k rows of a split text). With `by = "coder"`, a data frame of
 #'   class `newrllama4_coder_codes`: the sample's columns, `.coder`, the code
 #'   columns, `.uncodable`, `.reason`, `.note`, `.seconds` (time spent on the
 #'   text) and `.time` (when it was coded).
@@ -63,7 +92,14 @@ read_codes <- function(file, by = c("text", "coder"), disagreements = c("split",
   rows$.status <- unname(status_of_how[rows$.how])
   rows$.code_weight <- 1
   open <- which(rows$.how == "disagreed")
-  if (disagreements == "split" && length(open) > 0) rows <- split_disagreements(rows, open, codes, stored$task)
+  if (disagreements == "split" && length(open) > 0) {
+    inform_newrllama4("disagreements_split", c(
+      "{length(open)} of {nrow(rows)} text{?s} ({sprintf('%.1f%%', 100 * length(open) / nrow(rows))}) have coders who
+       disagree and no adjudication: each coder's code is a row weighted 1 / their number ({.field .code_weight}).",
+      "i" = "Adjudicate them to have their codes decided; the estimators' printout gives the bounds were they all of
+             one label."))
+    rows <- split_disagreements(rows, open, codes, stored$task)
+  }
   if (disagreements == "missing" && length(open) > 0) {
     warn_newrllama4("disagreements_missing", c(
       "{length(open)} of {nrow(rows)} text{?s} ({sprintf('%.1f%%', 100 * length(open) / nrow(rows))}) have coders who disagree

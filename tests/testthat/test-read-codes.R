@@ -122,7 +122,8 @@ test_that("texts whose coders disagree are split by default: a row per coder's c
   store_write(file, 4, "ana", list(code = "yes"))
   store_write(file, 4, "ben", list(code = "no"))
   store_write(file, 4, "eve", list(code = "no"), role = "adjudication")  # an adjudication always wins
-  codes <- expect_no_warning(read_codes(file))
+  expect_message(codes <- read_codes(file), "2 of 4 texts (50.0%)", fixed = TRUE,
+                 class = "newrllama4_message_disagreements_split")
   expect_identical(codes$.row, c(1L, 2L, 2L, 2L, 3L, 4L))
   expect_identical(as.character(codes$code), c("yes", "yes", "no", "no", "yes", "no"))
   expect_equal(codes$.code_weight, c(1, 1 / 3, 1 / 3, 1 / 3, 1, 1))
