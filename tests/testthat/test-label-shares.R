@@ -157,3 +157,24 @@ test_that("drawn rows without a code get Manski's bounds beside the share reweig
   expect_null(attr(suppressMessages(label_shares(data, review_sample(data, 200, "uniform", seed = 3), truth, seed = 1)),
                    "lost_bounds"))
 })
+
+test_that("texts split between their coders' codes are bounded with the lost ones, a text once", {
+  data <- simulated_labels(1000, 8)
+  coded <- review_sample(data, 150, weight = "uniform", seed = 8)
+  coded$truth[1:3] <- NA
+  coded$.code_weight <- 1
+  other <- coded[4:5, ]
+  other$truth <- ifelse(other$truth == "yes", "no", "yes")
+  coded$.code_weight[4:5] <- other$.code_weight <- 0.5
+  shares <- suppressWarnings(label_shares(data, rbind(coded, other), truth, seed = 1))
+  bounds <- attr(shares, "lost_bounds")
+  expect_identical(c(bounds$lost, bounds$split), c(3L, 3L, 2L, 2L))
+  corrected <- shares[shares$estimator == "corrected", ]
+  expect_identical(corrected$bound.low, bounds$low)
+  expect_identical(corrected$bound.high, bounds$high)
+  expect_true(all(is.na(shares$bound.low[shares$estimator != "corrected"])))
+  # the two split texts as lost too: the bounds are the same, the estimate between them
+  lost <- suppressWarnings(label_shares(data, transform(coded, truth = replace(truth, 4:5, NA)), truth, seed = 1,
+                                        lambda = corrected$lambda[[1]]))
+  expect_equal(attr(lost, "lost_bounds")[c("low", "high")], bounds[c("low", "high")])
+})
