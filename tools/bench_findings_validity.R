@@ -262,14 +262,7 @@ cases <- list(
       coded <- review_sample(data, 200, weight = "uniform", seed = seed)
       hard <- coded$truth == "yes" & coded$.label == "no"
       disputed <- which(hard & withr::with_seed(seed, stats::runif(nrow(coded))) < 0.5)
-      # as read_codes(disagreements = "split") gives them: each coder's code a row, weighted 1 / 2
-      coded$.code_weight <- 1
-      coded$.code_weight[disputed] <- 0.5
-      other <- coded[disputed, ]
-      other$truth <- rep("no", length(disputed))
-      coded <- rbind(coded, other)
-      coded <- coded[order(coded$.row), ]
-      shares <- quietly(label_shares(data, coded, truth, seed = seed))
+      shares <- quietly(label_shares(data, split_between_coders(coded, disputed), truth, seed = seed))
       share_and_bounds(shares)
     },
   "a logistic fit with a labelled covariate" = function(seed) {

@@ -69,11 +69,7 @@ test_that("undecided texts print: their share, and for shares Manski's bounds be
   coded <- review_sample(data, 150, weight = "uniform", seed = 41)
   coded$truth[1:3] <- NA
   # two texts whose coders disagree, split between their codes
-  coded$.code_weight <- 1
-  split <- coded[4:5, ]
-  split$truth <- ifelse(split$truth == "yes", "no", "yes")
-  coded$.code_weight[4:5] <- split$.code_weight <- 0.5
-  coded <- rbind(coded, split)
+  coded <- split_between_coders(coded, 4:5)
   shares <- suppressWarnings(label_shares(data, coded, truth, by = "group", seed = 1))
   printed <- capture.output(print(shares))
   text <- gsub("\\s+", " ", paste(printed, collapse = " "))

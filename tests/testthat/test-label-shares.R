@@ -162,11 +162,7 @@ test_that("texts split between their coders' codes are bounded with the lost one
   data <- simulated_labels(1000, 8)
   coded <- review_sample(data, 150, weight = "uniform", seed = 8)
   coded$truth[1:3] <- NA
-  coded$.code_weight <- 1
-  other <- coded[4:5, ]
-  other$truth <- ifelse(other$truth == "yes", "no", "yes")
-  coded$.code_weight[4:5] <- other$.code_weight <- 0.5
-  shares <- suppressWarnings(label_shares(data, rbind(coded, other), truth, seed = 1))
+  shares <- suppressWarnings(label_shares(data, split_between_coders(coded, 4:5), truth, seed = 1))
   bounds <- attr(shares, "lost_bounds")
   expect_identical(c(bounds$lost, bounds$split), c(3L, 3L, 2L, 2L))
   corrected <- shares[shares$estimator == "corrected", ]
