@@ -32,7 +32,10 @@
 #'
 #' Adjudicate what you can: only an adjudication tells which code is right.
 #' Codes of a labelled covariate cannot be split (a regression is not linear
-#' in its covariates): adjudicate them, or read them as `"missing"`.
+#' in its covariates): adjudicate them, or read them as `"missing"`; nor can
+#' the model's agreement with a text's code be measured on its split rows,
+#' which [agreement()] refuses. [learn_labels()] learns from the first
+#' coder's code of a split text.
 #'
 #' A text that its coders (or the adjudicator) could not code stays, with
 #' `.status` `"uncodable"`, its reason in `.reason` and no code: the
