@@ -215,8 +215,8 @@ undecided_lines <- function(record, table = NULL) {
   at <- match(corrected$term, ifelse(bounds$term == "(Intercept)", bounds$label, paste(bounds$term, bounds$label,
                                                                                        sep = ": ")))
   shown <- data.frame(keys, corrected = sprintf("%.3f", corrected$estimate),
-                 `all / none of the label` = sprintf("[%.3f, %.3f]", corrected$bound.low, corrected$bound.high),
-                 `its interval` = sprintf("[%.3f, %.3f]", bounds$conf.low[at], bounds$conf.high[at]),
+                 bounds = sprintf("[%.3f, %.3f]", corrected$bound.low, corrected$bound.high),
+                 `their interval` = sprintf("[%.3f, %.3f]", bounds$conf.low[at], bounds$conf.high[at]),
                  check.names = FALSE)
   c("", wrapped(paste0(words, ". Were they all of one label, or none of it, the corrected shares would be (Manski's
                          bounds):")), table_lines(shown))
