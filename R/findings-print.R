@@ -196,8 +196,10 @@ undecided_lines <- function(record, table = NULL) {
   design <- record$design
   undecided <- design$lost + (design$split %||% 0L)
   if (undecided == 0) return(character())
-  words <- sprintf("Undecided texts: %d of %d drawn (%.1f%%), lost or split between their coders' codes", undecided,
-                   design$drawn, 100 * undecided / design$drawn)
+  split <- design$split %||% 0L
+  words <- sprintf("Undecided texts: %d of %d drawn (%.1f%%), %s", undecided, design$drawn, 100 * undecided / design$drawn,
+                   if (split == 0) "without a code" else if (design$lost == 0) "split between their coders' codes" else
+                     sprintf("%d without a code, %d split between their coders' codes", design$lost, split))
   if (is.null(table)) {
     return(c("", wrapped(paste0(words, ". Bounds for a coefficient were they all of one label are not simple (a slope
                                  moves with where those texts lie, not only with how many they are), so none is given
