@@ -147,6 +147,10 @@ test_that("a split text is one unit of the design: its share of each label, betw
   expect_equal(yes$estimate, (yes$bound.low + yes$bound.high) / 2)
   expect_identical(generics::glance(shares)$coded, 200L)
   expect_identical(generics::glance(shares)$split_texts, sum(hard))
+  # through a CSV file, as they are
+  csv <- withr::local_tempfile(fileext = ".csv")
+  utils::write.csv(codes, csv, row.names = FALSE)
+  expect_equal(label_shares(data, utils::read.csv(csv), code, seed = 1), shares, ignore_attr = TRUE)
   # the hard texts lost (issue 58: 0.800 coverage over draws): reweighted as if at random, the interval misses the
   # share; split between the coders' codes, it covers it (tools/bench_findings_validity.R "hard texts")
   expect_warning(missing <- read_codes(fixture$file, disagreements = "missing"),
