@@ -25,15 +25,16 @@ R_PKGS := reticulate cli rlang jsonlite glue withr sandwich stringi glmnet tidys
 # users attach beside us: the tests check that no name clashes; tm, tidytext and janeaustenr hold
 # three of tools/bench_annotation.R's corpora; shiny, RSQLite and DBI run coding_app(), which the
 # browser suite drives in headless Chromium through chromedriver (openssl makes and hashes the
-# app's secret links); survey is the reference the findings tests check stratified variances against;
+# app's secret links; callr serves code_sample()'s app from a second R process); survey is the
+# reference the findings tests check stratified variances against;
 # pkgdown builds the site (tools/build-site.R); glmnet fits tools/bench_features.R's ridge on the model's features
 R_TEST_DEBS := r-cran-testthat r-cran-rmarkdown r-cran-knitr r-cran-roxygen2 r-cran-dplyr r-cran-vctrs \
                r-cran-ggplot2 r-cran-broom pandoc qpdf \
                r-cran-tm r-cran-tidyverse r-cran-psych r-cran-caret r-cran-tidytext r-cran-janeaustenr \
                r-cran-shiny r-cran-rsqlite r-cran-dbi r-cran-openssl chromium chromium-driver r-cran-survey \
-               r-cran-pkgdown r-cran-glmnet
+               r-cran-pkgdown r-cran-glmnet r-cran-callr
 R_TEST_PKGS := testthat rmarkdown knitr roxygen2 dplyr vctrs ggplot2 broom tm tidyverse psych caret tidytext janeaustenr \
-               shiny RSQLite DBI openssl survey pkgdown glmnet
+               shiny RSQLite DBI openssl survey pkgdown glmnet callr
 
 # ggml's AMX kernels are left out of the llama.cpp build (the engine's, which llama-server
 # shares): a virtual machine can advertise AMX without letting programs run it, and the first

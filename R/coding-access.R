@@ -168,10 +168,14 @@ access_person <- function(file, key, user = NULL, role = NULL) {
   list(name = found$name[[1]], role = found$role[[1]])
 }
 
-# A request from this machine itself, not passed on by a proxy.
+# A request from this machine itself, not passed on by a proxy: any header
+# by which a proxy names the client it passes on (X-Forwarded-For, nginx's
+# X-Real-IP, RFC 7239's Forwarded) says the client is elsewhere, whatever
+# address it gives, since a client can write it too.
 is_local_request <- function(request) {
   address <- request$REMOTE_ADDR %||% "127.0.0.1"
-  address %in% c("127.0.0.1", "::1", "::ffff:127.0.0.1") && is.null(request$HTTP_X_FORWARDED_FOR)
+  address %in% c("127.0.0.1", "::1", "::ffff:127.0.0.1") &&
+    is.null(request$HTTP_X_FORWARDED_FOR) && is.null(request$HTTP_X_REAL_IP) && is.null(request$HTTP_FORWARDED)
 }
 
 local_hosts <- c("127.0.0.1", "localhost", "::1")

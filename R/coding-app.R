@@ -17,7 +17,11 @@
 #' in the coder's words, and every code can carry a note (up to 2,000
 #' characters). Back returns to the coder's earlier texts (coding one again
 #' records the new code; a note typed before going back is kept), skip leaves
-#' a text for later, and the bar shows the coder's progress ("37 of 150").
+#' a text for later, and the bar shows the coder's progress ("37 of 150": of
+#' their `quota`, or else of every text, the most one coder codes, so that
+#' the total stays as colleagues work). A coder given no more text reads
+#' why: their quota is reached, every text has all its coders, or none is
+#' free now but some on other coders' screens may come back to them.
 #' Each code is confirmed on the page ("Saved: text 12"); a code that cannot
 #' be written (a read-only or full disk, a locked file) stays on screen with
 #' the reason, to save again. A dropped connection reconnects by itself, and
@@ -26,8 +30,9 @@
 #'
 #' @section A team:
 #' Named in `coders`, `adjudicators` and `lead`, each person comes in by a
-#' secret link of their own, which [coding_links()] gives and `code_sample()`
-#' prints: the key in it says who they are and in which role (`?coder=`
+#' secret link of their own, which [coding_links()] gives, `code_sample()`
+#' prints (at `url`, or at the machine's LAN address when it serves every
+#' address) and the lead's links screen lists, to copy or renew: the key in it says who they are and in which role (`?coder=`
 #' changes nothing), and a request without a valid key gets a page saying
 #' the link is not valid, with no text of the sample. Each person holds one
 #' role in a file: a name given in two (a coder who also adjudicates, say) is
@@ -87,13 +92,19 @@
 #' changed (the earlier one stays in the file's history).
 #'
 #' @section The team screen:
-#' Adjudicators and the `lead` have a team screen (the lead sees only that):
-#' for each coder named or come, the texts coded, marked "cannot code", left
-#' to code and on screen now, and the median seconds a text; the texts coded
-#' twice so far; Krippendorff's alpha among the coders with its 95% interval,
-#' as [agreement()] gives it, on the texts coded twice before adjudication
-#' (for a schema, on each field that is a category); the open disagreements;
-#' and a CSV of every code ever written, the replaced ones too, with who
+#' Adjudicators and the `lead` have a team screen (the lead sees only that,
+#' and the links screen), which follows the file by itself every few seconds:
+#' the texts done (all their coders, two for the overlap's, and no open
+#' disagreement), coded once, coded twice of the overlap planned, the
+#' disagreements open and decided, and the texts on screen now; for each
+#' coder named or come, the texts coded, marked "cannot code" and on screen
+#' now, what is left of their `quota`, and the median seconds a text;
+#' Krippendorff's alpha among the coders with its 95% interval, as
+#' [agreement()] gives it, on the texts coded twice before adjudication (for
+#' a schema, on each field that is a category; "cannot code" is no category
+#' of it, and the screen says how many texts coded twice it leaves out for
+#' that); the open disagreements, each of which an adjudicator opens in
+#' adjudication; and a CSV of every code ever written, the replaced ones too, with who
 #' wrote it, in which role, when and after how
 #' many seconds (`.current` marks the codes that count). Free text in it (a
 #' name, a reason, a note, a typed-in field) that a spreadsheet would read as
@@ -176,14 +187,34 @@
 #' @param port,host Where `code_sample()` serves the app. A `host` other than
 #'   this machine (such as `"0.0.0.0"`, every address) needs the people
 #'   named.
+#' @param url The app's address as the people open it, for their links (in
+#'   `code_sample()`'s printout and on the lead's links screen), such as
+#'   `"https://coding.example.org/"` for a proxy in front of it. `NULL`:
+#'   `code_sample()` gives the machine's address on its network (its LAN IP,
+#'   which other machines reach) when `host` is every address (`"0.0.0.0"`),
+#'   and `host` itself otherwise; the links screen of an app served
+#'   otherwise gives the address the lead's page has.
+#' @param background `TRUE` (the default): `code_sample()` serves the app
+#'   from another R process and returns at once, with a handle to stop it
+#'   (`close()`); `FALSE` serves it in this R session until it is stopped.
+#' @param quota `NULL` for none, or the most texts a coder codes: one whole
+#'   number for each coder, or one per coder by name (`c(Ana = 40, Ben =
+#'   20)`); numbers below 1 are each coder's share of the codes the file
+#'   plans (every text once, and the overlap's a second time), rounded up.
+#'   A coder who reached their quota is given no text (checked in R, when
+#'   the next text is chosen). Kept in the file: a later call with another
+#'   `quota` replaces it.
 #' @param launch.browser Whether `code_sample()` opens the browser.
 #' @details `labels`, `schema` and `instruction` left `NULL` come from the
 #'   manifest of the annotation (the attribute `"manifest"` of `sample`, see
 #'   [manifest()]); without one, the labels are the levels of `sample`'s
 #'   `.label`.
 #' @return `coding_app()`: a Shiny app object (print it, or give it to
-#'   [shiny::runApp()]). `code_sample()`: `file`, invisibly, once the app
-#'   stops.
+#'   [shiny::runApp()]). `code_sample()`: with `background = TRUE`, a handle
+#'   of class `newrllama4_coding_server` (its `url`, `file`, `links`, the
+#'   serving `process` and its `log` file), which prints the address and how to stop it, and
+#'   which `close()` stops; with `background = FALSE`, `file`, invisibly, once
+#'   the app stops.
 #' @seealso [read_codes()], [review_sample()].
 #' @export
 #' @examples
@@ -193,12 +224,16 @@
 #'   app <- coding_app(sample, file, labels = c(yes = "The reviewer likes the film", no = "Not"),
 #'                     instruction = "Does the reviewer like the film?", overlap = 0.5)
 #' }
-#' if (interactive()) code_sample(sample, file)
+#' if (interactive()) {
+#'   server <- code_sample(sample, file, labels = c("yes", "no"))
+#'   server  # where it is served, and how to stop it
+#'   close(server)
+#' }
 coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction = NULL, text = NULL, overlap = 0,
                        seed = NULL, blind = TRUE,
                        uncodable = c("not in English", "not about the topic", "cut off or unreadable"),
                        coders = NULL, adjudicators = NULL, lead = NULL, login = c("key", "host"),
-                       blind_adjudication = TRUE) {
+                       blind_adjudication = TRUE, quota = NULL, url = NULL) {
   call <- current_env()
   rlang::check_installed(c("shiny", "DBI", "RSQLite"), reason = "to code a sample by hand.")
   if (!is.data.frame(sample) || nrow(sample) == 0) {
@@ -216,6 +251,8 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
   }
   login <- check_choice(login, c("key", "host"), "login")
   check_flag(blind_adjudication, "blind_adjudication")
+  quota <- check_quota(quota, call)
+  if (!is.null(url)) check_string(url, "url")
   people <- coding_people(coders, adjudicators, lead, call)
   text <- rlang::enquo(text)
   if (rlang::quo_is_null(text)) {
@@ -231,15 +268,44 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
   store_open(file, sample, texts, task, overlap, seed, call)
   if (!is.null(people)) store_people(file, people)
   check_one_role(access_people(file), call)  # a file named before one role a person
+  store_quota(file, quota)
   stored <- store_meta(file)
   guard_pages(shiny::shinyApp(coding_page(), coding_server(normalizePath(file), stored, blind, uncodable, login,
-                                                           blind_adjudication)))
+                                                           blind_adjudication, url)))
+}
+
+# `quota`: one whole number of texts for every coder, or one per coder named;
+# numbers below 1 are shares of the codes to make.
+check_quota <- function(quota, call) {
+  if (is.null(quota)) return(NULL)
+  named <- !is.null(names(quota)) && all(nzchar(names(quota)))
+  share <- is.numeric(quota) & quota > 0 & quota < 1
+  if (!is.numeric(quota) || length(quota) == 0 || anyNA(quota) || !all(share | (quota >= 1 & quota == round(quota))) ||
+      (length(quota) > 1 && !named) || (named && anyDuplicated(name_key(names(quota)))) || sum(quota[share]) > 1) {
+    abort_invalid("{.arg quota} must be a whole number of texts for each coder, or one per coder named
+                   ({.code c(Ana = 40, Ben = 20)}); numbers below 1 are shares of the codes, which add up to 1 at
+                   most.", "quota", call)
+  }
+  quota
+}
+
+# The most texts `coder` codes: their quota (a share of the codes the file
+# plans, every text once and the overlap's twice, rounded up); Inf for none.
+coder_quota <- function(stored, coder) {
+  quota <- stored$quota
+  if (is.null(quota)) return(Inf)
+  if (!is.null(names(quota))) quota <- quota[name_key(names(quota)) == name_key(coder)]
+  if (length(quota) == 0) return(Inf)
+  if (quota < 1) ceiling(quota * (length(stored$texts) + length(stored$double))) else unname(quota)
 }
 
 #' @rdname coding_app
 #' @export
-code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", launch.browser = interactive()) {
+code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", url = NULL, background = TRUE,
+                        launch.browser = interactive()) {
   check_string(host, "host")
+  if (!is.null(url)) check_string(url, "url")
+  check_flag(background, "background")
   if (identical(list(...)$login, "host")) {
     abort_newrllama4("coding_access", c(
       "{.fn code_sample} serves the app itself, with no host in front that sets the login: with
@@ -248,19 +314,27 @@ code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", laun
              on Posit Connect."
     ), call = current_env())
   }
-  app <- coding_app(sample, file, ...)
-  check_host(host, file, current_env())
+  if (background) rlang::check_installed("callr", reason = "to serve the coding app while R stays free.")
   port <- port %||% httpuv::randomPort()
-  if (nrow(access_people(file)) > 0) {
-    address <- if (host == "::1") "[::1]" else if (host %in% local_hosts) host else Sys.info()[["nodename"]]
-    links <- coding_links(file, sprintf("http://%s:%d/", address, port))
+  url <- url %||% served_url(host, port)
+  app <- coding_app(sample, file, ..., url = url)
+  check_host(host, file, current_env())
+  links <- if (nrow(access_people(file)) > 0) coding_links(file, url)
+  if (!is.null(links)) {
     cli::cli_inform(c("Each person's link (send each their own):",
                       stats::setNames(gsub("([{}])", "\\1\\1", sprintf("%s (%s): %s", links$name, links$role,
                                                                        links$url)),  # names as they are, not cli markup
                                       rep("*", nrow(links)))))
   }
-  shiny::runApp(app, port = port, host = host, launch.browser = launch.browser)
-  invisible(file)
+  if (!background) {
+    shiny::runApp(app, port = port, host = host, launch.browser = launch.browser)
+    return(invisible(file))
+  }
+  server <- serve_in_background(app, file, port, host, url, links)
+  # the lead's own link, or this machine's page where nobody is named; a team without a lead has its links printed
+  opened <- if (is.null(links)) server$local else links$url[links$role == "lead"]
+  if (isTRUE(launch.browser) && length(opened) == 1) utils::browseURL(opened)
+  server
 }
 
 # The coding task: the instruction, the labels with their descriptions, or the

@@ -4,8 +4,8 @@
 
 # The screens each role may open: coders code and see nothing of anyone
 # else's codes; adjudicators settle disagreements and follow the team's work;
-# a lead follows the team's work.
-role_views <- list(coder = "code", adjudicator = c("adjudicate", "team"), lead = "team")
+# a lead follows the team's work and hands out the links.
+role_views <- list(coder = "code", adjudicator = c("adjudicate", "team"), lead = c("team", "links"))
 
 # Who the session is on this machine when the file names nobody: the
 # address (`?coder=NAME`, `&adjudicate=1`), or the first screen. With people
@@ -16,7 +16,7 @@ session_person <- function(file, name, adjudicate) {
   list(name = name, role = if (isTRUE(adjudicate)) "adjudicator" else "coder")
 }
 
-coding_server <- function(file, stored, blind, uncodable, login = "key", blind_adjudication = TRUE) {
+coding_server <- function(file, stored, blind, uncodable, login = "key", blind_adjudication = TRUE, url = NULL) {
   force(file)
   function(input, output, session) {
     # A dropped connection (Wi-Fi, a laptop asleep) comes back as a new session,
@@ -35,7 +35,11 @@ coding_server <- function(file, stored, blind, uncodable, login = "key", blind_a
       screen(if (is.null(state$person)) welcome_screen() else switch(state$view,
         code = current_screen(file, stored, state, blind, uncodable),
         adjudicate = adjudication_screen(file, stored, state, uncodable, blind_adjudication),
-        team = team_screen(file, stored, state, blind_adjudication)
+        team = {
+          state$team_seen <- team_fingerprint(file)
+          team_screen(file, stored, state, blind_adjudication)
+        },
+        links = links_screen(file, state, state$url)
       ))
     }
     # A failed write or read keeps the page as it is, the code on it, and says
@@ -72,6 +76,8 @@ coding_server <- function(file, stored, blind, uncodable, login = "key", blind_a
       # shiny fills session$user from a header any client can send: it is who
       # the person is only where a host in front of the app sets it
       state$credential <- list(key = query$key, user = if (login == "host") session$user, role = query$role)
+      # the links the lead hands out: the address given, or the one the lead's own page has
+      state$url <- url %||% shiny::isolate(page_address(session$clientData))
       if (nrow(access_people(file)) == 0) {
         state$credential$person <- session_person(file, query$coder, query$adjudicate %in% c("1", "true", "TRUE"))
       }
@@ -84,8 +90,17 @@ coding_server <- function(file, stored, blind, uncodable, login = "key", blind_a
     # the text on screen stays this tab's while the tab is connected; a refresh
     # that fails (the file busy or away) is tried again at the next
     shiny::observe({
-      shiny::invalidateLater(claim_refresh_seconds * 1000)
+      shiny::invalidateLater(claim_refresh_interval() * 1000)
       if (!is.null(state$person)) try(store_refresh_claims(file, state$session), silent = TRUE)
+    })
+    # the team screen follows the file by itself: drawn again, through the gate, when a code or a
+    # text on screen changed there
+    shiny::observe({
+      shiny::invalidateLater(team_refresh_seconds * 1000)
+      if (is.null(state$person) || !identical(state$view, "team")) return()
+      seen <- tryCatch(team_fingerprint(file), error = function(e) NULL)
+      if (is.null(seen) || identical(seen, state$team_seen) || !isTRUE(gate("team")$allowed)) return()
+      tryCatch(show(), error = problem("The file could not be read (%s). The screen tries again by itself."))
     })
     output$codes_csv <- shiny::downloadHandler(
       filename = function() paste0(tools::file_path_sans_ext(basename(file)), "-codes.csv"),
@@ -123,6 +138,9 @@ coding_server <- function(file, stored, blind, uncodable, login = "key", blind_a
       verdict <- tryCatch(gate(event_action(event, state)),
                           error = problem("Not saved: %s Your code is still on screen: try again."))
       if (is.null(verdict) || !verdict$allowed) return()
+      # a page put away in the browser's back-forward cache holds no text back; shown again ("resume"),
+      # it is drawn afresh below, claiming its text again if nobody took it meanwhile
+      if (identical(event$type, "release")) return(store_release(file, state$session))
       saved <- tryCatch({
         handle_event(file, stored, state, event, uncodable)
         TRUE
@@ -141,6 +159,7 @@ event_action <- function(event, state) {
   switch(event$type %||% "",
          view = if (rlang::is_string(event$view)) event$view else "",
          pick = "adjudicate",
+         renew = "links",
          state$view)
 }
 
@@ -161,10 +180,14 @@ handle_event <- function(file, stored, state, event, uncodable) {
     return(invisible())
   }
   if (identical(event$type, "pick")) {
+    # from the adjudication screen's list, or a disagreement on the team screen
+    state$view <- "adjudicate"
     state$unit <- as.integer(event$pick)
     return(invisible())
   }
-  if (state$view == "team") return(invisible())
+  if (identical(event$type, "renew")) return(renew_link(file, state, event$name))
+  if (identical(event$type, "resume")) return(invisible())
+  if (state$view %in% c("team", "links")) return(invisible())
   if (!identical(as.integer(event$unit), state$unit)) {
     # a click the page sends again once reconnected, for a text its person may still code; any other, stale
     if (!isTRUE(event$resent) || !resent_unit_ok(file, stored, state, event$unit)) return(invisible())
@@ -216,7 +239,8 @@ resent_unit_ok <- function(file, stored, state, unit) {
   own <- codes$unit[codes$role == "code" & codes$coder == me]
   if (state$view == "code") {
     order <- store_coder(file, me, length(stored$texts), stored$seed)$order
-    return(unit %in% c(own, available_units(order, me, codes, store_claims(file), stored$double)))
+    return(unit %in% c(own, available_units(order, me, codes, store_claims(file), stored$double,
+                                            coder_quota(stored, me))))
   }
   unit %in% setdiff(c(disagreements(codes, stored$task), codes$unit[codes$role == "adjudication"]), own)
 }
@@ -247,9 +271,9 @@ current_screen <- function(file, stored, state, blind, uncodable) {
   # in the coder's order, which recoding a text does not change
   mine <- mine[order(match(mine$unit, coder$order)), ]
   history <- mine$unit
+  quota <- coder_quota(stored, me)
   state$back <- min(state$back, length(history))
   if (state$back > 0) {
-    available <- available_units(coder$order, me, codes, store_claims(file), stored$double)
     position <- length(history) - state$back + 1L
     state$unit <- history[[position]]
     store_claim(file, me, state$session, state$unit)
@@ -262,29 +286,51 @@ current_screen <- function(file, stored, state, blind, uncodable) {
         waiting <- available
       }
       if (length(waiting) > 0) waiting[[1]]
-    })
-    available <- claimed$available
+    }, quota)
     state$unit <- claimed$unit
-    if (is.null(state$unit) && length(available) > 0) {
+    if (is.null(state$unit) && length(claimed$available) > 0) {
       return(message_screen("Open in another tab", paste(
         "The texts left for you to code are on screen in another tab or window of yours: code them there,",
         "or close it and reload this page."), saved = take_saved(state)))
     }
     if (is.null(state$unit)) {
-      return(message_screen("Done, thank you", sprintf("You coded all %d texts that were yours to code, %s.",
-                                                       length(history), me), saved = take_saved(state)))
+      done <- coder_done(file, stored, coder$order, me, codes, length(history), quota)
+      return(message_screen(done$heading, done$body, saved = take_saved(state)))
     }
     position <- length(history) + 1L
     previous <- NULL
   }
-  total <- length(history) + length(available)
+  # the coder's quota, else every text (the most one coder codes): a total that colleagues' work leaves as it is
+  total <- max(min(quota, length(stored$texts)), length(history))
   state$shown <- Sys.time()
   coding_screen(list(
     heading = paste("Coder:", me), unit = state$unit, text = stored$texts[[state$unit]],
-    share = 100 * length(history) / max(total, 1), count = sprintf("%d of %d", position, total),
+    share = 100 * length(history) / total, count = sprintf("%d of %d", position, total),
     previous = previous, draft = state$drafts[[as.character(state$unit)]], back = TRUE,
     hint = if (!blind) model_hint(stored$sample, state$unit), saved = take_saved(state)
   ), stored$task, uncodable)
+}
+
+# Why a coder is given no text, in words that hold: their quota is reached;
+# no text is free now, but some that others have on screen may come back to
+# them; or every text has all its coders.
+coder_done <- function(file, stored, order, me, codes, n_coded, quota) {
+  if (n_coded >= quota) {
+    return(list(heading = "Done, thank you",
+                body = sprintf("You coded your %d texts, %s: your share of the coding is done.", n_coded, me)))
+  }
+  held <- available_units(order, me, codes, store_claims(file)[0, ], stored$double, quota)
+  if (length(held) > 0) {
+    return(list(heading = "No text is free now", body = sprintf(paste(
+      "You coded %d, %s. %d %s on screen with other coders and may come back if they leave %s:",
+      "reload this page in a while."), n_coded, me, length(held), if (length(held) == 1) "text is" else "texts are",
+      if (length(held) == 1) "it" else "them")))
+  }
+  list(heading = "Done, thank you", body = if (n_coded == 0) {
+    sprintf("Every text has all its coders, %s: none was left for you.", me)
+  } else {
+    sprintf("You coded all %d texts that were yours to code, %s.", n_coded, me)
+  })
 }
 
 # A stored code as the form takes it back.
@@ -326,7 +372,9 @@ adjudication_screen <- function(file, stored, state, uncodable, blind_adjudicati
   current <- decisions[decisions$unit == state$unit, ]
   coding_screen(list(
     heading = paste("Adjudicating:", me), unit = state$unit, text = stored$texts[[state$unit]],
-    share = 0, count = sprintf("%d disagreement%s open", length(open), if (length(open) == 1) "" else "s"),
+    share = 100 * length(decided) / max(length(open) + length(decided), 1),
+    count = sprintf("%d disagreement%s open; %d of %d decided", length(open), if (length(open) == 1) "" else "s",
+                    length(decided), length(open) + length(decided)),
     others = shiny::tagList(unit_picker(c(open, decided), stored, state, decided), others_codes(theirs, blind_adjudication)),
     previous = if (nrow(current) > 0) stored_code(current[nrow(current), ]), back = FALSE, nav = nav, saved = saved
   ), stored$task, uncodable)

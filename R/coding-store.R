@@ -35,6 +35,15 @@ coding_tables <- c(
 claim_seconds <- 1800
 claim_refresh_seconds <- 60
 
+# The claims' clock, in seconds, and how often an open page renews its claim.
+# Internal, for the browser suite alone: the option newrllama4.coding_clock (a
+# function giving the time, Sys.time() by default) moves the clock, and
+# newrllama4.claim_refresh_seconds shortens the renewal's minute, so that a
+# test sees a claim outlive claim_seconds while its text is on screen without
+# waiting half an hour, nor a minute.
+claim_clock <- function() as.numeric((getOption("newrllama4.coding_clock") %||% Sys.time)())
+claim_refresh_interval <- function() getOption("newrllama4.claim_refresh_seconds", claim_refresh_seconds)
+
 with_store <- function(file, f) {
   rlang::check_installed(c("DBI", "RSQLite"), reason = "to keep hand codes in a SQLite file.")
   con <- DBI::dbConnect(RSQLite::SQLite(), file, synchronous = NULL)
@@ -194,7 +203,18 @@ store_meta <- function(file, call = caller_env()) {
     list(sample = sample, texts = DBI::dbGetQuery(con, "SELECT text FROM texts ORDER BY unit")$text,
          task = jsonlite::fromJSON(meta$task, simplifyVector = FALSE), seed = as.integer(meta$seed),
          overlap = as.numeric(meta$overlap), double = as.integer(strsplit(meta$double, " ")[[1]]),
-         keys = meta[c("sample_key", "task_key")])
+         keys = meta[c("sample_key", "task_key")],
+         quota = if (!is.null(meta$quota)) unlist(jsonlite::fromJSON(meta$quota, simplifyVector = FALSE)))
+  })
+}
+
+# The coders' quotas (coding_quota()) become the file's, for every app on it;
+# NULL keeps those it has.
+store_quota <- function(file, quota) {
+  if (is.null(quota)) return(invisible())
+  with_store(file, function(con) {
+    DBI::dbExecute(con, "INSERT OR REPLACE INTO meta VALUES ('quota', ?)",
+                   params = list(as.character(jsonlite::toJSON(as.list(quota), auto_unbox = TRUE, digits = NA))))
   })
 }
 
@@ -265,16 +285,16 @@ store_codes <- function(file, notes_of = NULL) {
 # same transaction that found it free: two sessions, in one R process or
 # several, never both get a text that only one coder is to code. Gives the
 # unit (NULL when none is left) and how many were available.
-store_claim_next <- function(file, coder, session, order, double, pick) {
+store_claim_next <- function(file, coder, session, order, double, pick, quota = Inf) {
   with_store(file, function(con) in_transaction(con, function() {
     codes <- DBI::dbGetQuery(con, "SELECT unit, coder, role FROM codes WHERE role = 'code' GROUP BY unit, coder")
     claims <- DBI::dbGetQuery(con, "SELECT coder, unit, session, time FROM claims WHERE time > ?",
-                              params = list(as.numeric(Sys.time()) - claim_seconds))
-    available <- available_units(order, coder, codes, claims, double)
+                              params = list(claim_clock() - claim_seconds))
+    available <- available_units(order, coder, codes, claims, double, quota)
     # a text the coder has on screen in another tab is not this tab's too, where a second code would
     # replace the first unseen; it still counts among theirs to code. Only a tab that renewed its claim
     # lately is open: a session of an app killed a minute ago is not another tab.
-    open_tab <- claims$time > as.numeric(Sys.time()) - 2.5 * claim_refresh_seconds
+    open_tab <- claims$time > claim_clock() - 2.5 * claim_refresh_seconds
     elsewhere <- claims$unit[claims$coder == coder & claims$session != session & open_tab]
     # Internal, for the browser suite alone (zero by default): seconds held
     # between finding a text free and claiming it, so that a second process
@@ -290,7 +310,7 @@ store_claim_next <- function(file, coder, session, order, double, pick) {
 # A session still connected keeps its text.
 store_refresh_claims <- function(file, session) {
   with_store(file, function(con) {
-    DBI::dbExecute(con, "UPDATE claims SET time = ? WHERE session = ?", params = list(as.numeric(Sys.time()), session))
+    DBI::dbExecute(con, "UPDATE claims SET time = ? WHERE session = ?", params = list(claim_clock(), session))
   })
 }
 
@@ -335,21 +355,23 @@ store_claim <- function(file, coder, session, unit) {
 
 store_claim_with <- function(con, coder, session, unit) {
   DBI::dbExecute(con, "INSERT OR REPLACE INTO claims (session, coder, unit, time) VALUES (?, ?, ?, ?)",
-                 params = list(session, coder, as.integer(unit), as.numeric(Sys.time())))
+                 params = list(session, coder, as.integer(unit), claim_clock()))
 }
 
 store_claims <- function(file) {
   with_store(file, function(con) {
     DBI::dbGetQuery(con, "SELECT coder, unit FROM claims WHERE time > ?",
-                    params = list(as.numeric(Sys.time()) - claim_seconds))
+                    params = list(claim_clock() - claim_seconds))
   })
 }
 
 # The units `coder` may code now, in their order: not coded by them yet, and
 # short of coders (one, or two for the overlap's units) counting those coded
-# by others and those others have open on screen.
-available_units <- function(order, coder, codes, claims, double) {
+# by others and those others have open on screen; none once they coded their
+# `quota` of texts.
+available_units <- function(order, coder, codes, claims, double, quota = Inf) {
   coded <- codes[codes$role == "code", c("unit", "coder")]
+  if (length(unique(coded$unit[coded$coder == coder])) >= quota) return(integer())
   others <- unique(rbind(coded[coded$coder != coder, ], claims[claims$coder != coder, c("unit", "coder")]))
   taken <- tabulate(others$unit, length(order))
   cap <- ifelse(seq_along(order) %in% double, 2L, 1L)

@@ -3,34 +3,39 @@
 # every code with its history to download. Adjudicators and the lead see it;
 # coders never do (role_views).
 
+# How often (seconds) the team screen looks for new codes in the file.
+team_refresh_seconds <- 5
+
 # Blind adjudication: an adjudicator sees the open disagreements' codes
 # without the coders' names, and no download of the history, which has them.
+# An adjudicator's disagreements open in adjudication.
 team_screen <- function(file, stored, state, blind_adjudication = TRUE) {
   blind <- state$person$role == "adjudicator" && blind_adjudication
   tag <- shiny::tags
   team <- team_progress(file, stored)
-  coded <- sum(team$texts$coders > 0)
+  quotas <- any(is.finite(team$coders$quota))
   tag$div(class = "nl-screen nl-team",
           top_bar(list(heading = paste("Team:", state$person$name), nav = view_buttons(state),
-                       share = 100 * coded / nrow(team$texts),
-                       count = sprintf("%d of %d texts coded", coded, nrow(team$texts)))),
+                       share = 100 * team$done / team$n,
+                       count = sprintf("%d of %d texts done", team$done, team$n))),
+          tag$ul(class = "nl-summary", lapply(team_summary(team), tag$li)),
           tag$h2("Coders"),
           if (nrow(team$coders) == 0) tag$p("No coder has come yet.") else html_table(team$coders, c(
-            coder = "Coder", coded = "Coded", uncodable = "Cannot code", left = "Left to code",
-            held = "On screen now", seconds = "Median seconds a text"
+            coder = "Coder", coded = "Coded", uncodable = "Cannot code", held = "On screen now",
+            if (quotas) c(quota_left = "Left of quota"), seconds = "Median seconds a text"
           )),
-          tag$p(sprintf("Texts coded twice: %d of the %d planned.", sum(team$texts$coders[stored$double] >= 2),
-                        length(stored$double))),
           tag$h2("Agreement so far, before adjudication"),
           tag$ul(lapply(seq_len(nrow(team$agreement)), function(i) tag$li(alpha_words(team$agreement[i, ])))),
           tag$h2(sprintf("Open disagreements (%d)", length(team$open))),
           if (length(team$open) > 0) tag$ul(class = "nl-disagreements", lapply(team$open, function(unit) {
             theirs <- team$codes[team$codes$role == "code" & team$codes$unit == unit, ]
             coders <- if (blind) paste("Coder", seq_len(nrow(theirs))) else theirs$coder
-            tag$li(sprintf("Text %d: ", stored$sample$.row[[unit]]),
-                   paste(sprintf("%s (%s)", coders, vapply(seq_len(nrow(theirs)), function(i) {
-                     code_summary(theirs[i, ])
-                   }, "")), collapse = "; "))
+            text <- sprintf("Text %d", stored$sample$.row[[unit]])
+            their_codes <- paste0(": ", paste(sprintf("%s (%s)", coders, vapply(seq_len(nrow(theirs)), function(i) {
+              code_summary(theirs[i, ])
+            }, "")), collapse = "; "))
+            if (!role_allows(state$person$role, "adjudicate", blind_adjudication)) return(tag$li(paste0(text, their_codes)))
+            tag$li(tag$button(class = "nl-pick", `data-unit` = unit, text, .noWS = "after"), their_codes, .noWS = "inside")
           })),
           if (role_allows(state$person$role, "download", blind_adjudication)) {
             tag$p(shiny::downloadLink("codes_csv", "Download every code with its history (CSV)"), " ",
@@ -38,33 +43,63 @@ team_screen <- function(file, stored, state, blind_adjudication = TRUE) {
           })
 }
 
-# The figures of the team screen, from the file as it is now.
+# The team's progress in words: each figure against what the file plans.
+team_summary <- function(team) {
+  plural <- function(n, one, many = paste0(one, "s")) sprintf("%d %s", n, if (n == 1) one else many)
+  c(sprintf("Coded once: %d of %d texts.", team$once, team$n),
+    sprintf("Coded twice: %d of the %d planned to measure agreement.", team$twice, team$planned_twice),
+    sprintf("Disagreements: %d open, %d decided.", length(team$open), length(team$decided)),
+    sprintf("On screen now: %s; free to code now: %s.", plural(length(team$held), "text"), plural(team$free, "text")))
+}
+
+# The figures of the team screen, from the file as it is now. A text is done
+# when it has all its coders (two for the overlap's) and no open
+# disagreement.
 team_progress <- function(file, stored) {
   codes <- store_codes(file)
   claims <- store_claims(file)
   orders <- store_coders(file)
-  # the coders named who have not come yet: every text that is short of coders is theirs to code
+  # the coders named who have not come yet
   named <- access_people(file)
   waiting <- setdiff(named$name[named$role == "coder"], names(orders))
   orders[waiting] <- rep(list(seq_along(stored$texts)), length(waiting))
   coded <- codes[codes$role == "code", ]
   per_coder <- function(f, type) vapply(names(orders), function(coder) f(coder, coded[coded$coder == coder, ]), type)
+  quota <- vapply(names(orders), function(coder) coder_quota(stored, coder), 0, USE.NAMES = FALSE)
   coders <- data.frame(
     coder = names(orders),
     coded = per_coder(function(coder, mine) nrow(mine), 0L),
     uncodable = per_coder(function(coder, mine) sum(mine$uncodable == 1), 0L),
-    left = per_coder(function(coder, mine) length(available_units(orders[[coder]], coder, codes, claims, stored$double)), 0L),
     held = per_coder(function(coder, mine) length(unique(claims$unit[claims$coder == coder & !claims$unit %in% mine$unit])), 0L),
+    quota = quota,
     seconds = per_coder(function(coder, mine) round(stats::median(mine$seconds), 1), 0),
     row.names = NULL
   )
-  list(coders = coders, codes = codes, open = disagreements(codes, stored$task),
-       texts = data.frame(coders = tabulate(coded$unit, length(stored$texts))),
+  coders$quota_left <- as.integer(ifelse(is.finite(quota), pmax(quota - coders$coded, 0), NA))
+  n <- length(stored$texts)
+  per_text <- tabulate(coded$unit, n)
+  needed <- ifelse(seq_len(n) %in% stored$double, 2L, 1L)
+  open <- disagreements(codes, stored$task)
+  held <- unique(claims$unit[!paste(claims$unit, claims$coder) %in% paste(coded$unit, coded$coder)])
+  list(coders = coders, codes = codes, open = open, decided = sort(unique(codes$unit[codes$role == "adjudication"])),
+       n = n, once = sum(per_text >= 1), twice = sum(per_text[stored$double] >= 2), planned_twice = length(stored$double),
+       done = sum(per_text >= needed & !seq_len(n) %in% open), held = sort(held),
+       # texts short of coders and on nobody's screen: what a newcomer would be given
+       free = length(available_units(seq_len(n), "", codes, claims, stored$double)),
        agreement = team_agreement(file, stored))
 }
 
+# What a change of the file that the team screen shows looks like: the
+# latest code, and which texts are on whose screen.
+team_fingerprint <- function(file) {
+  rlang::hash(list(with_store(file, function(con) DBI::dbGetQuery(con, "SELECT max(id) AS id FROM codes")$id),
+                   store_claims(file)))
+}
+
 # Krippendorff's alpha among the coders, with its interval, as agreement()
-# gives it, for each coded field that is a category.
+# gives it, for each coded field that is a category. "Cannot code" is no
+# category of it: a text coded twice where a coder chose it is left out of
+# alpha (`left_out`), though it is a disagreement when the other coded it.
 team_agreement <- function(file, stored) {
   by_coder <- read_codes(file, by = "coder")
   # the people with each other only: the model's agreement with them is not the lead's question here
@@ -72,6 +107,7 @@ team_agreement <- function(file, stored) {
   fields <- if (length(stored$task$labels$label) > 0) "code" else {
     vapply(Filter(function(field) field$kind %in% c("enum", "boolean"), stored$task$fields), `[[`, "", "name")
   }
+  twice <- sum(table(by_coder$.row) >= 2)
   rows <- lapply(fields, function(field) {
     coded <- by_coder$.row[!is.na(by_coder[[field]])]
     humans <- if (any(table(coded) >= 2)) {
@@ -80,18 +116,69 @@ team_agreement <- function(file, stored) {
       data.frame(coders = length(unique(by_coder$.coder)), texts = 0L, krippendorff_alpha = NA_real_,
                  lower = NA_real_, upper = NA_real_)
     }
-    data.frame(field = field, humans)
+    data.frame(field = field, humans, left_out = twice - humans$texts)
   })
   do.call(rbind, c(list(data.frame(field = character(), coders = integer(), texts = integer(),
-                                   krippendorff_alpha = double(), lower = double(), upper = double())), rows))
+                                   krippendorff_alpha = double(), lower = double(), upper = double(),
+                                   left_out = integer())), rows))
 }
 
 alpha_words <- function(row) {
   field <- if (row$field == "code") "" else paste0(row$field, ": ")
-  if (row$texts == 0) return(paste0(field, "no text coded twice yet."))
+  cannot <- if (row$left_out > 0) {
+    sprintf(" \"Cannot code\" is not counted as a code: %d text%s coded twice where a coder chose it %s left out (a disagreement when the other coder coded it).",
+            row$left_out, if (row$left_out == 1) "" else "s", if (row$left_out == 1) "is" else "are")
+  } else ""
+  if (row$texts == 0) return(paste0(field, if (nzchar(field)) "no" else "No", " text that two coders coded yet.", cannot))
   interval <- if (is.na(row$lower)) "" else sprintf(" (95%% interval %.2f to %.2f)", row$lower, row$upper)
-  sprintf("%sKrippendorff's alpha %s%s, over %d text%s coded by two coders or more.", field,
-          format_figure(row$krippendorff_alpha, 2), interval, row$texts, if (row$texts == 1) "" else "s")
+  sprintf("%sKrippendorff's alpha %s%s, over %d text%s coded by two coders or more.%s", field,
+          format_figure(row$krippendorff_alpha, 2), interval, row$texts, if (row$texts == 1) "" else "s", cannot)
+}
+
+# The lead's links screen: each person's link, to copy and send, and to
+# renew (the old one stops at once, in an open tab at its next click); the
+# lead's own is not renewed here, which would end this very session.
+links_screen <- function(file, state, url) {
+  tag <- shiny::tags
+  links <- tryCatch(coding_links(file, url), newrllama4_error_coding_access = function(e) e)
+  top <- top_bar(list(heading = paste("Links:", state$person$name), nav = view_buttons(state),
+                      saved = take_saved(state)))
+  if (inherits(links, "condition")) {
+    return(tag$div(class = "nl-screen nl-team", top, tag$p(class = "nl-problem", cli::ansi_strip(conditionMessage(links)))))
+  }
+  tag$div(class = "nl-screen nl-team nl-links", top,
+          tag$p("Send each person their own link: it lets them in, in their role, with no password. A link that",
+                "reached the wrong person is renewed: the old one stops working at once."),
+          tag$table(class = "nl-table",
+                    tag$thead(tag$tr(tag$th("Name"), tag$th("Role"), tag$th("Link"), tag$th(""), tag$th(""))),
+                    tag$tbody(lapply(seq_len(nrow(links)), function(i) {
+                      id <- paste0("nl-link-", i)
+                      own <- name_key(links$name[[i]]) == name_key(state$person$name)
+                      tag$tr(tag$td(links$name[[i]]), tag$td(links$role[[i]]),
+                             tag$td(tag$input(id = id, class = "nl-link", type = "text", readonly = NA,
+                                              value = links$url[[i]])),
+                             tag$td(tag$button(class = "nl-copy", `data-for` = id, "Copy")),
+                             tag$td(if (!own) tag$button(class = "nl-renew", `data-name` = links$name[[i]], "Renew")))
+                    }))))
+}
+
+# The lead renews a person's link from the links screen (the gate let only
+# the lead's session here).
+renew_link <- function(file, state, name) {
+  people <- access_people(file)
+  if (!rlang::is_string(name) || !name_key(name) %in% setdiff(name_key(people$name), name_key(state$person$name))) {
+    return(invisible())
+  }
+  coding_links(file, state$url, renew = name)
+  state$saved <- sprintf("New link for %s: the old one no longer works", name)
+  invisible()
+}
+
+# The address of the page a session was opened at, without its query.
+page_address <- function(client) {
+  port <- client$url_port
+  paste0(client$url_protocol %||% "http:", "//", client$url_hostname %||% "127.0.0.1",
+         if (!is.null(port) && nzchar(port)) paste0(":", port), client$url_pathname %||% "/")
 }
 
 html_table <- function(frame, headers) {

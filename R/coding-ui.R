@@ -14,7 +14,8 @@ coding_page <- function() {
       # as the page's header says (guard_pages()): the link's key in no Referer
       shiny::tags$meta(name = "referrer", content = "no-referrer"),
       shiny::includeCSS(file.path(assets, "coding.css")),
-      shiny::includeScript(file.path(assets, "coding.js"))
+      shiny::includeScript(file.path(assets, "coding.js")),
+      shiny::includeScript(file.path(assets, "lead.js"))
     ),
     shiny::uiOutput("screen")
   )
@@ -64,7 +65,7 @@ top_bar <- function(view) {
 view_buttons <- function(state) {
   views <- role_views[[state$person$role]]
   if (length(views) < 2) return(NULL)
-  names <- c(code = "Code", adjudicate = "Adjudicate", team = "Team")
+  names <- c(code = "Code", adjudicate = "Adjudicate", team = "Team", links = "Links")
   shiny::tags$span(class = "nl-views", lapply(views, function(view) {
     shiny::tags$button(class = paste("nl-view", if (view == state$view) "nl-chosen"), `data-view` = view,
                        names[[view]])
@@ -181,7 +182,7 @@ others_codes <- function(codes, blind_adjudication = TRUE) {
   coders <- if (blind_adjudication) paste("Coder", seq_len(nrow(codes))) else codes$coder
   tag$div(class = "nl-others", tag$h2("Their codes"),
           tag$ul(lapply(seq_len(nrow(codes)), function(i) {
-            tag$li(tag$strong(coders[i]), ": ", code_summary(codes[i, ]),
+            tag$li(tag$strong(paste0(coders[i], ":")), code_summary(codes[i, ]),
                    if (!is.na(codes$note[i])) tag$em(paste0(" (note: ", codes$note[i], ")")))
           })))
 }

@@ -36,6 +36,36 @@
     if (type === "code" || type === "uncodable") pending(event);
     if (connected()) Shiny.setInputValue("nl_event", event, {priority: "event"});
   }
+  // The note and the form in progress stay in the tab too, by person and
+  // text, until their code is saved: a reload or a reconnect draws the screen
+  // afresh from the file, which holds saved codes only.
+  function draftKey(unitNumber) {
+    var person = document.querySelector(".nl-coder");
+    return person && unitNumber !== null ? "nl-draft:" + person.textContent + ":" + unitNumber : null;
+  }
+  function formControls() {
+    return Array.prototype.map.call(document.querySelectorAll(".nl-form input, .nl-form select"), function (el) {
+      var field = el.closest("[data-field]");
+      var name = el.id || (field ? "field:" + field.getAttribute("data-field") : "");
+      return {el: el, name: el.type === "radio" ? name + "=" + el.value : name};
+    });
+  }
+  function keepDraft() {
+    var key = draftKey(unit());
+    if (!key) return;
+    var draft = {};
+    formControls().forEach(function (c) { draft[c.name] = c.el.type === "radio" ? c.el.checked : c.el.value; });
+    sessionStorage.setItem(key, JSON.stringify(draft));
+  }
+  function restoreDraft() {
+    var key = draftKey(unit());
+    var draft = key && JSON.parse(sessionStorage.getItem(key) || "null");
+    if (!draft) return;
+    formControls().forEach(function (c) {
+      if (!(c.name in draft)) return;
+      if (c.el.type === "radio") c.el.checked = draft[c.name]; else c.el.value = draft[c.name];
+    });
+  }
   var reconnected = false;
   function screenDrawn(e) {
     if (e.name !== "screen") return;
@@ -43,7 +73,11 @@
     reconnected = false;
     var event = pending();
     if (!event) return;
-    if (!first) { pending(null); return; }  // the screen after the code: the server has it
+    if (!first) {  // the screen after the code: the server has it, and its draft is done with
+      sessionStorage.removeItem(draftKey(event.unit));
+      pending(null);
+      return;
+    }
     event.resent = true;
     pending(event);
     setTimeout(function () { Shiny.setInputValue("nl_event", event, {priority: "event"}); }, 0);
@@ -98,7 +132,31 @@
     history.replaceState(history.state, "", window.location.pathname + (search ? "?" + search : "") +
                          window.location.hash);
   }
+  // A page put away in the back-forward cache (its coder gone to another
+  // page) holds no text back from the others; shown again, it claims its text
+  // again, or, its connection gone, is loaded afresh and asks for one. Sent at
+  // once, not batched: a page in the cache runs no more timers.
+  function lifecycle(type) {
+    Shiny.shinyapp.sendInput({nl_event: {type: type, unit: unit(), note: "", nonce: nonce()}});
+  }
+  window.addEventListener("pagehide", function (e) {
+    if (e.persisted && connected()) lifecycle("release");
+  });
+  window.addEventListener("pageshow", function (e) {
+    if (!e.persisted) return;
+    if (connected()) lifecycle("resume"); else window.location.reload();
+  });
+  document.addEventListener("input", keepDraft);
+  document.addEventListener("change", keepDraft);
   document.addEventListener("DOMContentLoaded", function () {
+    // each new screen of a text takes back the draft the tab kept of it
+    new MutationObserver(function () {
+      var text = document.querySelector(".nl-text");
+      if (!text || text.nlDrawn) return;
+      text.nlDrawn = true;
+      restoreDraft();
+    }).observe(document.body, {childList: true, subtree: true});
+
     Shiny.addCustomMessageHandler("nl_problem", problem);
     $(document).on("shiny:connected", dropKey);
     $(document).on("shiny:connected", function () { reconnected = true; });

@@ -197,6 +197,24 @@ def test_seeded_sampling_with_the_r_defaults_is_the_same_alone_and_with_reuse(ge
     assert len({tuple(t) for t in solo}) > len(solo) // 2  # the prompts do not all say the same
 
 
+def test_hundreds_of_tokens_past_the_sliding_window_match_solo_with_features_kept(gemma):
+    # 500 greedy tokens each: both sequences decode past Gemma's 512-token sliding
+    # window side by side, keeping all three kinds of features through the eval
+    # callback, on a fresh context and again on the same one; what each writes and
+    # its states are what it gets alone
+    prompts = random_prompts(2, seed=41, max_words=60)
+    params = dict(max_tokens=500, temperature=0, hidden_states=["last", "middle", "mean"])
+    with nl.Context(gemma, n_ctx=1024, n_seq_max=1, prefix_cache=False) as ctx:
+        solo = [ctx.generate(p, feature_texts=[p], **params) for p in prompts]
+    with nl.Context(gemma, n_ctx=1024, n_seq_max=2) as ctx:
+        runs = [ctx.generate_parallel(prompts, feature_texts=prompts, **params) for _ in range(2)]
+    assert all(len(gemma.tokenize(p)) + 500 > 512 for p in prompts)
+    assert [len(c.tokens) for c in solo] == [500, 500] and solo[0].tokens != solo[1].tokens
+    for run in runs:
+        assert [c.tokens for c in run] == [c.tokens for c in solo]
+        assert [c.hidden_state for c in run] == [c.hidden_state for c in solo]
+
+
 def test_labels_pick_the_likely_label_and_match_solo_on_long_prompts(gemma):
     # facts the model knows with a margin: "The largest planet ..." was Jupiter 0.38 against
     # Mars 0.35 and flipped when the tiled matmul changed the rounding

@@ -134,7 +134,8 @@ class Coder:
     def done(self):
         self.focus()
         headings = self.driver.find_elements(By.CSS_SELECTOR, ".nl-welcome h1")
-        return bool(headings) and headings[0].text.startswith(("Done", "Nothing"))
+        # "No text is free now": the last ones are on the other coder's screen
+        return bool(headings) and headings[0].text.startswith(("Done", "Nothing", "No text is free"))
 
     def unit(self):
         return self.driver.find_element(By.CSS_SELECTOR, ".nl-text").get_attribute("data-unit")
@@ -169,6 +170,19 @@ class Coder:
         self.clicked[row] = None
         self.wait_for_screen(unit)
         return row
+
+
+def code_in_turns(coders, label, turns=100):
+    """The coders take turns until each is done, each clicking `label(coder, row)` (by key on half the turns)."""
+    for turn in range(turns):
+        coder = coders[turn % len(coders)]
+        coder.focus()
+        if coder.done():
+            if all(other.done() for other in coders):
+                break
+            continue
+        coder.code(label(coder, coder.row()), by_key=turn % 4 < 2)
+    assert all(coder.done() for coder in coders)
 
 
 def rscript(*args):
@@ -331,16 +345,7 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         assert ana.count() == f"14 of {N_TEXTS}"
         ben = Coder(driver, app.url("?coder=ben"), "ben")
         assert NOTE not in driver.page_source
-        for turn in range(100):
-            coder = (ana, ben)[turn % 2]
-            coder.focus()
-            if coder.done():
-                if ana.done() and ben.done():
-                    break
-                continue
-            rule = ana_code if coder is ana else ben_code
-            coder.code(rule(coder.row()), by_key=turn % 4 < 2)
-        assert ana.done() and ben.done()
+        code_in_turns([ana, ben], lambda coder, row: (ana_code if coder is ana else ben_code)(row))
         assert set(ana_before.items()) <= set(ana.clicked.items())
         assert len(ana.clicked) + len(ben.clicked) == N_TEXTS + N_DOUBLE, (ana.clicked, ben.clicked)
         assert set(ana.clicked) | set(ben.clicked) == set(ana.clicked) | set(ben.clicked)
@@ -383,8 +388,8 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
         driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view=team]").click()
         WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-team"))
         team = driver.find_element(By.CSS_SELECTOR, ".nl-team").text
-        assert f"{N_TEXTS} of {N_TEXTS} texts coded" in team and "Open disagreements (0)" in team
-        assert "Krippendorff's alpha" in team and f"Texts coded twice: {N_DOUBLE} of the {N_DOUBLE} planned." in team
+        assert f"{N_TEXTS} of {N_TEXTS} texts done" in team and "Open disagreements (0)" in team
+        assert "Krippendorff's alpha" in team and f"Coded twice: {N_DOUBLE} of the {N_DOUBLE} planned" in team
         rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, ".nl-table tbody tr")]
         assert [r.split()[:2] for r in rows] == [["ana", str(len(ana.clicked))], ["ben", str(len(ben.clicked))]]
         driver.set_window_size(390, 844)
@@ -439,8 +444,8 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
 def test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write():
     """A schema's fields: choices, yes/no, a number and a short text, saved by Enter or the button; a
     number outside the schema's bounds refused, and said so; with
-    the file read-only, the page says the code was not saved and keeps it, and it is saved once the
-    file is writable again."""
+    the file read-only, the form survives a reload (the tab keeps it); the page says the code was not saved
+    and keeps it, and it is saved once the file is writable again."""
     workdir = Path(tempfile.mkdtemp(prefix="coding-fields-"))
     file = workdir / "codes.sqlite"
     driver = chromium()
@@ -478,6 +483,13 @@ def test_coding_app_codes_typed_fields_and_keeps_a_code_it_could_not_write():
         driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-stance][value=for]").click()
         driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-local][value=true]").click()
         driver.find_element(By.CSS_SELECTOR, "[data-field=signatures] input").send_keys("7")
+        # the form in progress is kept in the tab: a reload draws the text from the file and the form from the tab
+        driver.refresh()
+        coder.wait_for_screen()
+        assert coder.unit() == unit
+        assert driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-stance][value=for]").is_selected()
+        assert driver.find_element(By.CSS_SELECTOR, "input[name=nl-field-local][value=true]").is_selected()
+        assert driver.find_element(By.CSS_SELECTOR, "[data-field=signatures] input").get_attribute("value") == "7"
         os.chmod(file, 0o444)
         os.chmod(workdir, 0o555)
         try:
@@ -516,6 +528,18 @@ def shiny_event(driver, event):
                           " {priority: 'event'})", event)
 
 
+def team_app(task):
+    """A named team's app (serve.R's "team" or "lead"), its links made with a secret of its own."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"coding-{task}-"))
+    file = workdir / "codes.sqlite"
+    return workdir, file, App(file, task, env=dict(os.environ, R_USER_DATA_DIR=str(workdir / "user-data")))
+
+
+def team_links(file):
+    """{(name, role): link} as the app's process wrote them."""
+    return {(link["name"], link["role"]): link["url"] for link in json.loads(Path(f"{file}.links.json").read_text())}
+
+
 def test_coding_app_lets_each_named_person_in_by_their_own_link_only():
     """With people named: no key, a wrong key or a name in the address opens a page without any text; a
     link is its person whatever the address adds; a crafted code outside the codebook is refused and not
@@ -523,17 +547,14 @@ def test_coding_app_lets_each_named_person_in_by_their_own_link_only():
     forged Shiny-Server-Credentials header is nobody, a websocket opened by another site's page reads
     nothing even with a valid key, a link renewed while its tab is open stops at the next click; the key
     leaves the address, and no page sends it as a Referer."""
-    workdir = Path(tempfile.mkdtemp(prefix="coding-team-"))
-    file = workdir / "codes.sqlite"
-    env = dict(os.environ, R_USER_DATA_DIR=str(workdir / "user-data"))
+    workdir, file, app = team_app("team")
     driver = chromium()
-    app = App(file, "team", env=env)
     try:
         with sqlite3.connect(file) as db:
             texts = [t for (t,) in db.execute("SELECT text FROM texts ORDER BY unit")]
             rows = [r for (r,) in db.execute('SELECT ".row" FROM sample ORDER BY rowid')]
         assert len(texts) == 6 and rows == [1, 2, 3, 4, 5, 6] and texts[0].startswith("Text 01.")
-        links = {(link["name"], link["role"]): link["url"] for link in json.loads(Path(f"{file}.links.json").read_text())}
+        links = team_links(file)
         assert set(links) == {("Ana", "coder"), ("Ben", "coder"), ("Eve", "adjudicator")}
         assert os.stat(file).st_mode & 0o777 == 0o600
         with urllib.request.urlopen(app.url(), timeout=20) as page:
@@ -712,3 +733,82 @@ if __name__ == "__main__":
     test_coding_app_lets_each_named_person_in_by_their_own_link_only()
     test_two_app_processes_on_one_file_never_give_one_text_to_two_coders()
     print(f"passed in {time.time() - started:.0f} s")
+
+
+def test_the_lead_follows_the_team_without_reloading_and_hands_out_links():
+    """The lead's team screen counts a code made in another tab by itself, with no reload, and the
+    disagreements as they come; an adjudicator opens one from the team screen; the links screen lists
+    every link, to copy and renew. Screenshots go beside the coding screen's (lead-*.png)."""
+    workdir, file, app = team_app("lead")
+    driver = chromium()
+    try:
+        links = team_links(file)
+        driver.get(links[("Lea", "lead")])
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-team .nl-count"))
+        count = lambda: driver.find_element(By.CSS_SELECTOR, ".nl-count").text
+        assert count() == "0 of 6 texts done"
+        lead_tab = driver.current_window_handle
+        driver.execute_script("window.nlNotReloaded = true")
+
+        def coded():
+            with sqlite3.connect(file) as db:
+                return db.execute("SELECT unit, count(*) FROM codes GROUP BY unit").fetchall()
+
+        # Ana codes two texts in another tab; Ben one, which may be one of the overlap's
+        ana = Coder(driver, links[("Ana", "coder")], "ana")
+        for _ in range(2):
+            ana.code("yes", by_key=False)
+        ben = Coder(driver, links[("Ben", "coder")], "ben")
+        ben.code("no", by_key=False)
+        driver.switch_to.window(lead_tab)
+        WebDriverWait(driver, 20).until(lambda d: f"Coded once: {len(coded())} of 6" in d.page_source)
+        assert driver.execute_script("return window.nlNotReloaded === true")
+        with sqlite3.connect(file) as db:
+            double = [int(u) for u in db.execute("SELECT value FROM meta WHERE key = 'double'").fetchone()[0].split()]
+        done = sum(1 for unit, n in coded() if n >= (2 if unit in double else 1))
+        WebDriverWait(driver, 20).until(lambda d: count() == f"{done} of 6 texts done")
+        # the texts on Ana's and Ben's screens (their tabs are open) are held
+        assert "On screen now: 2 texts" in driver.page_source
+        # both code on, Ana "yes" and Ben "no": each text of the overlap is a disagreement
+        code_in_turns([ana, ben], lambda coder, row: "yes" if coder is ana else "no")
+        assert len(coded()) == 6
+        driver.switch_to.window(lead_tab)
+        WebDriverWait(driver, 20).until(lambda d: f"Open disagreements ({len(double)})" in d.page_source)
+        assert count() == f"{6 - len(double)} of 6 texts done"
+        assert "Coded twice: 3 of the 3 planned" in driver.page_source and not driver.find_elements(By.CSS_SELECTOR, ".nl-pick")
+        assert driver.execute_script("return window.nlNotReloaded === true")
+        driver.save_screenshot(str(SCREENSHOT.with_name("lead-team.png")))
+        # an adjudicator opens a disagreement from the team screen
+        driver.switch_to.new_window("tab")
+        driver.get(links[("Eve", "adjudicator")])
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-view[data-view=team]"))
+        driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view=team]").click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-team .nl-pick"))
+        driver.save_screenshot(str(SCREENSHOT.with_name("lead-team-adjudicator.png")))
+        pick = driver.find_elements(By.CSS_SELECTOR, ".nl-team .nl-pick")[-1]
+        unit = pick.get_attribute("data-unit")
+        pick.click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-text"))
+        assert driver.find_element(By.CSS_SELECTOR, ".nl-text").get_attribute("data-unit") == unit
+        assert "Adjudicating: Eve" in driver.page_source and "0 of 3 decided" in driver.page_source
+        # the links screen: every person's link, copy and renew
+        driver.switch_to.window(lead_tab)
+        driver.find_element(By.CSS_SELECTOR, ".nl-view[data-view='links']").click()
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".nl-links"))
+        shown = [e.get_attribute("value") for e in driver.find_elements(By.CSS_SELECTOR, ".nl-link")]
+        assert sorted(u.split("?key=")[1] for u in shown) == sorted(u.split("?key=")[1] for u in links.values())
+        driver.find_element(By.CSS_SELECTOR, ".nl-copy").click()
+        assert driver.find_element(By.CSS_SELECTOR, ".nl-copy").text == "Copied"
+        driver.save_screenshot(str(SCREENSHOT.with_name("lead-links.png")))
+        driver.find_element(By.CSS_SELECTOR, ".nl-renew[data-name='Ben']").click()
+        WebDriverWait(driver, 20).until(lambda d: "New link for Ben" in d.page_source)
+        renewed = [e.get_attribute("value") for e in driver.find_elements(By.CSS_SELECTOR, ".nl-link")]
+        assert links[("Ben", "coder")].split("?key=")[1] not in " ".join(renewed)
+        # Ben's open tab stops at its next message
+        ben.focus()
+        shiny_event(driver, {"type": "view", "view": "code"})
+        WebDriverWait(driver, 20).until(lambda d: "This link no longer works" in d.page_source)
+    finally:
+        driver.quit()
+        app.kill()
+        shutil.rmtree(workdir, ignore_errors=True)

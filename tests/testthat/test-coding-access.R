@@ -99,9 +99,15 @@ test_that("without people named, the app is for this machine: another host or a 
   expect_true(is_local_request(list(REMOTE_ADDR = "127.0.0.1")))
   expect_false(is_local_request(list(REMOTE_ADDR = "192.168.1.7")))
   expect_false(is_local_request(list(REMOTE_ADDR = "127.0.0.1", HTTP_X_FORWARDED_FOR = "192.168.1.7")))
+  # a proxy on this machine that names its client only in X-Real-IP (nginx) or Forwarded (RFC 7239)
+  expect_false(is_local_request(list(REMOTE_ADDR = "127.0.0.1", HTTP_X_REAL_IP = "192.168.1.7")))
+  expect_false(is_local_request(list(REMOTE_ADDR = "127.0.0.1", HTTP_FORWARDED = "for=192.168.1.7")))
+  # a client elsewhere that names this machine is elsewhere all the same
+  expect_false(is_local_request(list(REMOTE_ADDR = "192.168.1.7", HTTP_X_FORWARDED_FOR = "127.0.0.1",
+                                     HTTP_X_REAL_IP = "127.0.0.1")))
 })
 
-test_that("code_sample() prints each person's link, at the machine's name when it serves beyond it", {
+test_that("code_sample() prints each person's link, at the address it serves on (never the bare host name)", {
   skip_if_not_installed("openssl")
   local_secret_dir()
   fixture <- coding_fixture(n = 2)
@@ -109,14 +115,15 @@ test_that("code_sample() prints each person's link, at the machine's name when i
   messages <- character()
   withCallingHandlers(
     expect_error(code_sample(fixture$sample, fixture$file, labels = c("yes", "no"), coders = "Ana",
-                             adjudicators = "Eve {the lead}", host = "256.0.0.1", port = 8765L, launch.browser = FALSE),
+                             adjudicators = "Eve {the lead}", host = "256.0.0.1", port = 8765L, background = FALSE,
+                             launch.browser = FALSE),
                  "Failed to create server"),
     message = function(m) {
       messages <<- c(messages, conditionMessage(m))
       invokeRestart("muffleMessage")
     }
   )
-  links <- coding_links(fixture$file, sprintf("http://%s:8765/", Sys.info()[["nodename"]]))
+  links <- coding_links(fixture$file, "http://256.0.0.1:8765/")
   printed <- paste(messages, collapse = "\n")
   for (i in seq_len(nrow(links))) {
     expect_match(printed, sprintf("%s (%s): %s", links$name[[i]], links$role[[i]], links$url[[i]]), fixed = TRUE)

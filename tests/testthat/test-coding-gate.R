@@ -40,7 +40,9 @@ test_that("every event passes the gate: a renewed or removed link ends its open 
     expect_identical(nrow(store_codes(fixture$file)), 0L)
     expect_identical(nrow(store_claims(fixture$file)), 0L)  # the text goes back to the others
     expect_null(state$person)
-    # and stays refused, whatever it sends after
+    # and stays refused, whatever it sends after: a page shown again from the back-forward cache claims nothing
+    session$setInputs(nl_event = list(type = "resume", unit = held, note = "", nonce = 3))
+    expect_identical(nrow(store_claims(fixture$file)), 0L)
     session$setInputs(nl_event = list(type = "view", view = "code", nonce = 2))
     expect_match(as.character(screen()), "This link no longer works")
   })
@@ -92,4 +94,11 @@ test_that("pages: another site's request is refused, and no page sends the link 
   expect_equal(fixture$app$httpHandler(request(HTTP_ORIGIN = "http://127.0.0.1:4321"))$status, 200)
   foreign <- fixture$app$httpHandler(request(HTTP_ORIGIN = "http://evil.example"))
   expect_equal(foreign$status, 403)
+})
+
+test_that("the links screen and renewing are the lead's alone: the gate refuses them to every other role", {
+  expect_true(role_allows("lead", "links", TRUE))
+  for (role in c("coder", "adjudicator")) expect_false(role_allows(role, "links", FALSE))
+  expect_identical(event_action(list(type = "renew", name = "Ben"), list(view = "code")), "links")
+  expect_identical(event_action(list(type = "view", view = "links"), list(view = "code")), "links")
 })

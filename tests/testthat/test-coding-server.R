@@ -70,14 +70,14 @@ test_that("adjudication shows both codes, blind to who coded them unless asked, 
   seen <- coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), blind_adjudication = FALSE)
   shiny::testServer(seen, {
     start_as(session, "eve", adjudicate = TRUE)
-    expect_match(as.character(screen()), "<strong>ana</strong>\\s*:\\s*code: no")
+    expect_match(as.character(screen()), "<strong>ana:</strong>\\s*code: no")
   })
   shiny::testServer(fixture$app, {
     start_as(session, "eve", adjudicate = TRUE)
     html <- as.character(screen())
     expect_match(html, "1 disagreement")
-    expect_match(html, "<strong>Coder 1</strong>\\s*:\\s*code: no")
-    expect_match(html, "<strong>Coder 2</strong>\\s*:\\s*code: yes")
+    expect_match(html, "<strong>Coder 1:</strong>\\s*code: no")
+    expect_match(html, "<strong>Coder 2:</strong>\\s*code: yes")
     expect_no_match(html, "ana|ben")
     expect_match(html, "close call", fixed = TRUE)
     click(session, "code", value = list(code = "yes"))
@@ -159,13 +159,36 @@ test_that("a text on screen stays claimed however long it stays there, and no lo
   shiny::testServer(fixture$app, {
     start_as(session, "ana")
     held <- state$unit
-    # the claim as the clock would leave it 31 minutes on: expired, unless the open page renews it
+    # expired, unless the open page renews it
+    renewed <- function() {
+      expect_identical(nrow(store_claims(fixture$file)), 0L)
+      session$elapse(claim_refresh_seconds * 1000)
+      expect_identical(store_claims(fixture$file)$unit, held)
+    }
+    # the claim as the clock would leave it 31 minutes on
     with_store(fixture$file, function(con) DBI::dbExecute(con, "UPDATE claims SET time = time - 1860"))
-    expect_identical(nrow(store_claims(fixture$file)), 0L)
-    session$elapse(claim_refresh_seconds * 1000)
-    expect_identical(store_claims(fixture$file)$unit, held)
+    renewed()
+    # the clock itself moved on, by the option the browser suite moves it with
+    withr::with_options(list(newrllama4.coding_clock = function() Sys.time() + claim_seconds + 60), renewed())
   })
   expect_identical(nrow(store_claims(fixture$file)), 0L)
+})
+
+test_that("a page put in the back-forward cache lets its text go, and claims it again when shown", {
+  fixture <- coding_fixture(n = 2, overlap = 0)
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    held <- state$unit
+    click(session, "release")
+    expect_identical(nrow(store_claims(fixture$file)), 0L)
+    # nor does the minute's renewal claim it again while the page is away
+    session$elapse(claim_refresh_seconds * 1000)
+    expect_identical(nrow(store_claims(fixture$file)), 0L)
+    click(session, "resume")
+    expect_identical(store_claims(fixture$file)$unit, held)
+    expect_identical(state$unit, held)
+    expect_identical(nrow(store_codes(fixture$file)), 0L)
+  })
 })
 
 test_that("a coder's second tab gets another text, or is told the last one is open in the first", {
@@ -260,4 +283,70 @@ test_that("a click does not carry other people's notes from the file", {
   codes <- store_codes(fixture$file, notes_of = "ana")
   expect_identical(codes$note, c("ana's note", NA))
   expect_identical(store_codes(fixture$file)$note, c("ana's note", "ben's note"))
+})
+
+test_that("a quota is held in R: no text past it, whatever the page sends, and the done page says so", {
+  fixture <- coding_fixture(n = 6, overlap = 0, quota = 2)
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    expect_match(as.character(screen()), "1 of 2")
+    click(session, "code", value = list(code = "yes"))
+    click(session, "code", value = list(code = "no"))
+    expect_match(as.character(screen()), "You coded your 2 texts, ana")
+    # a click for a text not hers, sent as after a reconnect, is not written
+    free <- setdiff(1:6, store_codes(fixture$file)$unit)[1]
+    session$setInputs(nl_event = list(type = "code", unit = free, value = list(code = "yes"), note = "",
+                                      resent = TRUE, nonce = "late"))
+    expect_identical(nrow(store_codes(fixture$file)), 2L)
+  })
+  expect_equal(store_meta(fixture$file)$quota, 2)
+  bad <- function(quota) {
+    expect_error(coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), quota = quota),
+                 class = "newrllama4_error_invalid_argument")
+  }
+  bad(0)
+  bad(2.5)
+  bad(c(2, 3))
+  bad(c(Ana = 0.7, Ben = 0.6))
+  bad(c(Ana = 2, ana = 3))
+  bad("2")
+})
+
+test_that("the done page tells the truth: texts held by others may come back; N of M does not shrink", {
+  fixture <- coding_fixture(n = 3, overlap = 0)
+  store_claim(fixture$file, "ben", "ben's tab", 1)
+  store_write(fixture$file, 2, "cal", list(code = "yes"))
+  shiny::testServer(fixture$app, {
+    start_as(session, "ana")
+    expect_match(as.character(screen()), "1 of 3")
+    store_write(fixture$file, setdiff(2:3, state$unit), "cal", list(code = "no"))  # colleagues work: M stays
+    click(session, "code", value = list(code = "yes"))
+    html <- as.character(screen())
+    expect_match(html, "No text is free now")
+    expect_match(html, "You coded 1, ana. 1 text is on screen with other coders and may come back")
+    store_release(fixture$file, "ben's tab")
+    session$setInputs(nl_event = list(type = "view", view = "code", nonce = 9))
+    expect_match(as.character(screen()), "2 of 3")
+  })
+  store_write(fixture$file, 1, "ben", list(code = "yes"))
+  shiny::testServer(fixture$app, {
+    start_as(session, "dan")
+    expect_match(as.character(screen()), "Every text has all its coders, dan: none was left for you")
+  })
+})
+
+test_that("adjudication shows its progress: decided of all disagreements", {
+  fixture <- coding_fixture(n = 2, overlap = 1)
+  for (unit in 1:2) {
+    store_write(fixture$file, unit, "ana", list(code = "no"))
+    store_write(fixture$file, unit, "ben", list(code = "yes"))
+  }
+  shiny::testServer(fixture$app, {
+    start_as(session, "eve", adjudicate = TRUE)
+    expect_match(as.character(screen()), "2 disagreements open; 0 of 2 decided")
+    click(session, "code", value = list(code = "yes"))
+    html <- as.character(screen())
+    expect_match(html, "1 disagreement open; 1 of 2 decided")
+    expect_match(html, "width: 50.0%", fixed = TRUE)
+  })
 })

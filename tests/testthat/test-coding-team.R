@@ -15,22 +15,31 @@ test_that("the team screen: each coder's progress, agreement as agreement() give
   expect_identical(team$coders$coder, c("ana", "ben"))
   expect_identical(team$coders$coded, c(6L, 5L))
   expect_identical(team$coders$uncodable, c(0L, 1L))
-  expect_identical(team$coders$left, c(0L, 1L))
   expect_identical(team$coders$held, c(0L, 1L))
+  expect_identical(team$coders$quota_left, c(NA_integer_, NA_integer_))
   expect_identical(team$open, c(3L, 4L))
+  # honest counts: every text coded once, but text 6 lacks its second coder and 3 and 4 disagree
+  expect_identical(c(team$once, team$twice, team$planned_twice, team$done), c(6L, 5L, 6L, 3L))
+  expect_identical(team$held, 6L)
   expected <- agreement(read_codes(fixture$file, by = "coder"), n_boot = 500, seed = 1)$humans
   expect_identical(team$agreement$krippendorff_alpha, expected$krippendorff_alpha)
   expect_identical(team$agreement$lower, expected$lower)
   expect_identical(team$agreement$texts, 4L)  # ben could not code text 4
+  expect_identical(team$agreement$left_out, 1L)  # ... which is among the disagreements, and said to be left out
   shiny::testServer(fixture$app, {
     start_as(session, "eve", adjudicate = TRUE)
     session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
     html <- as.character(screen())
     expect_match(html, "Open disagreements (2)", fixed = TRUE)
     expect_match(html, "Krippendorff's alpha")
-    expect_match(html, "6 of 6 texts coded")
+    expect_match(html, "3 of 6 texts done")
+    expect_match(html, "width: 50.0%", fixed = TRUE)
+    expect_match(html, "Coded twice: 5 of the 6 planned")
+    expect_match(html, "Disagreements: 2 open, 0 decided")
+    expect_match(html, "On screen now: 1 text")
+    expect_match(html, "\"Cannot code\" is not counted as a code: 1 text coded twice", fixed = TRUE)
     # blind adjudication: the disagreements' codes without who coded them, and no history, which names them
-    expect_match(html, "Text 3:\\s*Coder 1 \\(code: yes\\); Coder 2 \\(code: no\\)")
+    expect_match(html, "Text 3</button>\\s*:\\s*Coder 1 \\(code: yes\\); Coder 2 \\(code: no\\)")
     expect_no_match(html, "codes_csv")
     expect_error(output$codes_csv, "lead")
   })
@@ -38,7 +47,7 @@ test_that("the team screen: each coder's progress, agreement as agreement() give
   shiny::testServer(seen, {
     start_as(session, "eve", adjudicate = TRUE)
     session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
-    expect_match(as.character(screen()), "Text 3:\\s*ana \\(code: yes\\); ben \\(code: no\\)")
+    expect_match(as.character(screen()), "Text 3</button>\\s*:\\s*ana \\(code: yes\\); ben \\(code: no\\)")
     csv <- utils::read.csv(output$codes_csv)
     expect_identical(nrow(csv), 12L)
     expect_identical(sum(csv$.current), 11L)  # ben's first code of text 4, replaced
@@ -96,7 +105,7 @@ test_that("the lead sees the team screen only, with the coders named who have no
   team <- team_progress(fixture$file, store_meta(fixture$file))
   expect_identical(team$coders$coder, c("Ana", "Ben"))
   expect_identical(team$coders$coded, c(1L, 0L))
-  expect_identical(team$coders$left, c(3L, 4L - !1 %in% store_meta(fixture$file)$double))
+  expect_identical(team$free, 3L + (1 %in% store_meta(fixture$file)$double))
   links <- coding_links(fixture$file, "http://127.0.0.1/")
   shiny::testServer(fixture$app, {
     session$clientData <- list(url_search = sub(".*\\?", "?", links$url[links$role == "lead"]))
@@ -167,4 +176,88 @@ test_that("the decided codes download: one row per text, its code, how it was re
     expect_no_match(as.character(screen()), "decided_csv")
     expect_error(output$decided_csv, "lead")
   })
+})
+
+test_that("the team screen follows the file by itself, through the gate", {
+  fixture <- team_fixture(n = 4)
+  links <- coding_links(fixture$file, "http://127.0.0.1/")
+  shiny::testServer(fixture$app, {
+    open_at(session, paste0("?key=", link_key(links, "Lea", "lead")))
+    expect_match(as.character(screen()), "0 of 4 texts done")
+    store_write(fixture$file, setdiff(1:4, store_meta(fixture$file)$double)[1], "Ana", list(code = "yes"))
+    session$elapse(team_refresh_seconds * 1000 + 10)
+    expect_match(as.character(screen()), "1 of 4 texts done")
+    expect_match(as.character(screen()), "Coded once: 1 of 4 texts")
+    # a renewed link ends the screen at its next refresh, as at a click
+    coding_links(fixture$file, "http://127.0.0.1/", renew = "Lea")
+    store_write(fixture$file, 2, "Ben", list(code = "no"))
+    session$elapse(team_refresh_seconds * 1000 + 10)
+    expect_match(as.character(screen()), "This link no longer works")
+  })
+})
+
+test_that("an adjudicator's disagreements on the team screen open in adjudication; the lead's are not links", {
+  fixture <- team_fixture(n = 4)
+  links <- coding_links(fixture$file, "http://127.0.0.1/")
+  double <- store_meta(fixture$file)$double
+  store_write(fixture$file, double[1], "Ana", list(code = "yes"))
+  store_write(fixture$file, double[1], "Ben", list(code = "no"))
+  shiny::testServer(fixture$app, {
+    open_at(session, paste0("?key=", link_key(links, "Eve", "adjudicator")))
+    session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
+    expect_match(as.character(screen()), sprintf('class="nl-pick" data-unit="%d"', double[1]), fixed = TRUE)
+    session$setInputs(nl_event = list(type = "pick", pick = double[1], nonce = 2))
+    expect_identical(state$view, "adjudicate")
+    expect_identical(state$unit, double[1])
+    expect_match(as.character(screen()), "Adjudicating: Eve")
+  })
+  shiny::testServer(fixture$app, {
+    open_at(session, paste0("?key=", link_key(links, "Lea", "lead")))
+    expect_no_match(as.character(screen()), "nl-pick")
+    session$setInputs(nl_event = list(type = "pick", pick = double[1], nonce = 1))
+    expect_identical(state$view, "team")
+    expect_no_match(as.character(screen()), "Adjudicating")
+  })
+})
+
+test_that("the lead's links screen: every link, to copy and renew; nobody else gets it or renews", {
+  fixture <- team_fixture(n = 4)
+  links <- coding_links(fixture$file, "http://192.0.2.9:4321/")
+  app <- coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), url = "http://192.0.2.9:4321/")
+  shiny::testServer(app, {
+    open_at(session, paste0("?key=", link_key(links, "Lea", "lead")))
+    session$setInputs(nl_event = list(type = "view", view = "links", nonce = 1))
+    html <- as.character(screen())
+    for (url in links$url) expect_match(html, url, fixed = TRUE)
+    expect_identical(lengths(regmatches(html, gregexpr('class="nl-copy"', html))), 4L)
+    expect_identical(lengths(regmatches(html, gregexpr('class="nl-renew"', html))), 3L)  # not the lead's own
+    session$setInputs(nl_event = list(type = "renew", name = "Ben", nonce = 2))
+    expect_match(as.character(screen()), "New link for Ben")
+    expect_null(access_person(fixture$file, link_key(links, "Ben", "coder")))
+    expect_identical(access_person(fixture$file, link_key(links, "Ana", "coder"))$name, "Ana")
+    session$setInputs(nl_event = list(type = "renew", name = "Lea", nonce = 3))  # their own: not here
+    expect_identical(access_person(fixture$file, link_key(links, "Lea", "lead"))$name, "Lea")
+  })
+  renewed <- coding_links(fixture$file, "http://127.0.0.1/")
+  for (who in list(c("Eve", "adjudicator"), c("Ana", "coder"))) {
+    shiny::testServer(app, {
+      open_at(session, paste0("?key=", link_key(renewed, who[1], who[2])))
+      view <- state$view
+      session$setInputs(nl_event = list(type = "view", view = "links", nonce = 1))
+      expect_identical(state$view, view)
+      session$setInputs(nl_event = list(type = "renew", name = "Ana", nonce = 2))
+      expect_no_match(as.character(screen()), "key=")
+    })
+  }
+  expect_identical(access_hash(link_key(renewed, "Ana", "coder")),
+                   access_people(fixture$file)$key_hash[access_people(fixture$file)$name == "Ana"])
+})
+
+test_that("quotas: the team screen shows each coder's quota left", {
+  fixture <- team_fixture(n = 4)
+  app <- coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), quota = c(Ana = 2, ben = 0.5))
+  store_write(fixture$file, 1, "Ana", list(code = "yes"))
+  team <- team_progress(fixture$file, store_meta(fixture$file))
+  # Ben's share: half of the 6 codes planned (4 texts, 2 of them twice)
+  expect_identical(team$coders$quota_left, c(1L, 3L))
 })
