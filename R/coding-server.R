@@ -109,6 +109,14 @@ coding_server <- function(file, stored, blind, uncodable, login = "key", blind_a
         write_code_history(file, stored, path)
       }
     )
+    output$decided_csv <- shiny::downloadHandler(
+      filename = function() paste0(tools::file_path_sans_ext(basename(file)), "-decided.csv"),
+      content = function(path) {
+        verdict <- gate("download")
+        if (!isTRUE(verdict$allowed)) stop("Only the team's lead may download the codes.")
+        write_decided_codes(file, stored, path, blind = verdict$person$role == "adjudicator" && blind_adjudication)
+      }
+    )
 
     # ignoreInit: a reconnected page sends its last event again, as the new
     # session's first input; the file already holds what that event did

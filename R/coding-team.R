@@ -38,7 +38,8 @@ team_screen <- function(file, stored, state, blind_adjudication = TRUE) {
             tag$li(tag$button(class = "nl-pick", `data-unit` = unit, text, .noWS = "after"), their_codes, .noWS = "inside")
           })),
           if (role_allows(state$person$role, "download", blind_adjudication)) {
-            tag$p(shiny::downloadLink("codes_csv", "Download every code with its history (CSV)"))
+            tag$p(shiny::downloadLink("codes_csv", "Download every code with its history (CSV)"), " ",
+                  shiny::downloadLink("decided_csv", "Download decided codes (CSV)"))
           })
 }
 
@@ -204,16 +205,27 @@ code_history <- function(file, stored) {
   out
 }
 
-# The team screen's download: the history as CSV, where free text (who, the
-# reason, the note, a typed-in field) that a spreadsheet would read as a
-# formula starts with a single quote, as OWASP's advice on CSV injection has
-# it, so that opening the file runs nothing a coder typed.
+# The team screen's downloads: the history, and the decided codes (one row
+# per text: read-codes.R's decided_codes(), the coders' codes without their
+# names for a `blind` adjudicator), as CSV.
 write_code_history <- function(file, stored, path) {
   history <- code_history(file, stored)
   typed_in <- Filter(function(field) identical(field$kind, "string"), stored$task$fields)
-  free_text <- c(".coder", ".reason", ".note", vapply(typed_in, function(field) field$name, ""))
-  history[free_text] <- lapply(history[free_text], function(text) {
+  write_safe_csv(history, c(".coder", ".reason", ".note", vapply(typed_in, function(field) field$name, "")), path)
+}
+
+write_decided_codes <- function(file, stored, path, blind = FALSE) {
+  decided <- decided_codes(file, stored, blind = blind)
+  write_safe_csv(decided, names(decided)[vapply(decided, is.character, NA)], path)
+}
+
+# `frame` as CSV, where free text (who, the reason, the note, a typed-in
+# field, a text) that a spreadsheet would read as a formula starts with a
+# single quote, as OWASP's advice on CSV injection has it, so that opening the
+# file runs nothing a coder typed.
+write_safe_csv <- function(frame, free_text, path) {
+  frame[free_text] <- lapply(frame[free_text], function(text) {
     ifelse(grepl("^[=+@\t\r-]", text), paste0("'", text), text)
   })
-  utils::write.csv(history, path, row.names = FALSE, na = "")
+  utils::write.csv(frame, path, row.names = FALSE, na = "")
 }

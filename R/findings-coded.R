@@ -13,6 +13,8 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
     abort_newrllama4("coded_rows", "{.arg coded} must be a data frame of rows coded by hand with {.field .row} (their
                      row numbers in {.arg data}), as {.fn review_sample} gives them.", call = call)
   }
+  texts <- split_texts(coded, truth, labels, call)
+  coded <- texts$coded
   rows <- coded$.row
   if (!is.numeric(rows) || anyNA(rows) || !all(rows %in% seq_len(nrow(data))) || anyDuplicated(rows)) {
     abort_newrllama4("coded_rows", "{.field .row} of {.arg coded} must name distinct rows of {.arg data}.", call = call)
@@ -36,7 +38,70 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
   }
   design <- coded_design(coded, data, rows, cluster, probabilities, call)
   design$truth <- codes
+  design$split <- texts$split
   with_variance_strata(responding(design, probabilities, call))
+}
+
+# Texts whose coders' codes were split (read_codes(disagreements = "split")):
+# a text's rows share its `.row`, each weighted by `.code_weight`, the weights
+# of a text adding to 1. Each text is one row of the design, as it was drawn
+# (its first row's columns and code, which learners train on), and `split`
+# keeps, for each variable, the code the estimators use: each label's share
+# of the text's weight (a matrix, a column a label), or a number's weighted
+# mean. The estimating equations are linear in the code, so a text with its
+# codes' shares is its k rows weighted 1 / k, and the variance takes the text,
+# not a coder's row, as the unit the design drew.
+split_texts <- function(coded, truth, labels, call) {
+  if (!is.data.frame(coded) || !is.numeric(coded$.row) || !anyDuplicated(coded$.row)) return(list(coded = coded))
+  weight <- coded$.code_weight
+  rows <- coded$.row
+  if (!is.numeric(weight) || anyNA(weight) || any(weight <= 0 | weight > 1) ||
+      any(abs(rowsum(weight, rows) - 1) > 1e-6)) {
+    abort_newrllama4("coded_rows", c(
+      "{.field .row} of {.arg coded} must name distinct rows of {.arg data}, or rows of one text whose
+       {.field .code_weight} add to 1 (its coders' codes, as {.code read_codes(disagreements = \"split\")} gives
+       them).", "i" = "Do not bind samples or codes together; read them again with {.fn read_codes}."), call = call)
+  }
+  codes <- coded_codes(truth, coded, labels, call)
+  variables <- if (is.list(codes)) codes else list(codes)
+  choices <- if (is.list(labels)) labels[names(variables)] else list(labels)
+  texts <- unique(rows[duplicated(rows)])
+  shared <- rows %in% texts
+  if (any(vapply(variables, function(code) anyNA(code[shared]), NA))) {
+    abort_newrllama4("coded_truth", "{.arg truth} must give a code on every row of a text whose codes are split.",
+                     call = call)
+  }
+  values <- Map(function(code, choice) {
+    share <- function(value) rowsum(weight[shared] * value, rows[shared])[as.character(texts), 1]
+    if (is.null(choice)) return(matrix(share(as.numeric(code[shared])), ncol = 1))
+    matrix(vapply(choice, function(label) share(as.numeric(code[shared] == label)), numeric(length(texts))),
+           nrow = length(texts), dimnames = list(NULL, choice))
+  }, variables, choices)
+  list(coded = coded[!duplicated(rows), , drop = FALSE], split = list(rows = as.integer(texts), values = values))
+}
+
+# The coded rows' codes `y` on a variable's scale (variable_truth()), where a
+# text's codes were split: its share of the label, or its mean. Labelled
+# covariates cannot be split (the fit is not linear in a covariate): a
+# classed error says to adjudicate.
+split_truth <- function(y, spec, design, call, covariate = FALSE) {
+  split <- design$split
+  if (is.null(split) || spec$kind == "observed") return(y)
+  values <- if (length(split$values) == 1) split$values[[1]] else split$values[[spec$name]]
+  at <- match(design$rows, split$rows)
+  if (is.null(values) || all(is.na(at))) return(y)
+  if (covariate) {
+    fractional <- values[at[!is.na(at)], , drop = FALSE]
+    if (all(fractional %in% c(0, 1))) return(y)
+    abort_newrllama4("coded_truth", c(
+      "The coders of {sum(rowSums(fractional > 0 & fractional < 1) > 0)} text{?s} disagree on {.field {spec$name}},
+       a covariate: a covariate's code cannot be split between coders.",
+      "i" = "Adjudicate them (the adjudication screen of {.fn coding_app}), or read them with
+             {.code read_codes(disagreements = \"missing\")}."), call = call)
+  }
+  column <- if (!is.null(spec$positive)) spec$positive else 1L
+  y[!is.na(at)] <- values[at[!is.na(at)], column]
+  y
 }
 
 design_columns <- c(".stratum", ".stratum_rows", ".stratum_drawn", ".sampling_unit")

@@ -28,8 +28,10 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   check_domain_drawn(data, in_domain, inside, call)
   binary <- family == "binomial"
   y <- if (spec$kind == "observed") spec$label[design$rows] else variable_truth(spec, codes[[spec$name]], call)
-  y <- y[inside]
-  if (binary && !all(y %in% c(0, 1))) {
+  y <- split_truth(y, spec, design, call)[inside]
+  for (covariate in covariates) split_truth(NULL, covariate, design, call, covariate = TRUE)
+  # a text whose codes were split counts its share of the label, between 0 and 1
+  if (binary && !all(y %in% c(0, 1) | (design$rows[inside] %in% design$split$rows & y > 0 & y < 1))) {
     abort_newrllama4("coded_truth", "{.arg family} {.val binomial} needs codes of 0 or 1 (or a label).", call = call)
   }
   x <- x_all[usable, , drop = FALSE]

@@ -22,7 +22,7 @@ format.newrllama4_label_regression <- function(x, ...) {
                          sampling probability):", record$naive)),
     table_lines(side_by_side(record, c("naive", "coded_only"), interval_cell)),
     wrapped(sprintf("Corrected intervals are %.2f times as wide as the coded rows' alone.", width_ratio(record))),
-    "", method_lines(record), wrapped(lambda_line(x$lambda, x$lambda_tuned, x$lambda_rule)))
+    "", method_lines(record), wrapped(lambda_line(x$lambda, x$lambda_tuned, x$lambda_rule)), undecided_lines(record))
 }
 
 #' @export
@@ -72,7 +72,8 @@ format.newrllama4_label_shares <- function(x, ...) {
                             alone", 100 * record$level, target_words[[record$target]], record$naive))),
     table_lines(shown, row.names = FALSE),
     wrapped(paste0(rows_words(record), ".")), "", method_lines(record),
-    wrapped(lambda_line(lambdas, estimates[[1]]$lambda_tuned, estimates[[1]]$lambda_rule)))
+    wrapped(lambda_line(lambdas, estimates[[1]]$lambda_tuned, estimates[[1]]$lambda_rule)),
+    undecided_lines(record, table))
 }
 
 #' @export
@@ -175,10 +176,52 @@ weights_words <- function(design) {
 }
 
 lost_words <- function(design) {
-  if (design$lost == 0) return(sprintf("none of %d drawn", design$drawn))
-  sprintf("%d of %d drawn (%.1f%%), reweighted as if missing at random within their stratum or cluster", design$lost,
-          design$drawn,
-          100 * design$lost / design$drawn)
+  split <- design$split %||% 0L
+  if (design$lost == 0 && split == 0) return(sprintf("none of %d drawn", design$drawn))
+  paste(c(if (design$lost > 0) {
+    sprintf("%d of %d drawn (%.1f%%), reweighted as if missing at random within their stratum or cluster",
+            design$lost, design$drawn, 100 * design$lost / design$drawn)
+  } else sprintf("none of %d drawn", design$drawn),
+  if (split > 0) {
+    sprintf("%d (%.1f%%) whose coders disagree, each coder's code weighted 1 / their number", split,
+            100 * split / design$drawn)
+  }), collapse = "; ")
+}
+
+# The texts without one decided code (lost, or their coders' codes split),
+# and what they could do: for shares, Manski's bounds were they all of one
+# label beside the estimate; for a regression, that its bounds are not
+# simple, not a made-up pair.
+undecided_lines <- function(record, table = NULL) {
+  design <- record$design
+  undecided <- design$lost + (design$split %||% 0L)
+  if (undecided == 0) return(character())
+  split <- design$split %||% 0L
+  words <- sprintf("Undecided texts: %d of %d drawn (%.1f%%), %s", undecided, design$drawn, 100 * undecided / design$drawn,
+                   if (split == 0) "without a code" else if (design$lost == 0) "split between their coders' codes" else
+                     sprintf("%d without a code, %d split between their coders' codes", design$lost, split))
+  if (is.null(table)) {
+    return(c("", wrapped(paste0(words, ". Bounds for a coefficient were they all of one label are not simple (a slope
+                                 moves with where those texts lie, not only with how many they are), so none is given
+                                 here: adjudicate them, or see label_shares() for the bounds of a share."))))
+  }
+  bounds <- record$lost_bounds
+  if (is.null(bounds)) {
+    return(c("", wrapped(paste0(words, ". They were left out of the coded rows, so no bounds are given: keep every
+                                 drawn row, its code NA where it has none."))))
+  }
+  corrected <- table[table$estimator == "corrected", , drop = FALSE]
+  keys <- corrected[seq_len(match("label", names(corrected)))]
+  keys$term <- NULL
+  # the bounds' terms as the table's: the label, or the group and the label
+  at <- match(corrected$term, ifelse(bounds$term == "(Intercept)", bounds$label, paste(bounds$term, bounds$label,
+                                                                                       sep = ": ")))
+  shown <- data.frame(keys, corrected = sprintf("%.3f", corrected$estimate),
+                 bounds = sprintf("[%.3f, %.3f]", corrected$bound.low, corrected$bound.high),
+                 `their interval` = sprintf("[%.3f, %.3f]", bounds$conf.low[at], bounds$conf.high[at]),
+                 check.names = FALSE)
+  c("", wrapped(paste0(words, ". Were they all of one label, or none of it, the corrected shares would be (Manski's
+                         bounds):")), table_lines(shown))
 }
 
 variance_words <- function(record) {

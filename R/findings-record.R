@@ -52,7 +52,8 @@ estimate_table <- function(object, estimator, level = 0.95) {
 # The design the estimate used (checked_coded_rows()'s), as the record keeps
 # it: where it was read from, the sampling unit and clusters, the strata and
 # the fewest coded rows of one, those collapsed for the variance, the drawn
-# rows lost (nonresponse) and the weights' range.
+# rows lost (nonresponse), the texts whose coders' codes were split and the
+# weights' range.
 design_summary <- function(design) {
   strata <- design$strata
   weights <- range(1 / design$prob)
@@ -64,7 +65,8 @@ design_summary <- function(design) {
        fewest_coded = min(tapply(design$unit %||% design$rows, design$stratum %||% format(design$prob, digits = 15),
                                  function(units) length(unique(units)))),
        collapsed = design$collapsed_strata %||% character(),
-       drawn = drawn, lost = drawn - length(design$rows), weights = weights,
+       drawn = drawn, lost = drawn - length(design$rows), split = sum(design$rows %in% design$split$rows),
+       weights = weights,
        equal_weights = diff(weights) <= 1e-9 * weights[[2]])
 }
 

@@ -29,13 +29,18 @@
 #'   (the coded rows over `effective_n`), `var_corpus` and `var_sampling` (the
 #'   variance's parts: how the corpus differs from the population, and which
 #'   rows were coded), `lambda` (the weight on the predictions); shares add
-#'   the groups' columns, `label`, `rows` and `coded`.
+#'   the groups' columns, `label`, `rows`, `coded`, and `bound.low` and
+#'   `bound.high`: the corrected share were the undecided texts (drawn rows
+#'   without a code, or whose coders' codes were split) all of another label
+#'   or all of this one (Manski's bounds; `NA` where none is undecided).
 #'
 #'   `glance()`: `nobs` (the rows), `coded` (the coded rows in the estimate's
 #'   domain), `effective_n` (the smallest of the corrected terms'), `df`,
 #'   `target`, `method`, `interval`, `lambda_min`, `lambda_max`,
 #'   `lambda_tuned`, `strata`, `fewest_coded_in_stratum`, `clusters` (drawn
-#'   whole and coded, or `NA`), `lost_rows`, `learner`, `learner_accuracy`
+#'   whole and coded, or `NA`), `lost_rows` (drawn rows without a code),
+#'   `split_texts` (texts whose coders' codes were split, [read_codes()]),
+#'   `undecided_share` (both over the drawn rows), `learner`, `learner_accuracy`
 #'   and `learner_kept` (`NA` for labels no learner saw); a regression adds
 #'   `family`, `outcome`, `prediction` and `folds`.
 #' @name label_regression_tidiers
@@ -114,6 +119,8 @@ glance_record <- function(record) {
              lambda_min = min(corrected$lambda), lambda_max = max(corrected$lambda), lambda_tuned = record$lambda_tuned,
              strata = as.integer(design$strata), fewest_coded_in_stratum = as.integer(design$fewest_coded),
              clusters = as.integer(design$clusters_drawn %||% NA_integer_), lost_rows = as.integer(design$lost),
+             split_texts = as.integer(design$split %||% 0L),
+             undecided_share = (design$lost + (design$split %||% 0L)) / design$drawn,
              learner = if (is.null(learner)) NA_character_ else paste(learner$verb, learner$model),
              learner_accuracy = learner$accuracy %||% NA_real_, learner_kept = learner$kept %||% NA,
              stringsAsFactors = FALSE)

@@ -34,7 +34,9 @@
 #'   interval's effective number of rows, below, and the rows it rests on over
 #'   it), `var_corpus` and `var_sampling` (the variance's corpus and sampling
 #'   parts), `lambda`, `rows` and `coded`
-#'   (the group's rows and coded rows). It prints with the design, the
+#'   (the group's rows and coded rows), `bound.low` and `bound.high` (the
+#'   corrected share were the undecided texts all of another label or all of
+#'   this one; `NA` where none is undecided, and for the other estimators). It prints with the design, the
 #'   interval methods and the learner behind learned labels; `tidy()` gives
 #'   one row per group and label, `glance()` one row about the estimate
 #'   ([label_regression_tidiers]). `std.error` is the estimate's standard
@@ -43,14 +45,17 @@
 #'   \eqn{p(1 - p) / se^2}{p (1 - p) / se^2}), so near 0 or 1 it is not
 #'   symmetric about the estimate: it has the binomial's skew, covers as it
 #'   should for rare labels and is never of zero width. Far from 0 and 1 it is
-#'   close to `estimate` plus or minus 1.96 `std.error`. Where drawn rows have
-#'   no code (`NA`, as [read_codes()] gives texts whose coders disagree), they
-#'   are reweighted as missing at random within their stratum (with a
-#'   warning), and the attribute `"lost_bounds"` gives Manski's bounds beside
-#'   that: each group's corrected share of each label were every such row of
-#'   that label (`high`) or of another (`low`), the interval from the lower
+#'   close to `estimate` plus or minus 1.96 `std.error`. Texts whose coders'
+#'   codes [read_codes()] split count each code at its weight (`.code_weight`),
+#'   the text one unit of the design. Drawn rows without a code (`NA`: texts
+#'   nobody coded or could code, or whose coders disagree, read with
+#'   `disagreements = "missing"`) are reweighted as missing at random within
+#'   their stratum (with a warning). Where texts are undecided either way, the
+#'   printout and the attribute `"lost_bounds"` give Manski's bounds beside the
+#'   estimate: each group's corrected share of each label were every such text
+#'   of that label (`high`) or of another (`low`), the interval from the lower
 #'   end of the low one's to the upper end of the high one's (`conf.low`,
-#'   `conf.high`), and how many rows were `lost`.
+#'   `conf.high`), and how many rows were `lost` and texts `split`.
 #'   [manifest()] records how it was made,
 #'   and [coded_rows_needed()] tells how many rows to code for a target
 #'   standard error.
@@ -157,35 +162,51 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
     keys <- keys[match(table$.group, as.character(interaction(keys, drop = TRUE, sep = " / "))), , drop = FALSE]
     table <- cbind(keys, table)
   }
+  bounds <- lost_bounds(data, coded, rlang::enquo(truth), labels, terms, estimates, prediction, folds, seed, target,
+                        cluster, level, call)
+  # each corrected share's bounds were its undecided texts all of its label, or none
+  at <- if (!is.null(bounds)) match(paste(table$.group, table$label, table$estimator),
+                                    paste(if (nlevels(groups) == 1) levels(groups) else bounds$term, bounds$label,
+                                          "corrected"))
+  table$bound.low <- if (is.null(bounds)) NA_real_ else bounds$low[at]
+  table$bound.high <- if (is.null(bounds)) NA_real_ else bounds$high[at]
   # a term a group and label, unique as tables for papers need
   table$term <- if (is.null(by)) table$label else paste(table$.group, table$label, sep = ": ")
   table$.group <- NULL
   rownames(table) <- NULL
   record <- utils::modifyList(findings_record(estimates[[1]], level), list(interval = "wilson"))
   record$estimates <- table
+  record$lost_bounds <- bounds
   structure(table[names(table) != "term"], class = c("newrllama4_label_shares", "data.frame"), estimates = estimates,
             level = level, record = record, manifest = record_manifest(estimates[[1]]$manifest, record),
-            lost_bounds = lost_bounds(data, coded, rlang::enquo(truth), labels, terms, estimates, prediction, folds,
-                                      seed, target, cluster, level, call))
+            lost_bounds = bounds)
 }
 
-# Drawn rows without a code (coders who disagree, in read_codes(): NA) are
-# reweighted as missing at random within their stratum, which they need not be
-# (where the hard texts were lost, a share covered 0.800). Beside that
-# estimate, Manski's bounds: each label's corrected share were every such row
-# of that label (high) or of another (low), at the estimate's lambda, and the
-# interval from the low one's lower end to the high one's upper end. NULL
-# where no coded row lacks a code (rows deleted from `coded` cannot be filled
-# in, and are not bounded).
+# Drawn rows without a code (read_codes(disagreements = "missing"), texts
+# nobody coded or could code: NA) are reweighted as missing at random within
+# their stratum, which they need not be (where the hard texts were lost, a
+# share covered 0.800); texts whose coders' codes were split count halfway.
+# Beside that estimate, Manski's bounds over these undecided texts: each
+# label's corrected share were every one of them of that label (high) or of
+# another (low), at the estimate's lambda, and the interval from the low
+# one's lower end to the high one's upper end; `lost` and `split` count them.
+# NULL where every drawn row has one decided code (rows deleted from `coded`
+# cannot be filled in, and are not bounded).
 lost_bounds <- function(data, coded, truth, labels, terms, estimates, prediction, folds, seed, target, cluster, level,
                         call) {
+  if (!rlang::quo_is_symbol(truth)) return(NULL)
   codes <- rlang::eval_tidy(truth, coded)
-  lost <- is.na(codes)
-  if (!any(lost) || !rlang::quo_is_symbol(truth)) return(NULL)
+  texts <- coded$.row
+  split <- if (!is.null(coded$.code_weight) && anyDuplicated(texts)) texts %in% texts[duplicated(texts)] else
+    rep(FALSE, nrow(coded))
+  undecided <- is.na(codes) | split
+  if (!any(undecided)) return(NULL)
   column <- rlang::as_name(truth)
+  filled <- coded[!duplicated(texts), , drop = FALSE]
+  undecided <- undecided[!duplicated(texts)]
   share_if <- function(label, code) {
-    filled <- coded
-    filled[[column]][lost] <- code
+    filled[[column]] <- as.character(filled[[column]])
+    filled[[column]][undecided] <- code
     design <- checked_coded_rows(data, filled, truth, call, labels = labels, cluster = cluster)
     estimate <- estimate_design_based(outcome_spec(label, data, call), terms, data, design, "gaussian", prediction,
                                       folds, seed, call, estimates[[label]]$lambda, target)
@@ -194,9 +215,9 @@ lost_bounds <- function(data, coded, truth, labels, terms, estimates, prediction
   do.call(rbind, lapply(labels, function(label) {
     high <- suppressMessages(suppressWarnings(share_if(label, label)))
     low <- suppressMessages(suppressWarnings(share_if(label, setdiff(labels, label)[[1]])))
-    data.frame(term = sub("^\\.group", "", high$term), label = label, lost = sum(lost), low = pmax(low$estimate, 0),
-               high = pmin(high$estimate, 1), conf.low = pmax(low$conf.low, 0), conf.high = pmin(high$conf.high, 1),
-               stringsAsFactors = FALSE)
+    data.frame(term = sub("^\\.group", "", high$term), label = label, lost = sum(is.na(codes)),
+               split = length(unique(texts[split])), low = pmax(low$estimate, 0), high = pmin(high$estimate, 1),
+               conf.low = pmax(low$conf.low, 0), conf.high = pmin(high$conf.high, 1), stringsAsFactors = FALSE)
   }))
 }
 

@@ -37,6 +37,20 @@ share_interval_of <- function(shares, label, group, value) {
     zero_width = row$conf.high - row$conf.low < 1e-12)
 }
 
+# The corrected share of "yes" against share_yes, and Manski's bounds over the
+# undecided texts (lost or split) beside it: whether they hold the share, and
+# whether their interval covers it.
+share_and_bounds <- function(shares) {
+  bounds <- attr(shares, "lost_bounds")
+  # no text undecided in this draw: no bounds, left out of their averages
+  if (is.null(bounds)) bounds <- data.frame(label = "yes", low = NA, high = NA, conf.low = NA, conf.high = NA)
+  bounds <- bounds[bounds$label == "yes", ]
+  c(share_interval_of(shares, "yes", NULL, share_yes)[c("covered", "width")],
+    bounds_hold = bounds$low <= share_yes & share_yes <= bounds$high, bounds_width = bounds$high - bounds$low,
+    bounds_interval_covers = bounds$conf.low <= share_yes & share_yes <= bounds$conf.high,
+    bounds_interval_width = bounds$conf.high - bounds$conf.low)
+}
+
 cases <- list(
   "12 of 80 speakers drawn whole, through a CSV file" = function(seed) {
     data <- clustered(seed)
@@ -240,14 +254,16 @@ cases <- list(
       hard <- coded$truth == "yes" & coded$.label == "no"
       coded$truth[hard & withr::with_seed(seed, stats::runif(nrow(coded))) < 0.5] <- NA
       shares <- quietly(label_shares(data, coded, truth, seed = seed))
-      bounds <- attr(shares, "lost_bounds")
-      # no row lost in this draw: no bounds, left out of their averages
-      if (is.null(bounds)) bounds <- data.frame(label = "yes", low = NA, high = NA, conf.low = NA, conf.high = NA)
-      bounds <- bounds[bounds$label == "yes", ]
-      c(share_interval_of(shares, "yes", NULL, share_yes)[c("covered", "width")],
-        bounds_hold = bounds$low <= share_yes & share_yes <= bounds$high, bounds_width = bounds$high - bounds$low,
-        bounds_interval_covers = bounds$conf.low <= share_yes & share_yes <= bounds$conf.high,
-        bounds_interval_width = bounds$conf.high - bounds$conf.low)
+      share_and_bounds(shares)
+    },
+  "the hard texts split (half the coded \"yes\" rows labelled \"no\": one coder \"yes\", one \"no\"), 200 uniform rows: the share" =
+    function(seed) {
+      data <- simulated_labels(2000, seed)
+      coded <- review_sample(data, 200, weight = "uniform", seed = seed)
+      hard <- coded$truth == "yes" & coded$.label == "no"
+      disputed <- which(hard & withr::with_seed(seed, stats::runif(nrow(coded))) < 0.5)
+      shares <- quietly(label_shares(data, split_between_coders(coded, disputed), truth, seed = seed))
+      share_and_bounds(shares)
     },
   "a logistic fit with a labelled covariate" = function(seed) {
     data <- two_labels(seed)

@@ -401,6 +401,12 @@ def test_coding_app_codes_resumes_shares_and_adjudicates():
             assert len(history) == db.execute("SELECT count(*) FROM codes").fetchone()[0]
         assert {r[".coder"] for r in history} == {"ana", "ben", "eve"}
         assert all(float(r[".seconds"]) >= 0 for r in history)
+        # the decided codes beside it: one row per text, how each was reached
+        href = driver.find_element(By.ID, "decided_csv").get_attribute("href")
+        texts = list(csv.DictReader(io.StringIO(urllib.request.urlopen(href, timeout=20).read().decode())))
+        assert len(texts) == N_TEXTS and len({r[".row"] for r in texts}) == N_TEXTS
+        assert all(r[".how"] == "adjudicated" and r["code"] == decided[int(r[".row"])]
+                   for r in texts if int(r[".row"]) in decided)
 
         # --- read_codes(), row by row, against the clicks
         result = json.loads(rscript(HERE / "check.R", file))

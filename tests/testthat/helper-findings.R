@@ -339,3 +339,15 @@ coded_in_strata <- function(data, draws, seed) {
   coded$.sampling_unit <- ".row"
   coded
 }
+
+# Coded rows whose texts at positions `disputed` had two coders, one of them
+# coding the other label ("yes" for "no", and the reverse), as
+# read_codes(disagreements = "split") gives them: each code a row weighted 1 / 2.
+split_between_coders <- function(coded, disputed) {
+  coded$.code_weight <- 1
+  coded$.code_weight[disputed] <- 0.5
+  other <- coded[disputed, ]
+  other$truth <- ifelse(other$truth == "yes", "no", "yes")
+  coded <- rbind(coded, other)
+  coded[order(coded$.row), ]
+}

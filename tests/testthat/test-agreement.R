@@ -96,3 +96,12 @@ test_that("plot() draws the confusion matrix as a heat map", {
   on.exit(dev.off())
   expect_no_error(print(heat_map))
 })
+
+test_that("texts split between their coders' codes are refused, with what to do", {
+  data <- simulated_labels(300, 4)
+  coded <- split_between_coders(review_sample(data, 40, weight = "uniform", seed = 4), 1:2)
+  err <- expect_error(agreement(coded, truth, field = .label, n_boot = 0), class = "newrllama4_error_coded_rows")
+  expect_match(conditionMessage(err), "disagreements = \"missing\"", fixed = TRUE)
+  kept <- coded[!duplicated(coded$.row), ]
+  expect_identical(agreement(transform(kept, .code_weight = 1), truth, field = .label, n_boot = 0)$n, 40L)
+})

@@ -212,7 +212,9 @@ test_that("coders who differ only in a free-text field agree; in any other field
   store_write(file, 3, "ana", list(stance = "for", n = NULL, gist = NULL))
   store_write(file, 3, "ben", list(stance = "against", n = NULL, gist = NULL))
   expect_identical(disagreements(store_codes(file), store_meta(file)$task), 2:3)
-  codes <- read_codes(file)
+  expect_warning(codes <- read_codes(file, disagreements = "missing"), class = "newrllama4_warning_disagreements_missing")
   expect_identical(codes$.status, c("coded", "disagreement", "disagreement"))
   expect_identical(as.character(codes$stance), c("for", NA, NA))
+  # split, each coder's codes a row: the field they agree on agrees
+  expect_identical(read_codes(file)$stance, factor(c("for", "for", "for", "for", "against"), c("for", "against")))
 })

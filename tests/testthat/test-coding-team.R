@@ -139,6 +139,45 @@ test_that("for a schema, agreement so far is on each field that is a category, n
   expect_identical(team_progress(file, stored)$open, 2L)  # the gists differ everywhere; only text 2's tone
 })
 
+test_that("the decided codes download: one row per text, its code, how it was reached and its coders' codes", {
+  fixture <- coding_fixture(n = 6, overlap = 1)
+  store_write(fixture$file, 1, "ana", list(code = "yes"))
+  for (unit in 2:5) store_write(fixture$file, unit, "ana", list(code = "yes"))
+  store_write(fixture$file, 2, "ben", list(code = "yes"))
+  store_write(fixture$file, 3, "ben", list(code = "no"))
+  store_write(fixture$file, 4, "ben", list(code = "no"))
+  store_write(fixture$file, 4, "eve", list(code = "no"), role = "adjudication")
+  store_write(fixture$file, 5, "ben", NULL, uncodable = TRUE, reason = "=cmd()")
+  store_write(fixture$file, 5, "eve", NULL, role = "adjudication", uncodable = TRUE, reason = "in French")
+  seen <- coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), blind_adjudication = FALSE)
+  shiny::testServer(seen, {
+    start_as(session, "eve", adjudicate = TRUE)
+    session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
+    expect_match(as.character(screen()), "Download decided codes (CSV)", fixed = TRUE)
+    csv <- utils::read.csv(output$decided_csv, na.strings = "")
+    expect_identical(csv$.row, 1:6)
+    expect_identical(csv$text, fixture$sample$text)
+    expect_identical(csv$code, c("yes", "yes", NA, "no", NA, NA))
+    expect_identical(csv$.how, c("single", "agreed", "disagreed", "adjudicated", "cannot code", "not coded"))
+    expect_identical(csv$.coders, c(1L, 2L, 2L, 2L, 2L, 0L))
+    expect_identical(csv$.codes[3], "ana (code: yes); ben (code: no)")
+    expect_identical(csv$.codes[5], "ana (code: yes); ben (Cannot code: =cmd())")
+    expect_identical(csv$.reason[5], "in French")
+  })
+  # the same set as read_codes() reads, one row per text
+  decided <- decided_codes(fixture$file)
+  expect_warning(missing <- read_codes(fixture$file, disagreements = "missing"),
+                 class = "newrllama4_warning_disagreements_missing")
+  expect_identical(missing$.how, decided$.how)
+  expect_identical(decided_codes(fixture$file, blind = TRUE)$.codes[3], "Coder 1 (code: yes); Coder 2 (code: no)")
+  shiny::testServer(fixture$app, {
+    start_as(session, "eve", adjudicate = TRUE)
+    session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
+    expect_no_match(as.character(screen()), "decided_csv")
+    expect_error(output$decided_csv, "lead")
+  })
+})
+
 test_that("the team screen follows the file by itself, through the gate", {
   fixture <- team_fixture(n = 4)
   links <- coding_links(fixture$file, "http://127.0.0.1/")

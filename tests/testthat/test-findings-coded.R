@@ -115,3 +115,20 @@ test_that("a stratum with one coded row is collapsed with its label's adjacent b
                                 class = "newrllama4_warning_nonresponse"),
                  "one coded row", class = "newrllama4_warning_single_coded_unit")
 })
+
+test_that("a text's codes split between coders count as its shares for the outcome; a covariate's are refused", {
+  data <- two_labels(5)
+  coded <- review_sample(data, 200, weight = "uniform", seed = 5)
+  # the coders disagree on the outcome of texts 1 and 2: allowed, each text once
+  split <- split_between_coders(coded, 1:2)
+  fit <- label_regression(yes ~ negative, data, split, c(yes = "truth", negative = "negative_code"), seed = 5)
+  expect_identical(length(fit$coded_rows), 200L)
+  # and on the covariate of text 3: refused, with what to do
+  third <- coded[c(3, 3), ]
+  third$.code_weight <- 0.5
+  third$negative_code <- c(TRUE, FALSE)
+  split <- rbind(split[split$.row != coded$.row[[3]], ], third)
+  err <- expect_error(label_regression(yes ~ negative, data, split, c(yes = "truth", negative = "negative_code"),
+                                       seed = 5), class = "newrllama4_error_coded_truth")
+  expect_match(conditionMessage(err), "a covariate's code cannot be split")
+})

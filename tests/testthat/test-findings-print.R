@@ -63,3 +63,36 @@ test_that("every line of the printouts is within getOption(\"width\")", {
     }
   }
 })
+
+test_that("undecided texts print: their share, and for shares Manski's bounds beside the estimate", {
+  data <- simulated_labels(1000, 41)
+  coded <- review_sample(data, 150, weight = "uniform", seed = 41)
+  coded$truth[1:3] <- NA
+  # two texts whose coders disagree, split between their codes
+  coded <- split_between_coders(coded, 4:5)
+  shares <- suppressWarnings(label_shares(data, coded, truth, by = "group", seed = 1))
+  printed <- capture.output(print(shares))
+  text <- gsub("\\s+", " ", paste(printed, collapse = " "))
+  expect_match(text, "lost rows: 3 of 150 drawn (2.0%), reweighted as if missing at random", fixed = TRUE)
+  expect_match(text, "2 (1.3%) whose coders disagree, each coder's code weighted 1 / their number", fixed = TRUE)
+  expect_match(text, "Undecided texts: 5 of 150 drawn (3.3%)", fixed = TRUE)
+  expect_match(text, "Manski's bounds", fixed = TRUE)
+  corrected <- shares[shares$estimator == "corrected", ]
+  row <- corrected[corrected$group == "a" & corrected$label == "yes", ]
+  expect_true(any(grepl(sprintf("^ +a +yes +%.3f +\\[%.3f, %.3f\\] ", row$estimate, row$bound.low, row$bound.high),
+                        printed)))
+  expect_true(all(corrected$bound.low <= corrected$estimate & corrected$estimate <= corrected$bound.high))
+  glanced <- generics::glance(shares)
+  expect_identical(c(glanced$lost_rows, glanced$split_texts), c(3L, 2L))
+  expect_equal(glanced$undecided_share, 5 / 150)
+  expect_identical(generics::tidy(shares)$bound.low, corrected$bound.low)
+  # a slope's bounds are not made up: the printout says why there are none
+  fit <- suppressWarnings(label_regression(yes ~ x, data, coded, truth, seed = 1))
+  expect_match(gsub("\\s+", " ", paste(capture.output(print(fit)), collapse = " ")),
+               "Bounds for a coefficient were they all of one label are not simple", fixed = TRUE)
+  expect_false(any(grepl("Undecided", capture.output(print(label_shares(data, review_sample(data, 150, "uniform",
+                                                                                            seed = 41), truth))))))
+  # rows deleted from the coded rows cannot be bounded, and the printout says so
+  dropped <- suppressWarnings(label_shares(data, coded[!is.na(coded$truth) & coded$.code_weight == 1, ], truth))
+  expect_match(paste(capture.output(print(dropped)), collapse = " "), "no bounds are given")
+})

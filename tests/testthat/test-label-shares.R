@@ -47,7 +47,7 @@ test_that("shares are per-group means of the pseudo-outcomes, and sum to one", {
   shares <- label_shares(data, coded, truth, by = "group", seed = 1, lambda = 1)
   expect_s3_class(shares, "newrllama4_label_shares")
   expect_named(shares, c("group", "label", "estimator", "estimate", "std.error", "df", "conf.low", "conf.high",
-                         "effective_n", "design_effect", "var_corpus", "var_sampling", "lambda", "rows", "coded"))
+                         "effective_n", "design_effect", "var_corpus", "var_sampling", "lambda", "rows", "coded", "bound.low", "bound.high"))
   corrected <- shares[shares$estimator == "corrected", ]
   expect_equal(as.vector(tapply(corrected$estimate, corrected$group, sum)), c(1, 1))
   y <- as.numeric(coded$truth == "yes")
@@ -156,4 +156,21 @@ test_that("drawn rows without a code get Manski's bounds beside the share reweig
   expect_equal(bounds$low[bounds$label == "no"], 1 - yes$high)
   expect_null(attr(suppressMessages(label_shares(data, review_sample(data, 200, "uniform", seed = 3), truth, seed = 1)),
                    "lost_bounds"))
+})
+
+test_that("texts split between their coders' codes are bounded with the lost ones, a text once", {
+  data <- simulated_labels(1000, 8)
+  coded <- review_sample(data, 150, weight = "uniform", seed = 8)
+  coded$truth[1:3] <- NA
+  shares <- suppressWarnings(label_shares(data, split_between_coders(coded, 4:5), truth, seed = 1))
+  bounds <- attr(shares, "lost_bounds")
+  expect_identical(c(bounds$lost, bounds$split), c(3L, 3L, 2L, 2L))
+  corrected <- shares[shares$estimator == "corrected", ]
+  expect_identical(corrected$bound.low, bounds$low)
+  expect_identical(corrected$bound.high, bounds$high)
+  expect_true(all(is.na(shares$bound.low[shares$estimator != "corrected"])))
+  # the two split texts as lost too: the bounds are the same, the estimate between them
+  lost <- suppressWarnings(label_shares(data, transform(coded, truth = replace(truth, 4:5, NA)), truth, seed = 1,
+                                        lambda = corrected$lambda[[1]]))
+  expect_equal(attr(lost, "lost_bounds")[c("low", "high")], bounds[c("low", "high")])
 })

@@ -33,7 +33,7 @@ test_that("some rows, uncodable ones, seconds, several coders and an adjudicatio
   write_codes(file, fixture$sample, c("yes", "yes", NA, NA), coder = "ana", reason = c(NA, NA, "in French", NA),
               seconds = c(3, 4, 5, NA))
   write_codes(file, fixture$sample[2, ], "no", coder = "ben")
-  codes <- read_codes(file)
+  expect_warning(codes <- read_codes(file, disagreements = "missing"), class = "newrllama4_warning_disagreements_missing")
   expect_identical(codes$.status, c("coded", "disagreement", "uncodable", "not coded"))
   expect_identical(codes$.reason[[3]], "in French")
   by_coder <- read_codes(file, by = "coder")
