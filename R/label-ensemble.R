@@ -200,7 +200,7 @@ order_disagreement_warning <- 0.1
 
 warn_if_order_sensitive <- function(disagreement, n_orders, calibration) {
   if (n_orders > 1 && !is.na(disagreement) && disagreement > order_disagreement_warning) {
-    remedies <- if (calibration == "none") "{.code calibrate = TRUE}, more orders," else "more orders"
+    remedies <- if (calibration == "none") "{.code calibrate = TRUE}, more orders," else "more orders,"
     warn_newrllama4(
       "order_sensitive",
       c("The order of the worked examples changed the label of {round(100 * disagreement)}% of the rows.",
