@@ -38,8 +38,9 @@ team_screen <- function(file, stored, state, blind_adjudication = TRUE) {
             tag$li(tag$button(class = "nl-pick", `data-unit` = unit, text, .noWS = "after"), their_codes, .noWS = "inside")
           })),
           if (role_allows(state$person$role, "download", blind_adjudication)) {
-            tag$p(shiny::downloadLink("codes_csv", "Download every code with its history (CSV)"), " ",
-                  shiny::downloadLink("decided_csv", "Download decided codes (CSV)"))
+            tag$ul(class = "nl-downloads",
+                   tag$li(shiny::downloadLink("decided_csv", "Download the decided codes, one row per text (CSV)")),
+                   tag$li(shiny::downloadLink("codes_csv", "Download every code with its history (CSV)")))
           })
 }
 

@@ -9,7 +9,7 @@
 #' `.how` says which (`"single"`: one coder; `"agreed"`; `"adjudicated"`;
 #' `"disagreed"`: coders differ and nobody adjudicated yet; `"cannot code"`;
 #' `"not coded"`), and `.codes` gives each coder's code. The team screen of
-#' [coding_app()] downloads the same set ("Download decided codes (CSV)").
+#' [coding_app()] downloads the same set ("Download the decided codes, one row per text").
 #'
 #' Disagreement is not nonresponse. A text whose coders disagree and that
 #' nobody adjudicated yet is counted by a documented rule, `disagreements`:

@@ -777,7 +777,10 @@ def test_the_lead_follows_the_team_without_reloading_and_hands_out_links():
         assert count() == f"{6 - len(double)} of 6 texts done"
         assert "Coded twice: 3 of the 3 planned" in driver.page_source and not driver.find_elements(By.CSS_SELECTOR, ".nl-pick")
         assert driver.execute_script("return window.nlNotReloaded === true")
+        size = driver.get_window_size()
+        driver.set_window_size(1200, 700)  # the whole screen, downloads included, for the vignette's figure
         driver.save_screenshot(str(SCREENSHOT.with_name("lead-team.png")))
+        driver.set_window_size(size["width"], size["height"])
         # an adjudicator opens a disagreement from the team screen
         driver.switch_to.new_window("tab")
         driver.get(links[("Eve", "adjudicator")])

@@ -153,7 +153,7 @@ test_that("the decided codes download: one row per text, its code, how it was re
   shiny::testServer(seen, {
     start_as(session, "eve", adjudicate = TRUE)
     session$setInputs(nl_event = list(type = "view", view = "team", nonce = 1))
-    expect_match(as.character(screen()), "Download decided codes (CSV)", fixed = TRUE)
+    expect_match(as.character(screen()), "Download the decided codes, one row per text (CSV)", fixed = TRUE)
     csv <- utils::read.csv(output$decided_csv, na.strings = "")
     expect_identical(csv$.row, 1:6)
     expect_identical(csv$text, fixture$sample$text)
