@@ -36,7 +36,7 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
   }
   design <- coded_design(coded, data, rows, cluster, probabilities, call)
   design$truth <- codes
-  with_variance_strata(responding(design, probabilities, call))
+  with_variance_strata(with_rounds(responding(design, probabilities, call)))
 }
 
 design_columns <- c(".stratum", ".stratum_rows", ".stratum_drawn", ".sampling_unit")

@@ -81,7 +81,7 @@
 #' first
 #' attr(first, "design")
 #' review_sample(labelled, n = 3, seed = 2, previous = first)
-review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = NULL, previous = NULL,
+review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"), seed = NULL, previous = NULL,
                           field = NULL, cluster = NULL) {
   if (!is.data.frame(data)) {
     abort_invalid("{.arg data} must be the value of {.fn annotate_texts}, not {.obj_type_friendly {data}}.", "data",
@@ -96,7 +96,8 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
                   current_env())
   }
   n <- check_whole(n, "n", min = 1)
-  weight <- check_choice(weight, c("confidence", "uniform"), "weight")
+  weight <- check_choice(weight, c("confidence", "uniform", "learned"), "weight")
+  if (weight == "learned") return(doubt_round(data, labelled, n, seed, previous, cluster, field, current_env()))
   if (!is.null(cluster)) return(cluster_sample(data, labelled, n, seed, previous, cluster, field))
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   # no more bands than the first sample can give stratum_floor rows each
@@ -207,9 +208,8 @@ sample_design <- function(data, weight, n_bands) {
   strata$band <- ifelse(n_bands_of == 1, NA_character_,
                                confidence_bands[ifelse(n_bands_of == 2 & strata$band == 2, 3, strata$band)])
   strata$name <- ifelse(is.na(strata$band), strata$label, paste0(strata$label, " (", strata$band, ")"))
-  strata$doubt <- if (weight == "uniform") 1 else {
-    vapply(members, function(i) mean(sqrt(pmax(confidence[i] * (1 - confidence[i]), 0))), 0) + 0.05
-  }
+  strata$doubt <- if (weight == "uniform") 1 else vapply(members, function(i) mean(doubt_of(confidence[i])), 0) + doubt_floor
+
   list(stratum = stratum, strata = strata)
 }
 
