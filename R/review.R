@@ -35,10 +35,47 @@
 #' again a stratified random sample, and every row's `.sample_prob` is its
 #' probability of being in the combined sample.
 #'
+#' With `weight = "learned"`, a further round is drawn where labels learned
+#' from the rows coded so far are unsure: `data` is the value of
+#' [learn_labels()] (learned from `previous`), and the `n` new rows are drawn
+#' from the rows not drawn yet in up to five bands of the learned labels'
+#' doubt \eqn{\sqrt{c(1 - c)}}{sqrt(c (1 - c))} (cross-fitted on the coded
+#' rows), shared by Neyman allocation on the bands' mean doubt plus 0.05, and
+#' at least 10 rows a band, so that every row keeps a chance and every band's
+#' variance is estimated. Its strata are named `"round r: doubt band b of k"`
+#' (band 1 the most unsure), and each new row's `.sample_prob` is its
+#' probability of being drawn in its round. The estimators
+#' ([label_regression()], [label_shares()]) combine one estimate a round: the
+#' first sample's, and each later round's, which takes the rows coded before it
+#' as known and weights its own rows by 1 / their round's probability, so it is
+#' unbiased given what was coded before; the rounds' estimates, weighted by
+#' their shares of the rows drawn, are then unbiased, and their errors are
+#' uncorrelated, so the sampling variance is the sum of the rounds' stratified
+#' variances times their weights squared. That is the batched form of active
+#' inference (Zrnic and Candès 2024), with a round drawn as confidence-driven
+#' inference draws (Gligorić et al. 2025), rather than the exact inclusion
+#' probabilities of the sequential design, which after rounds drawn without
+#' replacement in bands that the codes moved are not known. The learner that
+#' drew a round is not the one that predicts its rows: the estimators fit the
+#' learner again in their folds, each fold holding rows of every round, so a
+#' coded row is predicted by a fit that never saw its code. Learn the labels
+#' from the first round (`learn_labels()` refuses rounds drawn by doubt), give
+#' the estimators every round, and plan a round's size with
+#' [coded_rows_needed()]'s `doubt`. Keep the rounds' weights fixed: decide the
+#' rounds' sizes before seeing the estimates.
+#'
+#' Zrnic, T. and Candès, E. J. (2024). Active statistical inference.
+#' *Proceedings of the 41st International Conference on Machine Learning*.
+#'
+#' Gligorić, K., Zrnic, T., Lee, C., Candès, E. J. and Jurafsky, D. (2025).
+#' Can unconfident LLM annotations be used for confident conclusions?
+#' *Proceedings of NAACL 2025*.
+#'
 #' @param data The value of [annotate_texts()] with `labels`, or with a
 #'   `schema` and `field`.
 #' @param n How many rows to draw.
-#' @param weight `"confidence"` or `"uniform"`: see Details.
+#' @param weight `"confidence"`, `"uniform"` or, for a further round where
+#'   learned labels are unsure, `"learned"`: see Details.
 #' @param seed `NULL` to draw from R's random number generator as it stands,
 #'   or a whole number to draw from this seed alone (reproducible, and the
 #'   session's generator is left as it was).

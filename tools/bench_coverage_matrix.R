@@ -3,7 +3,8 @@
 # learn_labels() on features; learn_labels() choosing between two example
 # orders, one confident noise), one design (uniform; confidence; uniform with a
 # thin stratum; whole clusters through a CSV file; two rounds by confidence,
-# each through a CSV file), one target (population, corpus), one estimate (a
+# each through a CSV file; two rounds drawn uniformly; two rounds, the second
+# drawn by the doubt of labels learned from the first), one target (population, corpus), one estimate (a
 # share; a linear slope; a logistic slope; a label as a covariate) and a number
 # of coded rows (40, 60, 150, 400). The full product has 640 cells; the matrix
 # runs a covering design in which every pair of options meets in at least one
@@ -94,28 +95,57 @@ regression_intervals <- function(fit, term) {
   table[table$term == term & table$estimator %in% c("corrected", "coded_only"), ]
 }
 
-# Each design: the coded rows of `data`, `n` of them (whole clusters of the
-# speaker column: n over their size), with their codes in `truth`.
+# Each design: the coded rows of `data` (the world's), `n` of them (whole
+# clusters of the speaker column: n over their size), with their codes in
+# `truth`. Rounds by doubt: half the rows uniform, a learner learned from them
+# on the world's features, and the other half drawn where its labels are
+# unsure (review_sample(weight = "learned")); the learner that drew the round
+# is kept for the predictions (first_learned), which learn from the first
+# round alone.
 designs <- list(
-  uniform = function(data, n, seed) review_sample(data, n, weight = "uniform", seed = seed),
-  confidence = function(data, n, seed) review_sample(data, n, weight = "confidence", seed = seed),
-  thin = function(data, n, seed) review_sample(data, n, weight = "uniform", seed = seed),
-  clusters = function(data, n, seed) {
+  uniform = function(data, n, seed, world) review_sample(data, n, weight = "uniform", seed = seed),
+  confidence = function(data, n, seed, world) review_sample(data, n, weight = "confidence", seed = seed),
+  thin = function(data, n, seed, world) review_sample(data, n, weight = "uniform", seed = seed),
+  clusters = function(data, n, seed, world) {
     through_csv(review_sample(data, round(n / max(table(data$speaker))), seed = seed, cluster = "speaker"))
   },
-  rounds = function(data, n, seed) {
+  rounds = function(data, n, seed, world) {
     first <- through_csv(review_sample(data, n %/% 2, seed = seed))
     through_csv(review_sample(data, n - n %/% 2, seed = seed + 1e6, previous = first))
+  },
+  uniform_rounds = function(data, n, seed, world) {
+    first <- through_csv(review_sample(data, n %/% 2, weight = "uniform", seed = seed))
+    through_csv(review_sample(data, n - n %/% 2, weight = "uniform", seed = seed + 1e6, previous = first))
+  },
+  doubt_rounds = function(data, n, seed, world) {
+    first <- through_csv(review_sample(data, n %/% 2, weight = "uniform", seed = seed))
+    learned <- learn_labels(data, first, truth, features = world$features)
+    first_learned$value <- learned
+    first_learned$rows <- first$.row
+    # the round's Neyman bound: its sampling variance by Neyman allocation on the learner's doubt over uniform's
+    doubt <- sqrt(learned$.confidence * (1 - learned$.confidence))[-first$.row]
+    first_learned$bound <- mean(doubt)^2 / mean(doubt^2)
+    through_csv(review_sample(learned, n - n %/% 2, weight = "learned", seed = seed + 1e6, previous = first))
   }
 )
-design_world <- c(uniform = "rows", confidence = "rows", thin = "thin", clusters = "speakers", rounds = "rows")
+design_world <- c(uniform = "rows", confidence = "rows", thin = "thin", clusters = "speakers", rounds = "rows",
+                  uniform_rounds = "rows", doubt_rounds = "rows")
+first_learned <- new.env()
+
+# The coded rows a learner may learn from: all but the rounds drawn by doubt.
+first_rounds <- function(coded) coded[!grepl("^round [0-9]+: ", coded$.stratum), , drop = FALSE]
 
 # Each prediction: the labelled rows the estimators are given.
 predictions <- list(
   zero_shot = function(world, coded) world$data,
-  refit = function(world, coded) recalibrate_labels(world$data, coded, truth),
-  learned = function(world, coded) learn_labels(world$data, coded, truth, features = world$features),
-  orders = function(world, coded) learn_labels(world$data, coded, truth, features = FALSE)
+  refit = function(world, coded) recalibrate_labels(world$data, first_rounds(coded), truth),
+  learned = function(world, coded) {
+    learning <- first_rounds(coded)
+    # the learner that drew the round by doubt, where it was learned from these rows
+    if (identical(sort(first_learned$rows), sort(learning$.row))) return(first_learned$value)
+    learn_labels(world$data, learning, truth, features = world$features)
+  },
+  orders = function(world, coded) learn_labels(world$data, first_rounds(coded), truth, features = FALSE)
 )
 # learned or refitted labels as a covariate are refused by design (label_regression())
 refused <- function(prediction, estimate) prediction != "zero_shot" && estimate == "covariate"
@@ -163,7 +193,14 @@ cells <- c(
        cell("zero_shot", "uniform", "population", "slope", 60, "skewed_labels",
             "silent: a lognormal covariate, 60 uniform rows / population / slope"),
        cell("zero_shot", "uniform", "corpus", "slope", 60, "skewed_labels",
-            "silent: a lognormal covariate, 60 uniform rows / corpus / slope"))
+            "silent: a lognormal covariate, 60 uniform rows / corpus / slope")),
+  # rounds by the learner's doubt (issue 61) against the same learner on as many uniform rows, in one round or two
+  unlist(lapply(c("corpus", "population"), function(target) {
+    lapply(c("uniform", "uniform_rounds", "doubt_rounds"), function(design) {
+      cell("learned", design, target, "share", 150, "rows",
+           sprintf("rounds: learned labels, %s / %s / share / 150", design, target))
+    })
+  }), recursive = FALSE)
 )
 cells <- Filter(function(c) grepl(pattern, c$name), cells)
 
@@ -186,7 +223,8 @@ population_value <- function(world, estimate) {
 one_draw <- function(cell, seed) {
   tryCatch({
     world <- draw_world(cell$world, seed, orders = if (cell$prediction == "orders") 2 else 1)
-    coded <- quietly(designs[[cell$design]](world$data, cell$coded, seed))
+    first_learned$rows <- first_learned$bound <- NULL
+    coded <- quietly(designs[[cell$design]](world$data, cell$coded, seed, world))
     labelled <- quietly(predictions[[cell$prediction]](world, coded))
     rows <- quietly(estimates[[cell$estimate]]$intervals(labelled, coded, seed, cell$target))
     value <- if (cell$target == "corpus") estimates[[cell$estimate]]$value(world$data) else
@@ -195,7 +233,8 @@ one_draw <- function(cell, seed) {
     coded_only <- rows[rows$estimator == "coded_only", ]
     c(covered = corrected$conf.low <= value && value <= corrected$conf.high,
       width = (corrected$conf.high - corrected$conf.low) / (coded_only$conf.high - coded_only$conf.low),
-      coded_covered = coded_only$conf.low <= value && value <= coded_only$conf.high)
+      coded_covered = coded_only$conf.low <= value && value <= coded_only$conf.high,
+      corrected_width = corrected$conf.high - corrected$conf.low, neyman_bound = first_learned$bound %||% NA_real_)
   }, newrllama4_error = function(e) structure(NA_real_, stopped = class(e)[[1]], why = conditionMessage(e)),
   error = function(e) structure(NA_real_, stopped = "unclassed", why = conditionMessage(e)))
 }
@@ -227,6 +266,8 @@ run_cell <- function(cell) {
              mc_se = sqrt(coverage * (1 - coverage) / max(1, nrow(measured))),
              width_vs_coded = if (is.null(measured)) NA_real_ else stats::median(measured[, "width"], na.rm = TRUE),
              coded_only_coverage = if (is.null(measured)) NA_real_ else mean(measured[, "coded_covered"], na.rm = TRUE),
+             mean_width = if (is.null(measured)) NA_real_ else mean(measured[, "corrected_width"]),
+             neyman_bound = if (is.null(measured)) NA_real_ else mean(measured[, "neyman_bound"]),
              stopped = mean(!is.na(stopped)),
              errors = paste(sprintf("%s %.2f", names(classes), as.vector(classes) / draws), collapse = "; "),
              first_error = if (length(why) > 0) gsub("\\s+", " ", why[[1]]) else "",
