@@ -60,8 +60,9 @@ doubt_round <- function(data, labelled, n, seed, previous, cluster, field, call)
                            labels from it with {.fn learn_labels}."), "previous", call)
   }
   record <- attr(data, "manifest", exact = TRUE)$prompt
-  calibration <- record[[if (is.null(field)) "calibration" else paste0("calibration (", field, ")")]]
-  if (!identical(calibration, "learned")) {
+  of_field <- function(key) record[[if (is.null(field)) key else paste0(key, " (", field, ")")]]
+  # where learn_labels()'s guard kept the labels as annotated, their doubt is the learner's
+  if (!identical(of_field("calibration"), "learned") && !identical(of_field("learner"), "none")) {
     abort_invalid("{.arg data} must be the value of {.fn learn_labels}: {.code weight = \"learned\"} draws where its
                    labels are unsure.", "data", call)
   }

@@ -62,7 +62,10 @@
 #' from the first round (`learn_labels()` refuses rounds drawn by doubt), give
 #' the estimators every round, and plan a round's size with
 #' [coded_rows_needed()]'s `doubt`. Keep the rounds' weights fixed: decide the
-#' rounds' sizes before seeing the estimates.
+#' rounds' sizes before seeing the estimates. [agreement()] measures the first
+#' round alone (rows drawn by doubt are refused there, class
+#' `newrllama4_error_weighted_sample`). Where `learn_labels()`'s guard kept the
+#' labels as annotated, their own confidence is the doubt drawn by.
 #'
 #' Zrnic, T. and Candès, E. J. (2024). Active statistical inference.
 #' *Proceedings of the 41st International Conference on Machine Learning*.
