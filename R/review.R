@@ -352,8 +352,10 @@ allocate_sample <- function(n, sizes, weights = rep(1, length(sizes)), least = p
 #' @export
 format.newrllama4_sample_design <- function(x, ...) {
   strata <- x$strata
+  # a later round's strata hold rows of the first's again: the rows are the first's
+  rows <- sum(strata$rows[round_of(strata$name) == 1L])
   within_width(c(paste0(cli::format_inline("{.cls newrllama4_sample_design}: "),
-                        cli::pluralize("{x$weight} weights, {sum(strata$drawn)} of {sum(strata$rows)} rows in ",
+                        cli::pluralize("{x$weight} weights, {sum(strata$drawn)} of {rows} rows in ",
                                        "{nrow(strata)} strat{?um/a}, {x$rounds} round{?s}")),
                  bullet_lines(sprintf("%s: %d of %d rows (probability %.3f)", strata$name, strata$drawn, strata$rows,
                                       strata$prob))))

@@ -29,7 +29,8 @@
 # with a classed error by design. Draws depend only on their cell and seed, so
 # --cores=N (parallel::mclapply) gives the same table.
 #
-#   Rscript tools/bench_coverage_matrix.R [--draws=500] [--cells=REGEX] [--out=FILE.csv] [--cores=1]
+#   Rscript tools/bench_coverage_matrix.R [--draws=500] [--cells=REGEX] [--out=FILE.csv] [--cores=1] [--seeds=FROM:TO]
+#     [--log=FILE.csv]
 #     (make bench runs it with the defaults)
 
 suppressPackageStartupMessages(library(newrllama4))
@@ -43,6 +44,14 @@ draws <- as.integer(option("draws", "500"))
 pattern <- option("cells", "")
 out <- option("out", "")
 cores <- as.integer(option("cores", "1"))
+# a cell's seeds: 1..draws, or a range of them (--seeds=FROM:TO), so that a
+# cell can be run in parts whose tables add up (coverage weighted by draws)
+seeds <- as.integer(strsplit(option("seeds", paste0("1:", draws)), ":")[[1]])
+seeds <- seq(seeds[[1]], seeds[[2]])
+draws <- length(seeds)
+# each draw's outcome as it comes, a line a draw (--log=FILE.csv), so that a
+# long run interrupted still tells what it measured
+draw_log <- option("log", "")
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
 # The worlds the cells draw from: speaker_rows()'s or simulated_labels()'
@@ -246,11 +255,24 @@ one_draw <- function(cell, seed) {
 # be shared: wall time would count the others), and the verdict on the draws
 # that estimated. A refused combination whose guard kept the labels as
 # annotated (the refit declined) estimates, and those draws must cover.
+logged_draw <- function(seed, cell) {
+  outcome <- one_draw(cell, seed)
+  if (nzchar(draw_log)) {
+    figures <- c("covered", "width", "coded_covered", "corrected_width", "neyman_bound")
+    values <- if (length(outcome) == length(figures)) as.vector(outcome) else rep(NA_real_, length(figures))
+    line <- data.frame(cell = cell$name, seed = seed, t(stats::setNames(values, figures)),
+                       stopped = attr(outcome, "stopped") %||% "")
+    utils::write.table(line, draw_log, append = file.exists(draw_log), sep = ",", row.names = FALSE,
+                       col.names = !file.exists(draw_log))
+  }
+  outcome
+}
+
 run_cell <- function(cell) {
   if (cell$target == "population") population_value(cell$world, cell$estimate)
   started <- proc.time()
-  outcomes <- if (cores > 1) parallel::mclapply(seq_len(draws), one_draw, cell = cell, mc.cores = cores) else
-    lapply(seq_len(draws), one_draw, cell = cell)
+  outcomes <- if (cores > 1) parallel::mclapply(seeds, logged_draw, cell = cell, mc.cores = cores) else
+    lapply(seeds, logged_draw, cell = cell)
   seconds <- sum((proc.time() - started)[c("user.self", "sys.self", "user.child", "sys.child")], na.rm = TRUE) / draws
   stopped <- vapply(outcomes, function(o) attr(o, "stopped") %||% NA_character_, "")
   measured <- do.call(rbind, outcomes[is.na(stopped)])

@@ -150,3 +150,9 @@ test_that("a round by doubt needs learned labels and a first round, and no clust
   expect_true(all(grepl("^round 3: ", third$.stratum[third$.draw == 3])))
   expect_false(any(duplicated(third$.row)))
 })
+
+test_that("the design attribute counts the rows once across rounds", {
+  setup <- doubt_rounds()
+  printed <- gsub("\\s+", " ", paste(format(attr(setup$both, "design")), collapse = " "))
+  expect_match(printed, "140 of 600 rows in 5 strata, 2 rounds", fixed = TRUE)
+})
