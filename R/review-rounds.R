@@ -12,7 +12,7 @@
 # are then unbiased, and their errors uncorrelated (each has mean zero given
 # the rounds before), so the sampling variance is the sum of each round's
 # stratified variance times its weight squared. This is the batched form of
-# active inference (Zrnic and Candès 2024, section 4: one estimate a batch,
+# active inference (Zrnic and Candes 2024, section 4: one estimate a batch,
 # each unbiased given the past, averaged); the sequential design's exact
 # inclusion probabilities, the other road, cannot be known after more than
 # one round of sampling without replacement from bands that the codes moved.

@@ -52,8 +52,8 @@
 #' their shares of the rows drawn, are then unbiased, and their errors are
 #' uncorrelated, so the sampling variance is the sum of the rounds' stratified
 #' variances times their weights squared. That is the batched form of active
-#' inference (Zrnic and Candès 2024), with a round drawn as confidence-driven
-#' inference draws (Gligorić et al. 2025), rather than the exact inclusion
+#' inference (Zrnic and Candes 2024), with a round drawn as confidence-driven
+#' inference draws (Gligoric et al. 2025), rather than the exact inclusion
 #' probabilities of the sequential design, which after rounds drawn without
 #' replacement in bands that the codes moved are not known. The learner that
 #' drew a round is not the one that predicts its rows: the estimators fit the
@@ -67,10 +67,10 @@
 #' `newrllama4_error_weighted_sample`). Where `learn_labels()`'s guard kept the
 #' labels as annotated, their own confidence is the doubt drawn by.
 #'
-#' Zrnic, T. and Candès, E. J. (2024). Active statistical inference.
+#' Zrnic, T. and Candes, E. J. (2024). Active statistical inference.
 #' *Proceedings of the 41st International Conference on Machine Learning*.
 #'
-#' Gligorić, K., Zrnic, T., Lee, C., Candès, E. J. and Jurafsky, D. (2025).
+#' Gligoric, K., Zrnic, T., Lee, C., Candes, E. J. and Jurafsky, D. (2025).
 #' Can unconfident LLM annotations be used for confident conclusions?
 #' *Proceedings of NAACL 2025*.
 #'
