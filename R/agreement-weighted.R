@@ -21,6 +21,14 @@ drawn_design <- function(rows, call) {
     }
     return(NULL)
   }
+  if (!is.null(rows$.stratum) && any(round_of(as.character(rows$.stratum)) > 1L)) {
+    # a round's .sample_prob is its probability in its round, given the rows drawn before: not a weight alone
+    abort_newrllama4("weighted_sample", c(
+      "{.arg predicted} holds rounds drawn by the learner's doubt ({.code review_sample(weight = \"learned\")}), whose
+       rows' probabilities hold only given the rounds before.",
+      "i" = "Measure agreement on the first round alone ({.code rows[rows$.draw == 1, ]}); the estimators combine the
+             rounds."), call = call)
+  }
   prob <- checked_probabilities(rows, call)
   unit_column <- unique(as.character(rows$.sampling_unit %||% ".row"))
   clusters <- length(unit_column) == 1 && unit_column != ".row" && unit_column %in% names(rows)

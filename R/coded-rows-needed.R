@@ -13,6 +13,17 @@
 #' The answer is as good as the pilot's estimate of the model's errors: with
 #' a few dozen coded rows it is rough, so plan with a margin.
 #'
+#' Rounds by doubt: give `doubt`, the labels learned from the pilot
+#' ([learn_labels()]), to plan a further round drawn where they are unsure
+#' (`review_sample(weight = "learned")`) against one drawn uniformly. The
+#' plan takes each row's error to be as spread as a label right with its
+#' learned confidence \eqn{c} (variance \eqn{c (1 - c)}), so the round's
+#' sampling variance is that of the pilot's design at its size times the ratio
+#' the round's bands of doubt give; the rounds are combined as the estimators
+#' combine them (see [review_sample()]). `neyman_bound` is that ratio at its
+#' best, the round drawn in proportion to \eqn{\sqrt{c (1 - c)}}{sqrt(c (1 -
+#' c))} itself: \eqn{\bar{d}^2 / \overline{d^2}}{mean(d)^2 / mean(d^2)}.
+#'
 #' Several annotators (models, or instructions) can be compared on one pilot:
 #' annotate the same texts with each, code one pilot sample, fit the same
 #' estimate on each annotation, and pass the fits as a named list. Each then
@@ -25,6 +36,9 @@
 #' @param se The target standard error.
 #' @param terms For a regression, the coefficients (by name) to plan for: by
 #'   default all but the intercept.
+#' @param doubt `NULL`, or the value of [learn_labels()] on the pilot's rows
+#'   (the labels that `x` estimated with), to plan a further round drawn by
+#'   their doubt.
 #' @param seconds_per_row For a list of annotators, `NULL` to take each one's
 #'   annotation time per row from its manifest (total seconds over prompts),
 #'   or a numeric vector named by annotator.
@@ -33,7 +47,10 @@
 #'   the coded rows that reach the target, or `NA` where coding every row
 #'   would not (the rows themselves are then too few). For a list of
 #'   annotators, `annotator` first and `seconds_per_row` last, ranked within
-#'   each term by `coded_needed`.
+#'   each term by `coded_needed`. With `doubt`, three more columns: the rows to
+#'   add uniformly (`more_uniform`) and in a round by doubt (`more_by_doubt`),
+#'   `NA` where the rows not coded would not reach the target, and the round's
+#'   `neyman_bound` (its sampling variance over a uniform round's, at best).
 #' @seealso [label_regression()] and [label_shares()], whose estimates it plans for; [review_sample()] to draw the rows.
 #' @export
 #' @examples
@@ -50,7 +67,7 @@
 #'
 #' pilot <- review_sample(texts, n = 100, weight = "uniform", seed = 1)
 #' coded_rows_needed(label_regression(yes ~ x, texts, pilot, truth, seed = 1), se = 0.01)
-coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL) {
+coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL, doubt = NULL) {
   fits <- c("newrllama4_label_regression", "newrllama4_label_shares")
   se <- check_number(se, "se", min = 0, open_min = TRUE)
   if (!is.null(terms) && (!is.character(terms) || anyNA(terms) || length(terms) == 0)) {
@@ -63,6 +80,11 @@ coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL) {
        !rlang::is_named(seconds_per_row))) {
     abort_invalid("{.arg seconds_per_row} must be {.code NULL} or, for a list of annotators, their seconds per row
                    named by annotator.", "seconds_per_row", current_env())
+  }
+  if (!is.null(doubt) && (!is.data.frame(doubt) || !all(c(".label", ".confidence") %in% names(doubt)) ||
+                          !identical(learned_calibration(doubt), "learned"))) {
+    abort_invalid("{.arg doubt} must be {.code NULL} or the value of {.fn learn_labels}: the labels whose doubt would
+                   draw the next round.", "doubt", current_env())
   }
   if (annotators && length(x) > 0 && all(vapply(x, inherits, NA, fits)) &&
       rlang::is_named(x)) {
@@ -91,8 +113,10 @@ coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL) {
       ceiling(coded * exp(stats::uniroot(gap, c(log(1e-3), log(most)), tol = 1e-6)$root))
     }, 0)
     term <- if (nzchar(label)) paste(label, sub("^\\.group", "", chosen), sep = ": ") else chosen
-    data.frame(term = term, std.error = unname(se_at(1)), coded = coded, target = se,
-               coded_needed = as.integer(pmin(needed, length(estimate$rows))), stringsAsFactors = FALSE)
+    plan <- data.frame(term = term, std.error = unname(se_at(1)), coded = coded, target = se,
+                       coded_needed = as.integer(pmin(needed, length(estimate$rows))), stringsAsFactors = FALSE)
+    if (!is.null(doubt)) plan <- cbind(plan, round_by_doubt(estimate, chosen, se, doubt, plan$coded_needed))
+    plan
   }))
   rownames(rows) <- NULL
   rows
@@ -119,4 +143,41 @@ annotators_needed <- function(fits, se, terms, seconds_per_row, call) {
   plans <- plans[order(plans$term, plans$coded_needed, plans$seconds_per_row, na.last = TRUE), , drop = FALSE]
   rownames(plans) <- NULL
   plans
+}
+
+# A further round planned (coded_rows_needed(doubt =)): the rows to add
+# uniformly (the pilot's design grown, as review_sample(previous =) grows it)
+# and by the doubt of the learned labels `doubt` for each coefficient of
+# `chosen` to reach `se`, and the round's Neyman bound. The round by doubt is
+# combined with the pilot as the estimators combine rounds (with_rounds()):
+# weights n1 / (n1 + n2) and n2 / (n1 + n2) on the pilot's sampling variance
+# and the round's, the round's that of the pilot's design at n2 rows times
+# doubt_variance_ratio(); the population part as it is.
+round_by_doubt <- function(estimate, chosen, se, doubt, coded_needed) {
+  rest <- setdiff(which(!is.na(doubt$.label)), estimate$coded_rows)
+  spread <- doubt_of(doubt$.confidence[rest])
+  parts <- estimate$parts$corrected
+  n1 <- length(estimate$coded_rows)
+  population <- if (estimate$target == "population") parts$population else 0
+  pilot <- design_vcov(parts, "corpus")
+  se_after <- function(n2) {
+    share <- n2 / (n1 + n2)
+    round <- doubt_variance_ratio(spread, n2) * design_vcov(parts, "corpus", n2 / n1)
+    sqrt(diag(population + (1 - share)^2 * pilot + share^2 * round))[chosen]
+  }
+  now <- sqrt(diag(population + pilot))[chosen]
+  by_doubt <- vapply(seq_along(chosen), function(j) {
+    if (now[j] <= se) return(0L)
+    if (se_after(length(rest))[j] > se) return(NA_integer_)
+    low <- 0L
+    high <- length(rest)
+    # the fewest rows that reach `se`, by bisection (the se falls as the round grows)
+    while (high - low > 1L) {
+      middle <- (low + high) %/% 2L
+      if (se_after(middle)[j] <= se) high <- middle else low <- middle
+    }
+    high
+  }, 0L)
+  data.frame(more_uniform = pmax(coded_needed - n1, 0L), more_by_doubt = by_doubt,
+             neyman_bound = doubt_variance_ratio(spread))
 }

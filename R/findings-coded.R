@@ -39,7 +39,7 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
   design <- coded_design(coded, data, rows, cluster, probabilities, call)
   design$truth <- codes
   design$split <- texts$split
-  with_variance_strata(responding(design, probabilities, call))
+  with_variance_strata(with_rounds(responding(design, probabilities, call)))
 }
 
 # Texts whose coders' codes were split (read_codes(disagreements = "split")):

@@ -57,9 +57,14 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   local <- list(rows = match(design$rows[inside], usable), prob = design$prob[inside],
                 truth_labels = as.character(codes[[spec$name]])[inside], stratum = design$variance_stratum[inside],
                 unit = design$unit[inside], unit_prob = design$unit_prob[inside], clusters = clusters)
+  if (!is.null(design$round)) {
+    local[c("round", "round_prob", "round_weight")] <- lapply(design[c("round", "round_prob", "round_weight")],
+                                                              `[`, inside)
+  }
   if (any(!inside)) {
     local$outside <- list(prob = design$prob[!inside], stratum = design$variance_stratum[!inside],
-                          unit = design$unit[!inside], unit_prob = design$unit_prob[!inside])
+                          unit = design$unit[!inside], unit_prob = design$unit_prob[!inside],
+                          round_prob = design$round_prob[!inside])
   }
   local$cluster <- clusters[local$rows]
   local_spec <- spec
@@ -70,7 +75,7 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   local$units <- units[local$rows]
   learner <- if (learned_by_hand(data)) attr(data, "learner", exact = TRUE)
   kept <- if (!is.null(learner)) learner$folds[match(usable[local$rows], learner$coded_rows)]
-  fold <- cross_fit_folds(units, local$rows, folds, seed, kept, call)
+  fold <- cross_fit_folds(units, local$rows, folds, seed, kept, call, rounds = local$round)
   predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
                                         fold, prediction, subset_rows(data, usable), binary)
   x_naive <- matrix_of(versions$naive)[usable, , drop = FALSE]

@@ -76,8 +76,15 @@ stratum_of <- function(sample) {
 # The sampling units of each stratum: the coded rows, or the clusters drawn
 # whole (`sample$unit`), with the unit totals of the rows of `m` (one row of
 # `m` a coded row in the estimate's domain; those outside it, `sample$outside`,
-# add rows of zeros), the stratum's units and the units drawn.
+# add rows of zeros), the stratum's units and the units drawn. Rounds drawn by
+# doubt are read as each drew them, a round's rows weighted by its weight.
 stratum_units <- function(m, sample) {
+  if (!is.null(sample$round_weight)) {
+    # rounds drawn by doubt (with_rounds()): each round's strata as it drew them, its terms times its weight
+    m <- m * sample$round_weight
+    sample$prob <- sample$round_prob
+    if (!is.null(sample$outside)) sample$outside$prob <- sample$outside$round_prob
+  }
   if (!is.null(sample$outside)) {
     # coded rows outside the estimate's domain: drawn in their strata, adding nothing
     m <- rbind(m, matrix(0, length(sample$outside$prob), ncol(m)))

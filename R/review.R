@@ -35,10 +35,50 @@
 #' again a stratified random sample, and every row's `.sample_prob` is its
 #' probability of being in the combined sample.
 #'
+#' With `weight = "learned"`, a further round is drawn where labels learned
+#' from the rows coded so far are unsure: `data` is the value of
+#' [learn_labels()] (learned from `previous`), and the `n` new rows are drawn
+#' from the rows not drawn yet in up to five bands of the learned labels'
+#' doubt \eqn{\sqrt{c(1 - c)}}{sqrt(c (1 - c))} (cross-fitted on the coded
+#' rows), shared by Neyman allocation on the bands' mean doubt plus 0.05, and
+#' at least 10 rows a band, so that every row keeps a chance and every band's
+#' variance is estimated. Its strata are named `"round r: doubt band b of k"`
+#' (band 1 the most unsure), and each new row's `.sample_prob` is its
+#' probability of being drawn in its round. The estimators
+#' ([label_regression()], [label_shares()]) combine one estimate a round: the
+#' first sample's, and each later round's, which takes the rows coded before it
+#' as known and weights its own rows by 1 / their round's probability, so it is
+#' unbiased given what was coded before; the rounds' estimates, weighted by
+#' their shares of the rows drawn, are then unbiased, and their errors are
+#' uncorrelated, so the sampling variance is the sum of the rounds' stratified
+#' variances times their weights squared. That is the batched form of active
+#' inference (Zrnic and Candes 2024), with a round drawn as confidence-driven
+#' inference draws (Gligoric et al. 2025), rather than the exact inclusion
+#' probabilities of the sequential design, which after rounds drawn without
+#' replacement in bands that the codes moved are not known. The learner that
+#' drew a round is not the one that predicts its rows: the estimators fit the
+#' learner again in their folds, each fold holding rows of every round, so a
+#' coded row is predicted by a fit that never saw its code. Learn the labels
+#' from the first round (`learn_labels()` refuses rounds drawn by doubt), give
+#' the estimators every round, and plan a round's size with
+#' [coded_rows_needed()]'s `doubt`. Keep the rounds' weights fixed: decide the
+#' rounds' sizes before seeing the estimates. [agreement()] measures the first
+#' round alone (rows drawn by doubt are refused there, class
+#' `newrllama4_error_weighted_sample`). Where `learn_labels()`'s guard kept the
+#' labels as annotated, their own confidence is the doubt drawn by.
+#'
+#' Zrnic, T. and Candes, E. J. (2024). Active statistical inference.
+#' *Proceedings of the 41st International Conference on Machine Learning*.
+#'
+#' Gligoric, K., Zrnic, T., Lee, C., Candes, E. J. and Jurafsky, D. (2025).
+#' Can unconfident LLM annotations be used for confident conclusions?
+#' *Proceedings of NAACL 2025*.
+#'
 #' @param data The value of [annotate_texts()] with `labels`, or with a
 #'   `schema` and `field`.
 #' @param n How many rows to draw.
-#' @param weight `"confidence"` or `"uniform"`: see Details.
+#' @param weight `"confidence"`, `"uniform"` or, for a further round where
+#'   learned labels are unsure, `"learned"`: see Details.
 #' @param seed `NULL` to draw from R's random number generator as it stands,
 #'   or a whole number to draw from this seed alone (reproducible, and the
 #'   session's generator is left as it was).
@@ -83,7 +123,7 @@
 #' first
 #' attr(first, "design")
 #' review_sample(labelled, n = 3, seed = 2, previous = first)
-review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = NULL, previous = NULL,
+review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"), seed = NULL, previous = NULL,
                           field = NULL, cluster = NULL) {
   if (!is.data.frame(data)) {
     abort_invalid("{.arg data} must be the value of {.fn annotate_texts}, not {.obj_type_friendly {data}}.", "data",
@@ -98,7 +138,8 @@ review_sample <- function(data, n, weight = c("confidence", "uniform"), seed = N
                   current_env())
   }
   n <- check_whole(n, "n", min = 1)
-  weight <- check_choice(weight, c("confidence", "uniform"), "weight")
+  weight <- check_choice(weight, c("confidence", "uniform", "learned"), "weight")
+  if (weight == "learned") return(doubt_round(data, labelled, n, seed, previous, cluster, field, current_env()))
   if (!is.null(cluster)) return(cluster_sample(data, labelled, n, seed, previous, cluster, field))
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   # no more bands than the first sample can give stratum_floor rows each
@@ -209,9 +250,8 @@ sample_design <- function(data, weight, n_bands) {
   strata$band <- ifelse(n_bands_of == 1, NA_character_,
                                confidence_bands[ifelse(n_bands_of == 2 & strata$band == 2, 3, strata$band)])
   strata$name <- ifelse(is.na(strata$band), strata$label, paste0(strata$label, " (", strata$band, ")"))
-  strata$doubt <- if (weight == "uniform") 1 else {
-    vapply(members, function(i) mean(sqrt(pmax(confidence[i] * (1 - confidence[i]), 0))), 0) + 0.05
-  }
+  strata$doubt <- if (weight == "uniform") 1 else vapply(members, function(i) mean(doubt_of(confidence[i])), 0) + doubt_floor
+
   list(stratum = stratum, strata = strata)
 }
 
@@ -314,8 +354,10 @@ allocate_sample <- function(n, sizes, weights = rep(1, length(sizes)), least = p
 #' @export
 format.newrllama4_sample_design <- function(x, ...) {
   strata <- x$strata
+  # a later round's strata hold rows of the first's again: the rows are the first's
+  rows <- sum(strata$rows[round_of(strata$name) == 1L])
   within_width(c(paste0(cli::format_inline("{.cls newrllama4_sample_design}: "),
-                        cli::pluralize("{x$weight} weights, {sum(strata$drawn)} of {sum(strata$rows)} rows in ",
+                        cli::pluralize("{x$weight} weights, {sum(strata$drawn)} of {rows} rows in ",
                                        "{nrow(strata)} strat{?um/a}, {x$rounds} round{?s}")),
                  bullet_lines(sprintf("%s: %d of %d rows (probability %.3f)", strata$name, strata$drawn, strata$rows,
                                       strata$prob))))

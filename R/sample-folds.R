@@ -23,13 +23,16 @@ coded_units <- function(design, data) {
 # a `seed` the units go in their order (rows one by one: folds 1, 2, ..., k, 1,
 # 2, ...), so that the same coded rows give the same folds and the same
 # choice; with one, in an order drawn from it (the session's generator is left
-# as it was).
-unit_folds <- function(units, n_folds, seed = NULL) {
+# as it was). With `rounds` (each row's round of a draw by doubt), the units of
+# each round are spread over the folds in turn, so that every fold's fit
+# learns from every round and predicts rows of each.
+unit_folds <- function(units, n_folds, seed = NULL, rounds = NULL) {
   ids <- unique(units)
   unit <- match(units, ids)
   sizes <- tabulate(unit, length(ids))
   order <- if (is.null(seed)) seq_along(ids) else withr::with_seed(seed, sample.int(length(ids)))
   order <- order[order(-sizes[order])]
+  if (!is.null(rounds)) order <- order[order(rounds[match(seq_along(ids), unit)][order])]
   k <- min(n_folds, length(ids))
   fold_of <- integer(length(ids))
   if (length(unique(sizes)) <= 1) {
@@ -48,7 +51,7 @@ unit_folds <- function(units, n_folds, seed = NULL) {
 # The folds of coded rows whose sampling units are `units`: at least
 # `min_units` units must have been coded, so that every fold's fit (and, for a
 # learner, the choice inside it) has units of its own to learn from.
-coded_folds <- function(units, n_folds, seed = NULL, min_units = 2L, call = caller_env()) {
+coded_folds <- function(units, n_folds, seed = NULL, min_units = 2L, call = caller_env(), rounds = NULL) {
   n_units <- length(unique(units))
   if (n_units < min_units) {
     abort_newrllama4("too_few_coded", c(
@@ -57,7 +60,7 @@ coded_folds <- function(units, n_folds, seed = NULL, min_units = 2L, call = call
       "i" = "Code rows of more clusters (draw more of them with {.fn review_sample}), or drop {.arg cluster}."),
       call = call)
   }
-  unit_folds(units, n_folds, seed)
+  unit_folds(units, n_folds, seed, rounds)
 }
 
 # The estimators' folds of the domain's rows (`units`, each row's sampling
@@ -68,15 +71,15 @@ coded_folds <- function(units, n_folds, seed = NULL, min_units = 2L, call = call
 # each fold's choice is taken again without its cost; else folds of their own.
 # Then each other row goes to its unit's fold where that unit was coded, and
 # the rest are spread evenly over the folds. `seed` NULL draws one from the
-# session's generator.
-cross_fit_folds <- function(units, coded, n_folds, seed, kept = NULL, call = caller_env()) {
+# session's generator; `rounds`, the coded rows' rounds of a draw by doubt.
+cross_fit_folds <- function(units, coded, n_folds, seed, kept = NULL, call = caller_env(), rounds = NULL) {
   seed <- seed %||% sample.int(.Machine$integer.max, 1)
   of_coded <- units[coded]
   k <- min(n_folds, length(unique(of_coded)))
   whole <- !is.null(kept) && !anyNA(kept) && length(unique(kept)) == k &&
     all(tapply(kept, as.character(of_coded), function(f) length(unique(f))) == 1)
   fold <- integer(length(units))
-  fold[coded] <- if (whole) kept else coded_folds(of_coded, n_folds, seed, call = call)
+  fold[coded] <- if (whole) kept else coded_folds(of_coded, n_folds, seed, call = call, rounds = rounds)
   rest <- setdiff(seq_along(units), coded)
   known <- match(units[rest], of_coded)
   fold[rest[!is.na(known)]] <- fold[coded][known[!is.na(known)]]
@@ -94,7 +97,20 @@ cross_fit_folds <- function(units, coded, n_folds, seed, kept = NULL, call = cal
 # estimators would stay valid (their correction weighs by the design), but
 # the learner's figures would not be honest; weighting them by 1 / pi would
 # count least the doubtful rows the sample was drawn for. So it is refused.
+# So are rounds drawn by the learner's doubt (review_sample(weight =
+# "learned")), for the same reason: the learner is learned from the first
+# round, and the estimators, given every round, fit it again in their folds on
+# all coded rows (valid whatever the fit: each coded row is predicted by a fit
+# that never saw its code).
 check_uniform_sample <- function(coded, design, call) {
+  if (!is.null(design$stratum) && any(round_of(design$stratum) > 1L)) {
+    abort_newrllama4("weighted_sample", c(
+      "{.arg coded} holds rounds drawn by the learner's doubt ({.code review_sample(weight = \"learned\")}): a fit to
+       them would move the labels' boundary, and its cross-validated accuracy would understate theirs.",
+      "i" = "Learn the labels from the first round alone ({.code coded[coded$.draw == 1, ]}, or the rows you learned
+             from before); give the estimators every round: they fit the learner again in their folds on all of
+             them."), call = call)
+  }
   banded <- !is.null(design$stratum) && any(!is.na(stratum_parts(design$stratum)$band))
   if (!banded && !identical(attr(coded, "design", exact = TRUE)$weight, "confidence")) return(invisible())
   abort_newrllama4("weighted_sample", c(

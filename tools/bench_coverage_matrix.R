@@ -3,7 +3,8 @@
 # learn_labels() on features; learn_labels() choosing between two example
 # orders, one confident noise), one design (uniform; confidence; uniform with a
 # thin stratum; whole clusters through a CSV file; two rounds by confidence,
-# each through a CSV file), one target (population, corpus), one estimate (a
+# each through a CSV file; two rounds drawn uniformly; two rounds, the second
+# drawn by the doubt of labels learned from the first), one target (population, corpus), one estimate (a
 # share; a linear slope; a logistic slope; a label as a covariate) and a number
 # of coded rows (40, 60, 150, 400). The full product has 640 cells; the matrix
 # runs a covering design in which every pair of options meets in at least one
@@ -28,7 +29,8 @@
 # with a classed error by design. Draws depend only on their cell and seed, so
 # --cores=N (parallel::mclapply) gives the same table.
 #
-#   Rscript tools/bench_coverage_matrix.R [--draws=500] [--cells=REGEX] [--out=FILE.csv] [--cores=1]
+#   Rscript tools/bench_coverage_matrix.R [--draws=500] [--cells=REGEX] [--out=FILE.csv] [--cores=1] [--seeds=FROM:TO]
+#     [--log=FILE.csv]
 #     (make bench runs it with the defaults)
 
 suppressPackageStartupMessages(library(newrllama4))
@@ -42,6 +44,14 @@ draws <- as.integer(option("draws", "500"))
 pattern <- option("cells", "")
 out <- option("out", "")
 cores <- as.integer(option("cores", "1"))
+# a cell's seeds: 1..draws, or a range of them (--seeds=FROM:TO), so that a
+# cell can be run in parts whose tables add up (coverage weighted by draws)
+seeds <- as.integer(strsplit(option("seeds", paste0("1:", draws)), ":")[[1]])
+seeds <- seq(seeds[[1]], seeds[[2]])
+draws <- length(seeds)
+# each draw's outcome as it comes, a line a draw (--log=FILE.csv), so that a
+# long run interrupted still tells what it measured
+draw_log <- option("log", "")
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
 # The worlds the cells draw from: speaker_rows()'s or simulated_labels()'
@@ -94,28 +104,57 @@ regression_intervals <- function(fit, term) {
   table[table$term == term & table$estimator %in% c("corrected", "coded_only"), ]
 }
 
-# Each design: the coded rows of `data`, `n` of them (whole clusters of the
-# speaker column: n over their size), with their codes in `truth`.
+# Each design: the coded rows of `data` (the world's), `n` of them (whole
+# clusters of the speaker column: n over their size), with their codes in
+# `truth`. Rounds by doubt: half the rows uniform, a learner learned from them
+# on the world's features, and the other half drawn where its labels are
+# unsure (review_sample(weight = "learned")); the learner that drew the round
+# is kept for the predictions (first_learned), which learn from the first
+# round alone.
 designs <- list(
-  uniform = function(data, n, seed) review_sample(data, n, weight = "uniform", seed = seed),
-  confidence = function(data, n, seed) review_sample(data, n, weight = "confidence", seed = seed),
-  thin = function(data, n, seed) review_sample(data, n, weight = "uniform", seed = seed),
-  clusters = function(data, n, seed) {
+  uniform = function(data, n, seed, world) review_sample(data, n, weight = "uniform", seed = seed),
+  confidence = function(data, n, seed, world) review_sample(data, n, weight = "confidence", seed = seed),
+  thin = function(data, n, seed, world) review_sample(data, n, weight = "uniform", seed = seed),
+  clusters = function(data, n, seed, world) {
     through_csv(review_sample(data, round(n / max(table(data$speaker))), seed = seed, cluster = "speaker"))
   },
-  rounds = function(data, n, seed) {
+  rounds = function(data, n, seed, world) {
     first <- through_csv(review_sample(data, n %/% 2, seed = seed))
     through_csv(review_sample(data, n - n %/% 2, seed = seed + 1e6, previous = first))
+  },
+  uniform_rounds = function(data, n, seed, world) {
+    first <- through_csv(review_sample(data, n %/% 2, weight = "uniform", seed = seed))
+    through_csv(review_sample(data, n - n %/% 2, weight = "uniform", seed = seed + 1e6, previous = first))
+  },
+  doubt_rounds = function(data, n, seed, world) {
+    first <- through_csv(review_sample(data, n %/% 2, weight = "uniform", seed = seed))
+    learned <- learn_labels(data, first, truth, features = world$features)
+    first_learned$value <- learned
+    first_learned$rows <- first$.row
+    # the round's Neyman bound: its sampling variance by Neyman allocation on the learner's doubt over uniform's
+    doubt <- sqrt(learned$.confidence * (1 - learned$.confidence))[-first$.row]
+    first_learned$bound <- mean(doubt)^2 / mean(doubt^2)
+    through_csv(review_sample(learned, n - n %/% 2, weight = "learned", seed = seed + 1e6, previous = first))
   }
 )
-design_world <- c(uniform = "rows", confidence = "rows", thin = "thin", clusters = "speakers", rounds = "rows")
+design_world <- c(uniform = "rows", confidence = "rows", thin = "thin", clusters = "speakers", rounds = "rows",
+                  uniform_rounds = "rows", doubt_rounds = "rows")
+first_learned <- new.env()
+
+# The coded rows a learner may learn from: all but the rounds drawn by doubt.
+first_rounds <- function(coded) coded[!grepl("^round [0-9]+: ", coded$.stratum), , drop = FALSE]
 
 # Each prediction: the labelled rows the estimators are given.
 predictions <- list(
   zero_shot = function(world, coded) world$data,
-  refit = function(world, coded) recalibrate_labels(world$data, coded, truth),
-  learned = function(world, coded) learn_labels(world$data, coded, truth, features = world$features),
-  orders = function(world, coded) learn_labels(world$data, coded, truth, features = FALSE)
+  refit = function(world, coded) recalibrate_labels(world$data, first_rounds(coded), truth),
+  learned = function(world, coded) {
+    learning <- first_rounds(coded)
+    # the learner that drew the round by doubt, where it was learned from these rows
+    if (identical(sort(first_learned$rows), sort(learning$.row))) return(first_learned$value)
+    learn_labels(world$data, learning, truth, features = world$features)
+  },
+  orders = function(world, coded) learn_labels(world$data, first_rounds(coded), truth, features = FALSE)
 )
 # learned or refitted labels as a covariate are refused by design (label_regression())
 refused <- function(prediction, estimate) prediction != "zero_shot" && estimate == "covariate"
@@ -163,7 +202,14 @@ cells <- c(
        cell("zero_shot", "uniform", "population", "slope", 60, "skewed_labels",
             "silent: a lognormal covariate, 60 uniform rows / population / slope"),
        cell("zero_shot", "uniform", "corpus", "slope", 60, "skewed_labels",
-            "silent: a lognormal covariate, 60 uniform rows / corpus / slope"))
+            "silent: a lognormal covariate, 60 uniform rows / corpus / slope")),
+  # rounds by the learner's doubt (issue 61) against the same learner on as many uniform rows, in one round or two
+  unlist(lapply(c("corpus", "population"), function(target) {
+    lapply(c("uniform", "uniform_rounds", "doubt_rounds"), function(design) {
+      cell("learned", design, target, "share", 150, "rows",
+           sprintf("rounds: learned labels, %s / %s / share / 150", design, target))
+    })
+  }), recursive = FALSE)
 )
 cells <- Filter(function(c) grepl(pattern, c$name), cells)
 
@@ -186,7 +232,8 @@ population_value <- function(world, estimate) {
 one_draw <- function(cell, seed) {
   tryCatch({
     world <- draw_world(cell$world, seed, orders = if (cell$prediction == "orders") 2 else 1)
-    coded <- quietly(designs[[cell$design]](world$data, cell$coded, seed))
+    first_learned$rows <- first_learned$bound <- NULL
+    coded <- quietly(designs[[cell$design]](world$data, cell$coded, seed, world))
     labelled <- quietly(predictions[[cell$prediction]](world, coded))
     rows <- quietly(estimates[[cell$estimate]]$intervals(labelled, coded, seed, cell$target))
     value <- if (cell$target == "corpus") estimates[[cell$estimate]]$value(world$data) else
@@ -195,7 +242,8 @@ one_draw <- function(cell, seed) {
     coded_only <- rows[rows$estimator == "coded_only", ]
     c(covered = corrected$conf.low <= value && value <= corrected$conf.high,
       width = (corrected$conf.high - corrected$conf.low) / (coded_only$conf.high - coded_only$conf.low),
-      coded_covered = coded_only$conf.low <= value && value <= coded_only$conf.high)
+      coded_covered = coded_only$conf.low <= value && value <= coded_only$conf.high,
+      corrected_width = corrected$conf.high - corrected$conf.low, neyman_bound = first_learned$bound %||% NA_real_)
   }, newrllama4_error = function(e) structure(NA_real_, stopped = class(e)[[1]], why = conditionMessage(e)),
   error = function(e) structure(NA_real_, stopped = "unclassed", why = conditionMessage(e)))
 }
@@ -207,11 +255,24 @@ one_draw <- function(cell, seed) {
 # be shared: wall time would count the others), and the verdict on the draws
 # that estimated. A refused combination whose guard kept the labels as
 # annotated (the refit declined) estimates, and those draws must cover.
+logged_draw <- function(seed, cell) {
+  outcome <- one_draw(cell, seed)
+  if (nzchar(draw_log)) {
+    figures <- c("covered", "width", "coded_covered", "corrected_width", "neyman_bound")
+    values <- if (length(outcome) == length(figures)) as.vector(outcome) else rep(NA_real_, length(figures))
+    line <- data.frame(cell = cell$name, seed = seed, t(stats::setNames(values, figures)),
+                       stopped = attr(outcome, "stopped") %||% "")
+    utils::write.table(line, draw_log, append = file.exists(draw_log), sep = ",", row.names = FALSE,
+                       col.names = !file.exists(draw_log))
+  }
+  outcome
+}
+
 run_cell <- function(cell) {
   if (cell$target == "population") population_value(cell$world, cell$estimate)
   started <- proc.time()
-  outcomes <- if (cores > 1) parallel::mclapply(seq_len(draws), one_draw, cell = cell, mc.cores = cores) else
-    lapply(seq_len(draws), one_draw, cell = cell)
+  outcomes <- if (cores > 1) parallel::mclapply(seeds, logged_draw, cell = cell, mc.cores = cores) else
+    lapply(seeds, logged_draw, cell = cell)
   seconds <- sum((proc.time() - started)[c("user.self", "sys.self", "user.child", "sys.child")], na.rm = TRUE) / draws
   stopped <- vapply(outcomes, function(o) attr(o, "stopped") %||% NA_character_, "")
   measured <- do.call(rbind, outcomes[is.na(stopped)])
@@ -227,6 +288,8 @@ run_cell <- function(cell) {
              mc_se = sqrt(coverage * (1 - coverage) / max(1, nrow(measured))),
              width_vs_coded = if (is.null(measured)) NA_real_ else stats::median(measured[, "width"], na.rm = TRUE),
              coded_only_coverage = if (is.null(measured)) NA_real_ else mean(measured[, "coded_covered"], na.rm = TRUE),
+             mean_width = if (is.null(measured)) NA_real_ else mean(measured[, "corrected_width"]),
+             neyman_bound = if (is.null(measured)) NA_real_ else mean(measured[, "neyman_bound"]),
              stopped = mean(!is.na(stopped)),
              errors = paste(sprintf("%s %.2f", names(classes), as.vector(classes) / draws), collapse = "; "),
              first_error = if (length(why) > 0) gsub("\\s+", " ", why[[1]]) else "",

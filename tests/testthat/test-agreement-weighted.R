@@ -72,3 +72,16 @@ test_that("rows drawn without their probabilities warn; bad weights are classed 
   expect_error(agreement(list(one = coded$.label), coded$truth, weights = rep(2, 100)),
                class = "newrllama4_error_invalid_argument")
 })
+
+test_that("rounds drawn by the learner's doubt are refused, their first round measured", {
+  data <- doubtful_labels()
+  first <- review_sample(data, 100, weight = "uniform", seed = 1)
+  learned <- data
+  attr(learned, "manifest") <- structure(list(prompt = list(calibration = "learned")), class = "newrllama4_manifest")
+  both <- review_sample(learned, 60, weight = "learned", previous = first, seed = 2)
+  # weighted by its round's probability alone, the second round would count as if drawn from every row
+  expect_error(agreement(through_csv(both), truth, field = ".label", n_boot = 0), "first round alone",
+               class = "newrllama4_error_weighted_sample")
+  result <- agreement(both[both$.draw == 1, ], truth, field = ".label", n_boot = 0)
+  expect_identical(result$design$units, 100L)
+})

@@ -63,3 +63,24 @@ test_that("with learned labels the plan rests on the learner's errors: fewer cod
   expect_true(all(with_learner$std.error < zero_shot$std.error))
   expect_true(all(with_learner$coded_needed < 0.9 * zero_shot$coded_needed))
 })
+
+test_that("a round by doubt is planned against uniform rows, with its Neyman bound", {
+  rows <- learnable_rows(1500, dim = 10, strength = 1.5)
+  pilot <- review_sample(rows$data, n = 100, weight = "uniform", seed = 1)
+  learned <- suppressMessages(learn_labels(rows$data, pilot, gold, features = rows$x))
+  fit <- suppressMessages(label_shares(learned, pilot, gold, seed = 1, target = "corpus"))
+  plan <- coded_rows_needed(fit, se = 0.02, doubt = learned)
+  doubt <- sqrt(learned$.confidence * (1 - learned$.confidence))[-pilot$.row]
+  expect_equal(plan$neyman_bound, rep(mean(doubt)^2 / mean(doubt^2), 2))
+  expect_lt(plan$neyman_bound[[1]], 0.95)
+  expect_identical(plan$more_uniform, plan$coded_needed - 100L)
+  expect_true(all(plan$more_by_doubt < plan$more_uniform))
+  # a round of that size by doubt reaches the target as planned, give or take the pilot's noise
+  both <- review_sample(learned, n = plan$more_by_doubt[[1]], weight = "learned", previous = pilot, seed = 2)
+  after <- suppressMessages(label_shares(learned, both, gold, seed = 1, target = "corpus"))
+  expect_lt(after$std.error[after$estimator == "corrected"][[1]], 0.02 * 1.15)
+  # already there: no more rows
+  expect_identical(coded_rows_needed(fit, se = 1, doubt = learned)$more_by_doubt, c(0L, 0L))
+  expect_error(coded_rows_needed(fit, se = 0.02, doubt = rows$data), "learn_labels",
+               class = "newrllama4_error_invalid_argument")
+})

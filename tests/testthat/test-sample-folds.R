@@ -93,3 +93,24 @@ test_that("the estimators' folds hold whole clusters, as many as were coded wher
   fit <- label_regression(yes ~ 1, data, coded, truth, seed = 1, cluster = "speaker")
   expect_true(all(tapply(fit$folds, data$speaker, function(f) length(unique(f))) == 1))
 })
+
+test_that("learn_labels() refuses rounds drawn by the learner's doubt, and learns from the first round", {
+  rows <- learnable_rows(500)
+  first <- review_sample(rows$data, n = 80, weight = "uniform", seed = 1)
+  learned <- suppressMessages(learn_labels(rows$data, first, gold, features = rows$x))
+  both <- review_sample(learned, n = 40, weight = "learned", previous = first, seed = 2)
+  expect_error(learn_labels(rows$data, both, gold, features = rows$x), "first round alone",
+               class = "newrllama4_error_weighted_sample")
+  expect_error(learn_labels(rows$data, through_csv(both), gold, features = rows$x), "first round alone",
+               class = "newrllama4_error_weighted_sample")
+  again <- suppressMessages(learn_labels(rows$data, through_csv(both)[both$.draw == 1, ], gold, features = rows$x))
+  expect_identical(again$.prob_a, learned$.prob_a)
+})
+
+test_that("with rounds, each round's units go round the folds in turn", {
+  rounds <- rep(1:2, c(12, 8))
+  fold <- unit_folds(1:20, 5, seed = 3, rounds = rounds)
+  expect_lte(max(table(fold[rounds == 2])) - min(table(fold[rounds == 2])), 1L)
+  expect_lte(max(table(fold[rounds == 1])) - min(table(fold[rounds == 1])), 1L)
+  expect_identical(length(unique(fold[rounds == 2])), 5L)
+})

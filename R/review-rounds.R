@@ -1,0 +1,165 @@
+# Rounds drawn by the learner's doubt: review_sample(weight = "learned") draws
+# a further round from the rows not drawn yet, in bands of the learned labels'
+# doubt, and the estimators read each round as drawn given the rounds before.
+#
+# A round is a stratified sample of the rows not drawn before, its strata
+# named "round r: ..." (round_of()), each row's `.sample_prob` its probability
+# of being drawn in its round. The estimators combine one estimate a round
+# (the first sample, whatever its own draws, is round 1): round r's estimate
+# takes the rows coded before it as known (drawn with certainty) and its own
+# rows weighted by 1 / their round's probability, so it is unbiased given the
+# past; the rounds' estimates, weighted by their shares of the rows drawn,
+# are then unbiased, and their errors uncorrelated (each has mean zero given
+# the rounds before), so the sampling variance is the sum of each round's
+# stratified variance times its weight squared. This is the batched form of
+# active inference (Zrnic and Candes 2024, section 4: one estimate a batch,
+# each unbiased given the past, averaged); the sequential design's exact
+# inclusion probabilities, the other road, cannot be known after more than
+# one round of sampling without replacement from bands that the codes moved.
+
+# Bands of doubt a round is drawn in, at most, and no more than half the round
+# can give few_coded_units rows each: a band of fewer has its variance taken
+# at a floor that assumes the codes' own spread, not the learner's residuals
+# (bands of 5 rows of a sure learner: the floor undid the gain). Of the
+# continuous Neyman allocation's gain, 75 rows by doubt in 3 such bands kept
+# 0.63-0.68 on tools/bench_coverage_matrix.R's rows (variance ratios 0.931,
+# 0.866, 0.792 against the bound's 0.890, 0.793, 0.695), 5 bands of 5 rows
+# 0.75-0.77 before their floor.
+doubt_bands <- 5L
+
+# Added to a stratum's doubt when the sample is shared among strata, so that
+# no stratum (no row) is left without a chance of being drawn.
+doubt_floor <- 0.05
+
+# The standard deviation of whether a label that is right with probability
+# `confidence` is right: the doubt Neyman allocation weighs.
+doubt_of <- function(confidence) sqrt(pmax(confidence * (1 - confidence), 0))
+
+round_pattern <- "^round ([0-9]+): "
+
+# The round each stratum (by name) was drawn in: 1 for the first sample's.
+round_of <- function(stratum) {
+  round <- rep(1L, length(stratum))
+  later <- grepl(round_pattern, stratum)
+  round[later] <- as.integer(sub(paste0(round_pattern, ".*$"), "\\1", stratum[later]))
+  round
+}
+
+# A further round drawn by the learned labels' doubt (review_sample(weight =
+# "learned")): `n` rows of the labelled rows of `data` not in `previous`, in
+# up to doubt_bands bands of \sqrt{c(1 - c)}, shared by Neyman allocation on
+# the bands' mean doubt plus doubt_floor, few_coded_units rows a band at least.
+doubt_round <- function(data, labelled, n, seed, previous, cluster, field, call) {
+  if (!is.null(cluster)) {
+    abort_invalid("{.arg cluster} cannot be drawn by doubt: draw the clusters whole in one round.", "cluster", call)
+  }
+  if (is.null(previous)) {
+    abort_invalid(c("{.code weight = \"learned\"} draws a further round where labels learned from a first round are
+                     unsure: give that first round as {.arg previous}.",
+                    "i" = "Draw the first round with {.code review_sample(weight = \"uniform\")}, code it, and learn the
+                           labels from it with {.fn learn_labels}."), "previous", call)
+  }
+  record <- attr(data, "manifest", exact = TRUE)$prompt
+  of_field <- function(key) record[[if (is.null(field)) key else paste0(key, " (", field, ")")]]
+  # where learn_labels()'s guard kept the labels as annotated, their doubt is the learner's
+  if (!identical(of_field("calibration"), "learned") && !identical(of_field("learner"), "none")) {
+    abort_invalid("{.arg data} must be the value of {.fn learn_labels}: {.code weight = \"learned\"} draws where its
+                   labels are unsure.", "data", call)
+  }
+  if (!is.data.frame(previous) || !all(c(".row", design_columns) %in% names(previous)) ||
+      !is.numeric(previous$.row) || !all(previous$.row %in% seq_len(nrow(data))) || anyDuplicated(previous$.row)) {
+    abort_invalid("{.arg previous} must be the rows drawn from {.arg data} by {.fn review_sample}, with their design
+                   columns ({.field {c('.row', design_columns)}}).", "previous", call)
+  }
+  if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
+  warn_lost_rows(previous)
+  rest <- setdiff(which(!is.na(labelled$.label)), previous$.row)
+  if (n > length(rest)) {
+    abort_invalid("{.arg n} is {n}, but {.arg data} has {length(rest)} labelled row{?s} not drawn yet.", "n", call)
+  }
+  allocation <- doubt_allocation(doubt_of(labelled$.confidence[rest]), n)
+  band <- allocation$band
+  sizes <- allocation$sizes
+  draws <- allocation$draws
+  bands <- length(sizes)
+  round <- max(previous$.draw %||% 1L) + 1L
+  strata <- data.frame(name = sprintf("round %d: doubt band %d of %d", round, seq_len(bands), bands),
+                       label = NA_character_, band = NA_character_, rows = sizes, drawn = draws, prob = draws / sizes,
+                       stringsAsFactors = FALSE)
+  draw <- function() {
+    unlist(lapply(which(draws > 0), function(h) {
+      rows <- rest[band == h]
+      rows[sample.int(length(rows), draws[h])]
+    }), use.names = FALSE)
+  }
+  drawn <- sort(if (is.null(seed)) draw() else withr::with_seed(seed, draw()))
+  sample <- data[drawn, , drop = FALSE]
+  sample$.row <- drawn
+  sample$.draw <- rep(round, length(drawn))
+  sample <- with_design_columns(sample, strata, band[match(drawn, rest)])
+  previous$.draw <- previous$.draw %||% rep(1L, nrow(previous))
+  sample <- bind_rows_filled(previous, sample)
+  sample <- sample[order(sample$.row), , drop = FALSE]
+  rownames(sample) <- NULL
+  before <- attr(previous, "design", exact = TRUE)$strata
+  attr(sample, "design") <- structure(
+    list(weight = "learned", field = field %||% ".label", n_bands = bands,
+         strata = rbind(before[names(strata)], strata), rounds = round),
+    class = "newrllama4_sample_design"
+  )
+  sample
+}
+
+# A round of `n` rows drawn by `doubt` (each row's, of the rows not drawn
+# yet): each row's band (1 the most unsure; by rank, so that ties cannot empty
+# a band), the bands' sizes and their draws.
+doubt_allocation <- function(doubt, n) {
+  bands <- max(1L, min(doubt_bands, n %/% (2L * few_coded_units), length(doubt) %/% 2L))
+  band <- as.integer(ceiling(rank(-doubt, ties.method = "first") * bands / length(doubt)))
+  sizes <- tabulate(band, bands)
+  draws <- allocate_sample(n, sizes, as.vector(tapply(doubt, band, mean)) + doubt_floor,
+                           least = pmin(sizes, few_coded_units))
+  list(band = band, sizes = sizes, draws = draws)
+}
+
+# The sampling variance of a round of `n` rows drawn by `doubt` over that of
+# `n` uniform rows from the same rows, were each row's error as spread as a
+# label right with its confidence (variance doubt^2): with `n` NULL, the
+# Neyman bound, drawing in proportion to doubt itself (no bands, no floor, no
+# finite-population correction), (mean doubt)^2 / mean(doubt^2).
+doubt_variance_ratio <- function(doubt, n = NULL) {
+  if (is.null(n)) return(mean(doubt)^2 / mean(doubt^2))
+  allocation <- doubt_allocation(doubt, n)
+  spread <- as.vector(tapply(doubt^2, allocation$band, mean))
+  sizes <- allocation$sizes
+  draws <- allocation$draws
+  by_doubt <- sum(sizes^2 * spread * (1 / draws - 1 / sizes))
+  uniform <- length(doubt)^2 * mean(doubt^2) * (1 / n - 1 / length(doubt))
+  if (uniform > 0) by_doubt / uniform else 1
+}
+
+# The coded rows' design (coded_design(), after responding()) with rounds
+# drawn by doubt combined: each row's `round` (1 for the first sample), its
+# round's probability (`round_prob`) and the round's weight in the combined
+# estimate (`round_weight`: its share of the rows drawn), and `prob` the
+# inverse of the row's weight in it, 1 / (w_r / pi + the later rounds' w),
+# since round s takes the rows coded before it as known. The point estimates
+# read `prob` as any design's; the sampling variance reads each round's
+# strata with its own probabilities, each row's terms times its round's
+# weight (stratum_units()). Without rounds, the design as it was.
+with_rounds <- function(design) {
+  if (is.null(design$prob) || is.null(design$stratum)) return(design)
+  round <- round_of(design$stratum)
+  if (all(round == 1L)) return(design)
+  drawn <- as.vector(tapply(design$strata$drawn, round_of(design$strata$name), sum))
+  rounds <- sort(unique(round_of(design$strata$name)))
+  weight <- drawn / sum(drawn)
+  later <- rev(cumsum(rev(weight))) - weight
+  position <- match(round, rounds)
+  design$round <- round
+  design$round_prob <- design$prob
+  design$round_weight <- unname(weight[position])
+  design$prob <- unname(1 / (weight[position] / design$prob + later[position]))
+  design$round_weights <- stats::setNames(weight, rounds)
+  design
+}

@@ -1,0 +1,158 @@
+# Rounds drawn by the learner's doubt (review-rounds.R): the draw, its design
+# columns, and the estimators' combination of the rounds.
+
+# A first uniform round of `first_n` rows of learnable_rows(), the labels
+# learned from it, and a second round of `n` rows by their doubt.
+doubt_rounds <- function(n_rows = 600, first_n = 80, n = 60, seed = 1) {
+  rows <- learnable_rows(n_rows, seed = seed)
+  first <- review_sample(rows$data, n = first_n, weight = "uniform", seed = seed)
+  learned <- suppressMessages(learn_labels(rows$data, first, gold, features = rows$x))
+  both <- review_sample(learned, n = n, weight = "learned", previous = first, seed = seed + 1)
+  list(rows = rows, first = first, learned = learned, both = both)
+}
+
+test_that("a round by doubt draws rows not drawn yet, more of the unsure, each with its probability in its round", {
+  skip_on_cran()  # 2,000 draws: a few seconds
+  setup <- doubt_rounds()
+  learned <- setup$learned
+  first <- setup$first
+  both <- setup$both
+  second <- both[both$.draw == 2, ]
+  expect_identical(nrow(both), 140L)
+  expect_identical(both$.row, sort(both$.row))
+  expect_false(any(second$.row %in% first$.row))
+  expect_true(all(grepl("^round 2: doubt band [0-9] of 3$", second$.stratum)))
+  # the first round's rows keep their own design columns
+  kept <- both[both$.draw == 1, names(first)]
+  rownames(kept) <- NULL
+  expect_equal(kept[c(".row", ".stratum", ".stratum_rows", ".stratum_drawn", ".sample_prob")],
+               first[c(".row", ".stratum", ".stratum_rows", ".stratum_drawn", ".sample_prob")])
+  # every row not drawn keeps a chance; each .sample_prob is exact (repeated draws, within 4.5 binomial se)
+  rest <- setdiff(seq_len(600), first$.row)
+  prob <- rep(NA_real_, 600)
+  draws <- 2000
+  counts <- tabulate(unlist(lapply(seq_len(draws), function(seed) {
+    round <- review_sample(learned, n = 60, weight = "learned", previous = first, seed = seed)
+    round <- round[round$.draw == 2, ]
+    prob[round$.row] <<- round$.sample_prob
+    round$.row
+  })), 600)
+  expect_identical(sum(counts[first$.row]), 0L)
+  expect_false(anyNA(prob[rest]))
+  expect_gt(min(prob[rest]), 0)
+  expect_lt(max(abs(counts[rest] / draws - prob[rest]) / sqrt(prob[rest] * (1 - prob[rest]) / draws)), 4.5)
+  # the most unsure rows are drawn most often
+  doubt <- sqrt(learned$.confidence * (1 - learned$.confidence))
+  expect_gt(stats::cor(doubt[rest], prob[rest]), 0.8)
+})
+
+# Rounds of simulated_labels(): a first uniform round, and a second drawn by
+# the doubt of a logistic refit of the labels to the first round's codes (so
+# each round depends on the codes before it), marked as learned.
+refit_rounds <- function(seed, n_rows = 1000, first_n = 60, n = 60) {
+  data <- simulated_labels(n_rows, seed)
+  first <- review_sample(data, n = first_n, weight = "uniform", seed = seed)
+  y <- as.numeric(first$truth == "yes")
+  refit <- suppressWarnings(stats::glm(y ~ stats::qlogis(first$.prob_yes), family = stats::binomial))
+  doubtful <- data
+  p <- stats::plogis(stats::coef(refit)[[1]] + stats::coef(refit)[[2]] * stats::qlogis(data$.prob_yes))
+  doubtful$.confidence <- pmax(p, 1 - p)
+  attr(doubtful, "manifest") <- structure(list(prompt = list(calibration = "learned")), class = "newrllama4_manifest")
+  list(data = data, both = review_sample(doubtful, n = n, weight = "learned", previous = first, seed = seed + 1e6))
+}
+
+test_that("the rounds' design columns survive a CSV file, read_codes() and `[`", {
+  setup <- doubt_rounds()
+  both <- setup$both
+  fit <- suppressMessages(label_shares(setup$learned, both, gold, seed = 3))
+  from_file <- suppressMessages(label_shares(setup$learned, through_csv(both), gold, seed = 3))
+  expect_equal(from_file$estimate, fit$estimate)
+  expect_equal(from_file$std.error, fit$std.error)
+  columns <- both[c(".row", ".draw", ".stratum", ".stratum_rows", ".stratum_drawn", ".sample_prob", ".sampling_unit",
+                    "gold")]
+  subset <- suppressMessages(label_shares(setup$learned, columns, gold, seed = 3))
+  expect_equal(subset$std.error, fit$std.error)
+  # the manifest records the rounds' strata, each with its own draws
+  expect_match(manifest(fit)$estimation$strata, "round 2: doubt band 1 of 3: [0-9]+ coded of [0-9]+ drawn of")
+  rounds <- refit_rounds(5)
+  both <- rounds$both
+  fixture <- coding_fixture(sample = both, overlap = 0)
+  for (unit in seq_len(nrow(both))) store_write(fixture$file, unit, "ana", list(code = both$truth[[unit]]))
+  codes <- read_codes(fixture$file)
+  expect_identical(codes$.stratum, both$.stratum)
+  expect_identical(codes$.sample_prob, both$.sample_prob)
+  direct <- suppressMessages(label_shares(rounds$data, both, truth, seed = 3))
+  read <- suppressMessages(label_shares(rounds$data, codes, code, seed = 3))
+  expect_equal(read$std.error, direct$std.error)
+  expect_equal(read$estimate, direct$estimate)
+})
+
+test_that("rounds by doubt are combined, not pooled: each round's rows weighted by their round and its weight", {
+  setup <- doubt_rounds()
+  both <- setup$both
+  fit <- suppressMessages(label_shares(setup$learned, both, gold, seed = 3, target = "corpus"))
+  estimate <- attr(fit, "estimates")[["a"]]
+  # weights 80 / 140 and 60 / 140: a first-round row counts 1 / (w1 / pi + w2), a second-round row pi / w2
+  second <- both$.draw == 2
+  w <- c(80, 60) / 140
+  expected <- ifelse(second, both$.sample_prob / w[2], 1 / (w[1] / both$.sample_prob + w[2]))
+  expect_equal(estimate$sample_prob, expected)
+  # pooled as one stratified sample with these probabilities, the rounds' strata would not add up
+  expect_lt(max(abs(sum(1 / expected) - 600)), 1e-8)
+})
+
+test_that("the round's own learner never predicts its rows: the estimators cross-fit across rounds", {
+  setup <- doubt_rounds()
+  both <- setup$both
+  fit <- suppressMessages(label_regression(a ~ z, setup$learned, both, gold, seed = 4))
+  folds <- fit$folds[both$.row]
+  # every fold holds rows of both rounds
+  expect_true(all(table(folds, both$.draw) > 0))
+  row <- both$.row[both$.draw == 2][1]
+  flipped <- both
+  at <- match(row, both$.row)
+  flipped$gold[at] <- if (both$gold[at] == "a") "b" else "a"
+  refit <- suppressMessages(label_regression(a ~ z, setup$learned, flipped, gold, seed = 4))
+  expect_identical(refit$predictions[row], fit$predictions[row])
+  # the other folds' learners learned from that second-round code
+  other <- both$.row[folds != fit$folds[row]]
+  expect_false(identical(refit$predictions[other], fit$predictions[other]))
+})
+
+test_that("a round by doubt covers: a fast sanity case over 300 draws", {
+  skip_on_cran()  # 300 draws: about 30 s
+  # the doubt of a logistic refit to the first round's codes, so each round depends on the codes before it
+  covered <- vapply(seq_len(300), function(seed) {
+    rounds <- refit_rounds(seed)
+    shares <- suppressMessages(label_shares(rounds$data, through_csv(rounds$both), truth, seed = seed,
+                                            target = "corpus"))
+    yes <- shares[shares$label == "yes" & shares$estimator == "corrected", ]
+    value <- mean(rounds$data$truth == "yes")
+    yes$conf.low <= value && value <= yes$conf.high
+  }, NA)
+  expect_gt(mean(covered), 0.92)
+  expect_lt(mean(covered), 0.985)
+})
+
+test_that("a round by doubt needs learned labels and a first round, and no clusters", {
+  setup <- doubt_rounds()
+  expect_error(review_sample(setup$learned, n = 20, weight = "learned"), "give that first round",
+               class = "newrllama4_error_invalid_argument")
+  expect_error(review_sample(setup$rows$data, n = 20, weight = "learned", previous = setup$first),
+               "learn_labels", class = "newrllama4_error_invalid_argument")
+  expect_error(review_sample(setup$learned, n = 20, weight = "learned", previous = setup$first[c(".row", "gold")]),
+               "design", class = "newrllama4_error_invalid_argument")
+  expect_error(review_sample(setup$learned, n = 600, weight = "learned", previous = setup$first),
+               "520 labelled rows not drawn yet", class = "newrllama4_error_invalid_argument")
+  # a third round takes the first two as drawn before
+  third <- review_sample(setup$learned, n = 40, weight = "learned", previous = setup$both, seed = 9)
+  expect_identical(sort(unique(third$.draw)), 1:3)
+  expect_true(all(grepl("^round 3: ", third$.stratum[third$.draw == 3])))
+  expect_false(any(duplicated(third$.row)))
+})
+
+test_that("the design attribute counts the rows once across rounds", {
+  setup <- doubt_rounds()
+  printed <- gsub("\\s+", " ", paste(format(attr(setup$both, "design")), collapse = " "))
+  expect_match(printed, "140 of 600 rows in 5 strata, 2 rounds", fixed = TRUE)
+})
