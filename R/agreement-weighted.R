@@ -120,3 +120,14 @@ weighted_note <- function(x) {
                 "with t on %d df."),
           design$std.error, design$units, design$strata, signif(design$effective, 3), design$df)
 }
+
+# Texts split between their coders' codes (read_codes(disagreements =
+# "split")) have no one code for a label to match.
+refuse_split_texts <- function(predicted, call) {
+  if (is.null(predicted$.code_weight) || !anyDuplicated(predicted$.row)) return(invisible())
+  abort_newrllama4("coded_rows", c(
+    "{.arg predicted} holds texts split between their coders' codes (what {.fn read_codes} gives where coders
+     disagree): the model's label can match one of a text's codes, not the text's.",
+    "i" = "Adjudicate them, or compare with {.code read_codes(file, disagreements = \"missing\")};
+           {.code read_codes(file, by = \"coder\")} compares the coders with each other."), call = call)
+}

@@ -167,13 +167,7 @@ agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL
                      {.fn annotate_texts} or of {.fn review_sample}.", "field", call)
     }
     field <- column_name(field, predicted, "field", "predicted")
-    if (!is.null(predicted$.code_weight) && anyDuplicated(predicted$.row)) {
-      abort_newrllama4("coded_rows", c(
-        "{.arg predicted} holds texts split between their coders' codes (what {.fn read_codes} gives where coders
-         disagree): the model's label can match one of a text's codes, not the text's.",
-        "i" = "Adjudicate them, or compare with {.code read_codes(file, disagreements = \"missing\")};
-               {.code read_codes(file, by = \"coder\")} compares the coders with each other."), call = call)
-    }
+    refuse_split_texts(predicted, call)
     truth <- field_codes(column_values(rlang::enquo(truth), predicted, "truth", "predicted"))
     if (is.null(weights)) design <- drawn_design(predicted, call)
     predicted <- field_labels(predicted[[field]])

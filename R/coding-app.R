@@ -276,31 +276,6 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
                                                            blind_adjudication, url)))
 }
 
-# `quota`: one whole number of texts for every coder, or one per coder named;
-# numbers below 1 are shares of the codes to make.
-check_quota <- function(quota, call) {
-  if (is.null(quota)) return(NULL)
-  named <- !is.null(names(quota)) && all(nzchar(names(quota)))
-  share <- is.numeric(quota) & quota > 0 & quota < 1
-  if (!is.numeric(quota) || length(quota) == 0 || anyNA(quota) || !all(share | (quota >= 1 & quota == round(quota))) ||
-      (length(quota) > 1 && !named) || (named && anyDuplicated(name_key(names(quota)))) || sum(quota[share]) > 1) {
-    abort_invalid("{.arg quota} must be a whole number of texts for each coder, or one per coder named
-                   ({.code c(Ana = 40, Ben = 20)}); numbers below 1 are shares of the codes, which add up to 1 at
-                   most.", "quota", call)
-  }
-  quota
-}
-
-# The most texts `coder` codes: their quota (a share of the codes the file
-# plans, every text once and the overlap's twice, rounded up); Inf for none.
-coder_quota <- function(stored, coder) {
-  quota <- stored$quota
-  if (is.null(quota)) return(Inf)
-  if (!is.null(names(quota))) quota <- quota[name_key(names(quota)) == name_key(coder)]
-  if (length(quota) == 0) return(Inf)
-  if (quota < 1) ceiling(quota * (length(stored$texts) + length(stored$double))) else unname(quota)
-}
-
 #' @rdname coding_app
 #' @export
 code_sample <- function(sample, file, ..., port = NULL, host = "127.0.0.1", url = NULL, background = TRUE,

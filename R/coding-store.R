@@ -208,16 +208,6 @@ store_meta <- function(file, call = caller_env()) {
   })
 }
 
-# The coders' quotas (coding_quota()) become the file's, for every app on it;
-# NULL keeps those it has.
-store_quota <- function(file, quota) {
-  if (is.null(quota)) return(invisible())
-  with_store(file, function(con) {
-    DBI::dbExecute(con, "INSERT OR REPLACE INTO meta VALUES ('quota', ?)",
-                   params = list(as.character(jsonlite::toJSON(as.list(quota), auto_unbox = TRUE, digits = NA))))
-  })
-}
-
 sample_key <- function(rows, texts) rlang::hash(list(as.integer(rows), enc2utf8(as.character(texts))))
 
 # Descriptions can be reworded mid-study; the labels, fields and instruction cannot.

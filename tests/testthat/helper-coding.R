@@ -39,6 +39,12 @@ start_as <- function(session, coder, adjudicate = FALSE) {
   session$setInputs(nl_event = list(type = "start", coder = coder, adjudicate = adjudicate))
 }
 
+# A click that coding.js sends, on the text on screen unless `unit` is given.
+click <- function(session, type, ...) {
+  event <- utils::modifyList(list(type = type, unit = get("state", session$env)$unit, note = ""), list(...))
+  session$setInputs(nl_event = c(event, nonce = stats::runif(1)))
+}
+
 # the secret that makes the links, in a directory of the test's own
 local_secret_dir <- function(envir = parent.frame()) {
   withr::local_envvar(R_USER_DATA_DIR = withr::local_tempdir(.local_envir = envir), .local_envir = envir)

@@ -1,8 +1,4 @@
 # The server through shiny::testServer(): the clicks that coding.js sends.
-click <- function(session, type, ...) {
-  event <- utils::modifyList(list(type = type, unit = get("state", session$env)$unit, note = ""), list(...))
-  session$setInputs(nl_event = c(event, nonce = stats::runif(1)))
-}
 
 test_that("a coder names themselves, codes, goes back, skips and marks a text uncodable; all is written at once", {
   fixture <- coding_fixture(n = 4, overlap = 0)
@@ -283,33 +279,6 @@ test_that("a click does not carry other people's notes from the file", {
   codes <- store_codes(fixture$file, notes_of = "ana")
   expect_identical(codes$note, c("ana's note", NA))
   expect_identical(store_codes(fixture$file)$note, c("ana's note", "ben's note"))
-})
-
-test_that("a quota is held in R: no text past it, whatever the page sends, and the done page says so", {
-  fixture <- coding_fixture(n = 6, overlap = 0, quota = 2)
-  shiny::testServer(fixture$app, {
-    start_as(session, "ana")
-    expect_match(as.character(screen()), "1 of 2")
-    click(session, "code", value = list(code = "yes"))
-    click(session, "code", value = list(code = "no"))
-    expect_match(as.character(screen()), "You coded your 2 texts, ana")
-    # a click for a text not hers, sent as after a reconnect, is not written
-    free <- setdiff(1:6, store_codes(fixture$file)$unit)[1]
-    session$setInputs(nl_event = list(type = "code", unit = free, value = list(code = "yes"), note = "",
-                                      resent = TRUE, nonce = "late"))
-    expect_identical(nrow(store_codes(fixture$file)), 2L)
-  })
-  expect_equal(store_meta(fixture$file)$quota, 2)
-  bad <- function(quota) {
-    expect_error(coding_app(fixture$sample, fixture$file, labels = c("yes", "no"), quota = quota),
-                 class = "newrllama4_error_invalid_argument")
-  }
-  bad(0)
-  bad(2.5)
-  bad(c(2, 3))
-  bad(c(Ana = 0.7, Ben = 0.6))
-  bad(c(Ana = 2, ana = 3))
-  bad("2")
 })
 
 test_that("the done page tells the truth: texts held by others may come back; N of M does not shrink", {
