@@ -231,7 +231,7 @@ variance_words <- function(record) {
   } else {
     "the sampling part alone (which rows were coded), for the corpus"
   }
-  paste0("design-based, ", parts, if (record$hc3) ", HC3 on the coded rows",
+  paste0("design-based, ", parts, if (record$small_sample) ", HC2 on the coded rows",
          if (!is.null(record$design$cluster)) paste0(", cluster-robust by ", record$design$cluster),
          if (length(record$variance_floor) > 0) {
            paste0(", a floor under the variance of strata with few coded rows (",
@@ -244,8 +244,10 @@ variance_words <- function(record) {
 }
 
 interval_words <- function(record) {
-  quantile <- if (is.finite(record$df)) sprintf("t on the design's %d degrees of freedom", round(record$df)) else
-    "normal"
+  quantile <- if (!is.finite(record$df)) "normal" else {
+    sprintf(paste("t on each estimate's small-sample degrees of freedom (Bell and McCaffrey's, as Imbens and Kolesar",
+                  "advise: the df column), at most the design's %d"), round(record$design_df))
+  }
   if (record$interval == "wilson") paste("Wilson's score at the effective n,", quantile) else quantile
 }
 

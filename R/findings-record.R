@@ -14,7 +14,8 @@ findings_record <- function(estimate, level = 0.95) {
        coded = length(estimate$coded_rows), design = estimate$design, learner = estimate$learner,
        naive = naive_name(estimate$learner), prediction_model = estimate$prediction_model,
        lambda_tuned = estimate$lambda_tuned,
-       hc3 = isTRUE(estimate$parts$corrected$small_sample), df = estimate$df$corrected, interval = "t",
+       small_sample = isTRUE(estimate$parts$corrected$small_sample), df = min(estimate$df$corrected),
+       design_df = estimate$design_df, interval = "t",
        lambda_rule = estimate$lambda_rule, variance_floor = estimate$variance_floor %||% character(),
        beyond_reach = estimate$leverage$covariates %||% character())
 }
@@ -96,7 +97,7 @@ record_manifest <- function(manifest, record) {
   corrected <- record$estimates[record$estimates$estimator == "corrected", , drop = FALSE]
   figures <- sprintf("estimate %.4g, std.error %.4g, df %s, effective n %.4g, design effect %.3g, variance %.4g
                      (corpus %.4g, sampling %.4g), lambda %.3f", corrected$estimate, corrected$std.error,
-                     format(corrected$df), corrected$effective_n, corrected$design_effect,
+                     format(round(corrected$df, 1)), corrected$effective_n, corrected$design_effect,
                      corrected$std.error^2, corrected$var_corpus, corrected$var_sampling, corrected$lambda)
   figures <- gsub("\\s+", " ", figures)
   entries <- stats::setNames(as.list(figures), paste0("corrected (", corrected$term, ")"))

@@ -24,7 +24,7 @@
 #' @param ... Unused.
 #' @return `tidy()`: `term`, `estimator`, `estimate`, `std.error`,
 #'   `statistic`, `p.value` (regressions), `conf.low`, `conf.high`, `df` (the
-#'   design's degrees of freedom), `effective_n` (the rows a simple random
+#'   estimate's small-sample degrees of freedom, at most the design's), `effective_n` (the rows a simple random
 #'   sample of codes alone would need for the same variance), `design_effect`
 #'   (the coded rows over `effective_n`), `var_corpus` and `var_sampling` (the
 #'   variance's parts: how the corpus differs from the population, and which
@@ -35,7 +35,8 @@
 #'   or all of this one (Manski's bounds; `NA` where none is undecided).
 #'
 #'   `glance()`: `nobs` (the rows), `coded` (the coded rows in the estimate's
-#'   domain), `effective_n` (the smallest of the corrected terms'), `df`,
+#'   domain), `effective_n` (the smallest of the corrected terms'), `df` (the
+#'   smallest of theirs), `design_df` (the design's),
 #'   `target`, `method`, `interval`, `lambda_min`, `lambda_max`,
 #'   `lambda_tuned`, `strata`, `fewest_coded_in_stratum`, `clusters` (drawn
 #'   whole and coded, or `NA`), `lost_rows` (drawn rows without a code),
@@ -115,6 +116,7 @@ glance_record <- function(record) {
   design <- record$design
   learner <- record$learner
   data.frame(nobs = record$rows, coded = record$coded, effective_n = min(corrected$effective_n), df = record$df,
+             design_df = record$design_df,
              target = record$target, method = "design-based (DSL, PPI++'s lambda)", interval = interval_words(record),
              lambda_min = min(corrected$lambda), lambda_max = max(corrected$lambda), lambda_tuned = record$lambda_tuned,
              strata = as.integer(design$strata), fewest_coded_in_stratum = as.integer(design$fewest_coded),

@@ -261,19 +261,18 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
        floor, since codes this alike could be chance.",
       "i" = "Code more rows of {cli::qty(length(floored))}{?it/them} (draw more with {.code review_sample(previous =)})."))
   }
-  df <- design_df(sample)
+  df_of <- function(fit) stats::setNames(pmin(satterthwaite_df(fit, sample, target), design_df(sample)), columns)
   list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned, lambda_rule = rule,
        variance_floor = floored,
-       lambda_terms = if (tuned) lambda_terms, target = target,
-       df = list(corrected = df, naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
-                 coded_only = df))
+       lambda_terms = if (tuned) lambda_terms, target = target, design_df = design_df(sample),
+       df = list(corrected = df_of(own), naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
+                 coded_only = if (fits$coded_only$converged) df_of(fits$coded_only) else design_df(sample)))
 }
 
 # The design variance's degrees of freedom, as survey's degf(): the sampling
 # units coded (rows, or clusters drawn whole) less the strata, or with
 # clusters sharing errors the clusters coded less one, whichever is fewer.
-# With a dozen clusters the interval's quantile is then a t's, not the
-# normal's, which would leave it too narrow.
+# Each estimate's df (satterthwaite_df()) is at most this.
 design_df <- function(sample) {
   units <- sample$unit %||% seq_along(sample$rows)
   df <- length(unique(units)) - length(unique(stratum_of(sample)))

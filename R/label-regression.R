@@ -144,11 +144,19 @@
 #' and adds the variance of the corpus around it; with `target = "corpus"` it
 #' is for the value coding every row of `data` would give, and counts only
 #' which rows were coded, so it is narrower. Print says which.
-#' Intervals take the quantile of a t distribution on the design's degrees of
-#' freedom (as `survey`'s `degf()`: the sampling units coded, rows or clusters
-#' drawn whole, less the strata; with `cluster`, the clusters coded less one,
-#' if fewer), so that an interval resting on a dozen clusters is not too
-#' narrow; with many coded rows it is the normal interval.
+#' Coded rows drawn one by one have each one's terms of the variance divided
+#' by \eqn{\sqrt{1 - h}}{sqrt(1 - h)}, h its leverage (HC2). Intervals take
+#' the quantile of a t distribution on each estimate's own degrees of freedom:
+#' Bell and McCaffrey's small-sample approximation (Satterthwaite's, from the
+#' design matrix, the weights, strata and clusters and
+#' \eqn{\lambda}{lambda}, not the residuals), as Imbens and Kolesar (2016)
+#' advise with HC2, at most the design's (as `survey`'s `degf()`: the sampling
+#' units coded, rows or clusters drawn whole, less the strata; with `cluster`,
+#' the clusters coded less one, if fewer). So an interval resting on a dozen
+#' clusters, or a slope whose variance a few rows far out on a skewed
+#' covariate carry, is not too narrow (a lognormal covariate on 60 coded rows:
+#' about 5 df, and 0.950 coverage where the design's 58 gave 0.904); an
+#' intercept or a share on many coded rows keeps about the design's df.
 #'
 #' @param formula A formula: on the left, one of the labels (its indicator is
 #'   the outcome; backquote names that are not syntactic), a boolean field of
@@ -214,10 +222,22 @@
 #' @references Angelopoulos, A. N., Duchi, J. C. and Zrnic, T. (2023). PPI++:
 #'   efficient prediction-powered inference. arXiv:2311.01453.
 #'
+#'   Bell, R. M. and McCaffrey, D. F. (2002). Bias reduction in standard errors
+#'   for linear regression with multi-stage samples. *Survey Methodology* 28,
+#'   169-181.
+#'
 #'   Egami, N., Hinck, M., Stewart, B. M. and Wei, H. (2023). Using
 #'   imperfect surrogates for downstream inference: design-based supervised
 #'   learning for social science applications of large language models.
 #'   *Advances in Neural Information Processing Systems 36*.
+#'
+#'   Imbens, G. W. and Kolesar, M. (2016). Robust standard errors in small
+#'   samples: some practical advice. *Review of Economics and Statistics* 98,
+#'   701-712.
+#'
+#'   Pustejovsky, J. E. and Tipton, E. (2018). Small-sample methods for
+#'   cluster-robust variance estimation and hypothesis testing in fixed effects
+#'   models. *Journal of Business & Economic Statistics* 36, 672-683.
 #' @seealso [label_shares()] for the share of each label, [coded_rows_needed()]
 #'   for how many rows to code.
 #' @export

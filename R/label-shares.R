@@ -29,7 +29,8 @@
 #' @param level The confidence level of the intervals.
 #' @return A data frame, a row per group, label and estimator (`corrected`,
 #'   `naive`, `coded_only`), with the groups' columns, `label`, `estimator`,
-#'   `estimate`, `std.error`, `df` (the design's degrees of freedom),
+#'   `estimate`, `std.error`, `df` (the estimate's degrees of freedom: Bell and McCaffrey's, at most the
+#'   design's; see [label_regression()]),
 #'   `conf.low`, `conf.high`, `effective_n` and `design_effect` (the
 #'   interval's effective number of rows, below, and the rows it rests on over
 #'   it), `var_corpus` and `var_sampling` (the variance's corpus and sampling

@@ -109,13 +109,13 @@ survey_design <- function(coded, columns) {
 
 # The variance of survey's weighted regression `reference` (svyglm() on
 # `design`), each coded row's score divided by 1 - h, h its leverage in that
-# fit (stats::hatvalues()): the HC3 correction the estimators make for rows
+# fit (stats::hatvalues()): the HC2 correction the estimators make for rows
 # drawn one by one, around survey's variance of the scores' total.
-survey_vcov_hc3 <- function(reference, design) {
+survey_vcov_hc2 <- function(reference, design) {
   x <- stats::model.matrix(reference)
   mu <- stats::fitted(reference)
   slope <- if (reference$family$family == "gaussian") 1 else mu * (1 - mu)
-  scores <- x * (reference$y - mu) / (1 - stats::hatvalues(reference))
+  scores <- x * (reference$y - mu) / sqrt(1 - stats::hatvalues(reference))
   colnames(scores) <- paste0("score", seq_len(ncol(x)))
   design$variables <- cbind(design$variables, scores)
   totals <- survey::svytotal(stats::reformulate(colnames(scores)), design)

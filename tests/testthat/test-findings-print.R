@@ -13,13 +13,14 @@ test_that("print() shows each estimate's se, df, effective n, design effect, var
   header <- grep("^ +term", printed, value = TRUE)[[1]]
   expect_match(header, "estimate +se +df +95% interval +eff\\. n +deff +sampling +lambda")
   z <- fit$record$estimates[fit$record$estimates$term == "z" & fit$record$estimates$estimator == "corrected", ]
-  expect_true(any(grepl(sprintf("^ +z +%.3f +%.3f +%d ", z$estimate, z$std.error, z$df), printed)))
+  expect_true(any(grepl(sprintf("^ +z +%.3f +%.3f +%d ", z$estimate, z$std.error, round(z$df)), printed)))
   expect_match(text, "naive (the learned labels as if true)", fixed = TRUE)
   expect_match(text, "weights unequal (1 / pi from", fixed = TRUE)
   expect_match(text, sprintf("strata, the fewest coded rows in one %d", fit$record$design$fewest_coded), fixed = TRUE)
   expect_match(text, "lost rows: 3 of 150 drawn (2.0%)", fixed = TRUE)
   expect_match(text, "the corpus part (the population around the corpus) plus the sampling part", fixed = TRUE)
-  expect_match(text, "HC3 on the coded rows; intervals: t on the design's 141 degrees of freedom", fixed = TRUE)
+  expect_match(text, paste("HC2 on the coded rows; intervals: t on each estimate's small-sample degrees of freedom (Bell and",
+                     "McCaffrey's, as Imbens and Kolesar advise: the df column), at most the design's 141"), fixed = TRUE)
   expect_match(text, sprintf("learned by learn_labels() (ridge logistic on the features; features: a matrix given),
                               cross-validated accuracy %.3f, let through by its guard",
                              manifest(learned)$prompt$cross_validated_accuracy) |> gsub(pattern = "\\s+", replacement = " "),
@@ -39,7 +40,7 @@ test_that("shares print Wilson's interval at the effective n, and a stratum whos
   shares <- label_shares(data, coded, truth, by = "group", seed = 1)
   text <- gsub("\\s+", " ", paste(capture.output(print(shares)), collapse = " "))
   expect_match(text, "share se df 95% interval eff. n deff sampling lambda naive", fixed = TRUE)
-  expect_match(text, "intervals: Wilson's score at the effective n, t on the design's", fixed = TRUE)
+  expect_match(text, "intervals: Wilson's score at the effective n, t on each estimate's small-sample degrees", fixed = TRUE)
   expect_match(text, "beside the model's labels (naive)", fixed = TRUE)
   # sure labels that the codes all agree with: no sampling variance, which the printout shows
   data$.prob_yes <- as.numeric(data$.label == "yes")

@@ -21,7 +21,7 @@ test_that("the record splits each variance into its corpus and sampling parts, w
   expect_gt(min(corpus$effective_n[corpus$estimator == "corrected"]),
             max(table$effective_n[table$estimator == "corrected"]))
   expect_identical(fit$record$design$fewest_coded, min(table(coded$.stratum)))
-  expect_true(fit$record$hc3)
+  expect_true(fit$record$small_sample)
   expect_null(fit$record$learner)
   expect_identical(fit$record$naive, "the model's labels")
 })
@@ -42,7 +42,7 @@ test_that("the record keeps the design: strata, lost rows, clusters drawn whole"
   record <- attr(shares, "record")
   expect_identical(c(record$design$clusters_drawn, record$design$clusters), c(12L, 80L))
   expect_identical(record$design$cluster, "speaker")
-  expect_false(record$hc3)
+  expect_false(record$small_sample)
   expect_identical(record$interval, "wilson")
 })
 
@@ -74,12 +74,12 @@ test_that("the manifest reads the record", {
   fit <- label_regression(yes ~ x, data, coded, truth, seed = 19)
   record <- manifest(fit)$estimation
   x <- fit$record$estimates[fit$record$estimates$term == "x" & fit$record$estimates$estimator == "corrected", ]
-  expect_match(record[["corrected (x)"]], sprintf("std.error %.4g, df %d, effective n %.4g", x$std.error, x$df,
+  expect_match(record[["corrected (x)"]], sprintf("std.error %.4g, df %s, effective n %.4g", x$std.error, format(round(x$df, 1)),
                                                   x$effective_n), fixed = TRUE)
   expect_identical(record$naive, "the model's labels as if true")
   expect_identical(record$fewest_coded_rows_in_a_stratum, fit$record$design$fewest_coded)
-  expect_match(record$variance_method, "HC3")
-  expect_match(record$interval_method, "t on the design's 94 degrees of freedom")
+  expect_match(record$variance_method, "HC2")
+  expect_match(record$interval_method, "small-sample degrees of freedom .*at most the design's 94")
   shares <- manifest(label_shares(data, coded, truth, by = "group", seed = 1))$estimation
   expect_match(shares[["corrected (a: yes)"]], "effective n")
   expect_match(shares$interval_method, "Wilson")
