@@ -6,7 +6,7 @@
 check_quota <- function(quota, call) {
   if (is.null(quota)) return(NULL)
   named <- !is.null(names(quota)) && all(nzchar(names(quota)))
-  share <- is.numeric(quota) & quota > 0 & quota < 1
+  share <- if (is.numeric(quota)) quota > 0 & quota < 1
   if (!is.numeric(quota) || length(quota) == 0 || anyNA(quota) || !all(share | (quota >= 1 & quota == round(quota))) ||
       (length(quota) > 1 && !named) || (named && anyDuplicated(name_key(names(quota)))) || sum(quota[share]) > 1) {
     abort_invalid("{.arg quota} must be a whole number of texts for each coder, or one per coder named
