@@ -93,20 +93,86 @@ with_feature_texts <- function(kinds, texts) {
   structure(kinds, texts = texts, class = "newrllama4_feature_texts")
 }
 
-# What the engine is asked for: the kinds, and each prompt's text.
-feature_request <- function(features) {
-  kinds <- check_features(if (inherits(features, "newrllama4_feature_texts")) unclass(features) else features)
+# What the engine is asked for: the kinds, each prompt's text, and the layer
+# of "middle" and "mean" (`feature_layer`, checked against `model`'s layers;
+# NULL for the engine's middle one, features.default_layer, or where no kind
+# reads a layer).
+feature_request <- function(features, feature_layer = NULL, model = NULL, call = caller_env()) {
+  kinds <- check_features(if (inherits(features, "newrllama4_feature_texts")) unclass(features) else features,
+                          call = call)
   texts <- attr(features, "texts")
+  layered <- any(c("middle", "mean") %in% kinds)
+  if (!is.null(feature_layer)) {
+    if (!layered) {
+      abort_invalid("{.arg feature_layer} is the layer of the {.val middle} and {.val mean} features: ask for one of
+                    them in {.arg features}.", "feature_layer", call)
+    }
+    feature_layer <- check_whole(feature_layer, "feature_layer", 0, if (is.null(model)) Inf else model$py$n_layer - 2,
+                                 call)
+  }
+  # a server has no model here, and refuses the states
+  layer <- if (layered && !is.null(model)) {
+    feature_layer %||% reticulate::import("newrllama4.features")$default_layer(model$py$n_layer)
+  }
   list(kinds = kinds, hidden_states = if (is.null(kinds)) FALSE else as.list(kinds),
-       feature_texts = if (!is.null(texts) && "mean" %in% kinds) as.list(texts))
+       feature_texts = if (!is.null(texts) && "mean" %in% kinds) as.list(texts), layer = layer)
 }
 
-# The names of the states `kinds` keeps of `model`, as features_source() gives
-# them: the middle layer is the engine's (features.default_layer).
-feature_states <- function(kinds, model) {
-  layer <- reticulate::import("newrllama4.features")$default_layer(model$py$n_layer)
-  unname(c(last = "last_token", middle = sprintf("last_token_layer_%d", layer),
-           mean = sprintf("text_mean_layer_%d", layer))[kinds])
+# The names of the states `kinds` keeps, as features_source() gives them,
+# `layer` that of "middle" and "mean".
+feature_states <- function(kinds, layer) {
+  unname(c(last = "last_token", middle = sprintf("last_token_layer_%d", layer %||% NA),
+           mean = sprintf("text_mean_layer_%d", layer %||% NA))[kinds])
+}
+
+# The kind of each state of a features column (features_source()$state):
+# "last", "middle" or "mean" (whatever its layer), or the state's own name where
+# no kind names it (a server's pooled vector).
+state_kinds <- function(states) {
+  ifelse(states == "last_token", "last", ifelse(startsWith(states, "last_token_layer_"), "middle",
+         ifelse(startsWith(states, "text_mean_layer_"), "mean", states)))
+}
+
+# The feature sets among which learn_labels() chooses, from the states `values`
+# (row_features()) keeps: `features` TRUE for each kind alone and every
+# concatenation of them, in the order kept; some of the kinds (a character
+# vector) for that one set; a list of such vectors for those sets. A named list
+# ("middle + mean") of each set's columns of `values`, each with its `source`
+# (the model and the set's states).
+feature_sets <- function(values, features, call = caller_env()) {
+  source <- attr(values, "source")
+  kinds <- state_kinds(unlist(source$state))
+  width <- ncol(values) / length(kinds)
+  sets <- if (isTRUE(features)) {
+    unlist(lapply(seq_along(kinds), function(k) utils::combn(kinds, k, simplify = FALSE)), recursive = FALSE)
+  } else {
+    check_feature_sets(features, kinds, call)
+  }
+  sets <- lapply(sets, function(set) set[order(match(set, kinds))])
+  sets <- sets[!duplicated(sets)]
+  stats::setNames(lapply(sets, function(set) {
+    k <- match(set, kinds)
+    named <- source
+    named$state <- unlist(source$state)[k]
+    structure(unlist(lapply(k, function(i) (i - 1) * width + seq_len(width))),
+              source = paste(unlist(named), collapse = ", "))
+  }), vapply(sets, paste, "", collapse = " + "))
+}
+
+# learn_labels()' `features` as sets of the `kinds` (a list of character
+# vectors): some of them, or a list of such.
+check_feature_sets <- function(features, kinds, call) {
+  sets <- if (is.character(features)) list(features) else features
+  known <- is.list(sets) && length(sets) > 0 && all(vapply(sets, function(set) {
+    is.character(set) && length(set) > 0 && !anyNA(set) && !anyDuplicated(set) && all(set %in% kinds)
+  }, NA))
+  if (!known) {
+    abort_invalid(c("{.arg features} must be {.code TRUE}, {.code FALSE}, a numeric matrix, or sets of the kinds of
+                     features the data keep: {.val {kinds}}.",
+                    "i" = "Keep more kinds with {.code annotate_texts(features = c(\"last\", \"middle\", \"mean\"))}."),
+                  "features", call)
+  }
+  sets
 }
 
 #' @export
