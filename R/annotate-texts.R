@@ -126,7 +126,10 @@
 #'   last, tuned to the next token) and `"mean"` (the middle layer's states
 #'   averaged over the row's own text, not the instruction and examples every
 #'   row shares) keep those states, one after the other in the order given;
-#'   `features_source()` of the result names them. They come
+#'   `features_source()` of the result names them. Another layer than the
+#'   middle one for `"middle"` and `"mean"`: `feature_layer` in `...` (see
+#'   [generate_parallel()]). [learn_labels()] chooses among the kinds kept,
+#'   alone and together, by its cross-validation. They come
 #'   with the label pass at no extra decode, are the same bits whatever else is
 #'   annotated beside the row, leave the answers as they are, and are kept in
 #'   `cache` with the answers. With several `example_orders` or `passages`, a

@@ -142,7 +142,7 @@ state_kinds <- function(states) {
 feature_sets <- function(values, features, call = caller_env()) {
   source <- attr(values, "source")
   kinds <- state_kinds(unlist(source$state))
-  width <- ncol(values) / length(kinds)
+  width <- ncol(values) %/% length(kinds)
   sets <- if (isTRUE(features)) {
     unlist(lapply(seq_along(kinds), function(k) utils::combn(kinds, k, simplify = FALSE)), recursive = FALSE)
   } else {
@@ -154,7 +154,7 @@ feature_sets <- function(values, features, call = caller_env()) {
     k <- match(set, kinds)
     named <- source
     named$state <- unlist(source$state)[k]
-    structure(unlist(lapply(k, function(i) (i - 1) * width + seq_len(width))),
+    structure(unlist(lapply(k, function(i) (i - 1L) * width + seq_len(width))),
               source = paste(unlist(named), collapse = ", "))
   }), vapply(sets, paste, "", collapse = " + "))
 }
@@ -280,9 +280,10 @@ rows_features <- function(features, prompt_rows, n_rows) {
 #'   task's codes (Buckmann and Hill 2024).
 #' @param features The states to keep, as in [annotate_texts()]: `TRUE` for
 #'   the final state at the prompt's last token, or some of `"last"`,
-#'   `"middle"` and `"mean"`; on a server `TRUE`.
-#' @param ... Passed to [generate_parallel()]: `progress`, ...; on a server
-#'   only `progress`.
+#'   `"middle"` and `"mean"` (their layer: `feature_layer` in `...`); on a
+#'   server `TRUE`.
+#' @param ... Passed to [generate_parallel()]: `progress`, `feature_layer`,
+#'   ...; on a server only `progress`.
 #' @return `data` (a data frame; a character vector becomes a data frame with
 #'   a `text` column) with a column `.features` (one vector a row in single
 #'   precision; see `features` in [annotate_texts()]) and `.error`: `NA`, or why

@@ -93,9 +93,9 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 #'   of its last token, the one its first answer token (a label's
 #'   probabilities) is read from, in single precision, at no extra decode.
 #'   Some of `"last"` (that state, as `TRUE`), `"middle"` (the state of the
-#'   last token after the model's middle layer) and `"mean"` (the middle
-#'   layer's states averaged over the prompt's tokens) keep those states, one
-#'   after the other. [annotate_texts()] adds them to the rows as the column
+#'   last token after the model's middle layer, or `feature_layer`) and
+#'   `"mean"` (that layer's states averaged over the prompt's tokens) keep
+#'   those states, one after the other. [annotate_texts()] adds them to the rows as the column
 #'   `.features`. A prompt's features are the same bits whatever else shares
 #'   its batch, and the answers are the same with or without them. Not with
 #'   `field_probs`, nor on a server (`newrllama4_error_invalid_argument`).

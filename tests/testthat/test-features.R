@@ -212,3 +212,49 @@ test_that("features name known states, and a server embeds only its own", {
   expect_error(embed_texts(reviews, review, instruction, context = server, features = "mean"),
                "server", class = "newrllama4_error_invalid_argument")
 })
+
+test_that("feature_layer chooses the layer of middle and mean, on three layers and an odd head size", {
+  path <- file.path(tempdir(), "newrllama4-three-layers.gguf")
+  testing_module()$write_tiny_model(path, seed = 3L, n_layer = 3L, head_dim = 40L, n_head = 3L, quantized = FALSE)
+  ctx <- context_create(model_load(path), n_ctx = 256L, n_seq_max = 2L)
+  n_embd <- ctx$model$py$n_embd
+  expect_identical(n_embd, 120L)
+  kept <- function(...) {
+    annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE,
+                   features = c("last", "middle", "mean"), ...)
+  }
+  middle <- kept()  # the middle of three layers: layer 1
+  first <- kept(feature_layer = 0)
+  expect_identical(features_source(middle)$state, c("last_token", "last_token_layer_1", "text_mean_layer_1"))
+  expect_identical(features_source(first)$state, c("last_token", "last_token_layer_0", "text_mean_layer_0"))
+  expect_identical(manifest(first)$prompt$features, features_source(first)$state)
+  expect_identical(row_features(kept(feature_layer = 1L)), row_features(middle))
+  # the final state and the answers are the layer's whatever the layer kept
+  expect_identical(row_features(first)[, seq_len(n_embd)], row_features(middle)[, seq_len(n_embd)])
+  expect_identical(first[c(".label", ".prob_positive")], middle[c(".label", ".prob_positive")])
+  expect_false(isTRUE(all.equal(row_features(first)[, -seq_len(n_embd)], row_features(middle)[, -seq_len(n_embd)])))
+  embedded <- embed_texts(reviews, review, instruction, context = ctx, progress = FALSE, features = "mean",
+                          feature_layer = 0)
+  expect_identical(unname(row_features(embedded)[, ]), unname(row_features(first)[, 2L * n_embd + seq_len(n_embd)]))
+  # the last layer's output is computed for the output rows alone; the last state reads no layer
+  expect_error(kept(feature_layer = 2), "[0, 1]", fixed = TRUE, class = "newrllama4_error_invalid_argument")
+  expect_error(annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, features = TRUE,
+                              feature_layer = 0), "middle", class = "newrllama4_error_invalid_argument")
+  # learn_labels() takes the kinds whatever their layer
+  expect_identical(state_kinds(features_source(first)$state), c("last", "middle", "mean"))
+  context_free(ctx)
+})
+
+test_that("feature sets: each kind alone and every concatenation, or those named, with their states", {
+  values <- matrix(seq_len(24), 2, 12)
+  attr(values, "source") <- list(model = "tiny", state = c("last_token", "last_token_layer_3", "text_mean_layer_3"))
+  sets <- feature_sets(values, TRUE)
+  expect_identical(names(sets), c("last", "middle", "mean", "last + middle", "last + mean", "middle + mean",
+                                  "last + middle + mean"))
+  expect_identical(as.vector(sets[["middle + mean"]]), 5:12)
+  expect_identical(attr(sets[["last + mean"]], "source"), "tiny, last_token, text_mean_layer_3")
+  expect_identical(names(feature_sets(values, list(c("mean", "last"), "middle", c("last", "mean")))),
+                   c("last + mean", "middle"))
+  attr(values, "source")$state <- "last_token"
+  expect_error(feature_sets(values, "middle"), "last", class = "newrllama4_error_invalid_argument")
+})
