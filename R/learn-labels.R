@@ -88,7 +88,7 @@
 #' @param features `TRUE` for the model's hidden states that
 #'   `annotate_texts(features =)` or `embed_texts()` kept (the `.features`
 #'   column). Where they keep several kinds (`"last"`, `"middle"`, `"mean"`),
-#'   each kind alone and every concatenation of them is a candidate of its own
+#'   each kind alone and all of them together is a candidate of its own
 #'   (a ridge fit a set), so that the feature set is chosen as the penalty is:
 #'   by the same rule, inside the folds, its choice charged to the
 #'   cross-validated accuracy. Some of the kinds kept (`c("middle", "mean")`)

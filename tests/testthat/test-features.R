@@ -245,16 +245,17 @@ test_that("feature_layer chooses the layer of middle and mean, on three layers a
   context_free(ctx)
 })
 
-test_that("feature sets: each kind alone and every concatenation, or those named, with their states", {
+test_that("feature sets: each kind alone and all together, or those named, with their states", {
   values <- matrix(seq_len(24), 2, 12)
   attr(values, "source") <- list(model = "tiny", state = c("last_token", "last_token_layer_3", "text_mean_layer_3"))
   sets <- feature_sets(values, TRUE)
-  expect_identical(names(sets), c("last", "middle", "mean", "last + middle", "last + mean", "middle + mean",
-                                  "last + middle + mean"))
-  expect_identical(as.vector(sets[["middle + mean"]]), 5:12)
-  expect_identical(attr(sets[["last + mean"]], "source"), "tiny, last_token, text_mean_layer_3")
-  expect_identical(names(feature_sets(values, list(c("mean", "last"), "middle", c("last", "mean")))),
-                   c("last + mean", "middle"))
+  expect_identical(names(sets), c("last", "middle", "mean", "last + middle + mean"))
+  expect_identical(as.vector(sets[["mean"]]), 9:12)
+  expect_identical(as.vector(sets[["last + middle + mean"]]), 1:12)
+  named <- feature_sets(values, list(c("mean", "last"), "middle", c("last", "mean")))
+  expect_identical(names(named), c("last + mean", "middle"))
+  expect_identical(as.vector(named[["last + mean"]]), c(1:4, 9:12))
+  expect_identical(attr(named[["last + mean"]], "source"), "tiny, last_token, text_mean_layer_3")
   attr(values, "source")$state <- "last_token"
   expect_error(feature_sets(values, "middle"), "last", class = "newrllama4_error_invalid_argument")
 })

@@ -63,7 +63,7 @@ test_that("a fold's labels come from a set chosen without its codes: rewriting t
   coded <- review_sample(data, n = 100, weight = "uniform", seed = 4)
   as_given <- as.matrix(data[c(".prob_a", ".prob_b")])
   families <- learner_families(list(order_log_probs(as_given)), learner_features(data, TRUE, NULL, NULL), as_given)
-  expect_length(families, 1 + 7)
+  expect_length(families, 1 + 4)
   y <- match(coded$gold, c("a", "b"))
   learned <- learned_by_folds(families, coded$.row, y, as_given)
   fold <- learned$choices$folds == 1
