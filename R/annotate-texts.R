@@ -119,9 +119,12 @@
 #'   manifest's `passages` section records the split. Needs a local model,
 #'   whose tokenizer counts the passages.
 #' @param features `TRUE` adds a column `.features`: each row's features, the
-#'   model's final hidden state at the last token of the row's prompt
-#'   (instruction, examples, text), the state its label is read from. Some of
-#'   `"last"` (that state, as `TRUE`), `"middle"` (the state there after the
+#'   model's hidden states of the row's prompt (instruction, examples, text),
+#'   all three kinds below, one after the other. Some of `"last"` (the final
+#'   state at the prompt's last token, the state its label is read from, and
+#'   what `TRUE` kept before: on the corpora of `tools/bench_feature_kinds.R`
+#'   all three together gave [learn_labels()] the better labels on average,
+#'   at about the cost of the label pass), `"middle"` (the state there after the
 #'   model's middle layer, which often separates meanings better than the
 #'   last, tuned to the next token) and `"mean"` (the middle layer's states
 #'   averaged over the row's own text, not the instruction and examples every

@@ -89,10 +89,10 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 #'   score labels (llama-server), and refuses with
 #'   `newrllama4_error_invalid_argument` where it cannot (see
 #'   [context_remote()]).
-#' @param features `TRUE` keeps each prompt's features: the final hidden state
-#'   of its last token, the one its first answer token (a label's
-#'   probabilities) is read from, in single precision, at no extra decode.
-#'   Some of `"last"` (that state, as `TRUE`), `"middle"` (the state of the
+#' @param features `TRUE` keeps each prompt's features, all three kinds below
+#'   one after the other, in single precision, at no extra decode. Some of
+#'   `"last"` (the final hidden state of its last token, the one its first
+#'   answer token, a label's probabilities, is read from), `"middle"` (the state of the
 #'   last token after the model's middle layer, or `feature_layer`) and
 #'   `"mean"` (that layer's states averaged over the prompt's tokens) keep
 #'   those states, one after the other. [annotate_texts()] adds them to the rows as the column

@@ -64,10 +64,12 @@ test_that("annotate_texts(features = TRUE) keeps each row's state, the same bits
   annotated <- annotate_texts(data, review, instruction, labels = sentiment, context = ctx, progress = FALSE,
                               features = TRUE) |> suppressWarnings()
   features <- row_features(annotated)
-  expect_identical(dim(features), c(6L, ctx$model$py$n_embd))
+  # all three kinds: the last state, the middle layer's, and its mean over the text
+  expect_identical(dim(features), c(6L, 3L * ctx$model$py$n_embd))
   expect_identical(which(is.na(features[, 1])), 6L)
-  expect_identical(features_source(annotated)$state, "last_token")
-  expect_identical(manifest(annotated)$prompt$features, "last_token")
+  states <- c("last_token", "last_token_layer_0", "text_mean_layer_0")
+  expect_identical(features_source(annotated)$state, states)
+  expect_identical(manifest(annotated)$prompt$features, states)
   # the labels as without features, and a row's features as when it is annotated with others
   plain <- annotate_texts(data[1:5, ], review, instruction, labels = sentiment, context = ctx, progress = FALSE)
   expect_identical(annotated[1:5, c(".label", ".prob_positive")], plain[c(".label", ".prob_positive")])
@@ -115,7 +117,7 @@ test_that("embed_texts() on llama-server pooling the last token gives the engine
   # the same bits as the engine's own state of the same text (the plain layout: an
   # embeddings endpoint takes text, where the local tiny model has a chat template)
   plain <- render_prompts("plain", instruction, list(), reviews$review)
-  local <- generate_parallel(tiny_context(), plain, max_tokens = 1L, features = TRUE, progress = FALSE)
+  local <- generate_parallel(tiny_context(), plain, max_tokens = 1L, features = "last", progress = FALSE)
   expect_identical(row_features(embedded)[1:5, ], features_matrix(attr(local, "features"))[, ])
   expect_identical(features_source(embedded)[c("state", "server")], list(state = "server pooled", server = "llama.cpp"))
   record <- manifest(embedded)
@@ -177,8 +179,10 @@ test_that("features = c(\"last\", \"middle\", \"mean\") keeps each state, one af
                    c("last_token", "last_token_layer_0", "text_mean_layer_0"))  # the tiny model's two layers
   expect_identical(manifest(annotated)$prompt$features, features_source(annotated)$state)
   plain <- annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE,
-                          features = TRUE)
+                          features = "last")
   expect_identical(annotated[c(".label", ".prob_positive")], plain[c(".label", ".prob_positive")])
+  expect_identical(row_features(annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx,
+                                               progress = FALSE, features = TRUE)), features)
   expect_identical(features[, seq_len(n_embd)], row_features(plain)[, ])
   # each kind alone is its part of the whole, and the same bits for a row annotated alone
   mean_only <- annotate_texts(reviews[c(4, 2), ], review, instruction, labels = sentiment, context = ctx,
@@ -238,7 +242,7 @@ test_that("feature_layer chooses the layer of middle and mean, on three layers a
   expect_identical(unname(row_features(embedded)[, ]), unname(row_features(first)[, 2L * n_embd + seq_len(n_embd)]))
   # the last layer's output is computed for the output rows alone; the last state reads no layer
   expect_error(kept(feature_layer = 2), "[0, 1]", fixed = TRUE, class = "newrllama4_error_invalid_argument")
-  expect_error(annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, features = TRUE,
+  expect_error(annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, features = "last",
                               feature_layer = 0), "middle", class = "newrllama4_error_invalid_argument")
   # learn_labels() takes the kinds whatever their layer
   expect_identical(state_kinds(features_source(first)$state), c("last", "middle", "mean"))
