@@ -123,8 +123,8 @@
 #'   all three kinds below, one after the other. Some of `"last"` (the final
 #'   state at the prompt's last token, the state its label is read from, and
 #'   what `TRUE` kept before: on the corpora of `tools/bench_feature_kinds.R`
-#'   all three together gave [learn_labels()] the better labels on average,
-#'   at about the cost of the label pass), `"middle"` (the state there after the
+#'   all three together gave [learn_labels()] better labels than it alone on
+#'   average, at about the cost of the label pass), `"middle"` (the state there after the
 #'   model's middle layer, which often separates meanings better than the
 #'   last, tuned to the next token) and `"mean"` (the middle layer's states
 #'   averaged over the row's own text, not the instruction and examples every
