@@ -119,14 +119,20 @@
 #'   manifest's `passages` section records the split. Needs a local model,
 #'   whose tokenizer counts the passages.
 #' @param features `TRUE` adds a column `.features`: each row's features, the
-#'   model's final hidden state at the last token of the row's prompt
-#'   (instruction, examples, text), the state its label is read from. Some of
-#'   `"last"` (that state, as `TRUE`), `"middle"` (the state there after the
+#'   model's hidden states of the row's prompt (instruction, examples, text),
+#'   all three kinds below, one after the other. Some of `"last"` (the final
+#'   state at the prompt's last token, the state its label is read from, and
+#'   what `TRUE` kept before: on the corpora of `tools/bench_feature_kinds.R`
+#'   all three together gave [learn_labels()] better labels than it alone on
+#'   average, at about the cost of the label pass), `"middle"` (the state there after the
 #'   model's middle layer, which often separates meanings better than the
 #'   last, tuned to the next token) and `"mean"` (the middle layer's states
 #'   averaged over the row's own text, not the instruction and examples every
 #'   row shares) keep those states, one after the other in the order given;
-#'   `features_source()` of the result names them. They come
+#'   `features_source()` of the result names them. Another layer than the
+#'   middle one for `"middle"` and `"mean"`: `feature_layer` in `...` (see
+#'   [generate_parallel()]). [learn_labels()] chooses among the kinds kept,
+#'   alone and together, by its cross-validation. They come
 #'   with the label pass at no extra decode, are the same bits whatever else is
 #'   annotated beside the row, leave the answers as they are, and are kept in
 #'   `cache` with the answers. With several `example_orders` or `passages`, a

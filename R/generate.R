@@ -89,16 +89,21 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 #'   score labels (llama-server), and refuses with
 #'   `newrllama4_error_invalid_argument` where it cannot (see
 #'   [context_remote()]).
-#' @param features `TRUE` keeps each prompt's features: the final hidden state
-#'   of its last token, the one its first answer token (a label's
-#'   probabilities) is read from, in single precision, at no extra decode.
-#'   Some of `"last"` (that state, as `TRUE`), `"middle"` (the state of the
-#'   last token after the model's middle layer) and `"mean"` (the middle
-#'   layer's states averaged over the prompt's tokens) keep those states, one
-#'   after the other. [annotate_texts()] adds them to the rows as the column
+#' @param features `TRUE` keeps each prompt's features, all three kinds below
+#'   one after the other, in single precision, at no extra decode. Some of
+#'   `"last"` (the final hidden state of its last token, the one its first
+#'   answer token, a label's probabilities, is read from), `"middle"` (the state of the
+#'   last token after the model's middle layer, or `feature_layer`) and
+#'   `"mean"` (that layer's states averaged over the prompt's tokens) keep
+#'   those states, one after the other. [annotate_texts()] adds them to the rows as the column
 #'   `.features`. A prompt's features are the same bits whatever else shares
 #'   its batch, and the answers are the same with or without them. Not with
 #'   `field_probs`, nor on a server (`newrllama4_error_invalid_argument`).
+#' @param feature_layer The layer whose output `"middle"` and `"mean"` keep:
+#'   `NULL` for the model's middle one (`n_layer %/% 2`), or a layer from 0
+#'   (the first) to `n_layer - 2` (the last layer's output is computed for the
+#'   output rows alone). [features_source()] of the rows names it
+#'   (`"last_token_layer_12"`), and the cache keeps each layer's apart.
 #' @return A character vector of class `newrllama4_answers`, one answer per
 #'   prompt, with the prompts' names. It prints the answers and a summary line;
 #'   [generation_stats()] and [generation_errors()] give the call's counters and
@@ -130,15 +135,16 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p, temperature, repeat_last_n,
                               penalty_repeat, seed, stop, labels = NULL, json_schema = NULL, grammar = NULL,
                               cache = NULL, progress = rlang::is_interactive(), on_error = c("warn", "stop"),
-                              field_probs = FALSE, features = FALSE) {
+                              field_probs = FALSE, features = FALSE, feature_layer = NULL) {
   check_context(context)
   prompts <- check_prompts(prompts)
   params <- c(sampling_params(current_env()), constraint_params(labels, json_schema, grammar, length(prompts)))
   params$cache <- check_cache(cache)
   params$field_probs <- check_flag(field_probs, "field_probs")
-  request <- feature_request(features)
+  request <- feature_request(features, feature_layer, context$model)
   kinds <- request$kinds
   params$hidden_states <- request$hidden_states
+  params$feature_layer <- request$layer
   check_flag(progress, "progress")
   on_error <- check_choice(on_error, c("warn", "stop"), "on_error")
   result <- run_engine(context, as.list(unname(prompts)), c(params, request["feature_texts"]), progress)
@@ -152,7 +158,7 @@ generate_parallel <- function(context, prompts, max_tokens, top_k, top_p, min_p,
                            prompt_features(result$hidden_states, length(prompts),
                                            context$model$py$n_embd * length(kinds),
                                            list(model = basename(context$model$py$path),
-                                                state = feature_states(kinds, context$model)))
+                                                state = feature_states(kinds, request$layer)))
                          })
   n_failed <- nrow(result$errors)
   if (n_failed > 0) {

@@ -5,11 +5,24 @@
 # to the rows `train` with labels `y` (their numbers).
 
 # The candidates of `kind`: "refit", recalibrate_labels()' refits alone;
-# "learner", learn_labels()' refits, ridge logistic on the features `x` and,
-# with several example orders, each order alone.
+# "learner", learn_labels()' refits, ridge logistic on each feature set of `x`
+# (its attribute `sets`, from feature_sets(): a family a set, so that the set
+# is chosen as the penalty is, inside the folds; all of `x` where it has none)
+# and, with several example orders, each order alone. A feature set's family
+# names its states in `features`, for the learner's record.
 learner_families <- function(log_probs, x = NULL, as_given = NULL, kind = "learner") {
   if (kind == "refit") return(list(refit_family(log_probs)))
-  families <- list(refit_family(log_probs), glmnet_family(log_probs, x, as_given))
+  sets <- attr(x, "sets")
+  learners <- if (length(sets) == 0) {
+    list(glmnet_family(log_probs, x, as_given))
+  } else {
+    lapply(names(sets), function(name) {
+      family <- glmnet_family(log_probs, x[, sets[[name]], drop = FALSE], as_given, if (length(sets) > 1) name)
+      family$features <- attr(sets[[name]], "source")
+      family
+    })
+  }
+  families <- c(list(refit_family(log_probs)), learners)
   if (length(log_probs) > 1) families <- c(families, list(orders_family(log_probs)))
   families
 }
@@ -36,14 +49,16 @@ refit_family <- function(log_probs) {
 learner_penalties <- 10^seq(1, -3, by = -0.5)
 
 # The learner: a ridge-penalised multinomial logistic (glmnet) on each order's
-# log-probabilities and the features `x`. A penalty whose fit glmnet could not
-# reach (it stops at the first lambda that does not converge) gives the labels
-# as they are (`as_given`) in that fold, so the choice cannot prefer it.
-glmnet_family <- function(log_probs, x, as_given) {
+# log-probabilities and the features `x`, the feature set `set` (its name, such
+# as "middle + mean", in the model's; NULL where there is one set). A penalty
+# whose fit glmnet could not reach (it stops at the first lambda that does not
+# converge) gives the labels as they are (`as_given`) in that fold, so the
+# choice cannot prefer it.
+glmnet_family <- function(log_probs, x, as_given, set = NULL) {
   x <- cbind(do.call(cbind, log_probs), x)
   n_labels <- ncol(as_given)
-  settings <- data.frame(model = "ridge logistic on the features", penalty = learner_penalties,
-                         stringsAsFactors = FALSE)
+  model <- paste0("ridge logistic on the features", if (!is.null(set)) paste(":", set))
+  settings <- data.frame(model = model, penalty = learner_penalties, stringsAsFactors = FALSE)
   list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings))) {
     as_they_are <- rep(list(as_given[at, , drop = FALSE]), length(which))
     # glmnet needs two rows of every label
@@ -83,4 +98,48 @@ orders_family <- function(log_probs) {
   list(settings = settings, fitted = FALSE, predict = function(train, y, at, which = seq_len(nrow(settings))) {
     lapply(which, function(i) exp(log_probs[[i]][at, , drop = FALSE]))
   })
+}
+
+# The learner's feature matrix: the model's hidden states, a matrix given, and
+# the covariates' columns; NULL for none. Of the hidden states, the attribute
+# `sets` holds the feature sets to choose among (feature_sets(), each with the
+# covariates), whose families learner_families() makes.
+learner_features <- function(data, features, covariates, call) {
+  x <- if (isFALSE(features)) {
+    NULL
+  } else if (is.matrix(features) && is.numeric(features) && nrow(features) == nrow(data)) {
+    structure(features, source = "a matrix given")
+  } else if (isTRUE(features) || is.character(features) || is.list(features)) {
+    # kinds no data can keep are refused before the data are read
+    if (!isTRUE(features)) check_feature_sets(features, feature_kinds, call)
+    states <- row_features(data, call)
+    sets <- feature_sets(states, features, call)
+    structure(states, source = paste(unlist(attr(states, "source")), collapse = ", "), sets = sets)
+  } else {
+    abort_invalid("{.arg features} must be TRUE, FALSE, sets of the kinds of features the data keep, or a numeric
+                  matrix with a row per row of {.arg data}.", "features", call)
+  }
+  # the type first: a list or a function has a length too
+  if (!is.null(covariates) && !is.character(covariates)) {
+    abort_invalid("{.arg covariates} must be the names of columns of {.arg data}.", "covariates", call)
+  }
+  if (length(covariates) > 0) {
+    if (anyNA(covariates) || !all(covariates %in% names(data))) {
+      abort_invalid("{.arg covariates} must name columns of {.arg data}.", "covariates", call,
+                    subclass = "missing_column")
+    }
+    columns <- stats::model.matrix(~ ., data[covariates], na.action = stats::na.pass)[, -1, drop = FALSE]
+    named <- paste("covariates", paste(covariates, collapse = ", "))
+    # every feature set goes with the covariates
+    sets <- lapply(attr(x, "sets"), function(set) {
+      structure(c(set, ncol(x) + seq_len(ncol(columns))), source = paste(attr(set, "source"), named, sep = "; "))
+    })
+    x <- structure(cbind(x, columns), source = paste(c(attr(x, "source"), named), collapse = "; "),
+                   sets = if (length(sets) > 0) sets)
+  }
+  answered <- !is.na(data$.label)
+  if (!is.null(x) && anyNA(x[answered, ])) {
+    abort_invalid("Every labelled row needs its features and covariates: some are missing.", "features", call)
+  }
+  x
 }

@@ -24,7 +24,8 @@
 #' multinomial fit does not converge against the extreme offsets of a confident
 #' small model; the refit, which keeps the labels as they are, is a candidate of
 #' its own). Its penalty is chosen among
-#' `10^(1, 0.5, ..., -3)` beside the refits of the labels (label offsets, a
+#' `10^(1, 0.5, ..., -3)`, and its feature set among those `features` gives,
+#' beside the refits of the labels (label offsets, a
 #' temperature and, with several orders, order weights, as the deprecated
 #' [recalibrate_labels()] fitted them: with `features = FALSE` this function
 #' is the refit and more) and, with several
@@ -85,10 +86,16 @@
 #'   each field's column, named by the field:
 #'   `c(tone = tone_code, topic = "topic_code")`.
 #' @param features `TRUE` for the model's hidden states that
-#'   `annotate_texts(features = TRUE)` or `embed_texts()` kept (the
-#'   `.features` column), `FALSE` for none (the example orders' probabilities
-#'   and `covariates` alone), or a numeric matrix with a row per row of `data`
-#'   (embeddings from elsewhere).
+#'   `annotate_texts(features =)` or `embed_texts()` kept (the `.features`
+#'   column). Where they keep several kinds (`"last"`, `"middle"`, `"mean"`),
+#'   each kind alone and all of them together is a candidate of its own
+#'   (a ridge fit a set), so that the feature set is chosen as the penalty is:
+#'   by the same rule, inside the folds, its choice charged to the
+#'   cross-validated accuracy. Some of the kinds kept (`c("middle", "mean")`)
+#'   for that set alone, or a list of such sets
+#'   (`list("last", c("middle", "mean"))`) to choose among; `FALSE` for none
+#'   (the example orders' probabilities and `covariates` alone), or a numeric
+#'   matrix with a row per row of `data` (embeddings from elsewhere).
 #' @param covariates Columns of `data` (numbers, factors or logicals) that the
 #'   classifier may also use, bare or as strings (`covariates = c(party, year)`).
 #' @param field `NULL` for the labels, or enum or boolean fields of the `schema`
@@ -99,7 +106,9 @@
 #' @return `data` with `.label`, the `.prob_` columns and `.confidence` from the
 #'   classifier, cross-fitted on the coded rows. The manifest's `calibration`
 #'   becomes `"learned"`, with `learner` (the chosen candidate),
-#'   `learner_penalty`, `features` (their source), `hand_coded_rows`,
+#'   `learner_penalty`, `features` (their source: the model and the states of
+#'   the feature set chosen), `learner_feature_sets` (the sets chosen among,
+#'   where there were several), `hand_coded_rows`,
 #'   `cross_validated_accuracy`, `learned_agreement` and `zero_shot_agreement`
 #'   (accuracy and Cohen's kappa of the cross-fitted and of the given labels
 #'   against the codes), and `learner_cross_validation` (every candidate's
@@ -161,6 +170,8 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   record <- manifest_of(data)
   record$prompt$hand_coded_rows <- length(problem$rows)
   record$prompt$features <- attr(x, "source") %||% "none"
+  sets <- names(attr(x, "sets"))
+  if (length(sets) > 1) record$prompt$learner_feature_sets <- sets
   record$prompt$learner_cross_validation <- learned$choice$table$summary
   record$prompt$cross_validated_accuracy <- learned$accuracy
   # each coded row's fold, named by its row of `data`: the estimators can cross-fit in the same folds
@@ -182,6 +193,8 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   }
   family <- families[[learned$choice$family]]
   setting <- family$settings[learned$choice$setting, ]
+  # the states of the feature set chosen, where it chose among several
+  record$prompt$features <- family$features %||% record$prompt$features
   data <- with_probabilities(data, problem, learned)
   attr(data, "learner") <- c(recipe, list(as_given = problem$as_given, coded_rows = problem$rows), learned$choices)
   record$prompt$calibration <- "learned"
@@ -355,38 +368,4 @@ learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L, units = 
        choices = list(folds = fold, inner_choices = inner_choices, baseline = choice$baseline),
        kept = choice$family != 0 && beats(correct, max.col(as_given[rows, , drop = FALSE], ties.method = "first") == y),
        predict = function(at) chosen_probs(choice, rep(TRUE, n), at))
-}
-
-# The learner's feature matrix: the model's hidden states, a matrix given, and
-# the covariates' columns; NULL for none.
-learner_features <- function(data, features, covariates, call) {
-  x <- if (isTRUE(features)) {
-    states <- row_features(data, call)
-    structure(states, source = paste(unlist(attr(states, "source")), collapse = ", "))
-  } else if (isFALSE(features)) {
-    NULL
-  } else if (is.matrix(features) && is.numeric(features) && nrow(features) == nrow(data)) {
-    structure(features, source = "a matrix given")
-  } else {
-    abort_invalid("{.arg features} must be TRUE, FALSE or a numeric matrix with a row per row of {.arg data}.",
-                  "features", call)
-  }
-  # the type first: a list or a function has a length too
-  if (!is.null(covariates) && !is.character(covariates)) {
-    abort_invalid("{.arg covariates} must be the names of columns of {.arg data}.", "covariates", call)
-  }
-  if (length(covariates) > 0) {
-    if (anyNA(covariates) || !all(covariates %in% names(data))) {
-      abort_invalid("{.arg covariates} must name columns of {.arg data}.", "covariates", call,
-                    subclass = "missing_column")
-    }
-    columns <- stats::model.matrix(~ ., data[covariates], na.action = stats::na.pass)[, -1, drop = FALSE]
-    x <- structure(cbind(x, columns), source = paste(c(attr(x, "source"), paste("covariates", paste(covariates, collapse = ", "))),
-                                                      collapse = "; "))
-  }
-  answered <- !is.na(data$.label)
-  if (!is.null(x) && anyNA(x[answered, ])) {
-    abort_invalid("Every labelled row needs its features and covariates: some are missing.", "features", call)
-  }
-  x
 }

@@ -130,6 +130,47 @@ parts_of_speech_five <- function() {
               labels, words$word, words$label, n = 200)
 }
 
+# The corpora of tools/bench_learned.R, large enough to code 150-300 rows and
+# score the rest: 1,000 Bing lexicon words, 700 nouns and verbs, 1,000 words of
+# five parts of speech.
+learned_corpora <- list(
+  words = function() words(1000),
+  nouns_verbs = function() {
+    austen <- austen_words()
+    austen <- austen[austen$label %in% c("noun", "verb"), ]
+    word_corpus("nouns and verbs (words)", "Is this English word a noun or a verb?", c("noun", "verb"),
+                austen$word, austen$label, n = 700)
+  },
+  parts_of_speech_five = function() {
+    austen <- austen_words()
+    word_corpus("five parts of speech (words)",
+                "What part of speech is this English word? Answer noun, verb, adjective, adverb or function word.",
+                c("noun", "verb", "adjective", "adverb", "function word"), austen$word, austen$label, n = 1000)
+  }
+)
+
+# Added for the feature sets (issue 61): tm's 70 Reuters-21578 articles (50 on
+# acquisitions, 20 on crude oil) cut into passages of 40 words, without their
+# heading, each labelled by its article's topic: 325 rows in 70 clusters
+# (`article`), to be coded by whole articles (review_sample(cluster =)) so that
+# no learner sees a passage of an article it is scored on.
+reuters_passages <- function(size = 40) {
+  loadNamespace("tm")  # the corpora's methods
+  data("acq", package = "tm", envir = environment())
+  data("crude", package = "tm", envir = environment())
+  articles <- c(lapply(seq_along(acq), function(i) acq[[i]]), lapply(seq_along(crude), function(i) crude[[i]]))
+  passages <- lapply(seq_along(articles), function(i) {
+    words <- strsplit(paste(NLP::content(articles[[i]]), collapse = " "), "\\s+")[[1]]
+    words <- words[nzchar(words)]
+    pieces <- split(words, ceiling(seq_along(words) / size))
+    data.frame(text = vapply(pieces, paste, "", collapse = " "), article = i,
+               gold = if (i <= length(acq)) "acquisition" else "oil")
+  })
+  list(name = "Reuters acq/crude passages",
+       instruction = "Is this passage of a news article about a company acquisition or about crude oil? Answer acquisition or oil.",
+       labels = c("acquisition", "oil"), data = do.call(rbind, passages), cluster = "article")
+}
+
 # Words that tidytext's parts-of-speech list gives one part of speech only, among
 # the words Jane Austen's novels use at least 20 times in lower case.
 austen_words <- function() {

@@ -1,62 +1,86 @@
 # Which states make the better features of a row (issue 61): the final state
-# at the annotation prompt's last token (features = TRUE, "last"), the middle
-# layer's state there ("middle"), the middle layer's mean over the text's own
-# tokens ("mean"), and their concatenations. On one corpus of
-# tools/bench_learned.R and Gemma 3 270M, the learned accuracy on the rows not
-# coded at 150 uniform coded rows (review_sample(), the gold labels standing in
-# for the coders'), learn_labels() on each feature set, `draws` times. The
-# corpus is annotated once with all three kinds (kept in build/bench-features/).
-# What each kind costs the label pass: python/benchmarks/bench_features.py --kinds.
-#   Rscript tools/bench_feature_kinds.R [corpus] [draws]   (default: words 10)
+# at the annotation prompt's last token ("last", today's features = TRUE), the
+# middle layer's state there ("middle"), the middle layer's mean over the text's
+# own tokens ("mean"), and their concatenations; and the set learn_labels()
+# chooses among all of them by its cross-validation ("chosen by CV"). On the
+# corpora of tools/bench_learned.R and tm's Reuters articles cut into passages
+# (tools/annotation-corpora.R) and both embedded models: the learned accuracy on
+# the rows not coded at 150 uniform coded rows (review_sample(), the gold labels
+# standing in for the coders'; Reuters by whole articles, about 150 passages),
+# `draws` times. Each corpus is annotated once with all three kinds (kept in
+# build/bench-features/, so that a second run only learns; draws = 0 annotates
+# alone). What each kind costs the label pass:
+# python/benchmarks/bench_features.py --kinds.
+#   Rscript tools/bench_feature_kinds.R [draws] [models] [corpora]
+#   (default: 5 gemma3-270m,smollm2-135m-instruct words,nouns_verbs,parts_of_speech_five,reuters;
+#    lists comma-separated)
 suppressPackageStartupMessages(library(newrllama4))
 source(file.path("tools", "annotation-corpora.R"))
 arguments <- commandArgs(TRUE)
-corpus_name <- if (length(arguments) >= 1) arguments[1] else "words"
-draws <- if (length(arguments) >= 2) as.integer(arguments[2]) else 10L
+argument <- function(i, default) if (length(arguments) >= i) strsplit(arguments[i], ",")[[1]] else default
+corpora <- c(learned_corpora, reuters = reuters_passages)
+draws <- as.integer(argument(1, 5L))
+models <- argument(2, c("gemma3-270m", "smollm2-135m-instruct"))
+corpus_names <- argument(3, names(corpora))
 coded_rows <- 150L
-
-# the Bing lexicon words of tools/bench_learned.R, 1,000 rows; another corpus of
-# tools/annotation-corpora.R by its function's name
-corpus <- if (corpus_name == "words") words(1000) else get(corpus_name)()
 kinds <- c("last", "middle", "mean")
-ctx <- context_create(model_load("gemma3-270m"), n_ctx = 1024L, n_seq_max = 8L)
-annotate <- function(data, features) {
-  suppressWarnings(annotate_texts(data, text, corpus$instruction, labels = corpus$labels, context = ctx,
-                                  progress = FALSE, features = features))
-}
-
-# learned accuracy per feature set
-dir.create(file.path("build", "bench-features"), recursive = TRUE, showWarnings = FALSE)
-kept <- file.path("build", "bench-features", sprintf("gemma3-270m-%s.rds", corpus_name))
-data <- if (file.exists(kept)) readRDS(kept) else annotate(corpus$data, kinds)
-saveRDS(data, kept)
-values <- newrllama4:::row_features(data)
-n_embd <- ncol(values) / length(kinds)
-columns <- function(set) unlist(lapply(match(set, kinds), function(k) (k - 1) * n_embd + seq_len(n_embd)))
 sets <- list("last" = "last", "middle" = "middle", "mean" = "mean", "last + middle" = c("last", "middle"),
              "last + mean" = c("last", "mean"), "middle + mean" = c("middle", "mean"), "all three" = kinds)
-with_set <- function(set) {
-  source <- attr(values, "source")
-  source$state <- source$state[match(set, kinds)]
-  data$.features <- newrllama4:::features_from_matrix(values[, columns(set), drop = FALSE], source)
+kept <- file.path("build", "bench-features")
+dir.create(kept, recursive = TRUE, showWarnings = FALSE)
+
+annotated <- function(model, corpus_name, corpus) {
+  path <- file.path(kept, sprintf("%s-%s.rds", model, corpus_name))
+  if (file.exists(path)) return(readRDS(path))
+  ctx <- context_create(model_load(model), n_ctx = 1024L, n_seq_max = 8L)
+  data <- suppressWarnings(annotate_texts(corpus$data, text, corpus$instruction, labels = corpus$labels,
+                                          context = ctx, progress = FALSE, features = kinds))
+  saveRDS(data, path)
   data
 }
-accuracy <- function(set) {
-  one <- with_set(set)
-  vapply(seq_len(draws), function(seed) {
-    coded <- review_sample(one, coded_rows, weight = "uniform", seed = seed)
-    rest <- setdiff(seq_len(nrow(one)), coded$.row)
-    learned <- suppressMessages(learn_labels(one, coded, gold))
-    mean(as.character(learned$.label[rest]) == one$gold[rest])
-  }, 0)
+
+# One draw's coded rows: 150 uniform rows, or whole clusters of about 150 rows.
+drawn <- function(data, corpus, seed) {
+  if (is.null(corpus$cluster)) return(review_sample(data, coded_rows, weight = "uniform", seed = seed))
+  n_clusters <- round(coded_rows * length(unique(data[[corpus$cluster]])) / nrow(data))
+  review_sample(data, n_clusters, seed = seed, cluster = corpus$cluster)
 }
+
+# The learned accuracy on the rows not coded, for each feature set and for the
+# set chosen by learn_labels() among them all, in `draws` draws.
+accuracies <- function(data, corpus) {
+  candidates <- c(sets, list("chosen by CV" = TRUE))
+  figures <- vapply(seq_len(draws), function(seed) {
+    coded <- drawn(data, corpus, seed)
+    rest <- setdiff(seq_len(nrow(data)), coded$.row)
+    vapply(candidates, function(features) {
+      learned <- suppressMessages(learn_labels(data, coded, gold, features = features))
+      mean(as.character(learned$.label[rest]) == data$gold[rest])
+    }, 0)
+  }, numeric(length(candidates)))
+  figures <- matrix(figures, nrow = length(candidates))
+  data.frame(features = names(candidates), accuracy = rowMeans(figures),
+             se = apply(figures, 1, stats::sd) / sqrt(draws))
+}
+
 started <- Sys.time()
-results <- data.frame(features = names(sets), t(vapply(sets, function(set) {
-  figures <- accuracy(set)
-  c(accuracy = mean(figures), se = stats::sd(figures) / sqrt(length(figures)))
-}, numeric(2))))
-cat(sprintf("\nLearned accuracy on the rows not coded, %s (%d rows; majority %.3f, zero-shot %.3f), %d coded rows, %d draws\n",
-            corpus$name, nrow(data), max(table(data$gold)) / nrow(data),
-            mean(as.character(data$.label) == data$gold), coded_rows, draws))
-print(results, row.names = FALSE, digits = 3)
+rows <- list()
+for (model in models) {
+  for (corpus_name in corpus_names) {
+    corpus <- corpora[[corpus_name]]()
+    data <- annotated(model, corpus_name, corpus)
+    message(sprintf("%s on %s annotated (%.0f s so far)", model, corpus_name,
+                    as.numeric(Sys.time() - started, units = "secs")))
+    if (draws == 0) next
+    result <- cbind(model = model, corpus = corpus_name, rows = nrow(data),
+                    majority = max(table(data$gold)) / nrow(data),
+                    zero_shot = mean(as.character(data$.label) == data$gold), accuracies(data, corpus))
+    rows[[length(rows) + 1]] <- result
+    message(paste(utils::capture.output(print(result, row.names = FALSE, digits = 3)), collapse = "\n"))
+  }
+}
+if (length(rows) > 0) {
+  cat(sprintf("\nLearned accuracy on the rows not coded, %d coded rows, %d draws\n\n", coded_rows, draws))
+  print(do.call(rbind, rows), row.names = FALSE, digits = 3)
+}
 cat(sprintf("\n%.0f s\n", as.numeric(Sys.time() - started, units = "secs")))

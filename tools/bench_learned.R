@@ -34,21 +34,7 @@ only <- if (length(arguments) >= 3) arguments[3]
 only_model <- if (length(arguments) >= 4) arguments[4]
 sizes <- c(50, 100, 150, 300)
 
-corpora <- list(
-  words = function() words(1000),
-  nouns_verbs = function() {
-    austen <- austen_words()
-    austen <- austen[austen$label %in% c("noun", "verb"), ]
-    word_corpus("nouns and verbs (words)", "Is this English word a noun or a verb?", c("noun", "verb"),
-                austen$word, austen$label, n = 700)
-  },
-  parts_of_speech_five = function() {
-    austen <- austen_words()
-    word_corpus("five parts of speech (words)",
-                "What part of speech is this English word? Answer noun, verb, adjective, adverb or function word.",
-                c("noun", "verb", "adjective", "adverb", "function word"), austen$word, austen$label, n = 1000)
-  }
-)
+corpora <- learned_corpora
 models <- c("Gemma 3 270M" = "gemma3-270m", "SmolLM2 135M" = "smollm2-135m-instruct")
 kept <- file.path("build", "bench-learned")
 dir.create(kept, recursive = TRUE, showWarnings = FALSE)

@@ -351,3 +351,16 @@ split_between_coders <- function(coded, disputed) {
   coded <- rbind(coded, other)
   coded[order(coded$.row), ]
 }
+
+# learnable_rows() whose features column keeps several kinds of state (`kinds`,
+# 20 dimensions each), of which `informative` carries learnable_rows()'
+# features and the others noise.
+rows_with_feature_kinds <- function(n, informative = "middle", kinds = c("last", "middle"), seed = 1, ...) {
+  rows <- learnable_rows(n, majority = 0.5, seed = seed, ...)
+  values <- withr::with_seed(seed + 1000, matrix(stats::rnorm(n * 20 * length(kinds)), n))
+  k <- match(informative, kinds)
+  values[, (k - 1) * 20 + 1:20] <- rows$x
+  states <- c(last = "last_token", middle = "last_token_layer_1", mean = "text_mean_layer_1")[kinds]
+  rows$data$.features <- features_from_matrix(values, list(model = "simulated", state = unname(states)))
+  rows$data
+}

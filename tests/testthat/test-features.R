@@ -64,10 +64,12 @@ test_that("annotate_texts(features = TRUE) keeps each row's state, the same bits
   annotated <- annotate_texts(data, review, instruction, labels = sentiment, context = ctx, progress = FALSE,
                               features = TRUE) |> suppressWarnings()
   features <- row_features(annotated)
-  expect_identical(dim(features), c(6L, ctx$model$py$n_embd))
+  # all three kinds: the last state, the middle layer's, and its mean over the text
+  expect_identical(dim(features), c(6L, 3L * ctx$model$py$n_embd))
   expect_identical(which(is.na(features[, 1])), 6L)
-  expect_identical(features_source(annotated)$state, "last_token")
-  expect_identical(manifest(annotated)$prompt$features, "last_token")
+  states <- c("last_token", "last_token_layer_0", "text_mean_layer_0")
+  expect_identical(features_source(annotated)$state, states)
+  expect_identical(manifest(annotated)$prompt$features, states)
   # the labels as without features, and a row's features as when it is annotated with others
   plain <- annotate_texts(data[1:5, ], review, instruction, labels = sentiment, context = ctx, progress = FALSE)
   expect_identical(annotated[1:5, c(".label", ".prob_positive")], plain[c(".label", ".prob_positive")])
@@ -115,7 +117,7 @@ test_that("embed_texts() on llama-server pooling the last token gives the engine
   # the same bits as the engine's own state of the same text (the plain layout: an
   # embeddings endpoint takes text, where the local tiny model has a chat template)
   plain <- render_prompts("plain", instruction, list(), reviews$review)
-  local <- generate_parallel(tiny_context(), plain, max_tokens = 1L, features = TRUE, progress = FALSE)
+  local <- generate_parallel(tiny_context(), plain, max_tokens = 1L, features = "last", progress = FALSE)
   expect_identical(row_features(embedded)[1:5, ], features_matrix(attr(local, "features"))[, ])
   expect_identical(features_source(embedded)[c("state", "server")], list(state = "server pooled", server = "llama.cpp"))
   record <- manifest(embedded)
@@ -177,8 +179,10 @@ test_that("features = c(\"last\", \"middle\", \"mean\") keeps each state, one af
                    c("last_token", "last_token_layer_0", "text_mean_layer_0"))  # the tiny model's two layers
   expect_identical(manifest(annotated)$prompt$features, features_source(annotated)$state)
   plain <- annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE,
-                          features = TRUE)
+                          features = "last")
   expect_identical(annotated[c(".label", ".prob_positive")], plain[c(".label", ".prob_positive")])
+  expect_identical(row_features(annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx,
+                                               progress = FALSE, features = TRUE)), features)
   expect_identical(features[, seq_len(n_embd)], row_features(plain)[, ])
   # each kind alone is its part of the whole, and the same bits for a row annotated alone
   mean_only <- annotate_texts(reviews[c(4, 2), ], review, instruction, labels = sentiment, context = ctx,
@@ -211,4 +215,51 @@ test_that("features name known states, and a server embeds only its own", {
   server <- context_remote(tiny_server()$url)
   expect_error(embed_texts(reviews, review, instruction, context = server, features = "mean"),
                "server", class = "newrllama4_error_invalid_argument")
+})
+
+test_that("feature_layer chooses the layer of middle and mean, on three layers and an odd head size", {
+  path <- file.path(tempdir(), "newrllama4-three-layers.gguf")
+  testing_module()$write_tiny_model(path, seed = 3L, n_layer = 3L, head_dim = 40L, n_head = 3L, quantized = FALSE)
+  ctx <- context_create(model_load(path), n_ctx = 256L, n_seq_max = 2L)
+  n_embd <- ctx$model$py$n_embd
+  expect_identical(n_embd, 120L)
+  kept <- function(...) {
+    annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, progress = FALSE,
+                   features = c("last", "middle", "mean"), ...)
+  }
+  middle <- kept()  # the middle of three layers: layer 1
+  first <- kept(feature_layer = 0)
+  expect_identical(features_source(middle)$state, c("last_token", "last_token_layer_1", "text_mean_layer_1"))
+  expect_identical(features_source(first)$state, c("last_token", "last_token_layer_0", "text_mean_layer_0"))
+  expect_identical(manifest(first)$prompt$features, features_source(first)$state)
+  expect_identical(row_features(kept(feature_layer = 1L)), row_features(middle))
+  # the final state and the answers are the layer's whatever the layer kept
+  expect_identical(row_features(first)[, seq_len(n_embd)], row_features(middle)[, seq_len(n_embd)])
+  expect_identical(first[c(".label", ".prob_positive")], middle[c(".label", ".prob_positive")])
+  expect_false(isTRUE(all.equal(row_features(first)[, -seq_len(n_embd)], row_features(middle)[, -seq_len(n_embd)])))
+  embedded <- embed_texts(reviews, review, instruction, context = ctx, progress = FALSE, features = "mean",
+                          feature_layer = 0)
+  expect_identical(unname(row_features(embedded)[, ]), unname(row_features(first)[, 2L * n_embd + seq_len(n_embd)]))
+  # the last layer's output is computed for the output rows alone; the last state reads no layer
+  expect_error(kept(feature_layer = 2), "[0, 1]", fixed = TRUE, class = "newrllama4_error_invalid_argument")
+  expect_error(annotate_texts(reviews, review, instruction, labels = sentiment, context = ctx, features = "last",
+                              feature_layer = 0), "middle", class = "newrllama4_error_invalid_argument")
+  # learn_labels() takes the kinds whatever their layer
+  expect_identical(state_kinds(features_source(first)$state), c("last", "middle", "mean"))
+  context_free(ctx)
+})
+
+test_that("feature sets: each kind alone and all together, or those named, with their states", {
+  values <- matrix(seq_len(24), 2, 12)
+  attr(values, "source") <- list(model = "tiny", state = c("last_token", "last_token_layer_3", "text_mean_layer_3"))
+  sets <- feature_sets(values, TRUE)
+  expect_identical(names(sets), c("last", "middle", "mean", "last + middle + mean"))
+  expect_identical(as.vector(sets[["mean"]]), 9:12)
+  expect_identical(as.vector(sets[["last + middle + mean"]]), 1:12)
+  named <- feature_sets(values, list(c("mean", "last"), "middle", c("last", "mean")))
+  expect_identical(names(named), c("last + mean", "middle"))
+  expect_identical(as.vector(named[["last + mean"]]), c(1:4, 9:12))
+  expect_identical(attr(named[["last + mean"]], "source"), "tiny, last_token, text_mean_layer_3")
+  attr(values, "source")$state <- "last_token"
+  expect_error(feature_sets(values, "middle"), "last", class = "newrllama4_error_invalid_argument")
 })

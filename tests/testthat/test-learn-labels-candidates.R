@@ -32,3 +32,58 @@ test_that("with two orders the learner weighs each alone, and the estimators cho
   expect_identical(fit$predictions[coded$.row], learned$.prob_a[coded$.row])
   expect_identical(shares$estimate[shares$estimator == "corrected" & shares$label == "a"], unname(coef(fit)[[1]]))
 })
+
+test_that("the feature set that carries the labels is chosen, in every fold, and its accuracy is not optimistic", {
+  data <- rows_with_feature_kinds(500, informative = "middle", strength = 1.5)
+  coded <- review_sample(data, n = 120, weight = "uniform", seed = 3)
+  learned <- learn_labels(data, coded, gold)
+  record <- manifest(learned)$prompt
+  expect_identical(record$learner_feature_sets, c("last", "middle", "last + middle"))
+  expect_match(record$learner, "^ridge logistic on the features: (middle|last \\+ middle)$")
+  expect_identical(record$features, if (grepl("last", record$learner)) "simulated, last_token, last_token_layer_1"
+                                    else "simulated, last_token_layer_1")
+  # each fold chose among the sets on its training rows: none chose the noise alone
+  families <- learner_families(list(order_log_probs(attr(data, "order_probs")$probs[[1]])),
+                               learner_features(data, TRUE, NULL, NULL), attr(learned, "learner")$as_given)
+  chosen <- vapply(attr(learned, "learner")$inner_choices, function(choice) families[[choice$family]]$settings$model[1], "")
+  expect_false(any(chosen == "ridge logistic on the features: last"))
+  # the cross-validated accuracy, choice of set included, is that of the rows not coded
+  rest <- setdiff(seq_len(nrow(data)), coded$.row)
+  accuracy <- function(labelled) mean(as.character(labelled$.label[rest]) == data$gold[rest])
+  expect_equal(record$cross_validated_accuracy, accuracy(learned), tolerance = 0.06)
+  noise <- suppressMessages(learn_labels(data, coded, gold, features = "last"))
+  expect_gt(accuracy(learned), accuracy(noise) + 0.15)
+  # the estimators choose among the same sets in the learner's folds
+  fit <- label_regression(a ~ 1, learned, coded, gold, seed = 1)
+  expect_identical(fit$predictions[coded$.row], learned$.prob_a[coded$.row])
+})
+
+test_that("a fold's labels come from a set chosen without its codes: rewriting them changes none of them", {
+  data <- rows_with_feature_kinds(400, informative = "last", kinds = c("last", "middle", "mean"), seed = 4)
+  coded <- review_sample(data, n = 100, weight = "uniform", seed = 4)
+  as_given <- as.matrix(data[c(".prob_a", ".prob_b")])
+  families <- learner_families(list(order_log_probs(as_given)), learner_features(data, TRUE, NULL, NULL), as_given)
+  expect_length(families, 1 + 4)
+  y <- match(coded$gold, c("a", "b"))
+  learned <- learned_by_folds(families, coded$.row, y, as_given)
+  fold <- learned$choices$folds == 1
+  rewritten <- y
+  rewritten[fold] <- 3L - y[fold]
+  again <- learned_by_folds(families, coded$.row, rewritten, as_given)
+  # the choice on all coded rows (which labels the rows not coded) sees them; the fold's own choice does not
+  expect_identical(again$cross_fitted[fold, ], learned$cross_fitted[fold, ])
+  expect_false(identical(again$cross_fitted[!fold, ], learned$cross_fitted[!fold, ]))
+})
+
+test_that("features naming one set fit that set alone, under the model's plain name", {
+  data <- rows_with_feature_kinds(300, informative = "middle")
+  coded <- review_sample(data, n = 90, weight = "uniform", seed = 5)
+  record <- manifest(learn_labels(data, coded, gold, features = "middle"))$prompt
+  expect_identical(record$learner, "ridge logistic on the features")
+  expect_null(record$learner_feature_sets)
+  expect_identical(record$features, "simulated, last_token_layer_1")
+  sets <- manifest(learn_labels(data, coded, gold, features = list("last", c("middle", "last"))))$prompt
+  expect_identical(sets$learner_feature_sets, c("last", "last + middle"))
+  expect_error(learn_labels(data, coded, gold, features = "mean"), class = "newrllama4_error_invalid_argument")
+  expect_error(learn_labels(data, coded, gold, features = list("last", 3)), class = "newrllama4_error_invalid_argument")
+})
