@@ -102,7 +102,7 @@ sampling_defaults <- list(max_tokens = 100L, top_k = 40L, top_p = 0.9, min_p = 0
 #' @param feature_layer The layer whose output `"middle"` and `"mean"` keep:
 #'   `NULL` for the model's middle one (`n_layer %/% 2`), or a layer from 0
 #'   (the first) to `n_layer - 2` (the last layer's output is computed for the
-#'   output rows alone). [features_source()] of the rows names it
+#'   output rows alone). `features_source()` of the rows names it
 #'   (`"last_token_layer_12"`), and the cache keeps each layer's apart.
 #' @return A character vector of class `newrllama4_answers`, one answer per
 #'   prompt, with the prompts' names. It prints the answers and a summary line;
