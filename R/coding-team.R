@@ -29,11 +29,8 @@ team_screen <- function(file, stored, state, blind_adjudication = TRUE) {
           tag$h2(sprintf("Open disagreements (%d)", length(team$open))),
           if (length(team$open) > 0) tag$ul(class = "nl-disagreements", lapply(team$open, function(unit) {
             theirs <- team$codes[team$codes$role == "code" & team$codes$unit == unit, ]
-            coders <- if (blind) paste("Coder", seq_len(nrow(theirs))) else theirs$coder
             text <- sprintf("Text %d", stored$sample$.row[[unit]])
-            their_codes <- paste0(": ", paste(sprintf("%s (%s)", coders, vapply(seq_len(nrow(theirs)), function(i) {
-              code_summary(theirs[i, ])
-            }, "")), collapse = "; "))
+            their_codes <- paste0(": ", codes_in_words(theirs, blind))
             if (!role_allows(state$person$role, "adjudicate", blind_adjudication)) return(tag$li(paste0(text, their_codes)))
             tag$li(tag$button(class = "nl-pick", `data-unit` = unit, text, .noWS = "after"), their_codes, .noWS = "inside")
           })),

@@ -175,11 +175,21 @@ code_summary <- function(code) {
   paste(sprintf("%s: %s", names(value), vapply(value, function(x) format(x %||% "-"), "")), collapse = "; ")
 }
 
-# The coders' codes of a text, by name or, blind, as "Coder 1", "Coder 2" in
-# the order they coded it.
+# Who coded each of a text's codes: their names or, blind, "Coder 1",
+# "Coder 2" in the order they coded it.
+coders_shown <- function(codes, blind) if (blind) paste("Coder", seq_len(nrow(codes))) else codes$coder
+
+# A text's codes in one line, "Ana (code: yes); Ben (code: no)".
+codes_in_words <- function(codes, blind) {
+  paste(sprintf("%s (%s)", coders_shown(codes, blind), vapply(seq_len(nrow(codes)), function(i) {
+    code_summary(codes[i, ])
+  }, "")), collapse = "; ")
+}
+
+# The coders' codes of a text, as coders_shown() names them.
 others_codes <- function(codes, blind_adjudication = TRUE) {
   tag <- shiny::tags
-  coders <- if (blind_adjudication) paste("Coder", seq_len(nrow(codes))) else codes$coder
+  coders <- coders_shown(codes, blind_adjudication)
   tag$div(class = "nl-others", tag$h2("Their codes"),
           tag$ul(lapply(seq_len(nrow(codes)), function(i) {
             tag$li(tag$strong(paste0(coders[i], ":")), code_summary(codes[i, ]),

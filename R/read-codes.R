@@ -206,10 +206,7 @@ unit_decisions <- function(codes, n_units, task, blind = FALSE) {
     adjudicated <- mine[mine$role == "adjudication", ]
     own <- mine[mine$role == "code", ]
     if (nrow(own) > 0) {
-      coders <- if (blind) paste("Coder", seq_len(nrow(own))) else own$coder
-      decisions$codes[unit] <- paste(sprintf("%s (%s)", coders, vapply(seq_len(nrow(own)), function(i) {
-        code_summary(own[i, ])
-      }, "")), collapse = "; ")
+      decisions$codes[unit] <- codes_in_words(own, blind)
     }
     signature <- code_signature(own, task)
     decision <- if (nrow(adjudicated) > 0) adjudicated[nrow(adjudicated), ] else if (length(unique(signature)) == 1) {
