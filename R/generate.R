@@ -187,8 +187,8 @@ formals(generate_parallel)[names(sampling_defaults)] <- sampling_defaults
 #' @param prompt A single string, an integer vector of token ids, or a
 #'   conversation (a list of messages).
 #' @return A single string, with how it was made in its `manifest` attribute
-#'   (see [manifest()]); compare it with `==`, or drop the attributes with
-#'   [as.vector()] first.
+#'   (see [manifest()]); it prints as the string alone. Compare it with `==`,
+#'   or drop the attributes with [as.vector()] first.
 #' @seealso [generate_parallel()] for many prompts at once; [context_create()].
 #' @export
 #' @examplesIf engine_available()
@@ -216,8 +216,20 @@ generate <- function(context, prompt, max_tokens, top_k, top_p, min_p, temperatu
   if (!is.null(probs)) attr(answer, "probs") <- probs[1, ]
   if (!is.null(json_schema)) attr(answer, "parsed") <- parse_answers(answer, params$json_schema)[[1]]
   attr(answer, "manifest") <- new_manifest(context, params, result, constraints_record(params))
+  class(answer) <- "newrllama4_text"
   answer
 }
+
+# generate()'s answer prints as its text: its attributes (the manifest's sixty
+# lines, the probabilities) are what manifest() and attr() are for.
+#' @export
+print.newrllama4_text <- function(x, ...) {
+  print(as.vector(x), ...)
+  invisible(x)
+}
+
+#' @export
+format.newrllama4_text <- function(x, ...) format(as.vector(x), ...)
 formals(generate)[names(sampling_defaults)] <- sampling_defaults
 
 # Answers to prompts with a JSON schema as R values (arrays of scalars become

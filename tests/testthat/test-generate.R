@@ -8,6 +8,15 @@ test_that("one answer per prompt, in order, with names kept", {
   expect_equal(unname(out[names(prompts)]), unname(solo))
 })
 
+test_that("generate()'s answer prints as its text, its manifest kept for manifest()", {
+  one <- generate(tiny_context(n_seq_max = 1L), "hello how are you", max_tokens = 4L, temperature = 0)
+  expect_type(one, "character")
+  printed <- capture.output(print(one))
+  expect_identical(printed, capture.output(print(as.vector(one))))
+  expect_identical(format(one), format(as.vector(one)))
+  expect_identical(manifest(one)$parameters$max_tokens, 4L)
+})
+
 test_that("batch answers equal solo answers for many prompts and any n_seq_max", {
   prompts <- prompts_of_mixed_length(30)
   solo <- generate_parallel(tiny_context(n_seq_max = 1L), prompts, max_tokens = 10L, temperature = 0, progress = FALSE)
