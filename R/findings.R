@@ -101,7 +101,7 @@ refitted_on_folds <- function(spec, data, sample) {
   refit <- identical(learned_calibration(data), "hand-coded")
   list(name = paste(if (refit) "recalibrate_labels()'s refit" else "learn_labels()'s learner",
                     "chosen and fitted again in each fold", sep = ", "),
-       probability = function(train) learner(sample$rows[train], codes[train], sample$units[train])[, column])
+       probability = function(train, at) learner(sample$rows[train], codes[train], sample$units[train], at)[, column])
 }
 
 # Each row's prediction for the pseudo-outcome, cross-fitted wherever codes were
@@ -116,7 +116,13 @@ cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data
   for (k in sort(unique(folds))) {
     train <- which(folds[sample$rows] != k)
     at <- which(folds == k)
-    base <- if (is.null(refitted)) spec$prediction else refitted$probability(train)
+    base <- spec$prediction
+    if (!is.null(refitted)) {
+      # a fold's learner predicts only the rows it is used on (at 100,000 rows, predicting every row in every
+      # fold was most of label_shares()' time)
+      used <- if (prediction == "probs") at else union(sample$rows[train], at)
+      base[used] <- refitted$probability(train, used)
+    }
     g[at] <- if (prediction == "probs") base[at] else {
       # an intercept beside the probability, so that a constant miscalibration is learnt
       features <- cbind(1, if (binary) stats::qlogis(pmin(pmax(base, 1e-4), 1 - 1e-4)) else base, x)

@@ -17,7 +17,7 @@ learner_families <- function(log_probs, x = NULL, as_given = NULL, kind = "learn
     list(glmnet_family(log_probs, x, as_given))
   } else {
     lapply(names(sets), function(name) {
-      family <- glmnet_family(log_probs, x[, sets[[name]], drop = FALSE], as_given, if (length(sets) > 1) name)
+      family <- glmnet_family(log_probs, x, as_given, if (length(sets) > 1) name, columns = sets[[name]])
       family$features <- attr(sets[[name]], "source")
       family
     })
@@ -49,13 +49,18 @@ refit_family <- function(log_probs) {
 learner_penalties <- 10^seq(1, -3, by = -0.5)
 
 # The learner: a ridge-penalised multinomial logistic (glmnet) on each order's
-# log-probabilities and the features `x`, the feature set `set` (its name, such
-# as "middle + mean", in the model's; NULL where there is one set). A penalty
-# whose fit glmnet could not reach (it stops at the first lambda that does not
-# converge) gives the labels as they are (`as_given`) in that fold, so the
-# choice cannot prefer it.
-glmnet_family <- function(log_probs, x, as_given, set = NULL) {
-  x <- cbind(do.call(cbind, log_probs), x)
+# log-probabilities and the `columns` of the features `x`, the feature set `set`
+# (its name, such as "middle + mean", in the model's; NULL where there is one
+# set). A penalty whose fit glmnet could not reach (it stops at the first
+# lambda that does not converge) gives the labels as they are (`as_given`) in
+# that fold, so the choice cannot prefer it. The rows a fit or a prediction
+# reads are put together when it reads them: a copy of every row's features a
+# set took gigabytes at 100,000 rows.
+glmnet_family <- function(log_probs, x, as_given, set = NULL, columns = seq_len(NCOL(x))) {
+  rows_of <- function(rows) {
+    cbind(do.call(cbind, lapply(log_probs, function(l) l[rows, , drop = FALSE])),
+          if (!is.null(x)) x[rows, columns, drop = FALSE])
+  }
   n_labels <- ncol(as_given)
   model <- paste0("ridge logistic on the features", if (!is.null(set)) paste(":", set))
   settings <- data.frame(model = model, penalty = learner_penalties, stringsAsFactors = FALSE)
@@ -63,10 +68,10 @@ glmnet_family <- function(log_probs, x, as_given, set = NULL) {
     as_they_are <- rep(list(as_given[at, , drop = FALSE]), length(which))
     # glmnet needs two rows of every label
     if (any(tabulate(y, n_labels) < 2)) return(as_they_are)
-    fit <- quietly_glmnet(x[train, , drop = FALSE], factor(y, levels = seq_len(n_labels)))
+    fit <- quietly_glmnet(rows_of(train), factor(y, levels = seq_len(n_labels)))
     reached <- match(settings$penalty[which], fit$lambda)
     if (all(is.na(reached))) return(as_they_are)
-    probs <- stats::predict(fit, x[at, , drop = FALSE], s = fit$lambda, type = "response")
+    probs <- stats::predict(fit, rows_of(at), s = fit$lambda, type = "response")
     lapply(seq_along(which), function(i) {
       if (is.na(reached[i])) as_they_are[[i]] else matrix(probs[, , reached[i]], length(at), n_labels)
     })

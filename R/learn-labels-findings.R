@@ -6,10 +6,11 @@
 # again on part of the coded rows: the estimators cross-fit it in their folds
 # (DSL's supervised learner), each fold choosing its setting among the same
 # candidates by the same rule, as learn_labels() did inside its own folds.
-# Returns function(rows, y, units): every row's probabilities (a column a
-# label) from the setting chosen and fitted on the coded rows `rows` with
-# labels `y` (their numbers), chosen in folds that keep their sampling units
-# `units` whole; the labels as annotated where nothing beats them there.
+# Returns function(rows, y, units, at): the probabilities of the rows `at` (a
+# column a label; every row by default) from the setting chosen and fitted on
+# the coded rows `rows` with labels `y` (their numbers), chosen in folds that
+# keep their sampling units `units` whole; the labels as annotated where
+# nothing beats them there.
 # Where `rows` are the training rows of one of learn_labels()'s own folds (the
 # folds the estimators share) and the baseline chosen on them is the one it
 # chose on all coded rows, the setting it chose there is the same choice, taken
@@ -20,7 +21,7 @@ learner_of <- function(data, call) {
   x <- learner_features(data, learner$features, learner$covariates, call)
   families <- learner_families(log_probs, x, learner$as_given, learner$families %||% "learner")
   everyone <- seq_len(nrow(data))
-  function(rows, y, units = rows) {
+  function(rows, y, units = rows, at = everyone) {
     baseline <- baseline_choice(families, rows, y, learner$as_given)
     same_fold <- Filter(function(k) identical(rows, learner$coded_rows[learner$folds != k]),
                         seq_along(learner$inner_choices))
@@ -29,7 +30,7 @@ learner_of <- function(data, call) {
     } else {
       choose_setting(families, rows, y, learner$as_given, baseline = baseline, units = units)
     }
-    setting_probs(families, choice, rows, y, everyone, learner$as_given)
+    setting_probs(families, choice, rows, y, at, learner$as_given)
   }
 }
 
