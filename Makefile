@@ -9,9 +9,10 @@
 #               examples for the site (tools/precompute-articles.R; commit what it writes)
 # make site   - the pkgdown site into build/site, as make test builds it (tools/build-site.R)
 # make bench  - the benchmarks: throughput, the sampler's top-k, prefill, prefix reuse, labels,
-#               servers, study scale, example order, codebooks, findings (default models; about
-#               an hour and a half), and the findings' coverage matrix (about two hours of one
-#               core at 500 draws a cell; tools/bench_coverage_matrix.R --draws=N for fewer);
+#               servers, study scale (the engine's and the findings'), example order, codebooks,
+#               findings (default models; about an hour and a half), and the findings' coverage
+#               matrix (about two hours of one core at 500 draws a cell;
+#               tools/bench_coverage_matrix.R --draws=N for fewer);
 #               docs/benchmarks.md has their latest figures
 
 SHELL := /bin/bash
@@ -158,6 +159,7 @@ bench: setup-test
 	$(PYTHON) python/benchmarks/bench_scale.py engine --model gemma3-270m
 	$(PYTHON) python/benchmarks/bench_scale.py engine --model gemma3-270m --texts near-duplicate --prefix-cache-mb 8192
 	Rscript tools/bench_annotate_scale.R 1000 10000
+	Rscript tools/bench_findings_scale.R 1000 10000 100000
 	Rscript tools/bench_r_overhead.R 32 32 5
 	Rscript tools/bench_annotation.R
 	Rscript tools/bench_features.R

@@ -54,8 +54,8 @@ learner_penalties <- 10^seq(1, -3, by = -0.5)
 # set). A penalty whose fit glmnet could not reach (it stops at the first
 # lambda that does not converge) gives the labels as they are (`as_given`) in
 # that fold, so the choice cannot prefer it. The rows a fit or a prediction
-# reads are put together when it reads them: a copy of every row's features a
-# set took gigabytes at 100,000 rows.
+# reads are put together when it reads them, and predicted in chunks: a copy
+# of every row's features a set took gigabytes at 100,000 rows.
 glmnet_family <- function(log_probs, x, as_given, set = NULL, columns = seq_len(NCOL(x))) {
   rows_of <- function(rows) {
     cbind(do.call(cbind, lapply(log_probs, function(l) l[rows, , drop = FALSE])),
@@ -71,7 +71,11 @@ glmnet_family <- function(log_probs, x, as_given, set = NULL, columns = seq_len(
     fit <- quietly_glmnet(rows_of(train), factor(y, levels = seq_len(n_labels)))
     reached <- match(settings$penalty[which], fit$lambda)
     if (all(is.na(reached))) return(as_they_are)
-    probs <- stats::predict(fit, rows_of(at), s = fit$lambda, type = "response")
+    # predicted a chunk of rows at a time: predict() copies the rows it is given once more
+    probs <- array(NA_real_, c(length(at), n_labels, length(fit$lambda)))
+    for (chunk in split(seq_along(at), (seq_along(at) - 1L) %/% 4096L)) {
+      probs[chunk, , ] <- stats::predict(fit, rows_of(at[chunk]), s = fit$lambda, type = "response")
+    }
     lapply(seq_along(which), function(i) {
       if (is.na(reached[i])) as_they_are[[i]] else matrix(probs[, , reached[i]], length(at), n_labels)
     })
