@@ -7,13 +7,15 @@
 # (tools/annotation-corpora.R) and both embedded models: the learned accuracy on
 # the rows not coded at 150 uniform coded rows (review_sample(), the gold labels
 # standing in for the coders'; Reuters by whole articles, about 150 passages),
-# `draws` times. Each corpus is annotated once with all three kinds (kept in
-# build/bench-features/, so that a second run only learns; draws = 0 annotates
-# alone). What each kind costs the label pass:
+# `draws` times. Each corpus is annotated once with all three kinds for each
+# layer of "middle" and "mean" asked for (kept in build/bench-features/ by
+# layer, so that a second run only learns; draws = 0 annotates alone), to
+# choose that layer by measurement. What each kind costs the label pass:
 # python/benchmarks/bench_features.py --kinds.
-#   Rscript tools/bench_feature_kinds.R [draws] [models] [corpora]
-#   (default: 5 gemma3-270m,smollm2-135m-instruct words,nouns_verbs,parts_of_speech_five,reuters;
-#    lists comma-separated)
+#   Rscript tools/bench_feature_kinds.R [draws] [models] [corpora] [layers]
+#   (default: 5 gemma3-270m,smollm2-135m-instruct words,nouns_verbs,parts_of_speech_five,reuters
+#    default; lists comma-separated; a layer is a number or "default", the
+#    engine's default_layer())
 suppressPackageStartupMessages(library(newrllama4))
 source(file.path("tools", "annotation-corpora.R"))
 arguments <- commandArgs(TRUE)
@@ -22,6 +24,7 @@ corpora <- c(learned_corpora, reuters = reuters_passages)
 draws <- as.integer(argument(1, 5L))
 models <- argument(2, c("gemma3-270m", "smollm2-135m-instruct"))
 corpus_names <- argument(3, names(corpora))
+layers <- argument(4, "default")
 coded_rows <- 150L
 kinds <- c("last", "middle", "mean")
 sets <- list("last" = "last", "middle" = "middle", "mean" = "mean", "last + middle" = c("last", "middle"),
@@ -29,12 +32,19 @@ sets <- list("last" = "last", "middle" = "middle", "mean" = "mean", "last + midd
 kept <- file.path("build", "bench-features")
 dir.create(kept, recursive = TRUE, showWarnings = FALSE)
 
-annotated <- function(model, corpus_name, corpus) {
-  path <- file.path(kept, sprintf("%s-%s.rds", model, corpus_name))
+# The layer of "middle" and "mean": a number, or the engine's default for the model.
+layer_number <- function(loaded, layer) {
+  if (layer == "default") reticulate::import("newrllama4.features")$default_layer(loaded$py$n_layer)
+  else as.integer(layer)
+}
+
+annotated <- function(loaded, model, corpus_name, corpus, layer) {
+  path <- file.path(kept, sprintf("%s-%s-layer%d.rds", model, corpus_name, layer))
   if (file.exists(path)) return(readRDS(path))
-  ctx <- context_create(model_load(model), n_ctx = 1024L, n_seq_max = 8L)
+  ctx <- context_create(loaded, n_ctx = 1024L, n_seq_max = 8L)
   data <- suppressWarnings(annotate_texts(corpus$data, text, corpus$instruction, labels = corpus$labels,
-                                          context = ctx, progress = FALSE, features = kinds))
+                                          context = ctx, progress = FALSE, features = kinds,
+                                          feature_layer = layer))
   saveRDS(data, path)
   data
 }
@@ -66,17 +76,20 @@ accuracies <- function(data, corpus) {
 started <- Sys.time()
 rows <- list()
 for (model in models) {
+  loaded <- model_load(model)
   for (corpus_name in corpus_names) {
     corpus <- corpora[[corpus_name]]()
-    data <- annotated(model, corpus_name, corpus)
-    message(sprintf("%s on %s annotated (%.0f s so far)", model, corpus_name,
-                    as.numeric(Sys.time() - started, units = "secs")))
-    if (draws == 0) next
-    result <- cbind(model = model, corpus = corpus_name, rows = nrow(data),
-                    majority = max(table(data$gold)) / nrow(data),
-                    zero_shot = mean(as.character(data$.label) == data$gold), accuracies(data, corpus))
-    rows[[length(rows) + 1]] <- result
-    message(paste(utils::capture.output(print(result, row.names = FALSE, digits = 3)), collapse = "\n"))
+    for (layer in vapply(layers, function(layer) layer_number(loaded, layer), 0L)) {
+      data <- annotated(loaded, model, corpus_name, corpus, layer)
+      message(sprintf("%s on %s, layer %d of %d, annotated (%.0f s so far)", model, corpus_name, layer,
+                      loaded$py$n_layer, as.numeric(Sys.time() - started, units = "secs")))
+      if (draws == 0) next
+      result <- cbind(model = model, corpus = corpus_name, layer = layer, rows = nrow(data),
+                      majority = max(table(data$gold)) / nrow(data),
+                      zero_shot = mean(as.character(data$.label) == data$gold), accuracies(data, corpus))
+      rows[[length(rows) + 1]] <- result
+      message(paste(utils::capture.output(print(result, row.names = FALSE, digits = 3)), collapse = "\n"))
+    }
   }
 }
 if (length(rows) > 0) {
