@@ -12,10 +12,11 @@
 # layer, so that a second run only learns; draws = 0 annotates alone), to
 # choose that layer by measurement. What each kind costs the label pass:
 # python/benchmarks/bench_features.py --kinds.
-#   Rscript tools/bench_feature_kinds.R [draws] [models] [corpora] [layers]
+#   Rscript tools/bench_feature_kinds.R [draws] [models] [corpora] [layers] [sets]
 #   (default: 5 gemma3-270m,smollm2-135m-instruct words,nouns_verbs,parts_of_speech_five,reuters
-#    default; lists comma-separated; a layer is a number or "default", the
-#    engine's default_layer())
+#    default, every set; lists comma-separated; a layer is a number or
+#    "default", the engine's default_layer(); a set is a name of `candidates`
+#    below: "middle,mean,chosen by CV" are those a layer changes)
 suppressPackageStartupMessages(library(newrllama4))
 source(file.path("tools", "annotation-corpora.R"))
 arguments <- commandArgs(TRUE)
@@ -29,6 +30,9 @@ coded_rows <- 150L
 kinds <- c("last", "middle", "mean")
 sets <- list("last" = "last", "middle" = "middle", "mean" = "mean", "last + middle" = c("last", "middle"),
              "last + mean" = c("last", "mean"), "middle + mean" = c("middle", "mean"), "all three" = kinds)
+candidates <- c(sets, list("chosen by CV" = TRUE))
+candidates <- candidates[argument(5, names(candidates))]
+stopifnot(!anyNA(names(candidates)))
 kept <- file.path("build", "bench-features")
 dir.create(kept, recursive = TRUE, showWarnings = FALSE)
 
@@ -56,17 +60,21 @@ drawn <- function(data, corpus, seed) {
   review_sample(data, n_clusters, seed = seed, cluster = corpus$cluster)
 }
 
-# The learned accuracy on the rows not coded, for each feature set and for the
-# set chosen by learn_labels() among them all, in `draws` draws.
-accuracies <- function(data, corpus) {
-  candidates <- c(sets, list("chosen by CV" = TRUE))
+# The learned accuracy on the rows not coded, for each candidate, in `draws`
+# draws; each draw's figures are appended to `kept`/draws.csv as they come (the
+# same seeds draw the same rows at every layer: compare layers draw by draw).
+accuracies <- function(data, corpus, cell) {
   figures <- vapply(seq_len(draws), function(seed) {
     coded <- drawn(data, corpus, seed)
     rest <- setdiff(seq_len(nrow(data)), coded$.row)
-    vapply(candidates, function(features) {
+    accuracy <- vapply(candidates, function(features) {
       learned <- suppressMessages(learn_labels(data, coded, gold, features = features))
       mean(as.character(learned$.label[rest]) == data$gold[rest])
     }, 0)
+    log <- file.path(kept, "draws.csv")
+    utils::write.table(data.frame(cell, seed = seed, features = names(candidates), accuracy = accuracy), log,
+                       sep = ",", row.names = FALSE, col.names = !file.exists(log), append = TRUE)
+    accuracy
   }, numeric(length(candidates)))
   figures <- matrix(figures, nrow = length(candidates))
   data.frame(features = names(candidates), accuracy = rowMeans(figures),
@@ -84,9 +92,9 @@ for (model in models) {
       message(sprintf("%s on %s, layer %d of %d, annotated (%.0f s so far)", model, corpus_name, layer,
                       loaded$py$n_layer, as.numeric(Sys.time() - started, units = "secs")))
       if (draws == 0) next
-      result <- cbind(model = model, corpus = corpus_name, layer = layer, rows = nrow(data),
-                      majority = max(table(data$gold)) / nrow(data),
-                      zero_shot = mean(as.character(data$.label) == data$gold), accuracies(data, corpus))
+      cell <- data.frame(model = model, corpus = corpus_name, layer = layer)
+      result <- cbind(cell, rows = nrow(data), majority = max(table(data$gold)) / nrow(data),
+                      zero_shot = mean(as.character(data$.label) == data$gold), accuracies(data, corpus, cell))
       rows[[length(rows) + 1]] <- result
       message(paste(utils::capture.output(print(result, row.names = FALSE, digits = 3)), collapse = "\n"))
     }
