@@ -83,8 +83,10 @@ accuracies <- function(data, corpus, cell) {
 
 started <- Sys.time()
 rows <- list()
+default_layers <- c()
 for (model in models) {
   loaded <- model_load(model)
+  default_layers[model] <- layer_number(loaded, "default")
   for (corpus_name in corpus_names) {
     corpus <- corpora[[corpus_name]]()
     for (layer in vapply(layers, function(layer) layer_number(loaded, layer), 0L)) {
@@ -103,5 +105,24 @@ for (model in models) {
 if (length(rows) > 0) {
   cat(sprintf("\nLearned accuracy on the rows not coded, %d coded rows, %d draws\n\n", coded_rows, draws))
   print(do.call(rbind, rows), row.names = FALSE, digits = 3)
+}
+
+# Each layer against the default, draw by draw (the same seeds, the same coded
+# rows), over every run kept in draws.csv for these models and corpora.
+log <- file.path(kept, "draws.csv")
+if (draws > 0 && file.exists(log)) {
+  kept_draws <- unique(utils::read.csv(log))
+  kept_draws <- kept_draws[kept_draws$model %in% models & kept_draws$corpus %in% corpus_names, ]
+  kept_draws$default <- kept_draws$layer == default_layers[kept_draws$model]
+  reference <- kept_draws[kept_draws$default, c("model", "corpus", "seed", "features", "accuracy")]
+  paired <- merge(kept_draws, reference, by = c("model", "corpus", "seed", "features"), suffixes = c("", "_default"))
+  paired$difference <- paired$accuracy - paired$accuracy_default
+  by_layer <- stats::aggregate(cbind(accuracy, difference) ~ model + corpus + layer + features, paired, mean)
+  by_layer$se_difference <- stats::aggregate(difference ~ model + corpus + layer + features, paired,
+                                             function(d) stats::sd(d) / sqrt(length(d)))$difference
+  by_layer$draws <- stats::aggregate(difference ~ model + corpus + layer + features, paired, length)$difference
+  cat("\nEach layer against the default layer, draw by draw (difference in accuracy, its se over the draws)\n\n")
+  print(by_layer[order(by_layer$model, by_layer$features, by_layer$corpus, by_layer$layer), ],
+        row.names = FALSE, digits = 3)
 }
 cat(sprintf("\n%.0f s\n", as.numeric(Sys.time() - started, units = "secs")))
