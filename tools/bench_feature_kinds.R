@@ -73,7 +73,7 @@ accuracies <- function(data, corpus, cell) {
     }, 0)
     log <- file.path(kept, "draws.csv")
     utils::write.table(data.frame(cell, seed = seed, features = names(candidates), accuracy = accuracy), log,
-                       sep = ",", row.names = FALSE, col.names = !file.exists(log), append = TRUE)
+                       sep = ",", row.names = FALSE, col.names = !file.exists(log), append = file.exists(log))
     accuracy
   }, numeric(length(candidates)))
   figures <- matrix(figures, nrow = length(candidates))
@@ -117,6 +117,8 @@ if (draws > 0 && file.exists(log)) {
   reference <- kept_draws[kept_draws$default, c("model", "corpus", "seed", "features", "accuracy")]
   paired <- merge(kept_draws, reference, by = c("model", "corpus", "seed", "features"), suffixes = c("", "_default"))
   paired$difference <- paired$accuracy - paired$accuracy_default
+}
+if (draws > 0 && file.exists(log) && nrow(paired) > 0) {
   by_layer <- stats::aggregate(cbind(accuracy, difference) ~ model + corpus + layer + features, paired, mean)
   by_layer$se_difference <- stats::aggregate(difference ~ model + corpus + layer + features, paired,
                                              function(d) stats::sd(d) / sqrt(length(d)))$difference
