@@ -163,7 +163,7 @@ bench: setup-test
 	Rscript tools/bench_r_overhead.R 32 32 5
 	Rscript tools/bench_annotation.R
 	Rscript tools/bench_features.R
-	Rscript tools/bench_feature_kinds.R words 5
+	Rscript tools/bench_feature_kinds.R 5
 	Rscript tools/bench_learned.R
 	Rscript tools/bench_codebook.R
 	Rscript tools/bench_findings.R
