@@ -252,15 +252,6 @@ design_skewness <- function(parts, v, target = "population") {
   ifelse(v > 0, third / v^1.5, 0)
 }
 
-# Below this many sampling units coded the interval is not bent by the skew:
-# a third moment from so few is noise, and the small-sample df already carry
-# a skewed covariate there. Bent at 60 coded rows, a lognormal covariate's
-# slope covered 0.974 and 0.978 (population, corpus) where the t on its df
-# covered 0.950 and 0.948, 8% wider (median; 27-43% in the mean), and a
-# normal one's 0.954 against 0.966, 5% wider in the mean, over 500 draws
-# (tools/bench_coverage_matrix.R).
-skew_units <- 100L
-
 # The interval of `level` for estimates with standard errors `se`, degrees of
 # freedom `df` and skewness `skew` (design_skewness()): Hall's (1992)
 # transformation of the t statistic T = (estimate - value) / se, g(T) = T +

@@ -254,10 +254,7 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
     vcov[[name]] <- matrix(NA_real_, length(columns), length(columns), dimnames = list(columns, columns))
   }
   skewness <- lapply(stats::setNames(nm = c("corrected", "coded_only")), function(name) {
-    if (is.null(parts[[name]]) || length(unique(sample$unit %||% sample$rows)) < skew_units) {
-      return(rep(0, length(columns)))
-    }
-    design_skewness(parts[[name]], diag(vcov[[name]]), target)
+    if (is.null(parts[[name]])) rep(0, length(columns)) else design_skewness(parts[[name]], diag(vcov[[name]]), target)
   })
   floored <- names(Filter(function(h) h$floored, parts$corrected$strata))
   if (length(floored) > 0) {
