@@ -234,7 +234,7 @@ test_that("a slope on a skewed covariate gets an interval that leans away from t
   # a lognormal covariate, 150 uniform coded rows: the first 8 seeds of 1..500
   # where the symmetric t interval missed the population's slope (46 of 500,
   # every one above it); the skew-corrected interval covered 4 of these 8, and
-  # 0.944 of the 500 (tools/bench_findings_validity.R)
+  # 0.940 of the 500 (tools/bench_findings_validity.R)
   slope_row <- function(seed, covariate) {
     data <- simulated_labels(2000, seed, covariate = covariate)
     coded <- review_sample(data, 150, weight = "uniform", seed = seed)
