@@ -248,7 +248,8 @@ interval_words <- function(record) {
     sprintf(paste("t on each estimate's small-sample degrees of freedom (Bell and McCaffrey's, as Imbens and Kolesar",
                   "advise: the df column), at most the design's %d"), round(record$design_df))
   }
-  if (record$interval == "wilson") paste("Wilson's score at the effective n,", quantile) else quantile
+  if (record$interval == "wilson") return(paste("Wilson's score at the effective n,", quantile))
+  paste0(quantile, ", bent by each estimate's skew (Hall's transformation: the skewness column)")
 }
 
 learner_words <- function(learner) {

@@ -35,7 +35,7 @@ estimate_table <- function(object, estimator, level = 0.95) {
   beta <- object$fits[[estimator]]$coefficients
   se <- sqrt(diag(object$vcov[[estimator]]))
   df <- object$df[[estimator]] %||% Inf
-  z <- stats::qt((1 + level) / 2, df)
+  interval <- skewed_interval(beta, se, df, object$skewness[[estimator]] %||% 0, level)
   parts <- object$parts[[estimator]]
   part <- function(value) if (is.null(parts)) rep(NA_real_, length(beta)) else unname(value)
   sampling <- part(if (!is.null(parts)) diag(design_vcov(parts, "corpus")))
@@ -43,8 +43,9 @@ estimate_table <- function(object, estimator, level = 0.95) {
   effective <- length(object$rows) * population / se^2
   lambda <- switch(estimator, corrected = unname(object$lambda), coded_only = 0, NA_real_)
   data.frame(term = names(beta), estimator = estimator, estimate = unname(beta), std.error = unname(se),
-             statistic = unname(beta / se), p.value = unname(2 * stats::pt(-abs(beta / se), df)),
-             conf.low = unname(beta - z * se), conf.high = unname(beta + z * se), df = df,
+             statistic = unname(beta / se), p.value = unname(interval$p.value),
+             conf.low = unname(interval$conf.low), conf.high = unname(interval$conf.high), df = df,
+             skewness = unname(object$skewness[[estimator]] %||% rep(0, length(beta))),
              effective_n = effective, design_effect = length(object$coded_rows) / effective,
              var_corpus = if (object$target == "population") population else part(0 * population),
              var_sampling = sampling, lambda = lambda, stringsAsFactors = FALSE, row.names = NULL)

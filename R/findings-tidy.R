@@ -24,7 +24,8 @@
 #' @param ... Unused.
 #' @return `tidy()`: `term`, `estimator`, `estimate`, `std.error`,
 #'   `statistic`, `p.value` (regressions), `conf.low`, `conf.high`, `df` (the
-#'   estimate's small-sample degrees of freedom, at most the design's), `effective_n` (the rows a simple random
+#'   estimate's small-sample degrees of freedom, at most the design's), `skewness` (regressions: the
+#'   estimate's, which bends its interval), `effective_n` (the rows a simple random
 #'   sample of codes alone would need for the same variance), `design_effect`
 #'   (the coded rows over `effective_n`), `var_corpus` and `var_sampling` (the
 #'   variance's parts: how the corpus differs from the population, and which

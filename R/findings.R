@@ -259,6 +259,9 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
     fits[[name]]$coefficients[] <- NA_real_
     vcov[[name]] <- matrix(NA_real_, length(columns), length(columns), dimnames = list(columns, columns))
   }
+  skewness <- lapply(stats::setNames(nm = c("corrected", "coded_only")), function(name) {
+    if (is.null(parts[[name]])) rep(0, length(columns)) else design_skewness(parts[[name]], diag(vcov[[name]]), target)
+  })
   floored <- names(Filter(function(h) h$floored, parts$corrected$strata))
   if (length(floored) > 0) {
     inform_newrllama4("variance_floor", c(
@@ -268,7 +271,8 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
       "i" = "Code more rows of {cli::qty(length(floored))}{?it/them} (draw more with {.code review_sample(previous =)})."))
   }
   df_of <- function(fit) stats::setNames(pmin(satterthwaite_df(fit, sample, target), design_df(sample)), columns)
-  list(fits = fits, vcov = vcov, parts = parts, lambda = lambda, lambda_tuned = tuned, lambda_rule = rule,
+  list(fits = fits, vcov = vcov, parts = parts, skewness = skewness, lambda = lambda, lambda_tuned = tuned,
+       lambda_rule = rule,
        variance_floor = floored,
        lambda_terms = if (tuned) lambda_terms, target = target, design_df = design_df(sample),
        df = list(corrected = df_of(own), naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,

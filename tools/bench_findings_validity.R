@@ -24,6 +24,23 @@ corrected_interval <- function(fit, term, value) {
   c(covered = interval[[1]] <= value && value <= interval[[2]], width = interval[[2]] - interval[[1]])
 }
 
+# The slope on a lognormal covariate from `n` uniform coded rows of 2,000: the
+# corrected interval's coverage and width, whether it missed above the truth,
+# its skewness, and the coded rows' alone (their coverage and width).
+skewed_slope_case <- function(seed, n) {
+  data <- simulated_labels(2000, seed, covariate = skewed)
+  coded <- review_sample(data, n, weight = "uniform", seed = seed)
+  fit <- quietly(label_regression(yes ~ x, data, coded, truth, seed = seed))
+  table <- summary(fit)$table
+  row <- function(estimator) table[table$term == "x" & table$estimator == estimator, ]
+  corrected <- row("corrected")
+  coded_only <- row("coded_only")
+  c(corrected_interval(fit, "x", skewed_slope_yes), missed_above = corrected$conf.low > skewed_slope_yes,
+    skewness = corrected$skewness,
+    coded_only_covered = coded_only$conf.low <= skewed_slope_yes && skewed_slope_yes <= coded_only$conf.high,
+    coded_only_width = coded_only$conf.high - coded_only$conf.low)
+}
+
 # the superpopulation slope of a linear probability model of "yes" on x in
 # simulated_labels(): Cov(x, plogis(-0.3 + 0.8 x)) with Var(x) = 1
 linear_slope_yes <- stats::integrate(function(x) x * stats::plogis(-0.3 + 0.8 * x) * stats::dnorm(x), -Inf, Inf)$value
@@ -247,6 +264,8 @@ cases <- list(
       covered_unwarned = if (!warned) corrected_interval(fit, "x", skewed_slope_yes)[["covered"]] else NA,
       se = se, se_squared = se^2)
   },
+  "a lognormal covariate (standardised), 150 uniform coded rows: the slope" = function(seed) skewed_slope_case(seed, 150),
+  "a lognormal covariate (standardised), 400 uniform coded rows: the slope" = function(seed) skewed_slope_case(seed, 400),
   "the hard texts lost (half the coded \"yes\" rows labelled \"no\" have no code), 200 uniform rows: the share" =
     function(seed) {
       data <- simulated_labels(2000, seed)

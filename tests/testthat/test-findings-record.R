@@ -4,7 +4,7 @@ test_that("the record splits each variance into its corpus and sampling parts, w
   fit <- label_regression(yes ~ x, data, coded, truth, seed = 1)
   table <- fit$record$estimates
   expect_named(table, c("term", "estimator", "estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high",
-                        "df", "effective_n", "design_effect", "var_corpus", "var_sampling", "lambda"))
+                        "df", "skewness", "effective_n", "design_effect", "var_corpus", "var_sampling", "lambda"))
   designed <- table[table$estimator != "naive", ]
   expect_equal(designed$var_corpus + designed$var_sampling, designed$std.error^2)
   expect_equal(table$var_corpus[table$estimator == "corrected"], unname(diag(fit$parts$corrected$population)))

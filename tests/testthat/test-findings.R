@@ -31,7 +31,11 @@ test_that("intervals take a t quantile on each estimate's degrees of freedom, at
   # an intercept on 12 clusters of one size drawn whole: Bell and McCaffrey's df is the design's, 11
   expect_equal(unname(fit$df$corrected), 11)
   interval <- confint(fit)
-  expect_equal(unname(interval[1, 2] - interval[1, 1]), 2 * stats::qt(0.975, 11) * sqrt(vcov(fit)[1, 1]))
+  # the t on those df, bent by the estimate's skew (skewed_interval())
+  bent <- skewed_interval(coef(fit)[[1]], sqrt(vcov(fit)[1, 1]), 11, fit$skewness$corrected[[1]])
+  expect_equal(unname(interval[1, ]), c(bent$conf.low, bent$conf.high))
+  expect_equal(unname(interval[1, 2] - interval[1, 1]), 2 * stats::qt(0.975, 11) * sqrt(vcov(fit)[1, 1]),
+               tolerance = 0.01)
   rows <- review_sample(simulated_labels(600, 2), 100, weight = "uniform", seed = 2)
   fit <- label_regression(yes ~ x, simulated_labels(600, 2), rows, truth, seed = 2)
   expect_identical(fit$record$design_df, 98)
