@@ -26,15 +26,17 @@
 # the two rounds would have over 150 uniform rows were the bound reached and
 # the rounds' variances alike (the learner the same). The estimators learn
 # again from all 150 rows in their folds, so a learner that learns more from
-# rows near its boundary can narrow the interval past that. An optional corpus name runs that one alone, and
-# a model's name (as `models` spells it, "gemma3-270m") that model alone.
-#   Rscript tools/bench_learned.R [draws] [rounds] [corpus] [model]   (default 10)
+# rows near its boundary can narrow the interval past that. Each draw's
+# figures are appended to build/bench-learned/rounds-draws.csv as they come.
+# An optional corpus name runs that one alone ("all" every corpus), and a
+# model's name (as `models` spells it, "gemma3-270m") that model alone.
+#   Rscript tools/bench_learned.R [draws] [rounds] [corpus|all] [model]   (default 10)
 suppressPackageStartupMessages(library(newrllama4))
 source(file.path("tools", "annotation-corpora.R"))
 arguments <- commandArgs(TRUE)
 draws <- if (length(arguments) >= 1) as.integer(arguments[1]) else 10L
 rounds <- length(arguments) >= 2 && arguments[2] == "rounds"
-only <- if (length(arguments) >= 3) arguments[3]
+only <- if (length(arguments) >= 3 && arguments[3] != "all") arguments[3]
 only_model <- if (length(arguments) >= 4) arguments[4]
 sizes <- c(50, 100, 150, 300)
 
@@ -105,7 +107,11 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
     if (rounds) {
       share_label <- names(which.max(table(data$gold)))
       figures <- vapply(seq_len(draws), function(seed) {
-        tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 8))
+        draw <- tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 8))
+        log <- file.path(kept, "rounds-draws.csv")
+        utils::write.table(data.frame(model = model, corpus = corpus_name, seed = seed, t(draw)), log, sep = ",",
+                           append = file.exists(log), col.names = !file.exists(log), row.names = FALSE)
+        draw
       }, numeric(8))
       means <- rowMeans(figures, na.rm = TRUE)
       rows[[length(rows) + 1]] <- data.frame(
