@@ -17,15 +17,21 @@
 # inclusion probabilities, the other road, cannot be known after more than
 # one round of sampling without replacement from bands that the codes moved.
 
-# Bands of doubt a round is drawn in, at most, and no more than half the round
-# can give few_coded_units rows each: a band of fewer has its variance taken
-# at a floor that assumes the codes' own spread, not the learner's residuals
-# (bands of 5 rows of a sure learner: the floor undid the gain). Of the
-# continuous Neyman allocation's gain, 75 rows by doubt in 3 such bands kept
-# 0.63-0.68 on tools/bench_coverage_matrix.R's rows (variance ratios 0.931,
-# 0.866, 0.792 against the bound's 0.890, 0.793, 0.695), 5 bands of 5 rows
-# 0.75-0.77 before their floor.
-doubt_bands <- 5L
+# Bands of doubt a round is drawn in, at most. The bands hold equal shares of
+# the round's total doubt (plus doubt_floor), so that Neyman allocation gives
+# each about as many rows, and there are as many as give each few_coded_units
+# rows: no band is thin enough for its variance to be taken at the floor of
+# floored_strata(), which assumes the codes' own spread, not the learner's
+# residuals. Bands of equal size instead (the sure ones much larger than the
+# unsure) had to be few (3 for 75 rows, no more than half the round at
+# few_coded_units rows each) and kept 0.63-0.68 of the continuous Neyman
+# allocation's gain; bands of 5 rows lost it to their floor. On
+# tools/bench_coverage_matrix.R's rows (75 rows by doubt after 75 uniform,
+# seeds 1-15) the round's model variance over a uniform round's was 0.832
+# with 3 equal-size bands, 0.780 with 7 equal-doubt bands, against the
+# bound's 0.760; with each row's actual squared residual for its variance
+# 0.836 and 0.785.
+doubt_bands <- 10L
 
 # Added to a stratum's doubt when the sample is shared among strata, so that
 # no stratum (no row) is left without a chance of being drawn.
@@ -47,8 +53,7 @@ round_of <- function(stratum) {
 
 # A further round drawn by the learned labels' doubt (review_sample(weight =
 # "learned")): `n` rows of the labelled rows of `data` not in `previous`, in
-# up to doubt_bands bands of \sqrt{c(1 - c)}, shared by Neyman allocation on
-# the bands' mean doubt plus doubt_floor, few_coded_units rows a band at least.
+# bands of \sqrt{c(1 - c)} (doubt_allocation()).
 doubt_round <- function(data, labelled, n, seed, previous, cluster, field, call) {
   if (!is.null(cluster)) {
     abort_invalid("{.arg cluster} cannot be drawn by doubt: draw the clusters whole in one round.", "cluster", call)
@@ -111,14 +116,22 @@ doubt_round <- function(data, labelled, n, seed, previous, cluster, field, call)
 }
 
 # A round of `n` rows drawn by `doubt` (each row's, of the rows not drawn
-# yet): each row's band (1 the most unsure; by rank, so that ties cannot empty
-# a band), the bands' sizes and their draws.
+# yet): each row's band (1 the most unsure; cut in the order of doubt, ties by
+# position, where the doubt plus doubt_floor summed from the most unsure row
+# passes each band's share of its total), the bands' sizes and their draws,
+# shared by Neyman allocation on the bands' mean doubt plus doubt_floor,
+# few_coded_units rows a band at least.
 doubt_allocation <- function(doubt, n) {
-  bands <- max(1L, min(doubt_bands, n %/% (2L * few_coded_units), length(doubt) %/% 2L))
-  band <- as.integer(ceiling(rank(-doubt, ties.method = "first") * bands / length(doubt)))
-  sizes <- tabulate(band, bands)
-  draws <- allocate_sample(n, sizes, as.vector(tapply(doubt, band, mean)) + doubt_floor,
-                           least = pmin(sizes, few_coded_units))
+  weight <- doubt + doubt_floor
+  bands <- max(1L, min(doubt_bands, n %/% few_coded_units, length(doubt) %/% 2L))
+  order <- order(-weight)
+  passed <- cumsum(weight[order]) / sum(weight)
+  band <- integer(length(doubt))
+  band[order] <- pmin(bands, pmax(1L, as.integer(ceiling(passed * bands - 1e-9))))
+  # a row heavier than a band's share leaves the band after it empty
+  band <- match(band, sort(unique(band)))
+  sizes <- tabulate(band)
+  draws <- allocate_sample(n, sizes, as.vector(tapply(weight, band, mean)), least = pmin(sizes, few_coded_units))
   list(band = band, sizes = sizes, draws = draws)
 }
 

@@ -20,17 +20,23 @@
 # its coverage, the widths over the coded rows' alone and the two-round
 # width over 150 uniform rows', beside the round's Neyman bound (its sampling
 # variance over a uniform round's, drawn in proportion to the learned doubt,
-# mean(d)^2 / mean(d^2)) and the design's, sqrt((1 + bound) / 2): the width
+# mean(d)^2 / mean(d^2)), the round's variance by its bands of doubt over a
+# uniform round's were each row's error as spread as its doubt says (what the
+# bands keep of the bound), and the design's, sqrt((1 + bound) / 2): the width
 # the two rounds would have over 150 uniform rows were the bound reached and
-# the rounds' variances alike. An optional corpus name runs that one alone, and
-# a model's name (as `models` spells it, "gemma3-270m") that model alone.
-#   Rscript tools/bench_learned.R [draws] [rounds] [corpus] [model]   (default 10)
+# the rounds' variances alike (the learner the same). The estimators learn
+# again from all 150 rows in their folds, so a learner that learns more from
+# rows near its boundary can narrow the interval past that. Each draw's
+# figures are appended to build/bench-learned/rounds-draws.csv as they come.
+# An optional corpus name runs that one alone ("all" every corpus), and a
+# model's name (as `models` spells it, "gemma3-270m") that model alone.
+#   Rscript tools/bench_learned.R [draws] [rounds] [corpus|all] [model]   (default 10)
 suppressPackageStartupMessages(library(newrllama4))
 source(file.path("tools", "annotation-corpora.R"))
 arguments <- commandArgs(TRUE)
 draws <- if (length(arguments) >= 1) as.integer(arguments[1]) else 10L
 rounds <- length(arguments) >= 2 && arguments[2] == "rounds"
-only <- if (length(arguments) >= 3) arguments[3]
+only <- if (length(arguments) >= 3 && arguments[3] != "all") arguments[3]
 only_model <- if (length(arguments) >= 4) arguments[4]
 sizes <- c(50, 100, 150, 300)
 
@@ -89,7 +95,8 @@ two_rounds <- function(data, seed, share_label) {
   doubt <- sqrt(learned$.confidence * (1 - learned$.confidence))[-first$.row]
   both <- review_sample(learned, 75, weight = "learned", previous = first, seed = seed + 1e6)
   # where the guard keeps the labels as annotated there is no learner to draw by: a classed error, left out
-  c(uniform = one_round, rounds = interval(learned, both), bound = mean(doubt)^2 / mean(doubt^2))
+  c(uniform = one_round, rounds = interval(learned, both), bound = mean(doubt)^2 / mean(doubt^2),
+    banded = newrllama4:::doubt_variance_ratio(doubt, 75))
 }
 
 started <- Sys.time()
@@ -100,15 +107,20 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
     if (rounds) {
       share_label <- names(which.max(table(data$gold)))
       figures <- vapply(seq_len(draws), function(seed) {
-        tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 7))
-      }, numeric(7))
+        draw <- tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 8))
+        log <- file.path(kept, "rounds-draws.csv")
+        utils::write.table(data.frame(model = model, corpus = corpus_name, seed = seed, t(draw)), log, sep = ",",
+                           append = file.exists(log), col.names = !file.exists(log), row.names = FALSE)
+        draw
+      }, numeric(8))
       means <- rowMeans(figures, na.rm = TRUE)
       rows[[length(rows) + 1]] <- data.frame(
         model = model, corpus = corpus_name, rows = nrow(data), draws = sum(!is.na(figures[1, ])),
         coverage_uniform = means[["uniform.covered"]], coverage_rounds = means[["rounds.covered"]],
         over_coded_uniform = means[["uniform.over_coded"]], over_coded_rounds = means[["rounds.over_coded"]],
         rounds_over_uniform = means[["rounds.width"]] / means[["uniform.width"]],
-        neyman_bound = means[["bound"]], design_bound = sqrt((1 + means[["bound"]]) / 2)
+        neyman_bound = means[["bound"]], banded = means[["banded"]], design_bound = sqrt((1 + means[["bound"]]) / 2),
+        design_banded = sqrt((1 + means[["banded"]]) / 2)
       )
       message(paste(utils::capture.output(print(rows[[length(rows)]], row.names = FALSE, digits = 3)),
                     collapse = "\n"))

@@ -21,7 +21,7 @@ test_that("a round by doubt draws rows not drawn yet, more of the unsure, each w
   expect_identical(nrow(both), 140L)
   expect_identical(both$.row, sort(both$.row))
   expect_false(any(second$.row %in% first$.row))
-  expect_true(all(grepl("^round 2: doubt band [0-9] of 3$", second$.stratum)))
+  expect_true(all(grepl("^round 2: doubt band [0-9] of 6$", second$.stratum)))
   # the first round's rows keep their own design columns
   kept <- both[both$.draw == 1, names(first)]
   rownames(kept) <- NULL
@@ -73,7 +73,7 @@ test_that("the rounds' design columns survive a CSV file, read_codes() and `[`",
   subset <- suppressMessages(label_shares(setup$learned, columns, gold, seed = 3))
   expect_equal(subset$std.error, fit$std.error)
   # the manifest records the rounds' strata, each with its own draws
-  expect_match(manifest(fit)$estimation$strata, "round 2: doubt band 1 of 3: [0-9]+ coded of [0-9]+ drawn of")
+  expect_match(manifest(fit)$estimation$strata, "round 2: doubt band 1 of 6: [0-9]+ coded of [0-9]+ drawn of")
   rounds <- refit_rounds(5)
   both <- rounds$both
   fixture <- coding_fixture(sample = both, overlap = 0)
@@ -119,6 +119,25 @@ test_that("the round's own learner never predicts its rows: the estimators cross
   expect_false(identical(refit$predictions[other], fit$predictions[other]))
 })
 
+test_that("a round by doubt keeps nearly all of the Neyman bound's gain, every band drawn past the variance floor", {
+  # errors gathered in a fifth of the rows: the bound is 0.720; bands of equal size (3 at 75 rows, as few as
+  # left room for few_coded_units rows each) kept 0.813, and 0.883 at 40 rows
+  conf <- withr::with_seed(1, c(stats::runif(1500, 0.95, 0.999), stats::runif(425, 0.55, 0.8)))
+  doubt <- doubt_of(conf)
+  bound <- doubt_variance_ratio(doubt)
+  expect_lt(doubt_variance_ratio(doubt, 75) - bound, 0.02)
+  expect_lt(doubt_variance_ratio(doubt, 40) - bound, 0.05)
+  allocation <- doubt_allocation(doubt, 75)
+  expect_identical(length(allocation$sizes), 7L)
+  expect_identical(sum(allocation$draws), 75L)
+  # bands of equal total doubt: about as many rows each, none below the floor's few_coded_units
+  expect_gte(min(allocation$draws), few_coded_units)
+  expect_lte(max(allocation$draws) - min(allocation$draws), 1)
+  # the most unsure band is drawn over three times as densely as the surest
+  rate <- allocation$draws / allocation$sizes
+  expect_gt(rate[[1]] / rate[[7]], 3)
+})
+
 test_that("a round by doubt covers: a fast sanity case over 300 draws", {
   skip_on_cran()  # 300 draws: about 30 s
   # the doubt of a logistic refit to the first round's codes, so each round depends on the codes before it
@@ -154,5 +173,5 @@ test_that("a round by doubt needs learned labels and a first round, and no clust
 test_that("the design attribute counts the rows once across rounds", {
   setup <- doubt_rounds()
   printed <- gsub("\\s+", " ", paste(format(attr(setup$both, "design")), collapse = " "))
-  expect_match(printed, "140 of 600 rows in 5 strata, 2 rounds", fixed = TRUE)
+  expect_match(printed, "140 of 600 rows in 8 strata, 2 rounds", fixed = TRUE)
 })
