@@ -38,12 +38,11 @@
 #' With `weight = "learned"`, a further round is drawn where labels learned
 #' from the rows coded so far are unsure: `data` is the value of
 #' [learn_labels()] (learned from `previous`), and the `n` new rows are drawn
-#' from the rows not drawn yet in bands of the learned labels' doubt
-#' \eqn{\sqrt{c(1 - c)}}{sqrt(c (1 - c))} (cross-fitted on the coded rows)
-#' plus 0.05, each band holding an equal share of the total (as many bands as
-#' give each 10 rows, `n` / 10, at most 10), shared by Neyman allocation on
-#' the bands' mean doubt plus 0.05, and at least 10 rows a band, so that every
-#' row keeps a chance and every band's variance is estimated. Its strata are named `"round r: doubt band b of k"`
+#' from the rows not drawn yet in bands of equal total doubt
+#' \eqn{\sqrt{c(1 - c)}}{sqrt(c (1 - c))} + 0.05 of the learned labels
+#' (cross-fitted; `n` / 10 bands, at most 10) by Neyman allocation, at least 10
+#' rows a band, so that every row keeps a chance and every band's variance is
+#' estimated. Its strata are named `"round r: doubt band b of k"`
 #' (band 1 the most unsure), and each new row's `.sample_prob` is its
 #' probability of being drawn in its round. The estimators
 #' ([label_regression()], [label_shares()]) combine one estimate a round: the
