@@ -49,14 +49,18 @@ row_features <- function(data, call = caller_env()) {
   features_matrix(column)
 }
 
-# Read in chunks of rows: the whole column's bytes, their doubles and their
-# transpose at once were three more copies of the matrix (at 100,000 rows of
-# Gemma's three kinds, 1.5 GB each).
-features_matrix <- function(column, chunk_rows = 4096L) {
+# `rows` in chunks of at most 4,096: reading features or predicting on them a
+# chunk at a time keeps one chunk's copies, not the whole matrix's (at 100,000
+# rows of Gemma's three kinds, 1.5 GB each).
+row_chunks <- function(rows) split(rows, (seq_along(rows) - 1L) %/% 4096L)
+
+# Read in chunks of rows (row_chunks()): the whole column's bytes, their
+# doubles and their transpose at once were three more copies of the matrix.
+features_matrix <- function(column) {
   dim <- attr(column, "dim_features")
   present <- which(!vapply(column, is.null, logical(1)))
   values <- matrix(NA_real_, length(column), dim, dimnames = list(NULL, paste0("f", seq_len(dim))))
-  for (chunk in split(present, (seq_along(present) - 1L) %/% chunk_rows)) {
+  for (chunk in row_chunks(present)) {
     values[chunk, ] <- matrix(readBin(unlist(unclass(column)[chunk], use.names = FALSE), "double",
                                       n = length(chunk) * dim, size = 4L, endian = "little"),
                               ncol = dim, byrow = TRUE)

@@ -73,7 +73,7 @@ glmnet_family <- function(log_probs, x, as_given, set = NULL, columns = seq_len(
     if (all(is.na(reached))) return(as_they_are)
     # predicted a chunk of rows at a time: predict() copies the rows it is given once more
     probs <- array(NA_real_, c(length(at), n_labels, length(fit$lambda)))
-    for (chunk in split(seq_along(at), (seq_along(at) - 1L) %/% 4096L)) {
+    for (chunk in row_chunks(seq_along(at))) {
       probs[chunk, , ] <- stats::predict(fit, rows_of(at[chunk]), s = fit$lambda, type = "response")
     }
     lapply(seq_along(which), function(i) {
