@@ -243,6 +243,15 @@ design_vcov <- function(parts, target = "population", scale = 1) {
   if (target == "population") parts$population + sampling else sampling
 }
 
+# Each coefficient's share of its variance `v` that comes from strata whose
+# variance was taken at the floor (floored_strata()): share_interval() counts
+# that part at no more rows than were coded.
+floored_share <- function(parts, v) {
+  floored <- Filter(function(h) h$floored, parts$strata)
+  part <- Reduce(`+`, lapply(floored, function(h) stratum_weight(h) * diag(h$cov)), 0 * v)
+  ifelse(v > 0, pmin(part / v, 1), 0)
+}
+
 # Each coefficient's skewness for `target`: the third cumulant of its
 # estimating function's total (the strata's, and the corpus part's for the
 # population) over its variance `v` (the diagonal of design_vcov()) to the 3/2.
