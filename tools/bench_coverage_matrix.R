@@ -290,7 +290,8 @@ run_cell <- function(cell) {
   by_design <- stopped %in% "newrllama4_error_skewed_covariate"
   honest <- ((if (is.null(measured)) 0 else sum(measured[, "covered"])) + sum(by_design)) / draws
   verdict <- if (any(stopped %in% "unclassed")) "FAILS (unclassed error)" else
-    if (is.null(measured)) if (refused(cell$prediction, cell$estimate)) "refused by design" else "stops (classed)" else
+    if (is.null(measured)) if (refused(cell$prediction, cell$estimate)) "refused by design" else
+      if (all(by_design)) "stops by design" else "stops (classed)" else
     if (any(by_design)) if (honest < 0.93) "MISS (under)" else "covers or stops by design" else
     if (coverage < 0.93) "MISS (under)" else if (coverage > 0.97) "over" else "covers"
   data.frame(cell = cell$name, prediction = cell$prediction, design = cell$design, target = cell$target,
@@ -329,6 +330,6 @@ cat(sprintf("| %s | %s | %s | %s | %s | %.2f | %s |\n", table$cell,
             table$cpu_seconds_per_draw, table$verdict), sep = "")
 cat(sprintf(paste("\n%d of %d cells cover or are refused by design; %.0f s of wall time; %.1f CPU seconds a draw",
                   "over all cells: %.0f CPU minutes at 500 draws\n"),
-            sum(table$verdict %in% c("covers", "refused by design", "covers or stops by design")), nrow(table),
+            sum(table$verdict %in% c("covers", "refused by design", "stops by design", "covers or stops by design")), nrow(table),
             as.numeric(Sys.time() - started, units = "secs"), sum(table$cpu_seconds_per_draw),
             sum(table$cpu_seconds_per_draw) * 500 / 60))
