@@ -26,7 +26,8 @@ condition_parents <- c(
   coding_roles = "coding_access",
   empty_stratum = "coded_rows",
   weighted_sample = "coded_rows",
-  degenerate_fit = "estimation"
+  degenerate_fit = "estimation",
+  skewed_covariate = "leverage"
 )
 
 # `subclass` may name several, most specific first: the chain goes on from the last.

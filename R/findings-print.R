@@ -239,7 +239,7 @@ variance_words <- function(record) {
          },
          if (length(record$beyond_reach) > 0) {
            paste0(", the coded rows alone where ", paste(record$beyond_reach, collapse = ", "),
-                  " lies beyond their reach")
+                  " lies beyond their reach or has a long tail")
          })
 }
 

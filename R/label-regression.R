@@ -134,7 +134,15 @@
 #' coded rows' alone (\eqn{\lambda = 0}{lambda = 0}), with a warning
 #' (`newrllama4_warning_leverage`) that names the covariate and says about how
 #' many coded rows would reach it (the fit's `leverage`). Even that interval can
-#' be too narrow: code more rows or transform the covariate.
+#' be too narrow: code more rows or transform the covariate. The same holds
+#' for a covariate with a long tail over all the rows of `data` (skewness above
+#' 2.5: a lognormal one, not a normal, uniform or gamma one of shape 4), which
+#' the coded rows can miss however many they are: the warning
+#' (`newrllama4_warning_skewed_covariate`) gives the rows Cochran's rule asks
+#' (\eqn{25 G_1^2}{25 G1^2}). Where the coded rows also hold fewer than 20 of
+#' their rarer code (and under a tenth of them), no interval covers the slope,
+#' and the estimate stops (`newrllama4_error_skewed_covariate`): code more rows
+#' from the tail, or transform the covariate (its log, or ranks).
 #'
 #' The variance is that of the design: a stratified random sample without
 #' replacement within each stratum (`.stratum`, or the rows drawn with the same

@@ -26,7 +26,9 @@
 # reports the coverage of the 95% interval over its draws, its width over the
 # coded rows' alone, and the share of draws that stopped with a classed error
 # (by class). A cell covers when its coverage is within 0.93-0.97 or it stops
-# with a classed error by design. Draws depend only on their cell and seed, so
+# with a classed error by design; where some draws stop by design
+# (newrllama4_error_skewed_covariate), when at least 0.93 of its draws
+# covered or stopped so. Draws depend only on their cell and seed, so
 # --cores=N (parallel::mclapply) gives the same table.
 #
 #   Rscript tools/bench_coverage_matrix.R [--draws=500] [--cells=REGEX] [--out=FILE.csv] [--cores=1] [--seeds=FROM:TO]
@@ -204,7 +206,11 @@ cells <- c(
        cell("zero_shot", "uniform", "population", "slope", 60, "skewed_labels",
             "silent: a lognormal covariate, 60 uniform rows / population / slope"),
        cell("zero_shot", "uniform", "corpus", "slope", 60, "skewed_labels",
-            "silent: a lognormal covariate, 60 uniform rows / corpus / slope")),
+            "silent: a lognormal covariate, 60 uniform rows / corpus / slope"),
+       # the thin world's slope at 150 rows: 0.717 on main (the coded rows alone 0.733), the slope of a rare
+       # "yes" on a lognormal covariate; it stops by design now (newrllama4_error_skewed_covariate)
+       cell("zero_shot", "thin", "population", "slope", 150, "thin",
+            "skewed: a lognormal covariate where \"yes\" is rare, 150 uniform rows / population / slope")),
   # rounds by the learner's doubt (issue 61) against the same learner on as many uniform rows, in one round or two
   unlist(lapply(c("corpus", "population"), function(target) {
     lapply(c("uniform", "uniform_rounds", "doubt_rounds"), function(design) {
@@ -283,8 +289,14 @@ run_cell <- function(cell) {
   coverage <- if (is.null(measured)) NA_real_ else mean(measured[, "covered"])
   classes <- table(stats::na.omit(stopped))
   why <- unlist(lapply(outcomes, attr, "why"))
+  # a draw stopped by design (a covariate with a long tail where the coded rows hold few of the rarer code:
+  # newrllama4_error_skewed_covariate) is honest: the cell covers when the draws that covered or stopped so reach 0.93
+  by_design <- stopped %in% "newrllama4_error_skewed_covariate"
+  honest <- ((if (is.null(measured)) 0 else sum(measured[, "covered"])) + sum(by_design)) / draws
   verdict <- if (any(stopped %in% "unclassed")) "FAILS (unclassed error)" else
-    if (is.null(measured)) if (refused(cell$prediction, cell$estimate)) "refused by design" else "stops (classed)" else
+    if (is.null(measured)) if (refused(cell$prediction, cell$estimate)) "refused by design" else
+      if (all(by_design)) "stops by design" else "stops (classed)" else
+    if (any(by_design)) if (honest < 0.93) "MISS (under)" else "covers or stops by design" else
     if (coverage < 0.93) "MISS (under)" else if (coverage > 0.97) "over" else "covers"
   data.frame(cell = cell$name, prediction = cell$prediction, design = cell$design, target = cell$target,
              estimate = cell$estimate, coded = cell$coded, world = cell$world, draws = draws,
@@ -294,7 +306,7 @@ run_cell <- function(cell) {
              coded_only_coverage = if (is.null(measured)) NA_real_ else mean(measured[, "coded_covered"], na.rm = TRUE),
              mean_width = if (is.null(measured)) NA_real_ else mean(measured[, "corrected_width"]),
              neyman_bound = if (is.null(measured)) NA_real_ else mean(measured[, "neyman_bound"]),
-             stopped = mean(!is.na(stopped)),
+             stopped = mean(!is.na(stopped)), covered_or_stopped_by_design = honest,
              errors = paste(sprintf("%s %.2f", names(classes), as.vector(classes) / draws), collapse = "; "),
              first_error = if (length(why) > 0) gsub("\\s+", " ", why[[1]]) else "",
              cpu_seconds_per_draw = seconds, verdict = verdict, stringsAsFactors = FALSE)
@@ -322,6 +334,6 @@ cat(sprintf("| %s | %s | %s | %s | %s | %.2f | %s |\n", table$cell,
             table$cpu_seconds_per_draw, table$verdict), sep = "")
 cat(sprintf(paste("\n%d of %d cells cover or are refused by design; %.0f s of wall time; %.1f CPU seconds a draw",
                   "over all cells: %.0f CPU minutes at 500 draws\n"),
-            sum(table$verdict %in% c("covers", "refused by design")), nrow(table),
+            sum(table$verdict %in% c("covers", "refused by design", "stops by design", "covers or stops by design")), nrow(table),
             as.numeric(Sys.time() - started, units = "secs"), sum(table$cpu_seconds_per_draw),
             sum(table$cpu_seconds_per_draw) * 500 / 60))

@@ -68,3 +68,30 @@ test_that("rows missing a covariate are outside the domain on both sides; one fi
   expect_error(suppressMessages(label_regression(applause ~ yes + x, data, coded, truth)), "coded rows were completed",
                class = "newrllama4_error_coded_rows")
 })
+
+test_that("a covariate with a long tail over the corpus warns and is the coded rows' alone; with a rare code it stops", {
+  # issue 58: a lognormal covariate, 400 uniform coded rows of 2,000, covered 0.922 with lambda tuned (the coded
+  # rows' own skew small where they missed the tail); the coded rows alone 0.940. On main: no condition, lambda tuned.
+  data <- simulated_labels(2000, 1, covariate = skewed)
+  coded <- review_sample(data, 400, weight = "uniform", seed = 1)
+  expect_warning(fit <- suppressMessages(label_regression(yes ~ x, data, coded, truth, seed = 1)),
+                 "x.*long tail.*skewness 6.9.*Code about 806 more rows.*log, or ranks",
+                 class = "newrllama4_warning_skewed_covariate")
+  expect_lt(fit$leverage$leverage[["x"]], 1)
+  expect_equal(unname(fit$lambda), c(0, 0))
+  expect_equal(fit$leverage$skewness[["x"]], 6.94, tolerance = 0.01)
+  expect_identical(fit$leverage$rows_needed, 1206)
+  # the same covariate where "yes" is rare (the coverage matrix's thin world: 0.848, the coded rows alone 0.878)
+  thin <- speaker_rows(200, 10, 1, thin = TRUE, dim = 0)$data
+  error <- expect_error(suppressMessages(label_regression(yes ~ x, thin, review_sample(thin, 400, weight = "uniform",
+                                                                                     seed = 1), truth, seed = 1)),
+                        class = "newrllama4_error_skewed_covariate")
+  expect_s3_class(error, "newrllama4_error_leverage")
+  expect_match(conditionMessage(error), "x has a long tail.*13 of their rarer code.*Code about 806 more rows.*log, or ranks")
+  # a normal covariate: no condition, lambda tuned
+  normal <- simulated_labels(2000, 1)
+  expect_no_warning(fit <- suppressMessages(label_regression(yes ~ x, normal, review_sample(normal, 400, "uniform",
+                                                                                               seed = 1), truth, seed = 1)))
+  expect_length(fit$leverage$covariates, 0)
+  expect_true(fit$lambda_tuned)
+})
