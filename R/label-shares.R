@@ -253,7 +253,7 @@ share_columns <- c("estimator", "estimate", "std.error", "df", "conf.low", "conf
 # uncapped 0.940, capped at `n` 0.990 and 0.122), 50 uniform rows with
 # review_sample()'s floor of five 0.977 (uncapped 0.967, capped 0.987).
 
-share_interval <- function(estimate, se, n, level, df = Inf, floored = FALSE) {
+share_interval <- function(estimate, se, n, level, df = Inf, floored = 0) {
   z <- stats::qt((1 + level) / 2, df)
   p <- pmin(pmax(estimate, 0), 1)
   at <- pmin(pmax(p, 0.5 / n), 1 - 0.5 / n)
