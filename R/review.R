@@ -96,6 +96,17 @@
 #'   each row's `.sample_prob` is its cluster's, `n` over the clusters. Texts
 #'   of one speaker share errors, so [label_regression()] and [label_shares()]
 #'   then give a cluster-robust variance.
+#' @param tail `NULL`, or a numeric column of `data` (bare or as a string)
+#'   whose tail is taken whole: its rows farthest from the median, as few as
+#'   leave the rest's skewness at most 2.5, form a stratum `"tail of <column>"`
+#'   drawn with probability 1, and the other `n` rows are drawn as `weight`
+#'   says from the rest. A slope on a covariate with a long tail (word counts,
+#'   followers, prices) rests on a few rows far out; a uniform draw misses
+#'   them in most samples, and its interval is then too narrow, which
+#'   [label_regression()] refuses past 500 coded rows
+#'   (`newrllama4_error_skewed_covariate`). Taken whole, they are known
+#'   exactly, and the corpus's slope (`target = "corpus"`) covers. Pass the
+#'   same `tail` with `previous`.
 #' @return The drawn rows of `data`, in their order there, with the design
 #'   in columns of their own: `.row`, their row numbers in `data`; `.draw`,
 #'   the round in which each was drawn; `.stratum`; `.stratum_rows`, the
@@ -124,13 +135,14 @@
 #' attr(first, "design")
 #' review_sample(labelled, n = 3, seed = 2, previous = first)
 review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"), seed = NULL, previous = NULL,
-                          field = NULL, cluster = NULL) {
+                          field = NULL, cluster = NULL, tail = NULL) {
   if (!is.data.frame(data)) {
     abort_invalid("{.arg data} must be the value of {.fn annotate_texts}, not {.obj_type_friendly {data}}.", "data",
                   current_env())
   }
   field <- column_name(rlang::enquo(field), data, "field", "data")
   cluster <- column_name(rlang::enquo(cluster), data, "cluster", "data")
+  tail <- column_name(rlang::enquo(tail), data, "tail", "data")
   labelled <- labels_view(data, field)
   if (!all(c(".label", ".confidence") %in% names(labelled))) {
     abort_invalid("{.arg data} must be the value of {.fn annotate_texts} with {.arg labels}, or {.arg field} must
@@ -139,6 +151,10 @@ review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"
   }
   n <- check_whole(n, "n", min = 1)
   weight <- check_choice(weight, c("confidence", "uniform", "learned"), "weight")
+  if (!is.null(tail) && (weight == "learned" || !is.null(cluster))) {
+    abort_invalid("{.arg tail} takes rows whole in a draw of rows by label, not with
+                   {if (is.null(cluster)) '{.code weight = \"learned\"}' else '{.arg cluster}'}.", "tail", current_env())
+  }
   if (weight == "learned") return(doubt_round(data, labelled, n, seed, previous, cluster, field, current_env()))
   if (!is.null(cluster)) return(cluster_sample(data, labelled, n, seed, previous, cluster, field))
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
@@ -149,6 +165,7 @@ review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"
     previous_bands(previous)
   }
   design <- sample_design(labelled, weight, n_bands)
+  if (!is.null(tail)) design <- with_tail_stratum(design, data, tail, current_env())
   drawn_before <- if (is.null(previous)) integer() else previous_rows(previous, data, design, weight)
   if (!is.null(previous)) warn_lost_rows(previous)
   available <- sum(!is.na(design$stratum)) - length(drawn_before)
@@ -159,8 +176,8 @@ review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"
   strata <- design$strata
   before <- tabulate(design$stratum[drawn_before], nrow(strata))
   room <- strata$rows - before
-  wanted <- pmin(strata$rows, stratum_floor)
-  new_draws <- allocate_sample(n, room, strata$doubt, least = pmax(wanted - before, 0))
+  wanted <- stratum_least(strata)
+  new_draws <- allocate_strata(n, room, strata, least = pmax(wanted - before, 0), current_env())
   never <- before + new_draws == 0
   thin <- before + new_draws < wanted
   needed <- sum(pmax(wanted - before, 0)) - n
@@ -199,7 +216,7 @@ review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"
   sample <- with_design_columns(sample, strata, design$stratum[sample$.row])
   rownames(sample) <- NULL
   attr(sample, "design") <- structure(
-    list(weight = weight, field = field %||% ".label", n_bands = n_bands, strata = strata[c("name", "label", "band", "rows", "drawn", "prob")],
+    list(weight = weight, field = field %||% ".label", n_bands = n_bands, tail = tail, strata = strata[c("name", "label", "band", "rows", "drawn", "prob")],
          rounds = if (is.null(previous)) 1L else round + 1L),
     class = "newrllama4_sample_design"
   )
@@ -221,51 +238,6 @@ with_design_columns <- function(sample, strata, position, unit = ".row") {
   sample
 }
 
-# The strata of `data`'s labelled rows: `stratum`, each row's stratum (NA for
-# rows without a label), and `strata`, a table of their names, labels,
-# confidence bands, sizes and the doubt that weighs their share. Up to
-# `n_bands` bands a label: no more than the first sample can draw from.
-sample_design <- function(data, weight, n_bands) {
-  labelled <- which(!is.na(data$.label))
-  labels <- droplevels(as.factor(data$.label[labelled]))
-  confidence <- data$.confidence[labelled]
-  band <- integer(length(labelled))
-  for (label in levels(labels)) {
-    mine <- which(labels == label)
-    bands <- max(1L, min(n_bands, length(mine) %/% 2L))
-    # thirds by rank, so that ties cannot empty a band; least sure first
-    band[mine] <- as.integer(ceiling(rank(confidence[mine], ties.method = "first") * bands / length(mine)))
-  }
-  key <- interaction(labels, band, drop = TRUE, lex.order = TRUE)
-  stratum <- rep(NA_integer_, nrow(data))
-  stratum[labelled] <- as.integer(key)
-  members <- split(seq_along(labelled), key)
-  strata <- data.frame(
-    label = vapply(members, function(i) as.character(labels[i[1]]), ""),
-    band = vapply(members, function(i) band[i[1]], 1L),
-    rows = lengths(members),
-    row.names = NULL, stringsAsFactors = FALSE
-  )
-  n_bands_of <- as.vector(tapply(strata$band, strata$label, max)[strata$label])
-  strata$band <- ifelse(n_bands_of == 1, NA_character_,
-                               confidence_bands[ifelse(n_bands_of == 2 & strata$band == 2, 3, strata$band)])
-  strata$name <- ifelse(is.na(strata$band), strata$label, paste0(strata$label, " (", strata$band, ")"))
-  strata$doubt <- if (weight == "uniform") 1 else vapply(members, function(i) mean(doubt_of(confidence[i])), 0) + doubt_floor
-
-  list(stratum = stratum, strata = strata)
-}
-
-confidence_bands <- c("least sure", "middle", "most sure")
-
-# A stratum's label and confidence band (its position among
-# `confidence_bands`, NA for a label drawn in one stratum), from its name.
-stratum_parts <- function(names) {
-  pattern <- paste0("^(.*) \\((", paste(confidence_bands, collapse = "|"), ")\\)$")
-  banded <- grepl(pattern, names)
-  list(label = ifelse(banded, sub(pattern, "\\1", names), names),
-       band = ifelse(banded, match(sub(pattern, "\\2", names), confidence_bands), NA_integer_))
-}
-
 # The row numbers of the rows drawn before, checked against this design.
 previous_rows <- function(previous, data, design, weight, call = caller_env()) {
   if (!is.data.frame(previous) || !all(c(".row", ".stratum") %in% names(previous))) {
@@ -277,9 +249,9 @@ previous_rows <- function(previous, data, design, weight, call = caller_env()) {
   same <- (is.null(weight_before) || identical(weight_before, weight)) && is.numeric(rows) && all(rows %in% seq_len(nrow(data))) && !anyDuplicated(rows) &&
     identical(as.character(previous$.stratum), as.character(design$strata$name[design$stratum[rows]]))
   if (!same) {
-    abort_invalid(c("{.arg previous} was not drawn from {.arg data} with this {.arg weight}.",
+    abort_invalid(c("{.arg previous} was not drawn from {.arg data} with this {.arg weight} and {.arg tail}.",
                     "i" = "Its rows' strata differ: draw again from the same {.arg data} (before any refit changes
-                           its labels) and the same {.arg weight}."), "previous", call)
+                           its labels), the same {.arg weight} and the same {.arg tail}."), "previous", call)
   }
   as.integer(rows)
 }
@@ -312,43 +284,6 @@ bind_rows_filled <- function(a, b) {
   for (column in setdiff(names(b), names(a))) a[[column]] <- rep(b[[column]][NA_integer_], nrow(a))
   for (column in setdiff(names(a), names(b))) b[[column]] <- rep(a[[column]][NA_integer_], nrow(b))
   rbind(a, b[names(a)])
-}
-
-# The rows review_sample() draws from each stratum at least, where `n`
-# allows: with two or three coded rows a stratum's variance is often 0 by
-# chance (its codes alike), and the corrected interval then far too narrow (a
-# thin stratum of a coin-flip label, 2 of 50 coded rows: 0.823 coverage; with
-# 5 rows 0.970).
-stratum_floor <- 5L
-
-# `n` draws shared among strata of `sizes` rows in proportion to size times
-# `weights`, none over its size, by largest remainder, after `least` each
-# where `n` allows: otherwise the same number each for as many as `n` allows
-# (the largest strata first), one at a time.
-allocate_sample <- function(n, sizes, weights = rep(1, length(sizes)), least = pmin(sizes, 1L)) {
-  least <- pmin(least, sizes)
-  share <- integer(length(sizes))
-  for (level in seq_len(max(least, 0L))) {
-    short <- which(share < least & share < level)
-    short <- short[order(-sizes[short])]
-    take <- short[seq_len(min(length(short), n - sum(share)))]
-    share[take] <- share[take] + 1L
-  }
-  repeat {
-    rest <- n - sum(share)
-    room <- sizes - share
-    if (rest <= 0 || sum(room) == 0) break
-    demand <- ifelse(room > 0, sizes * weights, 0)
-    quota <- pmin(rest * demand / sum(demand), room)
-    whole <- floor(quota)
-    if (sum(whole) == 0) {
-      extra <- order(quota, decreasing = TRUE)[seq_len(min(rest, sum(quota > 0)))]
-      share[extra] <- share[extra] + 1L
-    } else {
-      share <- share + as.integer(whole)
-    }
-  }
-  as.integer(share)
 }
 
 #' @export

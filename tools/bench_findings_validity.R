@@ -24,20 +24,22 @@ corrected_interval <- function(fit, term, value) {
   c(covered = interval[[1]] <= value && value <= interval[[2]], width = interval[[2]] - interval[[1]])
 }
 
-# The slope on a lognormal covariate from `n` uniform coded rows of 2,000: the
-# corrected interval's coverage and width, whether it missed above the truth,
-# its skewness, and the coded rows' alone (their coverage and width).
-skewed_slope_case <- function(seed, n) {
+# The slope on a lognormal covariate from `n` uniform coded rows of 2,000 (with
+# `tail`, its rows farthest out drawn whole): the corrected interval's
+# coverage and width, whether it missed above the truth, its skewness, and the
+# coded rows' alone (their coverage and width), for `target`.
+skewed_slope_case <- function(seed, n, target = "population", tail = NULL) {
   data <- simulated_labels(2000, seed, covariate = skewed)
-  coded <- review_sample(data, n, weight = "uniform", seed = seed)
-  fit <- quietly(label_regression(yes ~ x, data, coded, truth, seed = seed))
+  coded <- review_sample(data, n, weight = "uniform", seed = seed, tail = tail)
+  fit <- quietly(label_regression(yes ~ x, data, coded, truth, seed = seed, target = target))
+  value <- if (target == "corpus") stats::coef(stats::lm((data$truth == "yes") ~ data$x))[[2]] else skewed_slope_yes
   table <- summary(fit)$table
   row <- function(estimator) table[table$term == "x" & table$estimator == estimator, ]
   corrected <- row("corrected")
   coded_only <- row("coded_only")
-  c(corrected_interval(fit, "x", skewed_slope_yes), missed_above = corrected$conf.low > skewed_slope_yes,
+  c(corrected_interval(fit, "x", value), missed_above = corrected$conf.low > value,
     skewness = corrected$skewness,
-    coded_only_covered = coded_only$conf.low <= skewed_slope_yes && skewed_slope_yes <= coded_only$conf.high,
+    coded_only_covered = coded_only$conf.low <= value && value <= coded_only$conf.high,
     coded_only_width = coded_only$conf.high - coded_only$conf.low)
 }
 
@@ -266,6 +268,14 @@ cases <- list(
   },
   "a lognormal covariate (standardised), 150 uniform coded rows: the slope" = function(seed) skewed_slope_case(seed, 150),
   "a lognormal covariate (standardised), 400 uniform coded rows: the slope" = function(seed) skewed_slope_case(seed, 400),
+  # past 500 coded rows the population's slope stops by design; the corpus's stops unless its tail is drawn whole
+  "a lognormal covariate (standardised), 1,000 uniform coded rows: the slope" = function(seed) skewed_slope_case(seed, 1000),
+  "a lognormal covariate (standardised), 400 uniform coded rows: the corpus's slope" =
+    function(seed) skewed_slope_case(seed, 400, "corpus"),
+  "a lognormal covariate (standardised), 150 coded rows, its tail drawn whole: the corpus's slope" =
+    function(seed) skewed_slope_case(seed, 150, "corpus", "x"),
+  "a lognormal covariate (standardised), 1,000 coded rows, its tail drawn whole: the corpus's slope" =
+    function(seed) skewed_slope_case(seed, 1000, "corpus", "x"),
   "the hard texts lost (half the coded \"yes\" rows labelled \"no\" have no code), 200 uniform rows: the share" =
     function(seed) {
       data <- simulated_labels(2000, seed)

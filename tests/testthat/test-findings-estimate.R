@@ -95,3 +95,32 @@ test_that("a covariate with a long tail over the corpus warns and is the coded r
   expect_length(fit$leverage$covariates, 0)
   expect_true(fit$lambda_tuned)
 })
+
+test_that("a long tail stops the corpus's slope unless its tail was drawn whole, and the population's past 500 rows", {
+  # issue 58: uniform coded rows of 2,000 on a lognormal covariate covered 0.897 (corpus, 400 rows), 0.85 (corpus,
+  # 1,000) and 0.86 (population, 1,000), warned, every miss above. On main: a warning and an estimate.
+  data <- simulated_labels(2000, 1, covariate = skewed)
+  uniform <- review_sample(data, 1000, weight = "uniform", seed = 1)
+  for (target in c("corpus", "population")) {
+    error <- expect_error(suppressMessages(label_regression(yes ~ x, data, uniform, truth, seed = 1, target = target)),
+                          class = "newrllama4_error_skewed_covariate")
+    expect_s3_class(error, "newrllama4_error_leverage")
+  }
+  expect_match(conditionMessage(error), "past 500 coded rows.*corpus's own tail.*target = \"corpus\".*log, or ranks")
+  # the tail drawn whole: the corpus's slope reads the rest, whose skewness is within the limit
+  whole <- review_sample(data, 1000, weight = "uniform", seed = 1, tail = x)
+  expect_no_warning(fit <- suppressMessages(label_regression(yes ~ x, data, whole, truth, seed = 1, target = "corpus")))
+  expect_lte(fit$leverage$skewness[["x"]], skew_limit)
+  expect_equal(unname(fit$lambda), c(0, 0))
+  error <- expect_error(suppressMessages(label_regression(yes ~ x, data, whole, truth, seed = 1)),
+                        class = "newrllama4_error_skewed_covariate")
+  # the corpus's slope on a uniform draw, at 400 rows too, is told how to draw
+  error <- expect_error(suppressMessages(label_regression(yes ~ x, data, review_sample(data, 400, "uniform", seed = 1),
+                                                          truth, seed = 1, target = "corpus")),
+                        class = "newrllama4_error_skewed_covariate")
+  expect_match(conditionMessage(error), "rows not drawn whole.*review_sample\\(data, n, tail = x\\)")
+  # a normal covariate at 1,000 rows: no condition
+  normal <- simulated_labels(2000, 1)
+  expect_no_warning(suppressMessages(label_regression(yes ~ x, normal, review_sample(normal, 1000, "uniform", seed = 1),
+                                                      truth, seed = 1)))
+})
