@@ -161,7 +161,7 @@ covariate_reach <- function(x, sample, y, target, call) {
   skewness <- skewness_over(sampled)
   # a tail drawn whole still keeps the labels out (lambda 0): tuned there, the
   # corpus's slope at 150 rows covered 0.910, the coded rows alone 0.940
-  drawn_tail <- continuous[abs(skewness_over(seq_len(nrow(x)))) > skew_limit]
+  corpus_tail <- continuous[abs(skewness_over(seq_len(nrow(x)))) > skew_limit]
   beyond <- continuous[leverage > leverage_limit]
   needed <- ceiling(n * max(leverage, 0) / leverage_limit)
   long_tail <- continuous[abs(skewness) > skew_limit]
@@ -214,7 +214,7 @@ covariate_reach <- function(x, sample, y, target, call) {
                                 from the tail," else "Code more rows from the tail,",
       "i" = "or transform {.field {tail_only}} (its log, or ranks) so that its tail is not so long."))
   }
-  list(covariates = union(union(beyond, long_tail), drawn_tail), leverage = leverage, skewness = skewness,
+  list(covariates = union(union(beyond, long_tail), corpus_tail), leverage = leverage, skewness = skewness,
        rows_needed = if (length(beyond) > 0 || length(long_tail) > 0) max(needed * (length(beyond) > 0), tail_rows))
 }
 leverage_limit <- 1

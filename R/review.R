@@ -103,10 +103,11 @@
 #'   says from the rest. A slope on a covariate with a long tail (word counts,
 #'   followers, prices) rests on a few rows far out; a uniform draw misses
 #'   them in most samples, and its interval is then too narrow, which
-#'   [label_regression()] refuses past 500 coded rows
+#'   [label_regression()] refuses for the corpus (`target = "corpus"`) and,
+#'   past 500 coded rows, for the population
 #'   (`newrllama4_error_skewed_covariate`). Taken whole, they are known
-#'   exactly, and the corpus's slope (`target = "corpus"`) covers. Pass the
-#'   same `tail` with `previous`.
+#'   exactly, and the corpus's slope covers. Pass the same `tail` with
+#'   `previous`; a round by doubt (`weight = "learned"`) draws from the rest.
 #' @return The drawn rows of `data`, in their order there, with the design
 #'   in columns of their own: `.row`, their row numbers in `data`; `.draw`,
 #'   the round in which each was drawn; `.stratum`; `.stratum_rows`, the
