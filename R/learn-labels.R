@@ -76,7 +76,11 @@
 #' clusters: draw them with `review_sample(weight = "uniform")` or
 #' `review_sample(cluster =)`; a sample drawn toward doubt is refused (class
 #' `newrllama4_error_weighted_sample`), since a fit to it would move the
-#' labels' boundary and its accuracy would understate theirs. Each label needs at least two coded rows
+#' labels' boundary and its accuracy would understate theirs. A tail drawn
+#' whole (`review_sample(tail =)`) is taken unweighted, as the five rows each
+#' stratum gets at least are: its cross-validated accuracy then leans toward
+#' those rows (the estimators weight every coded row by its design all the
+#' same). Each label needs at least two coded rows
 #' in the training part of a fold for the classifier to be fitted there; where
 #' one has fewer, that fold keeps the refit's candidates alone.
 #'
