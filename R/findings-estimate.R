@@ -188,7 +188,9 @@ covariate_reach <- function(x, sample, y, target, call) {
         {cli::qty(length(long_tail))}{?has a/have} long tail{?s} (skewness {format(skewness[long_tail], digits = 2)}
         over the {corpus_rows} rows): past {small_sample_df_rows} coded rows nothing widens the interval for the few
         rows far out that carry the slope (such data covered 0.86 at 1,000 rows of 2,000).",
-      "i" = if (target == "corpus") "Draw the tail whole: {.code review_sample(data, n, tail = {long_tail[[1]]})}
+      "i" = if (target == "corpus" && !is.null(sample$cluster)) "Clusters drawn whole cannot take the tail whole:
+        estimate the population's ({.code target = \"population\"}, up to {small_sample_df_rows} coded rows)," else
+        if (target == "corpus") "Draw the tail whole: {.code review_sample(data, n, tail = {long_tail[[1]]})}
                                      takes its rows farthest out with certainty (there: 0.94 at 1,000 rows)," else
         "The population's slope rests on the corpus's own tail (every row coded: 0.86-0.88): estimate the corpus's
          ({.code target = \"corpus\"}) with the tail drawn whole ({.code review_sample(tail = )}),",

@@ -119,6 +119,18 @@ test_that("a long tail stops the corpus's slope unless its tail was drawn whole,
                                                           truth, seed = 1, target = "corpus")),
                         class = "newrllama4_error_skewed_covariate")
   expect_match(conditionMessage(error), "rows not drawn whole.*review_sample\\(data, n, tail = x\\)")
+  # clusters drawn whole cannot take the tail whole: the message does not send them there
+  speakers <- speaker_rows(200, 10, 1, dim = 0)$data
+  clusters <- review_sample(speakers, 15, cluster = speaker, seed = 1)
+  error <- expect_error(suppressMessages(label_regression(yes ~ x, speakers, clusters, truth, seed = 1,
+                                                          target = "corpus")),
+                        class = "newrllama4_error_skewed_covariate")
+  expect_match(conditionMessage(error), "Clusters drawn whole cannot take the tail whole.*target = \"population\"")
+  expect_no_match(conditionMessage(error), "tail = x")
+  # the population's, as the message offers, estimates (the coded rows alone, warned)
+  expect_warning(fit <- suppressMessages(label_regression(yes ~ x, speakers, clusters, truth, seed = 1)),
+                 class = "newrllama4_warning")
+  expect_equal(unname(fit$lambda), c(0, 0))
   # a normal covariate at 1,000 rows: no condition
   normal <- simulated_labels(2000, 1)
   expect_no_warning(suppressMessages(label_regression(yes ~ x, normal, review_sample(normal, 1000, "uniform", seed = 1),
