@@ -101,7 +101,9 @@ refitted_on_folds <- function(spec, data, sample) {
   refit <- identical(learned_calibration(data), "hand-coded")
   list(name = paste(if (refit) "recalibrate_labels()'s refit" else "learn_labels()'s learner",
                     "chosen and fitted again in each fold", sep = ", "),
-       probability = function(train, at) learner(sample$rows[train], codes[train], sample$units[train], at)[, column])
+       probability = function(train, at) {
+         learner(sample$rows[train], codes[train], sample$units[train], at, sample$prob[train])[, column]
+       })
 }
 
 # Each row's prediction for the pseudo-outcome, cross-fitted wherever codes were

@@ -1,8 +1,9 @@
 # The candidates among which learn_labels() and recalibrate_labels() choose,
 # in families that fit all their settings at once: `settings` (a data frame of
-# `model` and `penalty`), and `predict(train, y, at, which)`, the
+# `model` and `penalty`), and `predict(train, y, at, which, weights)`, the
 # probabilities of the rows `at` (a matrix per setting of `which`) from a fit
-# to the rows `train` with labels `y` (their numbers).
+# to the rows `train` with labels `y` (their numbers), each training row
+# weighted by `weights` (NULL: equally; see design_weights()).
 
 # The candidates of `kind`: "refit", recalibrate_labels()' refits alone;
 # "learner", learn_labels()' refits, ridge logistic on each feature set of `x`
@@ -31,14 +32,14 @@ learner_families <- function(log_probs, x = NULL, as_given = NULL, kind = "learn
 refit_family <- function(log_probs) {
   models <- if (length(log_probs) == 1) refit_models[1:2] else refit_models
   settings <- expand.grid(penalty = refit_penalties, model = models, stringsAsFactors = FALSE)[c("model", "penalty")]
-  list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings))) {
+  list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings)), weights = NULL) {
     # each model's fit starts from the one at the penalty before it (the nested
     # choice fits hundreds of them: a tenth off the refit's time)
     previous <- NULL
     lapply(which, function(i) {
       start <- if (!is.null(previous) && previous$model == settings$model[i]) previous$fit$theta
       fit <- fit_label_model(lapply(log_probs, function(l) l[train, , drop = FALSE]), y, settings$model[i],
-                             settings$penalty[i], start)
+                             settings$penalty[i], start, row_weights = mean_one(weights))
       previous <<- list(model = settings$model[i], fit = fit)
       softmax_rows(label_scores(lapply(log_probs, function(l) l[at, , drop = FALSE]), fit))
     })
@@ -64,11 +65,11 @@ glmnet_family <- function(log_probs, x, as_given, set = NULL, columns = seq_len(
   n_labels <- ncol(as_given)
   model <- paste0("ridge logistic on the features", if (!is.null(set)) paste(":", set))
   settings <- data.frame(model = model, penalty = learner_penalties, stringsAsFactors = FALSE)
-  list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings))) {
+  list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings)), weights = NULL) {
     as_they_are <- rep(list(as_given[at, , drop = FALSE]), length(which))
     # glmnet needs two rows of every label
     if (any(tabulate(y, n_labels) < 2)) return(as_they_are)
-    fit <- quietly_glmnet(rows_of(train), factor(y, levels = seq_len(n_labels)))
+    fit <- quietly_glmnet(rows_of(train), factor(y, levels = seq_len(n_labels)), weights)
     reached <- match(settings$penalty[which], fit$lambda)
     if (all(is.na(reached))) return(as_they_are)
     # predicted a chunk of rows at a time: predict() copies the rows it is given once more
@@ -85,10 +86,12 @@ glmnet_family <- function(log_probs, x, as_given, set = NULL, columns = seq_len(
 # glmnet warns of "dangerous ground" below 8 rows of a label, and of a penalty
 # it could not reach: the cross-validated choice, not the warning, decides
 # whether a fit is trusted. A fit that reached no penalty has no lambda.
-quietly_glmnet <- function(x, y) {
+# glmnet scales the `weights` (NULL: equal) to sum to one, so that the penalty
+# means the same whatever their scale.
+quietly_glmnet <- function(x, y, weights = NULL) {
   tryCatch(
     withCallingHandlers(
-      glmnet::glmnet(x, y, family = "multinomial", alpha = 0, lambda = learner_penalties),
+      glmnet::glmnet(x, y, family = "multinomial", alpha = 0, lambda = learner_penalties, weights = weights),
       warning = function(w) invokeRestart("muffleWarning")
     ),
     error = function(e) list(lambda = numeric())
@@ -104,7 +107,8 @@ quietly_glmnet <- function(x, y) {
 orders_family <- function(log_probs) {
   settings <- data.frame(model = sprintf("example order %d alone, as it is", seq_along(log_probs)),
                          penalty = NA_real_, stringsAsFactors = FALSE)
-  list(settings = settings, fitted = FALSE, predict = function(train, y, at, which = seq_len(nrow(settings))) {
+  list(settings = settings, fitted = FALSE, predict = function(train, y, at, which = seq_len(nrow(settings)),
+                                                              weights = NULL) {
     lapply(which, function(i) exp(log_probs[[i]][at, , drop = FALSE]))
   })
 }

@@ -6,11 +6,13 @@
 # again on part of the coded rows: the estimators cross-fit it in their folds
 # (DSL's supervised learner), each fold choosing its setting among the same
 # candidates by the same rule, as learn_labels() did inside its own folds.
-# Returns function(rows, y, units, at): the probabilities of the rows `at` (a
-# column a label; every row by default) from the setting chosen and fitted on
-# the coded rows `rows` with labels `y` (their numbers), chosen in folds that
-# keep their sampling units `units` whole; the labels as annotated where
-# nothing beats them there.
+# Returns function(rows, y, units, at, prob): the probabilities of the rows
+# `at` (a column a label; every row by default) from the setting chosen and
+# fitted on the coded rows `rows` with labels `y` (their numbers), chosen in
+# folds that keep their sampling units `units` whole; the labels as annotated
+# where nothing beats them there. Where learn_labels() weighed its coded rows
+# by their design (design_weights()), so does each fold, by 1 / `prob`, the
+# rows' inclusion probabilities in the estimator's design.
 # Where `rows` are the training rows of one of learn_labels()'s own folds (the
 # folds the estimators share) and the baseline chosen on them is the one it
 # chose on all coded rows, the setting it chose there is the same choice, taken
@@ -21,16 +23,20 @@ learner_of <- function(data, call) {
   x <- learner_features(data, learner$features, learner$covariates, call)
   families <- learner_families(log_probs, x, learner$as_given, learner$families %||% "learner")
   everyone <- seq_len(nrow(data))
-  function(rows, y, units = rows, at = everyone) {
-    baseline <- baseline_choice(families, rows, y, learner$as_given)
-    same_fold <- Filter(function(k) identical(rows, learner$coded_rows[learner$folds != k]),
-                        seq_along(learner$inner_choices))
+  function(rows, y, units = rows, at = everyone, prob = NULL) {
+    weights <- if (!is.null(learner$weights)) 1 / prob
+    baseline <- baseline_choice(families, rows, y, learner$as_given, weights)
+    same_fold <- Filter(function(k) {
+      train <- learner$folds != k
+      identical(rows, learner$coded_rows[train]) &&
+        isTRUE(all.equal(mean_one(weights), mean_one(learner$weights[train])))
+    }, seq_along(learner$inner_choices))
     choice <- if (length(same_fold) == 1 && identical(baseline, learner$baseline)) {
       learner$inner_choices[[same_fold]]
     } else {
-      choose_setting(families, rows, y, learner$as_given, baseline = baseline, units = units)
+      choose_setting(families, rows, y, learner$as_given, baseline = baseline, units = units, weights = weights)
     }
-    setting_probs(families, choice, rows, y, at, learner$as_given)
+    setting_probs(families, choice, rows, y, at, learner$as_given, weights)
   }
 }
 

@@ -76,11 +76,14 @@
 #' clusters: draw them with `review_sample(weight = "uniform")` or
 #' `review_sample(cluster =)`; a sample drawn toward doubt is refused (class
 #' `newrllama4_error_weighted_sample`), since a fit to it would move the
-#' labels' boundary and its accuracy would understate theirs. A tail drawn
-#' whole (`review_sample(tail =)`) is taken unweighted, as the five rows each
-#' stratum gets at least are: its cross-validated accuracy then leans toward
-#' those rows (the estimators weight every coded row by its design all the
-#' same). Each label needs at least two coded rows
+#' labels' boundary and its accuracy would understate theirs. Where a uniform
+#' draw gave some rows a larger chance (a tail drawn whole with
+#' `review_sample(tail =)`, the rows each stratum gets at least), each coded
+#' row counts by 1 / its inclusion probability (`.sample_prob`, after lost
+#' rows) in every fit, score, choice and guard, and in the cross-validated
+#' accuracy, so that they describe the rows rather than the sample; the
+#' manifest's `learner_weights` says so, and the estimators weigh the rows
+#' alike in their folds. Each label needs at least two coded rows
 #' in the training part of a fold for the classifier to be fitted there; where
 #' one has fewer, that fold keeps the refit's candidates alone.
 #'
@@ -170,9 +173,11 @@ learn_labels <- function(data, coded, truth, features = TRUE, covariates = NULL,
 learned_labels <- function(data, coded, truth, x, recipe, call) {
   problem <- checked_refit_data(data, coded, truth, call)
   families <- learner_families(problem$log_probs, x, problem$as_given)
-  learned <- learned_by_folds(families, problem$rows, problem$y, problem$as_given, units = problem$units)
+  learned <- learned_by_folds(families, problem$rows, problem$y, problem$as_given, units = problem$units,
+                              weights = problem$weights)
   record <- manifest_of(data)
   record$prompt$hand_coded_rows <- length(problem$rows)
+  if (!is.null(problem$weights)) record$prompt$learner_weights <- weighed_by_design
   record$prompt$features <- attr(x, "source") %||% "none"
   sets <- names(attr(x, "sets"))
   if (length(sets) > 1) record$prompt$learner_feature_sets <- sets
@@ -183,7 +188,7 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   labels <- problem$labels
   report <- function(probs) {
     metrics <- agreement(factor(most_likely(probs, labels), levels = labels), factor(problem$truth, levels = labels),
-                         n_boot = 0)$metrics
+                         n_boot = 0, weights = problem$weights)$metrics
     sprintf("accuracy %.3f, Cohen's kappa %.3f", metrics$estimate[metrics$metric == "accuracy"],
             metrics$estimate[metrics$metric == "cohen_kappa"])
   }
@@ -213,7 +218,9 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
 checked_refit_data <- function(data, coded, truth, call) {
   order_probs <- kept_order_probs(data, call)
   labels <- levels(data$.label)
-  sample <- checked_coded_rows(data, coded, truth, call, labels = labels, probabilities = FALSE)
+  # the design's probabilities where the sample records them: a learner weighs its coded rows by them
+  sample <- checked_coded_rows(data, coded, truth, call, labels = labels,
+                               probabilities = is.data.frame(coded) && ".sample_prob" %in% names(coded))
   n_parameters <- length(labels) - 1 + length(order_probs)
   if (length(unique(sample$truth)) < 2 || length(sample$rows) <= n_parameters) {
     abort_invalid(c("{.arg coded} needs more than {n_parameters} rows, with at least two labels among them.",
@@ -231,7 +238,8 @@ checked_refit_data <- function(data, coded, truth, call) {
   }
   as_given <- as.matrix(data[paste0(".prob_", labels)])
   list(labels = labels, rows = sample$rows, units = units, truth = sample$truth, y = match(sample$truth, labels),
-       answered = answered, order_probs = order_probs, log_probs = lapply(order_probs, order_log_probs),
+       weights = design_weights(sample), answered = answered, order_probs = order_probs,
+       log_probs = lapply(order_probs, order_log_probs),
        as_given = unname(as_given / rowSums(as_given)))
 }
 
@@ -264,25 +272,26 @@ with_probabilities <- function(data, problem, learned) {
 # none: from a few dozen rows the best of many noisy fits is often chosen by
 # luck, while a candidate with nothing to fit has no fitting noise.
 choose_setting <- function(families, rows, y, as_given, n_folds = 5L,
-                           baseline = baseline_choice(families, rows, y, as_given), units = rows) {
+                           baseline = baseline_choice(families, rows, y, as_given, weights), units = rows,
+                           weights = NULL) {
   n <- length(y)
   fold <- unit_folds(units, n_folds)
   held_out <- lapply(families, function(family) {
     probs <- rep(list(matrix(NA_real_, n, ncol(as_given))), nrow(family$settings))
     for (k in unique(fold)) {
       test <- fold == k
-      fitted <- family$predict(rows[!test], y[!test], rows[test])
+      fitted <- family$predict(rows[!test], y[!test], rows[test], weights = weights[!test])
       for (i in seq_along(probs)) probs[[i]][test, ] <- fitted[[i]]
     }
     probs
   })
-  scores <- scored(c(list(as_given[rows, , drop = FALSE]), unlist(held_out, recursive = FALSE)), y)
+  scores <- scored(c(list(as_given[rows, , drop = FALSE]), unlist(held_out, recursive = FALSE)), y, weights)
   settings <- do.call(rbind, lapply(seq_along(families), function(f) {
     cbind(family = f, setting = seq_len(nrow(families[[f]]$settings)), families[[f]]$settings)
   }))
   table <- data.frame(family = c(0L, settings$family), setting = c(0L, settings$setting),
                       model = c("none", settings$model), penalty = c(NA, settings$penalty),
-                      log_loss = scores$log_loss, accuracy = colMeans(scores$correct), stringsAsFactors = FALSE)
+                      log_loss = scores$log_loss, accuracy = scores$accuracy, stringsAsFactors = FALSE)
   fitted <- c(FALSE, vapply(families, function(family) !isFALSE(family$fitted), NA)[settings$family])
   best <- lowest_loss_beating(scores, which(fitted),
                               which(table$family == baseline$family & table$setting == baseline$setting))
@@ -302,45 +311,23 @@ choose_setting <- function(families, rows, y, as_given, n_folds = 5L,
 # 0). Nothing is fitted, so they are scored on all the rows at once, without
 # folds: learned_by_folds() chooses it on all coded rows, where a fold's few
 # rows would often miss an order that all of them show.
-baseline_choice <- function(families, rows, y, as_given) {
+baseline_choice <- function(families, rows, y, as_given, weights = NULL) {
   free <- which(vapply(families, function(family) isFALSE(family$fitted), NA))
   candidates <- do.call(rbind, c(list(c(0L, 0L)), lapply(free, function(f) {
     cbind(f, seq_len(nrow(families[[f]]$settings)))
   })))
   probs <- c(list(as_given[rows, , drop = FALSE]),
              unlist(lapply(families[free], function(family) family$predict(rows, y, rows)), recursive = FALSE))
-  chosen <- lowest_loss_beating(scored(probs, y), seq_along(probs)[-1], 1L)
+  chosen <- lowest_loss_beating(scored(probs, y, weights), seq_along(probs)[-1], 1L)
   list(family = as.integer(candidates[chosen, 1]), setting = as.integer(candidates[chosen, 2]))
-}
-
-# Each candidate's probabilities of the coded rows (labels `y`) scored: its
-# mean log-loss, and whether it labels each row right (a column a candidate).
-scored <- function(probs, y) {
-  rows <- seq_along(y)
-  list(log_loss = vapply(probs, function(p) mean(-log(pmax(p[cbind(rows, y)], 1e-12))), numeric(1)),
-       correct = vapply(probs, function(p) max.col(p, ties.method = "first") == y, logical(length(y))))
-}
-
-# Among the candidates `among`, those that beat the `baseline` candidate (see
-# beats()), the lowest log-loss; else the baseline.
-lowest_loss_beating <- function(scores, among, baseline) {
-  qualified <- among[apply(scores$correct[, among, drop = FALSE], 2, beats, scores$correct[, baseline])]
-  if (length(qualified) == 0) baseline else qualified[which.min(scores$log_loss[qualified])]
-}
-
-# Whether labels right where `correct` is beat those right where `baseline` is
-# by more than one standard error of the paired difference (the guard).
-beats <- function(correct, baseline) {
-  d <- correct - baseline
-  !all(d == 0) && mean(d) - stats::sd(d) / sqrt(length(d)) > 0
 }
 
 # The probabilities of the rows `at` under the setting `choice` (its family
 # and setting; family 0 the labels as they are, `as_given`) fitted on the
 # coded rows `rows` with labels `y`.
-setting_probs <- function(families, choice, rows, y, at, as_given) {
+setting_probs <- function(families, choice, rows, y, at, as_given, weights = NULL) {
   if (choice$family == 0) return(as_given[at, , drop = FALSE])
-  families[[choice$family]]$predict(rows, y, at, choice$setting)[[1]]
+  families[[choice$family]]$predict(rows, y, at, choice$setting, weights = weights)[[1]]
 }
 
 # The choice made inside the folds: each fold of coded rows labelled by the
@@ -353,23 +340,26 @@ setting_probs <- function(families, choice, rows, y, at, as_given) {
 # labels beat them. `predict(at)`: the rows `at` under the setting chosen on
 # all coded rows. `choices`: the folds and what was chosen, for the learner's
 # record (learner_of() takes a fold's choice again).
-learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L, units = rows) {
+learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L, units = rows, weights = NULL) {
   n <- length(y)
   fold <- unit_folds(units, n_folds)
-  chosen_probs <- function(choice, train, at) setting_probs(families, choice, rows[train], y[train], at, as_given)
-  choice <- choose_setting(families, rows, y, as_given, n_folds, units = units)
+  chosen_probs <- function(choice, train, at) {
+    setting_probs(families, choice, rows[train], y[train], at, as_given, weights[train])
+  }
+  choice <- choose_setting(families, rows, y, as_given, n_folds, units = units, weights = weights)
   cross_fitted <- matrix(NA_real_, n, ncol(as_given))
   inner_choices <- list()
   for (k in unique(fold)) {
     train <- fold != k
     inner <- choose_setting(families, rows[train], y[train], as_given, n_folds, baseline = choice$baseline,
-                            units = units[train])
+                            units = units[train], weights = weights[train])
     inner_choices[[k]] <- inner[c("family", "setting")]
     cross_fitted[!train, ] <- chosen_probs(inner, train, rows[!train])
   }
   correct <- max.col(cross_fitted, ties.method = "first") == y
-  list(choice = choice, cross_fitted = cross_fitted, accuracy = mean(correct),
-       choices = list(folds = fold, inner_choices = inner_choices, baseline = choice$baseline),
-       kept = choice$family != 0 && beats(correct, max.col(as_given[rows, , drop = FALSE], ties.method = "first") == y),
+  list(choice = choice, cross_fitted = cross_fitted, accuracy = sum(mean_one(weights) * correct) / n,
+       choices = list(folds = fold, inner_choices = inner_choices, baseline = choice$baseline, weights = weights),
+       kept = choice$family != 0 && beats(correct, max.col(as_given[rows, , drop = FALSE], ties.method = "first") == y,
+                                          weights),
        predict = function(at) chosen_probs(choice, rep(TRUE, n), at))
 }

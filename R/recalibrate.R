@@ -142,9 +142,11 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   problem <- checked_refit_data(data, coded, rlang::enquo(truth), current_env())
   labels <- problem$labels
   families <- learner_families(problem$log_probs, kind = "refit")
-  refit <- learned_by_folds(families, problem$rows, problem$y, problem$as_given, units = problem$units)
+  refit <- learned_by_folds(families, problem$rows, problem$y, problem$as_given, units = problem$units,
+                            weights = problem$weights)
   record <- attr(data, "manifest", exact = TRUE)
   record$prompt$hand_coded_rows <- length(problem$rows)
+  if (!is.null(problem$weights)) record$prompt$learner_weights <- weighed_by_design
   record$prompt$refit_cross_validation <- refit$choice$table$summary
   warn_few_coded(length(problem$rows), length(labels), length(problem$order_probs))
   if (!refit$kept) {
@@ -155,7 +157,7 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   }
   setting <- families[[1]]$settings[refit$choice$setting, ]
   fit <- fit_label_model(lapply(problem$log_probs, function(l) l[problem$rows, , drop = FALSE]), problem$y,
-                         setting$model, setting$penalty)
+                         setting$model, setting$penalty, row_weights = mean_one(problem$weights))
   data <- with_probabilities(data, problem, refit)
   # the estimators choose and fit the refit again in its own folds, as they do the learner
   attr(data, "learner") <- c(list(families = "refit", features = FALSE, covariates = NULL, as_given = problem$as_given,
@@ -223,8 +225,10 @@ label_scores <- function(log_probs, fit) {
 # the coded labels `y`, less a ridge of `penalty` toward no offsets and equal
 # weights (their sum 1: the orders' mean log-probability). `model` sets what is
 # free: the offsets alone (equal weights), a temperature (equal weights of any
-# sum) or each order's weight.
-fit_label_model <- function(log_probs, y, model = "offsets and order weights", penalty = 0.01, start = NULL) {
+# sum) or each order's weight. `row_weights`: each coded row's weight in the
+# likelihood, of mean one (design_weights()), or 1 for all.
+fit_label_model <- function(log_probs, y, model = "offsets and order weights", penalty = 0.01, start = NULL,
+                            row_weights = 1) {
   n_labels <- ncol(log_probs[[1]])
   n_orders <- length(log_probs)
   equal <- rep(1 / n_orders, n_orders)
@@ -263,12 +267,12 @@ fit_label_model <- function(log_probs, y, model = "offsets and order weights", p
   }
   loss <- function(theta) {
     fit <- unpack(theta)
-    -sum(rowSums(at(theta)$scores * observed) - at(theta)$log_total) +
+    -sum(row_weights * (rowSums(at(theta)$scores * observed) - at(theta)$log_total)) +
       penalty * (sum(fit$offsets^2) + sum((fit$weights - equal)^2))
   }
   gradient <- function(theta) {
     fit <- unpack(theta)
-    residual <- at(theta)$probs - observed
+    residual <- row_weights * (at(theta)$probs - observed)
     c(colSums(residual)[-1] + 2 * penalty * fit$offsets[-1],
       weight_gradient(vapply(log_probs, function(l) sum(residual * l), 0) + 2 * penalty * (fit$weights - equal)))
   }

@@ -89,14 +89,16 @@ cross_fit_folds <- function(units, coded, n_folds, seed, kept = NULL, call = cal
 }
 
 # learn_labels() and recalibrate_labels() fit and score their candidates on the
-# coded rows unweighted, which describes the rows only where the coded rows are
-# a uniform sample of them. A sample drawn toward doubt (review_sample(weight =
+# coded rows weighed by 1 / pi (design_weights()), which describes the rows
+# where a uniform draw gave a few of them a larger chance (a tail drawn whole,
+# strata's floors). A sample drawn toward doubt (review_sample(weight =
 # "confidence"), whose strata are confidence bands) holds too many rows near
-# the boundary: a fit to it moves the boundary, and its cross-validated
-# accuracy and the guard built on it understate the labels' on the rows. The
-# estimators would stay valid (their correction weighs by the design), but
-# the learner's figures would not be honest; weighting them by 1 / pi would
-# count least the doubtful rows the sample was drawn for. So it is refused.
+# the boundary: weighing them by 1 / pi would count least the doubtful rows
+# the sample was drawn for, and unweighted, a fit to it moves the boundary and
+# its cross-validated accuracy and the guard built on it understate the
+# labels' on the rows. The estimators would stay valid (their correction
+# weighs by the design), but the learner's figures would not be honest. So it
+# is refused.
 # So are rounds drawn by the learner's doubt (review_sample(weight =
 # "learned")), for the same reason: the learner is learned from the first
 # round, and the estimators, given every round, fit it again in their folds on

@@ -113,10 +113,15 @@ test_that("recalibrate_labels() refits a field as it refits labels, and findings
   # label_regression() refits the field's refit fold by fold, as it does the labels'
   expect_equal(coef(label_regression(yes ~ x, refitted, coded, truth, seed = 1, field = "tone")),
                coef(label_regression(yes ~ x, expected, coded, truth, seed = 1)))
-  # a refit field is not refitted again from its refitted probabilities
-  expect_message(again <- suppressWarnings(recalibrate_labels(refitted, coded, truth, field = "tone")),
-                 class = "newrllama4_message_refit_declined")
-  expect_identical(again$.prob_tone_yes, refitted$.prob_tone_yes)
+  # a refit field is refitted again from its refitted probabilities, not from those annotated
+  again <- suppressMessages(suppressWarnings(recalibrate_labels(refitted, coded, truth, field = "tone")))
+  as_they_are <- manifest(again)$prompt[["refit_cross_validation (tone)"]][[1]]
+  accuracy <- function(labels) {
+    sprintf("accuracy %.3f", stats::weighted.mean(as.character(labels[coded$.row]) == coded$truth,
+                                                  1 / coded$.sample_prob))
+  }
+  expect_false(identical(accuracy(refitted$tone), accuracy(data$tone)))
+  expect_match(as_they_are, paste0("^none \\(the labels as they are\\): ", accuracy(refitted$tone)))
 })
 
 test_that("the documented field workflow runs: draw from the field, refit it, then regress on it", {

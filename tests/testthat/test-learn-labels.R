@@ -28,8 +28,10 @@ test_that("features that carry the label are learned from 150 coded rows, well p
   # the labels as they are, 3 x 4 refits (one order: 2 x 4) and 9 penalties of the learner
   expect_length(record$learner_cross_validation, 1 + 8 + 9)
   expect_identical(sum(grepl("(chosen)", record$learner_cross_validation, fixed = TRUE)), 1L)
-  # the coded rows' labels are cross-fitted: their accuracy against the codes is the cross-validated one
-  expect_equal(mean(as.character(learned$.label[coded$.row]) == coded$gold), record$cross_validated_accuracy)
+  # the coded rows' labels are cross-fitted: their accuracy against the codes, each row counted by its design (the
+  # strata's floors), is the cross-validated one
+  expect_equal(stats::weighted.mean(as.character(learned$.label[coded$.row]) == coded$gold, 1 / coded$.sample_prob),
+               record$cross_validated_accuracy)
   expect_identical(learn_labels(rows$data, coded, gold, features = rows$x), learned)  # no draw of its own
 })
 
@@ -159,7 +161,7 @@ test_that("a confident annotator's extreme probabilities, without features, give
 fixed_family <- function(right, prob, fitted = TRUE) {
   probs <- cbind(ifelse(right, prob, 1 - prob), ifelse(right, 1 - prob, prob))
   list(settings = data.frame(model = if (fitted) "a fit" else "nothing to fit", penalty = NA_real_),
-       fitted = fitted, predict = function(train, y, at, which = 1L) list(probs[at, , drop = FALSE]))
+       fitted = fitted, predict = function(train, y, at, which = 1L, weights = NULL) list(probs[at, , drop = FALSE]))
 }
 
 test_that("a fit must beat the candidates with nothing to fit by a standard error, not only the labels", {
@@ -220,4 +222,32 @@ test_that("labels from another tool, a plain data frame without .confidence, go 
   expect_identical(labels_view(plain[c("id", ".label", ".prob_pos")], NULL), plain[c("id", ".label", ".prob_pos")])
   expect_error(learn_labels(plain[c("id", ".label", ".prob_pos")], coded, truth, features = FALSE),
                ".prob_<label>", class = "newrllama4_error_missing_column")
+})
+
+test_that("a tail drawn whole is weighed by its design: the accuracy is the rows', and the estimators fit alike", {
+  rows <- learnable_rows(800, seed = 4)
+  data <- rows$data
+  withr::with_seed(4, data$length <- exp(rnorm(800, sd = 1.5)))
+  # the longest texts' features say the opposite label: the learner gets them wrong
+  longest <- order(data$length, decreasing = TRUE)[1:40]
+  x <- rows$x
+  x[longest, 1] <- rows$x[longest, 1] - 2 * 1.2 * (data$gold[longest] == "a") + 1.2
+  coded <- review_sample(data, n = 120, weight = "uniform", seed = 4, tail = "length")
+  whole <- coded$.sample_prob == 1
+  expect_gt(sum(whole), 5)
+  learned <- learn_labels(data, coded, gold, features = x)
+  record <- manifest(learned)$prompt
+  expect_match(record$learner, "ridge logistic")
+  expect_match(record$learner_weights, "inclusion probability")
+  right <- as.character(learned$.label[coded$.row]) == coded$gold
+  # the cross-validated accuracy stands for the rows: each coded row counts by 1 / its probability
+  expect_equal(record$cross_validated_accuracy, stats::weighted.mean(right, 1 / coded$.sample_prob))
+  expect_gt(mean(right[!whole]) - mean(right[whole]), 0.2)
+  expect_gt(record$cross_validated_accuracy - mean(right), 0.02)
+  # the estimators weigh the coded rows alike in the learner's folds: each coded row's prediction is its label's
+  fit <- label_regression(a ~ z, learned, coded, gold, seed = 2)
+  expect_identical(fit$predictions[coded$.row], learned$.prob_a[coded$.row])
+  # rows drawn with equal probabilities are not weighed, and the manifest says nothing of it
+  clusters <- review_sample(data, n = 24, cluster = "id", seed = 4)
+  expect_null(manifest(learn_labels(data, clusters, gold, features = x))$prompt$learner_weights)
 })

@@ -1,0 +1,57 @@
+# How learn_labels() and recalibrate_labels() score their candidates on the
+# coded rows and decide between them: each coded row weighed by its design
+# where the rows were drawn with unequal probabilities, so that accuracy, the
+# choice and the guard describe the rows the labels are for.
+
+# Each coded row's weight in a learner's fit, its scores and its guard: 1 / pi
+# of the coded rows' design (checked_coded_rows()), so that they describe the
+# rows as the estimators do wherever the coded rows were drawn with unequal
+# probabilities: a tail drawn whole, and the rows each stratum gets at least
+# (review_sample() gives every stratum five before sharing the rest in
+# proportion, so most uniform draws give a small stratum a larger chance).
+# NULL where the probabilities are equal or not recorded: the rows count
+# alike.
+design_weights <- function(design) {
+  prob <- design$prob
+  if (is.null(prob) || max(prob) - min(prob) <= 1e-9 * max(prob)) return(NULL)
+  1 / prob
+}
+
+# What the manifest says of a learner whose coded rows were weighed.
+weighed_by_design <- "1 / each coded row's inclusion probability (drawn with unequal probabilities)"
+
+# Weights scaled to a mean of one, as the refit's likelihood takes them; 1 for
+# none (NULL).
+mean_one <- function(weights) if (is.null(weights)) 1 else weights / mean(weights)
+
+# Each candidate's probabilities of the coded rows (labels `y`) scored: its
+# mean log-loss, whether it labels each row right (a column a candidate) and
+# its accuracy, the means weighted by the rows' `weights` (NULL: equally).
+scored <- function(probs, y, weights = NULL) {
+  rows <- seq_along(y)
+  average <- if (is.null(weights)) mean else function(x) sum(weights * x) / sum(weights)
+  correct <- vapply(probs, function(p) max.col(p, ties.method = "first") == y, logical(length(y)))
+  list(log_loss = vapply(probs, function(p) average(-log(pmax(p[cbind(rows, y)], 1e-12))), numeric(1)),
+       correct = correct, accuracy = apply(correct, 2, average), weights = weights)
+}
+
+# Among the candidates `among`, those that beat the `baseline` candidate (see
+# beats()), the lowest log-loss; else the baseline.
+lowest_loss_beating <- function(scores, among, baseline) {
+  qualified <- among[apply(scores$correct[, among, drop = FALSE], 2, beats, scores$correct[, baseline],
+                           scores$weights)]
+  if (length(qualified) == 0) baseline else qualified[which.min(scores$log_loss[qualified])]
+}
+
+# Whether labels right where `correct` is beat those right where `baseline` is
+# by more than one standard error of the paired difference (the guard). With
+# `weights`, the weighted mean difference and its linearised standard error
+# (the same as the unweighted one's where the weights are equal).
+beats <- function(correct, baseline, weights = NULL) {
+  d <- correct - baseline
+  if (all(d == 0)) return(FALSE)
+  if (is.null(weights)) return(mean(d) - stats::sd(d) / sqrt(length(d)) > 0)
+  n <- length(d)
+  mean_d <- sum(weights * d) / sum(weights)
+  mean_d - sqrt(n / (n - 1) * sum(weights^2 * (d - mean_d)^2)) / sum(weights) > 0
+}
