@@ -84,16 +84,24 @@ allocate_sample <- function(n, sizes, weights = rep(1, length(sizes)), least = p
   as.integer(share)
 }
 
-# The rows of `rows` that review_sample(tail =) takes whole: the values farthest
-# from their median, as few as leave the rest's skewness within skew_limit,
-# the bound past which covariate_reach() calls a covariate's tail long. A few
-# rows far out carry a slope on such a covariate, and a uniform draw that
-# misses them gives an estimate off to one side with a standard error too
-# small: a lognormal covariate, 1,000 uniform coded rows of 2,000, the
-# corpus's slope covered 0.85 (its 14 or so rows farthest out taken whole,
-# 0.94). Rows taken whole are known exactly: they add nothing to the sampling
-# variance, and the rest is a stratum of rows drawn alike.
-tail_rows <- function(values, rows) {
+# The rows of `rows` that review_sample(tail =) takes whole, drawing `n`: the
+# values farthest from their median, as few as leave the rest's skewness
+# within skew_limit, the bound past which covariate_reach() calls a
+# covariate's tail long; and where the tail is long, also every row that a
+# draw of `n` for a slope would take with certainty: Neyman allocation for a
+# slope draws a row in proportion to its distance from the mean (its
+# influence on the slope), and a row whose share reaches one is taken whole
+# (the take-all stratum of skewed populations, Hidiroglou 1986). A few rows
+# far out carry a slope on such a covariate, and a uniform draw that misses
+# them gives an estimate off to one side with a standard error too small: a
+# lognormal covariate, 1,000 uniform coded rows of 2,000, the corpus's slope
+# covered 0.85; its 14 or so rows farthest out taken whole, 0.926 over 500
+# draws; with the rows a draw of 1,000 takes with certainty (about 200), see
+# docs/benchmarks.md. At 150 coded rows the skewness's rows are the more (the
+# certainty rows are 1-5). Rows taken whole are known exactly: they add
+# nothing to the sampling variance, and the rest is a stratum of rows drawn
+# alike.
+tail_rows <- function(values, rows, n = 0L) {
   v <- values[rows]
   order_out <- order(abs(v - stats::median(v)), decreasing = TRUE)
   centred <- (v - mean(v))[order_out]
@@ -105,20 +113,35 @@ tail_rows <- function(values, rows) {
   third <- left(3) / count - 3 * mean_left * left(2) / count + 2 * mean_left^3
   skewness <- ifelse(count > 2 & second > 0, third / pmax(second, 1e-300)^1.5, 0)
   taken <- which(abs(skewness) <= skew_limit)[1] - 1L
-  rows[order_out[seq_len(taken)]]
+  if (taken == 0) return(rows[integer()])
+  size <- abs(v - mean(v))
+  by_size <- order(size, decreasing = TRUE)
+  sorted <- size[by_size]
+  # the first k rows taken, is the next one's share of the n - k draws left below one?
+  k <- seq_along(sorted) - 1L
+  certain <- which((n - k) * sorted < sum(sorted) - c(0, cumsum(sorted))[seq_along(sorted)])[1] - 1L
+  if (is.na(certain)) certain <- length(sorted)
+  rows[union(order_out[seq_len(taken)], by_size[seq_len(certain)])]
 }
 
 # `design` (sample_design()'s) with the rows tail_rows() picks of the column
-# `tail` moved into a stratum of their own, named "tail of <column>", which
-# review_sample() draws whole; strata left empty are dropped.
-with_tail_stratum <- function(design, data, tail, call) {
+# `tail` for a draw of `n` moved into a stratum of their own, named "tail of
+# <column>", which review_sample() draws whole; strata left empty are dropped.
+# A further round keeps the first draw's tail (`previous`'s rows in it): its
+# rows were all drawn then.
+with_tail_stratum <- function(design, data, tail, n, previous, call) {
   values <- data[[tail]]
   labelled <- which(!is.na(design$stratum))
   if (!is.numeric(values) || anyNA(values[labelled])) {
     abort_invalid("{.arg tail} must name a numeric column of {.arg data} without missing values in its labelled
                    rows, not {.field {tail}}.", "tail", call)
   }
-  taken <- tail_rows(values, labelled)
+  name <- paste("tail of", tail)
+  kept <- if (is.data.frame(previous) && all(c(".row", ".stratum") %in% names(previous))) {
+    as.integer(previous$.row[as.character(previous$.stratum) == name])
+  }
+  # a first draw without the tail differs from this design: previous_rows() says so
+  taken <- if (length(kept) > 0) kept else tail_rows(values, labelled, if (is.null(previous)) n else NROW(previous))
   if (length(taken) == 0) return(design)
   stratum <- design$stratum
   stratum[taken] <- 0L
@@ -126,7 +149,7 @@ with_tail_stratum <- function(design, data, tail, call) {
   strata <- design$strata[kept, , drop = FALSE]
   strata$rows <- tabulate(match(stratum, kept), length(kept))
   strata <- rbind(strata, data.frame(label = NA_character_, band = NA_character_, rows = length(taken),
-                                     name = paste("tail of", tail), doubt = 1, whole = TRUE))
+                                     name = name, doubt = 1, whole = TRUE))
   stratum <- ifelse(stratum == 0L, nrow(strata), match(stratum, kept))
   list(stratum = stratum, strata = strata)
 }

@@ -19,9 +19,30 @@ test_that("a long tail's rows farthest out are the fewest that leave the rest wi
   expect_length(tail_rows(withr::with_seed(1, stats::runif(500)), 1:500), 0)
 })
 
+test_that("a long tail also gives up the rows a draw of n for a slope would take with certainty", {
+  v <- withr::with_seed(1, skewed(2000))
+  rows <- seq_along(v)
+  few <- tail_rows(v, rows)
+  for (n in c(150, 400, 1000)) {
+    taken <- tail_rows(v, rows, n)
+    expect_true(all(few %in% taken))
+    # Neyman allocation for a slope on the rows left (in proportion to the distance from the mean) gives none a share
+    # of one; the rows taken beyond the skewness's are those farthest from the mean
+    size <- abs(v - mean(v))
+    left <- setdiff(rows, taken)
+    expect_lt(max((n - length(taken)) * size[left] / sum(size[left])), 1)
+    beyond <- setdiff(taken, few)
+    if (length(beyond) > 0) expect_gt(min(size[beyond]), max(size[left]))
+  }
+  expect_lt(length(tail_rows(v, rows, 150)), 40)
+  expect_gt(length(tail_rows(v, rows, 1000)), 150)
+  # no long tail, nothing taken, however many rows are drawn
+  expect_length(tail_rows(withr::with_seed(1, stats::rnorm(2000)), 1:2000, 1000), 0)
+})
+
 test_that("review_sample(tail =) takes the tail whole, with probability 1, and the rest as weight says", {
   data <- simulated_labels(2000, 1, covariate = skewed)
-  taken <- tail_rows(data$x, seq_len(nrow(data)))
+  taken <- tail_rows(data$x, seq_len(nrow(data)), 300)
   coded <- review_sample(data, 300, weight = "uniform", seed = 1, tail = x)
   expect_identical(nrow(coded), 300L)
   expect_true(all(taken %in% coded$.row))
