@@ -95,10 +95,10 @@ allocate_sample <- function(n, sizes, weights = rep(1, length(sizes)), least = p
 # far out carry a slope on such a covariate, and a uniform draw that misses
 # them gives an estimate off to one side with a standard error too small: a
 # lognormal covariate, 1,000 uniform coded rows of 2,000, the corpus's slope
-# covered 0.85; its 14 or so rows farthest out taken whole, 0.926 over 500
-# draws; with the rows a draw of 1,000 takes with certainty (about 200), see
-# docs/benchmarks.md. At 150 coded rows the skewness's rows are the more (the
-# certainty rows are 1-5). Rows taken whole are known exactly: they add
+# covered 0.85; its 14 or so rows farthest out taken whole, 0.946 over 1,000
+# draws; with the rows a draw of 1,000 takes with certainty too (about 200),
+# 0.955, the interval 0.68x as wide (docs/benchmarks.md). At 150 coded rows
+# the skewness's rows are the more (the certainty rows are 1-5). Rows taken whole are known exactly: they add
 # nothing to the sampling variance, and the rest is a stratum of rows drawn
 # alike.
 tail_rows <- function(values, rows, n = 0L) {
