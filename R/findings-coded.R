@@ -45,7 +45,8 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
 # Texts whose coders' codes were split (read_codes(disagreements = "split")):
 # a text's rows share its `.row`, each weighted by `.code_weight`, the weights
 # of a text adding to 1. Each text is one row of the design, as it was drawn
-# (its first row's columns and code, which learners train on), and `split`
+# (its first row's columns and code; learners learn from every code, see
+# coded_entries()), and `split`
 # keeps, for each variable, the code the estimators use: each label's share
 # of the text's weight (a matrix, a column a label), or a number's weighted
 # mean. The estimating equations are linear in the code, so a text with its
@@ -85,9 +86,9 @@ split_texts <- function(coded, truth, labels, call) {
 # covariates cannot be split (the fit is not linear in a covariate): a
 # classed error says to adjudicate.
 split_truth <- function(y, spec, design, call, covariate = FALSE) {
-  split <- design$split
+  split <- split_shares(design$split, spec$name)
   if (is.null(split) || spec$kind == "observed") return(y)
-  values <- if (length(split$values) == 1) split$values[[1]] else split$values[[spec$name]]
+  values <- split$values
   at <- match(design$rows, split$rows)
   if (is.null(values) || all(is.na(at))) return(y)
   if (covariate) {
@@ -102,6 +103,15 @@ split_truth <- function(y, spec, design, call, covariate = FALSE) {
   column <- if (!is.null(spec$positive)) spec$positive else 1L
   y[!is.na(at)] <- values[at[!is.na(at)], column]
   y
+}
+
+# The split texts of split_texts() on the variable `name` (the only one, or
+# one of several): their rows and their codes' shares (a matrix, a column a
+# label); NULL where no text's codes were split.
+split_shares <- function(split, name = NULL) {
+  if (is.null(split)) return(NULL)
+  values <- if (length(split$values) == 1) split$values[[1]] else split$values[[name]]
+  if (is.null(values)) NULL else list(rows = split$rows, values = values)
 }
 
 design_columns <- c(".stratum", ".stratum_rows", ".stratum_drawn", ".sampling_unit")

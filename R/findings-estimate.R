@@ -67,6 +67,12 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
                           round_prob = design$round_prob[!inside])
   }
   local$cluster <- clusters[local$rows]
+  if (!is.null(design$split)) {
+    # split texts by their positions too: a learner learns from each code (coded_entries())
+    at <- match(design$split$rows, usable)
+    local$split <- list(rows = at[!is.na(at)],
+                        values = lapply(design$split$values, function(v) v[!is.na(at), , drop = FALSE]))
+  }
   local_spec <- spec
   local_spec$prediction <- spec$prediction[usable]
   local_spec$label <- spec$label[usable]

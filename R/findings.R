@@ -97,12 +97,13 @@ refitted_on_folds <- function(spec, data, sample) {
   if (!learned_by_hand(data)) return(NULL)
   codes <- match(as.character(sample$truth_labels), spec$labels)
   column <- match(spec$name, spec$labels)
-  learner <- learner_of(data, NULL)
+  learner <- learner_of(data, NULL, spec$labels)
   refit <- identical(learned_calibration(data), "hand-coded")
   list(name = paste(if (refit) "recalibrate_labels()'s refit" else "learn_labels()'s learner",
                     "chosen and fitted again in each fold", sep = ", "),
        probability = function(train, at) {
-         learner(sample$rows[train], codes[train], sample$units[train], at, sample$prob[train])[, column]
+         learner(sample$rows[train], codes[train], sample$units[train], at, sample$prob[train],
+                 split_shares(sample$split, spec$name))[, column]
        })
 }
 

@@ -6,25 +6,31 @@
 # again on part of the coded rows: the estimators cross-fit it in their folds
 # (DSL's supervised learner), each fold choosing its setting among the same
 # candidates by the same rule, as learn_labels() did inside its own folds.
-# Returns function(rows, y, units, at, prob): the probabilities of the rows
-# `at` (a column a label; every row by default) from the setting chosen and
-# fitted on the coded rows `rows` with labels `y` (their numbers), chosen in
-# folds that keep their sampling units `units` whole; the labels as annotated
-# where nothing beats them there. Where learn_labels() weighed its coded rows
-# by their design (design_weights()), so does each fold, by 1 / `prob`, the
-# rows' inclusion probabilities in the estimator's design.
+# Returns function(rows, y, units, at, prob, shares): the probabilities of the
+# rows `at` (a column a label; every row by default) from the setting chosen
+# and fitted on the coded rows `rows` with labels `y` (their numbers), chosen
+# in folds that keep their sampling units `units` whole; the labels as
+# annotated where nothing beats them there. Where learn_labels() weighed its
+# coded rows by their design (design_weights()), so does each fold, by 1 /
+# `prob`, the rows' inclusion probabilities in the estimator's design; split
+# texts (`shares`, split_shares()') are learned from every code, as
+# learn_labels() learned them (coded_entries()).
 # Where `rows` are the training rows of one of learn_labels()'s own folds (the
 # folds the estimators share) and the baseline chosen on them is the one it
 # chose on all coded rows, the setting it chose there is the same choice, taken
 # again without its cost.
-learner_of <- function(data, call) {
+learner_of <- function(data, call, labels = levels(data$.label)) {
   learner <- attr(data, "learner", exact = TRUE)
   log_probs <- lapply(attr(data, "order_probs", exact = TRUE)$probs, order_log_probs)
   x <- learner_features(data, learner$features, learner$covariates, call)
   families <- learner_families(log_probs, x, learner$as_given, learner$families %||% "learner")
   everyone <- seq_len(nrow(data))
-  function(rows, y, units = rows, at = everyone, prob = NULL) {
-    weights <- if (!is.null(learner$weights)) 1 / prob
+  function(rows, y, units = rows, at = everyone, prob = NULL, shares = NULL) {
+    entries <- coded_entries(rows, y, if (isTRUE(learner$by_design)) 1 / prob, shares, labels)
+    rows <- rows[entries$at]
+    y <- entries$y
+    units <- units[entries$at]
+    weights <- entries$weights
     baseline <- baseline_choice(families, rows, y, learner$as_given, weights)
     same_fold <- Filter(function(k) {
       train <- learner$folds != k

@@ -83,7 +83,10 @@
 #' rows) in every fit, score, choice and guard, and in the cross-validated
 #' accuracy, so that they describe the rows rather than the sample; the
 #' manifest's `learner_weights` says so, and the estimators weigh the rows
-#' alike in their folds. Each label needs at least two coded rows
+#' alike in their folds. A text whose coders disagree, read with
+#' `read_codes(disagreements = "split")`, is learned from each of its codes,
+#' weighted by that code's share of the text, and scored by its expected
+#' agreement with them, as the estimators count it. Each label needs at least two coded rows
 #' in the training part of a fold for the classifier to be fitted there; where
 #' one has fewer, that fold keeps the refit's candidates alone.
 #'
@@ -176,26 +179,28 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   learned <- learned_by_folds(families, problem$rows, problem$y, problem$as_given, units = problem$units,
                               weights = problem$weights)
   record <- manifest_of(data)
-  record$prompt$hand_coded_rows <- length(problem$rows)
-  if (!is.null(problem$weights)) record$prompt$learner_weights <- weighed_by_design
+  record$prompt$hand_coded_rows <- problem$texts
+  if (problem$by_design) record$prompt$learner_weights <- weighed_by_design
   record$prompt$features <- attr(x, "source") %||% "none"
   sets <- names(attr(x, "sets"))
   if (length(sets) > 1) record$prompt$learner_feature_sets <- sets
   record$prompt$learner_cross_validation <- learned$choice$table$summary
   record$prompt$cross_validated_accuracy <- learned$accuracy
   # each coded row's fold, named by its row of `data`: the estimators can cross-fit in the same folds
-  record$prompt$learner_folds <- stats::setNames(learned$choices$folds, problem$rows)
+  record$prompt$learner_folds <- row_folds(learned$choices$folds, problem$rows)
   labels <- problem$labels
+  # agreement() takes inverse probabilities, at least 1; its figures are ratios, whatever the weights' scale
+  agreement_weights <- if (!is.null(problem$weights)) problem$weights / min(problem$weights)
   report <- function(probs) {
     metrics <- agreement(factor(most_likely(probs, labels), levels = labels), factor(problem$truth, levels = labels),
-                         n_boot = 0, weights = problem$weights)$metrics
+                         n_boot = 0, weights = agreement_weights)$metrics
     sprintf("accuracy %.3f, Cohen's kappa %.3f", metrics$estimate[metrics$metric == "accuracy"],
             metrics$estimate[metrics$metric == "cohen_kappa"])
   }
   record$prompt$learned_agreement <- report(learned$cross_fitted)
   record$prompt$zero_shot_agreement <- report(problem$as_given[problem$rows, , drop = FALSE])
   if (!learned$kept) {
-    decline(length(problem$rows), "learner_cross_validation")
+    decline(problem$texts, "learner_cross_validation")
     record$prompt$learner <- "none"
     attr(data, "manifest") <- record
     return(data)
@@ -205,7 +210,8 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   # the states of the feature set chosen, where it chose among several
   record$prompt$features <- family$features %||% record$prompt$features
   data <- with_probabilities(data, problem, learned)
-  attr(data, "learner") <- c(recipe, list(as_given = problem$as_given, coded_rows = problem$rows), learned$choices)
+  attr(data, "learner") <- c(recipe, list(as_given = problem$as_given, coded_rows = problem$rows,
+                                          by_design = problem$by_design), learned$choices)
   record$prompt$calibration <- "learned"
   record$prompt$learner <- setting$model
   record$prompt$learner_penalty <- setting$penalty
@@ -237,9 +243,11 @@ checked_refit_data <- function(data, coded, truth, call) {
                      none), so nothing can be refitted.", call = call)
   }
   as_given <- as.matrix(data[paste0(".prob_", labels)])
-  list(labels = labels, rows = sample$rows, units = units, truth = sample$truth, y = match(sample$truth, labels),
-       weights = design_weights(sample), answered = answered, order_probs = order_probs,
-       log_probs = lapply(order_probs, order_log_probs),
+  by_design <- design_weights(sample)
+  entries <- coded_entries(sample$rows, match(sample$truth, labels), by_design, split_shares(sample$split), labels)
+  list(labels = labels, rows = sample$rows[entries$at], units = units[entries$at], truth = labels[entries$y],
+       y = entries$y, weights = entries$weights, by_design = !is.null(by_design), texts = length(sample$rows),
+       answered = answered, order_probs = order_probs, log_probs = lapply(order_probs, order_log_probs),
        as_given = unname(as_given / rowSums(as_given)))
 }
 

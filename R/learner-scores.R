@@ -17,6 +17,32 @@ design_weights <- function(design) {
   1 / prob
 }
 
+# The coded rows as a learner learns from them and is scored on: an entry a
+# row, or for a text whose coders' codes were split (read_codes(disagreements
+# = "split"), `shares` from split_shares()), an entry for each label its
+# coders gave, weighted by that label's share of the text, so that the
+# learner learns from every code as the estimators count them, and its
+# accuracy is its expected agreement with the text's coders. `y`: the rows'
+# codes (numbers among `labels`), the first coder's for a split text;
+# `weights`: design_weights()' (NULL: alike). Returns each entry's coded row
+# (`at`, an index into `rows`), code `y` and weight (NULL where all alike).
+coded_entries <- function(rows, y, weights, shares, labels) {
+  split <- if (is.null(shares)) rep(NA_integer_, length(rows)) else match(rows, shares$rows)
+  if (all(is.na(split))) return(list(at = seq_along(rows), y = y, weights = weights))
+  entries <- do.call(rbind, lapply(seq_along(rows), function(i) {
+    if (is.na(split[i])) return(cbind(i, y[i], 1))
+    share <- shares$values[split[i], labels]
+    given <- which(share > 0)
+    cbind(i, given, share[given])
+  }))
+  list(at = entries[, 1], y = as.integer(entries[, 2]),
+       weights = (if (is.null(weights)) 1 else weights[entries[, 1]]) * entries[, 3])
+}
+
+# Each coded row's fold, named by its row of the data: a split text's entries
+# (coded_entries()) share theirs.
+row_folds <- function(folds, rows) stats::setNames(folds, rows)[!duplicated(rows)]
+
 # What the manifest says of a learner whose coded rows were weighed.
 weighed_by_design <- "1 / each coded row's inclusion probability (drawn with unequal probabilities)"
 

@@ -145,12 +145,12 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   refit <- learned_by_folds(families, problem$rows, problem$y, problem$as_given, units = problem$units,
                             weights = problem$weights)
   record <- attr(data, "manifest", exact = TRUE)
-  record$prompt$hand_coded_rows <- length(problem$rows)
-  if (!is.null(problem$weights)) record$prompt$learner_weights <- weighed_by_design
+  record$prompt$hand_coded_rows <- problem$texts
+  if (problem$by_design) record$prompt$learner_weights <- weighed_by_design
   record$prompt$refit_cross_validation <- refit$choice$table$summary
-  warn_few_coded(length(problem$rows), length(labels), length(problem$order_probs))
+  warn_few_coded(problem$texts, length(labels), length(problem$order_probs))
   if (!refit$kept) {
-    decline(length(problem$rows), "refit_cross_validation")
+    decline(problem$texts, "refit_cross_validation")
     record$prompt$refit_model <- "none"
     attr(data, "manifest") <- record
     return(data)
@@ -161,7 +161,7 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   data <- with_probabilities(data, problem, refit)
   # the estimators choose and fit the refit again in its own folds, as they do the learner
   attr(data, "learner") <- c(list(families = "refit", features = FALSE, covariates = NULL, as_given = problem$as_given,
-                                  coded_rows = problem$rows), refit$choices)
+                                  coded_rows = problem$rows, by_design = problem$by_design), refit$choices)
   answered <- problem$answered
   if (".agreement_orders" %in% names(data)) {
     # each order alone, weighted as all of them together
@@ -178,7 +178,7 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   record$prompt$order_weights <- paste0(record$prompt$example_orders %||% "1", ": ",
                                         formatC(fit$weights, digits = 3, format = "f"), collapse = ", ")
   record$prompt$cross_validated_accuracy <- refit$accuracy
-  record$prompt$refit_folds <- stats::setNames(refit$choices$folds, problem$rows)
+  record$prompt$refit_folds <- row_folds(refit$choices$folds, problem$rows)
   attr(data, "manifest") <- record
   data
 }

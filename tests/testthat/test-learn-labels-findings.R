@@ -87,3 +87,33 @@ test_that("the guard chooses between two valid estimates: the labels as annotate
   expect_identical(label_regression(a ~ 1, kept, flipped, gold, seed = 1)$predictions[coded$.row[7]],
                    fit$predictions[coded$.row[7]])
 })
+
+test_that("a text whose coders split is learned from each code, and the estimators learn it alike", {
+  rows <- learnable_rows(600, seed = 5)
+  coded <- review_sample(rows$data, n = 150, weight = "uniform", seed = 5)
+  disputed <- seq(1, 150, by = 5)
+  other <- coded[disputed, ]
+  other$gold <- ifelse(other$gold == "a", "b", "a")
+  coded$.code_weight <- 1
+  coded$.code_weight[disputed] <- 0.5
+  other$.code_weight <- 0.5
+  both <- rbind(coded, other)
+  both <- both[order(both$.row), ]
+  learned <- learn_labels(rows$data, both, gold, features = rows$x)
+  record <- manifest(learned)$prompt
+  expect_match(record$learner, "ridge logistic")
+  expect_identical(record$hand_coded_rows, 150L)
+  expect_identical(names(record$learner_folds), as.character(coded$.row))
+  # a split text is half right whatever its label: the accuracy is the expected agreement with its coders
+  right <- as.numeric(as.character(learned$.label[coded$.row]) == coded$gold)
+  right[disputed] <- 0.5
+  expect_equal(record$cross_validated_accuracy, stats::weighted.mean(right, 1 / coded$.sample_prob))
+  # learned from both codes, not the first alone
+  first_only <- learn_labels(rows$data, coded[names(coded) != ".code_weight"], gold, features = rows$x)
+  expect_gt(max(abs(learned$.prob_a - first_only$.prob_a)), 1e-3)
+  # the estimators learn each fold from both codes too: a coded text's prediction is its learned label's
+  fit <- label_regression(a ~ z, learned, both, gold, seed = 2)
+  expect_identical(fit$predictions[coded$.row], learned$.prob_a[coded$.row])
+  shares <- label_shares(learned, both, gold, seed = 2)
+  expect_true(all(is.finite(shares$conf.low)))
+})
