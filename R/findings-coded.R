@@ -46,10 +46,9 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
 # a text's rows share its `.row`, each weighted by `.code_weight`, the weights
 # of a text adding to 1. Each text is one row of the design, as it was drawn
 # (its first row's columns and code; learners learn from every code, see
-# coded_entries()), and `split`
-# keeps, for each variable, the code the estimators use: each label's share
-# of the text's weight (a matrix, a column a label), or a number's weighted
-# mean. The estimating equations are linear in the code, so a text with its
+# coded_entries()), and `split` keeps, for each variable, the code the
+# estimators use: each label's share of the text's weight (a matrix, a column
+# a label), or a number's weighted mean. The estimating equations are linear in the code, so a text with its
 # codes' shares is its k rows weighted 1 / k, and the variance takes the text,
 # not a coder's row, as the unit the design drew.
 split_texts <- function(coded, truth, labels, call) {
@@ -103,15 +102,6 @@ split_truth <- function(y, spec, design, call, covariate = FALSE) {
   column <- if (!is.null(spec$positive)) spec$positive else 1L
   y[!is.na(at)] <- values[at[!is.na(at)], column]
   y
-}
-
-# The split texts of split_texts() on the variable `name` (the only one, or
-# one of several): their rows and their codes' shares (a matrix, a column a
-# label); NULL where no text's codes were split.
-split_shares <- function(split, name = NULL) {
-  if (is.null(split)) return(NULL)
-  values <- if (length(split$values) == 1) split$values[[1]] else split$values[[name]]
-  if (is.null(values)) NULL else list(rows = split$rows, values = values)
 }
 
 design_columns <- c(".stratum", ".stratum_rows", ".stratum_drawn", ".sampling_unit")

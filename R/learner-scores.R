@@ -17,6 +17,15 @@ design_weights <- function(design) {
   1 / prob
 }
 
+# The split texts of split_texts() on the variable `name` (the only one, or
+# one of several): their rows and their codes' shares (a matrix, a column a
+# label); NULL where no text's codes were split.
+split_shares <- function(split, name = NULL) {
+  if (is.null(split)) return(NULL)
+  values <- if (length(split$values) == 1) split$values[[1]] else split$values[[name]]
+  if (is.null(values)) NULL else list(rows = split$rows, values = values)
+}
+
 # The coded rows as a learner learns from them and is scored on: an entry a
 # row, or for a text whose coders' codes were split (read_codes(disagreements
 # = "split"), `shares` from split_shares()), an entry for each label its
