@@ -48,9 +48,10 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
 # (its first row's columns and code; learners learn from every code, see
 # coded_entries()), and `split` keeps, for each variable, the code the
 # estimators use: each label's share of the text's weight (a matrix, a column
-# a label), or a number's weighted mean. The estimating equations are linear in the code, so a text with its
-# codes' shares is its k rows weighted 1 / k, and the variance takes the text,
-# not a coder's row, as the unit the design drew.
+# a label), or a number's weighted mean. The estimating equations are linear
+# in the code, so a text with its codes' shares is its k rows weighted 1 / k,
+# and the variance takes the text, not a coder's row, as the unit the design
+# drew.
 split_texts <- function(coded, truth, labels, call) {
   if (!is.data.frame(coded) || !is.numeric(coded$.row) || !anyDuplicated(coded$.row)) return(list(coded = coded))
   weight <- coded$.code_weight
@@ -89,7 +90,7 @@ split_truth <- function(y, spec, design, call, covariate = FALSE) {
   if (is.null(split) || spec$kind == "observed") return(y)
   values <- split$values
   at <- match(design$rows, split$rows)
-  if (is.null(values) || all(is.na(at))) return(y)
+  if (all(is.na(at))) return(y)
   if (covariate) {
     fractional <- values[at[!is.na(at)], , drop = FALSE]
     if (all(fractional %in% c(0, 1))) return(y)

@@ -86,8 +86,8 @@
 #' alike in their folds. A text whose coders disagree, read with
 #' `read_codes(disagreements = "split")`, is learned from each of its codes,
 #' weighted by that code's share of the text, and scored by its expected
-#' agreement with them, as the estimators count it. Each label needs at least two coded rows
-#' in the training part of a fold for the classifier to be fitted there; where
+#' agreement with them, as the estimators count it. Each label needs at least
+#' two coded rows in the training part of a fold for the classifier to be fitted there; where
 #' one has fewer, that fold keeps the refit's candidates alone.
 #'
 #' @inheritParams recalibrate_labels
@@ -365,7 +365,7 @@ learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L, units = 
     cross_fitted[!train, ] <- chosen_probs(inner, train, rows[!train])
   }
   correct <- max.col(cross_fitted, ties.method = "first") == y
-  list(choice = choice, cross_fitted = cross_fitted, accuracy = sum(mean_one(weights) * correct) / n,
+  list(choice = choice, cross_fitted = cross_fitted, accuracy = weighted_average(correct, weights),
        choices = list(folds = fold, inner_choices = inner_choices, baseline = choice$baseline, weights = weights),
        kept = choice$family != 0 && beats(correct, max.col(as_given[rows, , drop = FALSE], ties.method = "first") == y,
                                           weights),

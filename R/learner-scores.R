@@ -59,12 +59,15 @@ weighed_by_design <- "1 / each coded row's inclusion probability (drawn with une
 # none (NULL).
 mean_one <- function(weights) if (is.null(weights)) 1 else weights / mean(weights)
 
+# The mean of `x` with each value counted by its weight (NULL: alike).
+weighted_average <- function(x, weights = NULL) if (is.null(weights)) mean(x) else stats::weighted.mean(x, weights)
+
 # Each candidate's probabilities of the coded rows (labels `y`) scored: its
 # mean log-loss, whether it labels each row right (a column a candidate) and
 # its accuracy, the means weighted by the rows' `weights` (NULL: equally).
 scored <- function(probs, y, weights = NULL) {
   rows <- seq_along(y)
-  average <- if (is.null(weights)) mean else function(x) sum(weights * x) / sum(weights)
+  average <- function(x) weighted_average(x, weights)
   correct <- vapply(probs, function(p) max.col(p, ties.method = "first") == y, logical(length(y)))
   list(log_loss = vapply(probs, function(p) average(-log(pmax(p[cbind(rows, y)], 1e-12))), numeric(1)),
        correct = correct, accuracy = apply(correct, 2, average), weights = weights)
@@ -87,6 +90,6 @@ beats <- function(correct, baseline, weights = NULL) {
   if (all(d == 0)) return(FALSE)
   if (is.null(weights)) return(mean(d) - stats::sd(d) / sqrt(length(d)) > 0)
   n <- length(d)
-  mean_d <- sum(weights * d) / sum(weights)
+  mean_d <- weighted_average(d, weights)
   mean_d - sqrt(n / (n - 1) * sum(weights^2 * (d - mean_d)^2)) / sum(weights) > 0
 }

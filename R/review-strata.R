@@ -98,9 +98,9 @@ allocate_sample <- function(n, sizes, weights = rep(1, length(sizes)), least = p
 # covered 0.85; its 14 or so rows farthest out taken whole, 0.946 over 1,000
 # draws; with the rows a draw of 1,000 takes with certainty too (about 200),
 # 0.955, the interval 0.68x as wide (docs/benchmarks.md). At 150 coded rows
-# the skewness's rows are the more (the certainty rows are 1-5). Rows taken whole are known exactly: they add
-# nothing to the sampling variance, and the rest is a stratum of rows drawn
-# alike.
+# the skewness's rows are the more (the certainty rows are 1-5). Rows taken
+# whole are known exactly: they add nothing to the sampling variance, and the
+# rest is a stratum of rows drawn alike.
 tail_rows <- function(values, rows, n = 0L) {
   v <- values[rows]
   order_out <- order(abs(v - stats::median(v)), decreasing = TRUE)
