@@ -233,9 +233,9 @@ variance_words <- function(record) {
   }
   paste0("design-based, ", parts, if (record$small_sample) ", HC2 on the coded rows",
          if (!is.null(record$design$cluster)) paste0(", cluster-robust by ", record$design$cluster),
-         if (length(record$variance_floor) > 0) {
-           paste0(", a floor under the variance of strata with few coded rows (",
-                  paste(record$variance_floor, collapse = ", "), ")")
+         if (length(record$variance_pooled) > 0) {
+           paste0(", the spread of codes in general borrowed by strata with few and alike coded rows (",
+                  paste(record$variance_pooled, collapse = ", "), ")")
          },
          if (length(record$beyond_reach) > 0) {
            paste0(", the coded rows alone where ", paste(record$beyond_reach, collapse = ", "),

@@ -16,7 +16,7 @@ findings_record <- function(estimate, level = 0.95) {
        lambda_tuned = estimate$lambda_tuned,
        small_sample = isTRUE(estimate$parts$corrected$small_sample), df = min(estimate$df$corrected),
        design_df = estimate$design_df, interval = "t",
-       lambda_rule = estimate$lambda_rule, variance_floor = estimate$variance_floor %||% character(),
+       lambda_rule = estimate$lambda_rule, variance_pooled = estimate$variance_pooled %||% character(),
        beyond_reach = estimate$leverage$covariates %||% character())
 }
 

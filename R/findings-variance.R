@@ -151,7 +151,7 @@ design_parts <- function(fits, sample) {
   list(
     population = population_part(a, sample),
     population_third = population_third(a, sample),
-    strata = floored_strata(stratum_units(cbind(z, direction), sample), residual_floor(fits[[1]], sample), ncol(z)),
+    strata = pooled_strata(stratum_units(cbind(z, direction), sample), borrowed_variance(fits[[1]], sample), ncol(z)),
     small_sample = rows_drawn
   )
 }
@@ -195,39 +195,54 @@ population_part <- function(a, sample) {
   crossprod(across) + crossprod(within, within * (1 / unit_prob - 1 / unit_prob^2))
 }
 
-# Strata with fewer coded units than this get a floor under their variance.
+# Strata with fewer coded units than this borrow part of their variance.
 few_coded_units <- 10L
 
 # Each stratum's units, drawn units and covariance of the unit totals of z
-# (the first `p` columns of its totals), with a floor where it has fewer than
-# few_coded_units coded units: two or three alike codes give a variance of 0
-# by chance, and the interval then rests on an effective n near the corpus
-# size (a thin stratum with 2 coded rows: 0.823 coverage, 0.605 where they
-# agreed). The floor is the variance z would have were each unit's residual of
-# variance `floor` (per stratum), with its direction on the coefficients (the
-# last `p` columns), uncentred; each coefficient's variance is raised to it
-# where below, by adding to the diagonal (so the matrix stays a covariance).
-# `floored`: whether it raised any.
-floored_strata <- function(units, floor, p) {
+# (the first `p` columns of its totals). A stratum with fewer than
+# few_coded_units coded units cannot be trusted with its own spread: two or
+# three alike codes give a variance of 0 by chance, and the interval then
+# rests on an effective n near the corpus size (a thin stratum with 2 coded
+# rows: 0.823 coverage, 0.605 where they agreed). It takes its own spread
+# for its k - 1 degrees of freedom and the spread z would have were each
+# unit's residual of variance `residual` (borrowed_variance()), with its
+# direction on the coefficients (the last `p` columns), for the other
+# few_coded_units - k (borrowed_cov()): never 0, and unbiased where the
+# strata's residuals have one variance. Raising the variance to that spread
+# where below (the rule before) overstated it on average wherever strata are
+# small, as in rounds and at 40-60 coded rows: a label as a covariate on a
+# thin stratum at 40 rows, the variance 1.41x the estimate's spread and
+# coverage 0.990; pooled, 1.00x. `pooled`: whether borrowing raised any
+# coefficient's variance (the printout names these strata).
+pooled_strata <- function(units, residual, p) {
   Map(function(h, s2) {
-    cov <- stratum_cov(h$totals[, seq_len(p), drop = FALSE])
-    least <- if (h$drawn < few_coded_units && !is.na(s2)) s2 * colMeans(h$totals[, p + seq_len(p), drop = FALSE]^2) else 0
-    raise <- pmax(least - diag(cov), 0)
-    c(h[c("units", "drawn")], list(cov = cov + diag(raise, p), floored = any(raise > 0),
-                                   third = stratum_third(h, h$totals[, seq_len(p), drop = FALSE])))
-  }, units, floor[names(units)])
+    totals <- h$totals[, seq_len(p), drop = FALSE]
+    own <- stratum_cov(totals)
+    direction <- h$totals[, p + seq_len(p), drop = FALSE]
+    cov <- borrowed_cov(own, h$drawn, if (!is.na(s2)) s2 * crossprod(direction) / nrow(direction))
+    c(h[c("units", "drawn")], list(cov = cov, pooled = any(diag(cov) > diag(own) * (1 + 1e-12)),
+                                   third = stratum_third(h, totals)))
+  }, units, residual[names(units)])
 }
 
-# The residual variance a stratum's floor assumes, by stratum. For codes of 0
-# and 1, that of Agresti and Coull's adjusted proportion of its codes,
-# (ones + 2) / (rows + 4), which is never 0 (two alike codes give 0.222, and
-# the coin flip's truth 0.25); else the residuals' variance pooled within the
-# strata.
-residual_floor <- function(fit, sample) {
-  codes <- fit$n_rows + seq_len((nrow(fit$x) - fit$n_rows) / 2)
+# A stratum's covariance `own` from its `drawn` units, and where they are
+# fewer than few_coded_units, the covariance `borrowed` had it the rest:
+# weighted by their degrees of freedom.
+borrowed_cov <- function(own, drawn, borrowed) {
+  if (drawn >= few_coded_units || is.null(borrowed)) return(own)
+  ((drawn - 1) * own + (few_coded_units - drawn) * borrowed) / (few_coded_units - 1)
+}
+
+# The residual variance a stratum with few coded units borrows, by stratum.
+# For codes of 0 and 1, that of Agresti and Coull's adjusted proportion of
+# its codes, (ones + 2) / (rows + 4), which is never 0 (two alike codes give
+# 0.222, and the coin flip's truth 0.25); else the residuals' variance pooled
+# within the strata.
+borrowed_variance <- function(fit, sample) {
+  codes <- coded_positions(fit)
   y <- fit$y[codes]
   stratum <- stratum_of(sample)
-  if (all(y %in% c(0, 1))) {
+  if (zero_one_codes(fit)) {
     adjusted <- (tapply(y, stratum, sum) + 2) / (tapply(y, stratum, length) + 4)
     return(adjusted * (1 - adjusted))
   }
@@ -235,6 +250,13 @@ residual_floor <- function(fit, sample) {
   pooled <- sum(tapply(residual, stratum, function(r) sum((r - mean(r))^2))) / max(length(y) - length(unique(stratum)), 1)
   tapply(residual, stratum, function(r) pooled)
 }
+
+# The positions of the codes in a stacked fit (after its predicted rows).
+coded_positions <- function(fit) fit$n_rows + seq_len((nrow(fit$x) - fit$n_rows) / 2)
+
+# Whether the codes are 0 and 1 (a label's): their strata borrow their own
+# adjusted proportion's variance, not one pooled over the strata.
+zero_one_codes <- function(fit) all(fit$y[coded_positions(fit)] %in% c(0, 1))
 
 # The variance for `target`, were each stratum's units `scale` times as many
 # (at most all of them): coded_rows_needed() plans with it.
@@ -244,11 +266,11 @@ design_vcov <- function(parts, target = "population", scale = 1) {
 }
 
 # Each coefficient's share of its variance `v` that comes from strata whose
-# variance was taken at the floor (floored_strata()): share_interval() counts
-# that part at no more rows than were coded.
-floored_share <- function(parts, v) {
-  floored <- Filter(function(h) h$floored, parts$strata)
-  part <- Reduce(`+`, lapply(floored, function(h) stratum_weight(h) * diag(h$cov)), 0 * v)
+# variance borrowing raised (pooled_strata()): share_interval() counts that
+# part at no more rows than were coded.
+pooled_share <- function(parts, v) {
+  pooled <- Filter(function(h) h$pooled, parts$strata)
+  part <- Reduce(`+`, lapply(pooled, function(h) stratum_weight(h) * diag(h$cov)), 0 * v)
   ifelse(v > 0, pmin(part / v, 1), 0)
 }
 
@@ -289,59 +311,6 @@ skewed_interval <- function(estimate, se, df, skew, level = 0.95) {
   transformed <- statistic + a * statistic^2 + a^2 * statistic^3 / 3 + b
   list(conf.low = estimate - se * inverse(q), conf.high = estimate - se * inverse(-q),
        p.value = 2 * stats::pt(-abs(transformed), df))
-}
-
-# The most coded rows whose small-sample df satterthwaite_df() computes.
-small_sample_df_rows <- 500L
-
-# Each coefficient's degrees of freedom for `target`: Bell and McCaffrey's
-# (2002) Satterthwaite approximation, as Imbens and Kolesar (2016) advise for
-# a robust variance on few rows, in the cluster and stratified form of
-# Pustejovsky and Tipton (2018). The variance estimate is a quadratic form in
-# the coded rows' errors: were the codes y = E[y | x] + e with e independent
-# and of one variance (the working model), each coded row's influence on a
-# coefficient's estimating function is its direction (x B, with the small-
-# sample correction) times its residual, and the residual is e less the fit's
-# share of it, (I - H) e for the corpus part (H the derivative of the coded
-# rows' fitted values by their codes) and (I - (1 - lambda) H) e for the
-# sampling part, whose z nets the predictions' lambda off. Putting these
-# linear maps through the variance's own algebra (population_part(), the
-# strata's covariances) gives the matrix Omega of the quadratic form, and the
-# df is tr(Omega)^2 / tr(Omega^2): the number of equally weighted squares the
-# estimate is worth. It depends on the design matrix, the weights, strata and
-# clusters and lambda, never on the residuals. A few rows far out on a skewed
-# covariate carry a slope's variance, and the df falls from the design's
-# (units less strata) to a handful: a lognormal covariate on 60 coded rows
-# gave about 5-15 (see tests). With one stratum of rows drawn alike an
-# intercept's df is the units less one, the design's.
-#
-# Omega is a square of the coded rows, so its cost grows with their cube (19 s
-# at 1,000 coded rows, 141 s at 2,000): past small_sample_df_rows the df is
-# the design's alone (Inf here, capped by the caller). There the correction
-# would move a t quantile little on most designs, the leverage of any one row
-# being small; a covariate skewed enough to matter there is the leverage
-# check's to flag, not the df's to widen.
-satterthwaite_df <- function(fits, sample, target = "population") {
-  if (inherits(fits, "newrllama4_moment_fit")) fits <- rep(list(fits), length(fits$coefficients))
-  if (length(sample$rows) > small_sample_df_rows) return(rep(Inf, length(fits)))
-  rows_drawn <- is.null(sample$unit) && is.null(sample$cluster)
-  vapply(seq_along(fits), function(j) {
-    fit <- fits[[j]]
-    moments <- coded_moments(fit, small_sample = rows_drawn)
-    n <- nrow(moments$a)
-    codes <- fit$n_rows + seq_len(n)
-    on_codes <- fit$x[codes, , drop = FALSE]
-    hat <- (on_codes * fit$slope[codes]) %*% moments$bread %*% t(on_codes * fit$w[codes])
-    direction <- as.vector(moments$on_codes %*% moments$bread[j, ])
-    lambda <- fit$lambda[[min(j, length(fit$lambda))]]
-    strata <- lapply(stratum_units(direction * (diag(n) - (1 - lambda) * hat), sample), function(h) {
-      c(h, list(cov = stratum_cov(h$totals)))
-    })
-    omega <- design_vcov(list(population = population_part(direction * (diag(n) - hat), sample), strata = strata),
-                         target)
-    if (sum(omega^2) <= 0) return(Inf)
-    sum(diag(omega))^2 / sum(omega^2)
-  }, 0)
 }
 
 # PPI++'s lambda for this design, from a first fit, for each coefficient: the

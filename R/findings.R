@@ -265,18 +265,18 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
   skewness <- lapply(stats::setNames(nm = c("corrected", "coded_only")), function(name) {
     if (is.null(parts[[name]])) rep(0, length(columns)) else design_skewness(parts[[name]], diag(vcov[[name]]), target)
   })
-  floored <- names(Filter(function(h) h$floored, parts$corrected$strata))
-  if (length(floored) > 0) {
-    inform_newrllama4("variance_floor", c(
-      "{cli::qty(length(floored))}{?Stratum/Strata} {.val {floored}} {?has/have} too few coded rows (under
-       {few_coded_units}) to trust {cli::qty(length(floored))}{?its/their} spread: {?its/their} variance is taken at a
-       floor, since codes this alike could be chance.",
-      "i" = "Code more rows of {cli::qty(length(floored))}{?it/them} (draw more with {.code review_sample(previous =)})."))
+  pooled <- names(Filter(function(h) h$pooled, parts$corrected$strata))
+  if (length(pooled) > 0) {
+    inform_newrllama4("variance_pooled", c(
+      "{cli::qty(length(pooled))}{?Stratum/Strata} {.val {pooled}} {?has/have} too few coded rows (under
+       {few_coded_units}) to trust {cli::qty(length(pooled))}{?its/their} spread alone: {?its/their} variance borrows
+       the spread of codes in general, which is larger.",
+      "i" = "Code more rows of {cli::qty(length(pooled))}{?it/them} (draw more with {.code review_sample(previous =)})."))
   }
   df_of <- function(fit) stats::setNames(pmin(satterthwaite_df(fit, sample, target), design_df(sample)), columns)
   list(fits = fits, vcov = vcov, parts = parts, skewness = skewness, lambda = lambda, lambda_tuned = tuned,
        lambda_rule = rule,
-       variance_floor = floored,
+       variance_pooled = pooled,
        lambda_terms = if (tuned) lambda_terms, target = target, design_df = design_df(sample),
        df = list(corrected = df_of(own), naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
                  coded_only = if (fits$coded_only$converged) df_of(fits$coded_only) else design_df(sample)))

@@ -119,14 +119,14 @@
 #' same draws), and tuned from 100 on; the fit's `lambda_rule` and print say
 #' which.
 #'
-#' A stratum with fewer than 10 coded rows gets a floor under its variance:
-#' two or three alike codes give a variance of 0 by chance, and the interval
-#' would then rest on an effective number of rows near the corpus's. The floor
-#' is the variance of Agresti and Coull's adjusted proportion of its codes,
-#' \eqn{(ones + 2) / (rows + 4)}{(ones + 2) / (rows + 4)}, for codes of 0 and
-#' 1, else the residuals' variance pooled within strata; a message
-#' (`newrllama4_message_variance_floor`) names the strata, and the fit's
-#' `variance_floor` and the `floored` of each stratum in `parts` record them.
+#' A stratum with \eqn{k}{k} < 10 coded rows (two or three alike codes give a
+#' variance of 0 by chance) takes its own spread for \eqn{k - 1}{k - 1} of 9
+#' degrees of freedom and borrows the rest: the variance of Agresti and
+#' Coull's adjusted proportion of its codes, \eqn{(ones + 2) / (rows + 4)}{(ones
+#' + 2) / (rows + 4)}, for codes of 0 and 1, else the residuals' variance pooled
+#' within strata. A message (`newrllama4_message_variance_pooled`) names the
+#' strata whose variance borrowing raised, and the fit's `variance_pooled` and
+#' the `pooled` of each stratum in `parts` record them.
 #'
 #' Where the coded rows do not reach a covariate's range (a row of `data`
 #' would have a leverage above 1 on the coded rows' fit, as a long tail

@@ -151,10 +151,10 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
     coded_in_group <- as.vector(table(used[match(estimate$coded_rows, estimate$rows)])[group])
     # the naive share rests on every row of its group, the others on its coded rows
     n <- ifelse(rows$estimator == "naive", in_group, coded_in_group)
-    floored <- ifelse(rows$estimator == "corrected",
-                      floored_share(estimate$parts$corrected, diag(estimate$vcov$corrected))[rows$term], 0)
+    pooled <- ifelse(rows$estimator == "corrected",
+                     pooled_share(estimate$parts$corrected, diag(estimate$vcov$corrected))[rows$term], 0)
     rows[c("estimate", "conf.low", "conf.high", "effective_n")] <- share_interval(rows$estimate, rows$std.error, n,
-                                                                                   level, rows$df, floored = floored)
+                                                                                   level, rows$df, pooled = pooled)
     rows$design_effect <- n / rows$effective_n
     data.frame(.group = group, label = label, rows[share_columns], rows = in_group, coded = coded_in_group,
                stringsAsFactors = FALSE)
@@ -239,34 +239,34 @@ share_columns <- c("estimator", "estimate", "std.error", "df", "conf.low", "conf
 # 1, and are `n` where the standard error is 0 (no coded row has the label and
 # the predictions get no weight): the interval is never of zero width. The
 # estimate is cut to [0, 1], where its truth is. `df`: the variance's degrees
-# of freedom (its quantile a t's, as for the regressions). `floored`: the
-# share of the variance from strata whose variance was taken at its floor (too
-# few coded rows; floored_share()); the effective rows are then at most `n`
+# of freedom (its quantile a t's, as for the regressions). `pooled`: the
+# share of the variance from strata whose variance borrowing raised (too few
+# coded rows; pooled_share()); the effective rows are then at most `n`
 # over it: the coded rows where those strata make all of the variance (the
 # estimate rests on their few codes, and Wilson's skew at more rows than were
 # coded pulled it off the truth: a thin stratum's two codes both "yes", 0.78
 # coverage), no cap where they make none. Capping at `n` wherever any stratum
-# was floored made a share learned well elsewhere Wilson's on the coded rows
+# was raised made a share learned well elsewhere Wilson's on the coded rows
 # alone (a rare stratum of Gemma's nouns and verbs in a first round of 75:
 # 3.02x as wide as its standard error gave). A thin stratum (4% of 2,000 rows,
 # a coin flip; 300 draws): 2 of 50 coded rows there cover 0.953 (width 0.114;
 # uncapped 0.940, capped at `n` 0.990 and 0.122), 50 uniform rows with
 # review_sample()'s floor of five 0.977 (uncapped 0.967, capped 0.987).
 
-share_interval <- function(estimate, se, n, level, df = Inf, floored = 0) {
+share_interval <- function(estimate, se, n, level, df = Inf, pooled = 0) {
   z <- stats::qt((1 + level) / 2, df)
   p <- pmin(pmax(estimate, 0), 1)
   at <- pmin(pmax(p, 0.5 / n), 1 - 0.5 / n)
   effective <- ifelse(se > 0, at * (1 - at) / se^2, n)
-  floored <- rep_len(floored, length(effective))
-  effective <- ifelse(floored > 0, pmin(effective, n / floored), effective)
+  pooled <- rep_len(pooled, length(effective))
+  effective <- ifelse(pooled > 0, pmin(effective, n / pooled), effective)
   centre <- (p * effective + z^2 / 2) / (effective + z^2)
   half <- z / (effective + z^2) * sqrt(effective * p * (1 - p) + z^2 / 4)
   list(estimate = p, conf.low = pmax(centre - half, 0), conf.high = pmin(centre + half, 1), effective = effective)
 }
 
 # The groups' few coded rows were warned of by group name, not again by each
-# label's model column; rows left out and strata taken at a variance floor are
+# label's model column; rows left out and strata whose variance borrowed are
 # told once, not once a label.
 quiet_repeats <- function(expr) {
   told <- character()
@@ -277,6 +277,6 @@ quiet_repeats <- function(expr) {
   withCallingHandlers(expr,
     newrllama4_warning_few_coded = function(w) invokeRestart("muffleWarning"),
     newrllama4_message_rows_left_out = once,
-    newrllama4_message_variance_floor = once
+    newrllama4_message_variance_pooled = once
   )
 }

@@ -20,8 +20,8 @@
 # Bands of doubt a round is drawn in, at most. The bands hold equal shares of
 # the round's total doubt (plus doubt_floor), so that Neyman allocation gives
 # each about as many rows, and there are as many as give each few_coded_units
-# rows: no band is thin enough for its variance to be taken at the floor of
-# floored_strata(), which assumes the codes' own spread, not the learner's
+# rows: no band is thin enough for its variance to borrow the spread of
+# pooled_strata(), which for 0/1 codes is the codes' own, not the learner's
 # residuals. Bands of equal size instead (the sure ones much larger than the
 # unsure) had to be few (3 for 75 rows, no more than half the round at
 # few_coded_units rows each) and kept 0.63-0.68 of the continuous Neyman

@@ -26,9 +26,9 @@
 # reports the coverage of the 95% interval over its draws, its width over the
 # coded rows' alone, and the share of draws that stopped with a classed error
 # (by class). A cell covers when its coverage is within 0.93-0.97 or it stops
-# with a classed error by design; where some draws stop by design
-# (newrllama4_error_skewed_covariate), when at least 0.93 of its draws
-# covered or stopped so. Draws depend only on their cell and seed, so
+# with a classed error by design; where some draws stop with a classed error
+# (newrllama4_error_skewed_covariate, _degenerate_fit, ...), when at least
+# 0.93 of its draws covered or stopped so. Draws depend only on their cell and seed, so
 # --cores=N (parallel::mclapply) gives the same table.
 #
 #   Rscript tools/bench_coverage_matrix.R [--draws=500] [--cells=REGEX] [--out=FILE.csv] [--cores=1] [--seeds=FROM:TO]
@@ -304,14 +304,16 @@ run_cell <- function(cell) {
   coverage <- if (is.null(measured)) NA_real_ else mean(measured[, "covered"])
   classes <- table(stats::na.omit(stopped))
   why <- unlist(lapply(outcomes, attr, "why"))
-  # a draw stopped by design (a covariate with a long tail where the coded rows hold few of the rarer code:
-  # newrllama4_error_skewed_covariate) is honest: the cell covers when the draws that covered or stopped so reach 0.93
-  by_design <- stopped %in% "newrllama4_error_skewed_covariate"
+  # a draw stopped with a classed error (a covariate with a long tail where the coded rows hold few of the rarer
+  # code, a logistic fit the codes separate) is honest: the cell covers when the draws that covered or stopped so
+  # reach 0.93, and over-covers when those estimated cover more than 0.97
+  by_design <- !is.na(stopped) & stopped != "unclassed"
   honest <- ((if (is.null(measured)) 0 else sum(measured[, "covered"])) + sum(by_design)) / draws
   verdict <- if (any(stopped %in% "unclassed")) "FAILS (unclassed error)" else
     if (is.null(measured)) if (refused(cell$prediction, cell$estimate)) "refused by design" else
       if (all(by_design)) "stops by design" else "stops (classed)" else
-    if (any(by_design)) if (honest < 0.93) "MISS (under)" else "covers or stops by design" else
+    if (any(by_design)) if (honest < 0.93) "MISS (under)" else if (coverage > 0.97) "over" else
+      "covers or stops by design" else
     if (coverage < 0.93) "MISS (under)" else if (coverage > 0.97) "over" else "covers"
   data.frame(cell = cell$name, prediction = cell$prediction, design = cell$design, target = cell$target,
              estimate = cell$estimate, coded = cell$coded, world = cell$world, draws = draws,

@@ -41,12 +41,12 @@ test_that("the score-type interval is asymmetric near 0, close to the normal one
                tolerance = 0.002)
 })
 
-test_that("a floored stratum caps the effective rows by its share of the variance, not the whole share", {
-  # the cap is n over the floored strata's share: n where they make all of the variance, none where they make none
-  effective <- share_interval(rep(0.3, 3), rep(0.01, 3), 150, 0.95, floored = c(1, 0.1, 0))$effective
+test_that("a stratum whose variance borrowing raised caps the effective rows by its share of the variance, not the whole share", {
+  # the cap is n over those strata's share: n where they make all of the variance, none where they make none
+  effective <- share_interval(rep(0.3, 3), rep(0.01, 3), 150, 0.95, pooled = c(1, 0.1, 0))$effective
   expect_equal(effective, c(150, 1500, 0.3 * 0.7 / 0.01^2))
   # labels right 90% of the time on two large strata, a third label on 2% of the rows a coin flip with 3 coded
-  # rows (its variance floored): the share of "a" rests mostly on the large strata, so its interval is not
+  # rows (its variance raised by what it borrows): the share of "a" rests mostly on the large strata, so its interval is not
   # Wilson's on the coded rows alone (on main it was: effective rows capped at the 143 coded)
   rows <- withr::with_seed(3, {
     label <- sample(c("a", "b", "c"), 4000, replace = TRUE, prob = c(0.6, 0.38, 0.02))
@@ -60,9 +60,9 @@ test_that("a floored stratum caps the effective rows by its share of the varianc
   rows$.confidence <- 0.8
   coded <- coded_in_strata(rows, c(a = 70, b = 70, c = 3), 3)
   expect_message(shares <- suppressWarnings(label_shares(rows, coded, truth, seed = 1)),
-                 class = "newrllama4_message_variance_floor")
+                 class = "newrllama4_message_variance_pooled")
   estimate <- attr(shares, "estimates")$a
-  part <- floored_share(estimate$parts$corrected, diag(estimate$vcov$corrected))
+  part <- pooled_share(estimate$parts$corrected, diag(estimate$vcov$corrected))
   expect_gt(part, 0)
   expect_lt(part, 0.2)
   share <- shares[shares$label == "a" & shares$estimator == "corrected", ]
