@@ -44,6 +44,7 @@ satterthwaite_df <- function(fits, sample, target = "population") {
   if (inherits(fits, "newrllama4_moment_fit")) fits <- rep(list(fits), length(fits$coefficients))
   if (length(sample$rows) > small_sample_df_rows) return(rep(Inf, length(fits)))
   rows_drawn <- is.null(sample$unit) && is.null(sample$cluster)
+  stratum <- stratum_of(sample)
   vapply(seq_along(fits), function(j) {
     fit <- fits[[j]]
     moments <- coded_moments(fit, small_sample = rows_drawn)
@@ -56,11 +57,10 @@ satterthwaite_df <- function(fits, sample, target = "population") {
     residual <- (diag(n) - hat) * per_error
     direction <- as.vector(moments$on_codes %*% moments$bread[j, ])
     lambda <- fit$lambda[[min(j, length(fit$lambda))]]
-    stratum <- stratum_of(sample)
     # what a stratum of few units borrows: the pooled residuals' spread, a quadratic form in the errors; or for 0/1
     # codes its adjusted proportion's, taken as known (a few alike codes move it little), at the working model's
     zero_one <- zero_one_codes(fit)
-    pooled <- if (!zero_one) pooled_residual_form(residual, stratum) else matrix(0, n, n)
+    pooled <- if (!zero_one) pooled_within_strata(residual, stratum) else 0
     variance <- if (zero_one) tapply(fit$slope[codes], stratum, mean)
     units <- stratum_units(cbind(direction * (diag(n) - (1 - lambda) * hat) * per_error, direction), sample)
     strata <- Map(function(h, name) {
@@ -75,13 +75,4 @@ satterthwaite_df <- function(fits, sample, target = "population") {
     if (sum(omega^2) <= 0) return(Inf)
     (sum(diag(omega)) + known)^2 / sum(omega^2)
   }, 0)
-}
-
-# The quadratic form in the errors of the residuals' variance pooled within
-# the strata (borrowed_variance()), from the map of the errors to the
-# residuals: its rows centred in their stratum.
-pooled_residual_form <- function(residual, stratum) {
-  centred <- residual - rowsum(residual, stratum, reorder = FALSE)[match(stratum, unique(stratum)), , drop = FALSE] /
-    as.vector(table(factor(stratum, levels = unique(stratum)))[stratum])
-  crossprod(centred) / max(nrow(residual) - length(unique(stratum)), 1)
 }

@@ -54,8 +54,8 @@ design_fit <- function(x, g, y, sample, binary, lambda) {
 # drawn in whole clusters keep the raw terms: their leverage is a cluster's
 # block, not a row's.
 coded_moments <- function(fit, small_sample = FALSE) {
-  n <- (nrow(fit$x) - fit$n_rows) / 2
-  codes <- fit$n_rows + seq_len(n)
+  codes <- coded_positions(fit)
+  n <- length(codes)
   bread <- solve(crossprod(fit$x, fit$x * (fit$w * fit$slope)))
   moment <- function(at) fit$x[at, , drop = FALSE] * (fit$y[at] - fit$mu[at])
   a <- moment(codes)
@@ -246,9 +246,18 @@ borrowed_variance <- function(fit, sample) {
     adjusted <- (tapply(y, stratum, sum) + 2) / (tapply(y, stratum, length) + 4)
     return(adjusted * (1 - adjusted))
   }
-  residual <- y - fit$mu[codes]
-  pooled <- sum(tapply(residual, stratum, function(r) sum((r - mean(r))^2))) / max(length(y) - length(unique(stratum)), 1)
-  tapply(residual, stratum, function(r) pooled)
+  pooled <- pooled_within_strata(matrix(y - fit$mu[codes]), stratum)[[1]]
+  tapply(y, stratum, function(r) pooled)
+}
+
+# The covariance of the columns of `m` (a row a coded row) pooled within the
+# strata: each row centred in its stratum, over the rows less the strata.
+# Of the residuals, the variance a stratum of few units borrows; of the map
+# from the errors to the residuals, its quadratic form (satterthwaite_df()).
+pooled_within_strata <- function(m, stratum) {
+  key <- match(stratum, unique(stratum))
+  centred <- m - rowsum(m, key, reorder = FALSE)[key, , drop = FALSE] / tabulate(key)[key]
+  crossprod(centred) / max(nrow(m) - max(key), 1)
 }
 
 # The positions of the codes in a stacked fit (after its predicted rows).

@@ -310,8 +310,7 @@ run_cell <- function(cell) {
   by_design <- !is.na(stopped) & stopped != "unclassed"
   honest <- ((if (is.null(measured)) 0 else sum(measured[, "covered"])) + sum(by_design)) / draws
   verdict <- if (any(stopped %in% "unclassed")) "FAILS (unclassed error)" else
-    if (is.null(measured)) if (refused(cell$prediction, cell$estimate)) "refused by design" else
-      if (all(by_design)) "stops by design" else "stops (classed)" else
+    if (is.null(measured)) if (refused(cell$prediction, cell$estimate)) "refused by design" else "stops by design" else
     if (any(by_design)) if (honest < 0.93) "MISS (under)" else if (coverage > 0.97) "over" else
       "covers or stops by design" else
     if (coverage < 0.93) "MISS (under)" else if (coverage > 0.97) "over" else "covers"
