@@ -201,15 +201,24 @@ def test_hundreds_of_tokens_past_the_sliding_window_match_solo_with_features_kep
     # 500 greedy tokens each: both sequences decode past Gemma's 512-token sliding
     # window side by side, keeping all three kinds of features through the eval
     # callback, on a fresh context and again on the same one; what each writes and
-    # its states are what it gets alone
-    prompts = random_prompts(2, seed=41, max_words=60)
+    # its states are what it gets alone. The prompts are the first two that run all 500
+    # tokens alone: where an end token is a near tie, the host's SIMD rounding decides
+    # whether greedy decoding stops early (seed 41's first prompt stopped at 42 on one host)
     params = dict(max_tokens=500, temperature=0, hidden_states=["last", "middle", "mean"])
+    prompts, solo = [], []
     with nl.Context(gemma, n_ctx=1024, n_seq_max=1, prefix_cache=False) as ctx:
-        solo = [ctx.generate(p, feature_texts=[p], **params) for p in prompts]
+        for prompt in random_prompts(8, seed=41, max_words=60):
+            alone = ctx.generate(prompt, feature_texts=[prompt], **params)
+            if len(alone.tokens) == 500:
+                prompts.append(prompt)
+                solo.append(alone)
+            if len(prompts) == 2:
+                break
+    assert len(prompts) == 2, "fewer than two of eight prompts ran 500 tokens alone: try another seed"
     with nl.Context(gemma, n_ctx=1024, n_seq_max=2) as ctx:
         runs = [ctx.generate_parallel(prompts, feature_texts=prompts, **params) for _ in range(2)]
     assert all(len(gemma.tokenize(p)) + 500 > 512 for p in prompts)
-    assert [len(c.tokens) for c in solo] == [500, 500] and solo[0].tokens != solo[1].tokens
+    assert solo[0].tokens != solo[1].tokens
     for run in runs:
         assert [c.tokens for c in run] == [c.tokens for c in solo]
         assert [c.hidden_state for c in run] == [c.hidden_state for c in solo]
