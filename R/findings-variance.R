@@ -151,7 +151,8 @@ design_parts <- function(fits, sample) {
   list(
     population = population_part(a, sample),
     population_third = population_third(a, sample),
-    strata = pooled_strata(stratum_units(cbind(z, direction), sample), borrowed_variance(fits[[1]], sample), ncol(z)),
+    strata = pooled_strata(stratum_units(cbind(z, direction), sample), borrowed_variance(fits[[1]], sample), ncol(z),
+                           codes_alike(fits[[1]], sample)),
     small_sample = rows_drawn
   )
 }
@@ -213,16 +214,22 @@ few_coded_units <- 10L
 # small, as in rounds and at 40-60 coded rows: a label as a covariate on a
 # thin stratum at 40 rows, the variance 1.41x the estimate's spread and
 # coverage 0.990; pooled, 1.00x. `pooled`: whether borrowing raised any
-# coefficient's variance (the printout names these strata).
-pooled_strata <- function(units, residual, p) {
-  Map(function(h, s2) {
+# coefficient's variance (the printout names these strata). `alike`: per
+# stratum, whether its codes are all one value (codes_alike()).
+pooled_strata <- function(units, residual, p, alike) {
+  Map(function(h, s2, same) {
     totals <- h$totals[, seq_len(p), drop = FALSE]
     own <- stratum_cov(totals)
     direction <- h$totals[, p + seq_len(p), drop = FALSE]
     cov <- borrowed_cov(own, h$drawn, if (!is.na(s2)) s2 * crossprod(direction) / nrow(direction))
-    c(h[c("units", "drawn")], list(cov = cov, pooled = any(diag(cov) > diag(own) * (1 + 1e-12)),
+    c(h[c("units", "drawn")], list(cov = cov, pooled = any(diag(cov) > diag(own) * (1 + 1e-12)), alike = same,
                                    third = stratum_third(h, totals)))
-  }, units, residual[names(units)])
+  }, units, residual[names(units)], alike[names(units)])
+}
+
+# Per stratum of the coded rows, whether their codes are all one value.
+codes_alike <- function(fit, sample) {
+  tapply(fit$y[coded_positions(fit)], stratum_of(sample), function(y) length(unique(y)) == 1)
 }
 
 # A stratum's covariance `own` from its `drawn` units, and where they are
@@ -275,10 +282,10 @@ design_vcov <- function(parts, target = "population", scale = 1) {
 }
 
 # Each coefficient's share of its variance `v` that comes from strata whose
-# variance borrowing raised (pooled_strata()): share_interval() counts that
-# part at no more rows than were coded.
+# variance borrowing raised (pooled_strata()) and whose codes are all alike:
+# share_interval() counts that part at no more rows than were coded.
 pooled_share <- function(parts, v) {
-  pooled <- Filter(function(h) h$pooled, parts$strata)
+  pooled <- Filter(function(h) h$pooled && h$alike, parts$strata)
   part <- Reduce(`+`, lapply(pooled, function(h) stratum_weight(h) * diag(h$cov)), 0 * v)
   ifelse(v > 0, pmin(part / v, 1), 0)
 }

@@ -241,19 +241,21 @@ share_columns <- c("estimator", "estimate", "std.error", "df", "conf.low", "conf
 # estimate is cut to [0, 1], where its truth is. `df`: the variance's degrees
 # of freedom (its quantile a t's, as for the regressions). `pooled`: the
 # share of the variance from strata whose variance borrowing raised (too few
-# coded rows; pooled_share()); the effective rows are then at most `n`
-# over it: the coded rows where those strata make all of the variance (the
-# estimate rests on their few codes, and Wilson's skew at more rows than were
-# coded pulled it off the truth: a thin stratum's two codes both "yes", 0.78
-# coverage), no cap where they make none. Capping at `n` wherever any stratum
-# was raised made a share learned well elsewhere Wilson's on the coded rows
-# alone (a rare stratum of Gemma's nouns and verbs in a first round of 75:
-# 3.02x as wide as its standard error gave). A thin stratum (4% of 2,000 rows,
-# a coin flip; 300 draws), its variance borrowed (pooled_strata()): 2 of 50
-# coded rows there cover 0.953 (width 0.098; uncapped 0.940, and 0.888 where
-# its two codes agree against 0.913), 50 uniform rows with review_sample()'s
-# floor of five 0.977 (uncapped 0.967). Under a floor (the rule before) the
-# same: 0.953 and 0.977.
+# coded rows) and whose codes are all alike (pooled_share()); the effective
+# rows are then at most `n` over it: the coded rows where those strata make
+# all of the variance (the estimate rests on their few codes, and Wilson's
+# skew at more rows than were coded pulled it off the truth: a thin stratum's
+# two codes both "yes", 0.78 coverage), no cap where they make none. Capping
+# at `n` wherever any stratum was raised made a share learned well elsewhere
+# Wilson's on the coded rows alone (a rare stratum of Gemma's nouns and verbs
+# in a first round of 75: 3.02x as wide as its standard error gave), and a
+# thin stratum whose five codes differ over-cover (the coverage matrix's thin
+# cell 0.980 over 300 draws; capped only where alike, 0.963). A thin stratum
+# (4% of 2,000 rows, a coin flip; 300 draws), its variance borrowed
+# (pooled_strata()): 2 of 50 coded rows there cover 0.953 (width 0.098;
+# uncapped 0.940, and 0.888 where its two codes agree against 0.913), 50
+# uniform rows with review_sample()'s floor of five 0.970 (capped wherever a
+# stratum borrowed 0.977, uncapped 0.967).
 
 share_interval <- function(estimate, se, n, level, df = Inf, pooled = 0) {
   z <- stats::qt((1 + level) / 2, df)

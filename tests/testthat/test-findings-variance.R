@@ -114,6 +114,8 @@ test_that("a stratum of two alike codes borrows a variance, not a variance of 0"
   expect_identical(estimate$variance_pooled, "yes")
   thin <- estimate$parts$corrected$strata$yes
   expect_true(thin$pooled)
+  expect_true(thin$alike)
+  expect_gt(pooled_share(estimate$parts$corrected, diag(estimate$vcov$corrected)), 0)
   # two codes of "yes": Agresti and Coull's adjusted proportion 4 / 6, variance 2 / 9, on the share's scale, for 8 of
   # the stratum's 9 degrees of freedom
   expect_gte(thin$cov[1, 1], 8 / 9 * 2 / 9 / nrow(data)^2)
@@ -123,7 +125,7 @@ test_that("a stratum of few coded units weighs its own spread and the borrowed o
   totals <- cbind(c(1, 2, 4, 9), c(0.5, 0.5, 1, 1))
   units <- list(small = list(totals = totals, units = 40, drawn = 4),
                 large = list(totals = totals[rep(1:4, 3), ], units = 400, drawn = 12))
-  strata <- pooled_strata(units, c(small = 2, large = 2), 1)
+  strata <- pooled_strata(units, c(small = 2, large = 2), 1, c(small = FALSE, large = FALSE))
   own <- stats::var(totals[, 1])
   borrowed <- 2 * mean(totals[, 2]^2)
   expect_equal(strata$small$cov[1, 1], (3 * own + 6 * borrowed) / 9)
@@ -131,7 +133,7 @@ test_that("a stratum of few coded units weighs its own spread and the borrowed o
   # from few_coded_units on, a stratum keeps its own
   expect_equal(strata$large$cov[1, 1], stats::var(totals[rep(1:4, 3), 1]))
   expect_true(pooled_strata(list(small = list(totals = cbind(c(1, 1, 1), 1), units = 40, drawn = 3)), c(small = 2),
-                            1)$small$pooled)
+                            1, c(small = TRUE))$small$pooled)
 })
 
 test_that("strata of few coded rows do not overstate a regression's variance", {
