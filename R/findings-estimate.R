@@ -79,7 +79,7 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   # folds of whole sampling units (sample-folds.R), the learner's where they are
   units <- clusters %||% seq_along(usable)
   local$units <- units[local$rows]
-  learner <- if (learned_by_hand(data)) attr(data, "learner", exact = TRUE)
+  learner <- if (learner_in_folds(data, design)) attr(data, "learner", exact = TRUE)
   kept <- if (!is.null(learner)) learner$folds[match(usable[local$rows], learner$coded_rows)]
   fold <- cross_fit_folds(units, local$rows, folds, seed, kept, call, rounds = local$round)
   predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
@@ -96,7 +96,7 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
     folds = fold,
     prediction_model = predicted$model, prediction = prediction, outcome = spec$name, outcome_kind = spec$kind,
     labelled_covariates = names(covariates), cluster = cluster, predictions = predicted$g,
-    design = design_summary(design), learner = learner_summary(data),
+    design = design_summary(design), learner = learner_summary(data, !is.null(learner)),
     manifest = findings_manifest(data, spec$name, design, fold[local$rows], length(unique(fold)), predicted$model,
                                  c(estimate, list(cluster = cluster, labelled_covariates = names(covariates),
                                                    domain_rows = length(usable))))

@@ -255,7 +255,12 @@ interval_words <- function(record) {
 learner_words <- function(learner) {
   if (is.null(learner)) return(NULL)
   accuracy <- if (!is.na(learner$accuracy)) sprintf(", cross-validated accuracy %.3f", learner$accuracy) else ""
-  if (!learner$kept) return(sprintf("%s's guard kept the labels as annotated%s", learner$verb, accuracy))
+  if (!learner$kept) {
+    return(sprintf("%s's guard kept the labels as annotated%s%s", learner$verb, accuracy,
+                   if (isTRUE(learner$in_folds)) {
+                     "; with rounds drawn since, its learner is fitted in each fold on every round's codes"
+                   } else ""))
+  }
   sprintf("learned by %s (%s; features: %s)%s, let through by its guard", learner$verb, learner$model,
           learner$features, accuracy)
 }

@@ -75,15 +75,16 @@ design_summary <- function(design) {
 # The learner behind labels fitted to coded rows, from data's manifest: the
 # verb, its model, the cross-validated accuracy and whether its guard let the
 # learned labels through (`kept`; FALSE where it kept the labels as
-# annotated). NULL for labels no learner saw.
-learner_summary <- function(data) {
+# annotated) and whether the estimators fit it in their folds (`in_folds`:
+# learner_in_folds()). NULL for labels no learner saw.
+learner_summary <- function(data, in_folds) {
   prompt <- attr(data, "manifest", exact = TRUE)$prompt
   verb <- if (!is.null(prompt$learner)) "learn_labels()" else if (!is.null(prompt$refit_model)) "recalibrate_labels()"
   if (is.null(verb)) return(NULL)
   model <- if (verb == "learn_labels()") prompt$learner else prompt$refit_model
   list(verb = verb, model = model, features = prompt$features %||% "none",
        accuracy = prompt$cross_validated_accuracy %||% NA_real_,
-       kept = !is.null(learned_calibration(data)))
+       kept = !is.null(learned_calibration(data)), in_folds = in_folds)
 }
 
 # The naive estimate's labels, named for what they are.

@@ -80,6 +80,22 @@ learned_by_hand <- function(data) {
   !is.null(learned_calibration(data)) && !is.null(attr(data, "learner", exact = TRUE))
 }
 
+# Whether the estimators fit learn_labels()' learner in their folds, given
+# the coded rows' `design` (or a sample of it, with its `round`): where it
+# learned the labels, and where its guard kept them as annotated but rounds
+# were drawn since, whose codes it never saw (its decision on the first round
+# would otherwise leave every later round's codes to the labels as annotated:
+# two rounds of 75 on SmolLM2's words then used the learner in 4 draws of 8,
+# 150 uniform rows in all 8). Each fold's choice may still keep the labels as
+# they are. Not where the rows no longer match what it learned from.
+learner_in_folds <- function(data, design) {
+  if (learned_by_hand(data)) return(TRUE)
+  learner <- attr(data, "learner", exact = TRUE)
+  declined <- identical(attr(data, "manifest", exact = TRUE)$prompt$learner, "none")
+  declined && any(design$round > 1) && !is.null(learner) && nrow(learner$as_given) == nrow(data) &&
+    order_probs_kept(data)
+}
+
 # A boolean or enum field of `data` that recalibrate_labels(field =) refitted
 # or learn_labels(field =) learned.
 refitted_field <- function(name, data) {
@@ -94,7 +110,7 @@ refitted_field <- function(name, data) {
 # probability of the label from the coded rows at positions `train` of `sample`
 # (whose sampling units, `sample$units`, the learner's own choice folds keep whole).
 refitted_on_folds <- function(spec, data, sample) {
-  if (!learned_by_hand(data)) return(NULL)
+  if (!learner_in_folds(data, sample)) return(NULL)
   codes <- match(as.character(sample$truth_labels), spec$labels)
   column <- match(spec$name, spec$labels)
   learner <- learner_of(data, NULL, spec$labels)

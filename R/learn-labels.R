@@ -126,7 +126,10 @@
 #'   `learner_folds`: each coded row's fold (1-5, whole clusters), named by its row of `data`.
 #'   Where the guard
 #'   keeps the labels, `data` as it was, with `learner` `"none"` and those
-#'   figures in its manifest.
+#'   figures in its manifest; given rounds drawn later
+#'   (`review_sample(weight = "learned")`), the estimators still fit the
+#'   learner in their folds on every round's codes, each fold free to keep the
+#'   labels as they are.
 #' @seealso [annotate_texts()] for the labels and their probabilities; [review_sample()] to draw the coded rows (`weight = "uniform"`); [learning_curve()] for how many rows to code; [label_regression()] and [label_shares()] to use the learned labels.
 #' @export
 #' @examplesIf engine_available()
@@ -199,6 +202,9 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   }
   record$prompt$learned_agreement <- report(learned$cross_fitted)
   record$prompt$zero_shot_agreement <- report(problem$as_given[problem$rows, , drop = FALSE])
+  # kept where the guard declines too: rounds drawn later give the estimators more codes to fit it on
+  attr(data, "learner") <- c(recipe, list(as_given = problem$as_given, coded_rows = problem$rows,
+                                          by_design = problem$by_design), learned$choices)
   if (!learned$kept) {
     decline(problem$texts, "learner_cross_validation")
     record$prompt$learner <- "none"
@@ -210,8 +216,6 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   # the states of the feature set chosen, where it chose among several
   record$prompt$features <- family$features %||% record$prompt$features
   data <- with_probabilities(data, problem, learned)
-  attr(data, "learner") <- c(recipe, list(as_given = problem$as_given, coded_rows = problem$rows,
-                                          by_design = problem$by_design), learned$choices)
   record$prompt$calibration <- "learned"
   record$prompt$learner <- setting$model
   record$prompt$learner_penalty <- setting$penalty

@@ -119,6 +119,33 @@ test_that("the round's own learner never predicts its rows: the estimators cross
   expect_false(identical(refit$predictions[other], fit$predictions[other]))
 })
 
+test_that("where the guard kept the labels on the first round, the estimators still learn from every round", {
+  # a weak signal and 30 rows: the guard declines, so the first round alone leaves the labels as annotated; with a
+  # second round the estimators fit the learner in their folds on all 120 codes (on main they kept the labels as
+  # annotated, and two rounds on SmolLM2's words used a learner in 4 draws of 8)
+  rows <- learnable_rows(600, strength = 1, seed = 3)
+  first <- review_sample(rows$data, n = 30, weight = "uniform", seed = 3)
+  expect_message(learned <- learn_labels(rows$data, first, gold, features = rows$x),
+                 class = "newrllama4_message_refit_declined")
+  expect_identical(manifest(learned)$prompt$learner, "none")
+  expect_identical(learned$.prob_a, rows$data$.prob_a)
+  alone <- attr(suppressMessages(label_shares(learned, first, gold, seed = 4)), "estimates")$a
+  expect_identical(alone$prediction_model, "the model's probabilities")
+  both <- review_sample(learned, n = 90, weight = "learned", previous = first, seed = 2)
+  shares <- suppressMessages(label_shares(learned, both, gold, seed = 4))
+  estimate <- attr(shares, "estimates")$a
+  expect_match(estimate$prediction_model, "learn_labels()'s learner", fixed = TRUE)
+  expect_true(estimate$learner$in_folds)
+  expect_false(estimate$learner$kept)
+  expect_gt(mean(abs(estimate$predictions - rows$data$.prob_a) > 1e-9), 0.5)
+  annotated <- suppressMessages(label_shares(rows$data, both, gold, seed = 4))
+  se <- function(x) x$std.error[x$label == "a" & x$estimator == "corrected"]
+  # measured: 0.915x
+  expect_lt(se(shares), 0.95 * se(annotated))
+  printed <- gsub("\\s+", " ", paste(utils::capture.output(print(shares)), collapse = " "))
+  expect_match(printed, "guard kept the labels as annotated, cross-validated accuracy [0-9.]+; with rounds drawn since")
+})
+
 test_that("a round by doubt keeps nearly all of the Neyman bound's gain, every band drawn past the variance floor", {
   # errors gathered in a fifth of the rows: the bound is 0.720; bands of equal size (3 at 75 rows, as few as
   # left room for few_coded_units rows each) kept 0.813, and 0.883 at 40 rows
