@@ -83,7 +83,7 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   kept <- if (!is.null(learner)) learner$folds[match(usable[local$rows], learner$coded_rows)]
   fold <- cross_fit_folds(units, local$rows, folds, seed, kept, call, rounds = local$round)
   predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
-                                        fold, prediction, subset_rows(data, usable), binary)
+                                        fold, prediction, subset_rows(data, usable), binary, !is.null(learner))
   x_naive <- matrix_of(versions$naive)[usable, , drop = FALSE]
   reach <- covariate_reach(x, local, y, target, call)
   # beyond the coded rows' reach, no tuning toward the labels: the coded rows alone

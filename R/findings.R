@@ -90,10 +90,8 @@ learned_by_hand <- function(data) {
 # they are. Not where the rows no longer match what it learned from.
 learner_in_folds <- function(data, design) {
   if (learned_by_hand(data)) return(TRUE)
-  learner <- attr(data, "learner", exact = TRUE)
   declined <- identical(attr(data, "manifest", exact = TRUE)$prompt$learner, "none")
-  declined && any(design$round > 1) && !is.null(learner) && nrow(learner$as_given) == nrow(data) &&
-    order_probs_kept(data)
+  declined && any(design$round > 1) && learner_matches_rows(data)
 }
 
 # A boolean or enum field of `data` that recalibrate_labels(field =) refitted
@@ -109,8 +107,9 @@ refitted_field <- function(name, data) {
 # annotated; else the model's name and probability(train): every row's
 # probability of the label from the coded rows at positions `train` of `sample`
 # (whose sampling units, `sample$units`, the learner's own choice folds keep whole).
-refitted_on_folds <- function(spec, data, sample) {
-  if (!learner_in_folds(data, sample)) return(NULL)
+# `in_folds`: learner_in_folds(), decided once by the estimator for its folds too.
+refitted_on_folds <- function(spec, data, sample, in_folds) {
+  if (!in_folds) return(NULL)
   codes <- match(as.character(sample$truth_labels), spec$labels)
   column <- match(spec$name, spec$labels)
   learner <- learner_of(data, NULL, spec$labels)
@@ -128,8 +127,9 @@ refitted_on_folds <- function(spec, data, sample) {
 # is; `"fit"` fits, on the coded rows of the other folds, a model of the truth
 # on the probability's logit (or the answer) and the covariates `x`, weighted
 # by 1 / pi: it corrects a model whose errors follow the covariates.
-cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data, binary) {
-  refitted <- if (spec$kind == "label") refitted_on_folds(spec, data, sample)
+# `in_folds`: whether labels' learner is fitted in the folds (refitted_on_folds()).
+cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data, binary, in_folds) {
+  refitted <- if (spec$kind == "label") refitted_on_folds(spec, data, sample, in_folds)
   if (is.null(refitted) && prediction == "probs") return(list(g = spec$prediction, model = "the model's probabilities"))
   g <- spec$prediction
   for (k in sort(unique(folds))) {

@@ -63,8 +63,7 @@ learned_calibration <- function(data) {
 check_learner_kept <- function(data, call) {
   calibration <- learned_calibration(data)
   if (is.null(calibration)) return(invisible())
-  learner <- attr(data, "learner", exact = TRUE)
-  if (is.null(learner) || !order_probs_kept(data) || nrow(learner$as_given) != nrow(data)) {
+  if (!learner_matches_rows(data)) {
     verb <- if (calibration == "learned") "learn_labels" else "recalibrate_labels"
     abort_invalid(c("Labels from {.fn {verb}} are corrected by choosing and fitting its learner again in the
                      estimator's folds, and {.arg data} no longer has what it learned from for its rows (the
@@ -72,6 +71,13 @@ check_learner_kept <- function(data, call) {
                     "i" = "Give the value of {.fn {verb}} as it returned it, or the labels as annotated."),
                   "data", call)
   }
+}
+
+# Whether data still has what its learner learned from for every row (the
+# record and each order's probabilities): not after a subset, a file or a join.
+learner_matches_rows <- function(data) {
+  learner <- attr(data, "learner", exact = TRUE)
+  !is.null(learner) && order_probs_kept(data) && nrow(learner$as_given) == nrow(data)
 }
 
 # The learner's record for the rows `rows` of its data.
