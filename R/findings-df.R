@@ -44,7 +44,7 @@ satterthwaite_df <- function(fits, sample, target = "population") {
   if (inherits(fits, "newrllama4_moment_fit")) fits <- rep(list(fits), length(fits$coefficients))
   if (length(sample$rows) > small_sample_df_rows) return(rep(Inf, length(fits)))
   rows_drawn <- is.null(sample$unit) && is.null(sample$cluster)
-  stratum <- stratum_of(sample)
+  coded <- stratum_codes(fits[[1]], sample)
   vapply(seq_along(fits), function(j) {
     fit <- fits[[j]]
     moments <- coded_moments(fit, small_sample = rows_drawn)
@@ -59,9 +59,9 @@ satterthwaite_df <- function(fits, sample, target = "population") {
     lambda <- fit$lambda[[min(j, length(fit$lambda))]]
     # what a stratum of few units borrows: the pooled residuals' spread, a quadratic form in the errors; or for 0/1
     # codes its adjusted proportion's, taken as known (a few alike codes move it little), at the working model's
-    zero_one <- zero_one_codes(fit)
-    pooled <- if (!zero_one) pooled_within_strata(residual, stratum) else 0
-    variance <- if (zero_one) tapply(fit$slope[codes], stratum, mean)
+    zero_one <- coded$zero_one
+    pooled <- if (!zero_one) pooled_within_strata(residual, coded$stratum) else 0
+    variance <- if (zero_one) tapply(fit$slope[codes], coded$stratum, mean)
     units <- stratum_units(cbind(direction * (diag(n) - (1 - lambda) * hat) * per_error, direction), sample)
     strata <- Map(function(h, name) {
       own <- stratum_cov(h$totals[, seq_len(n), drop = FALSE])

@@ -148,11 +148,12 @@ design_parts <- function(fits, sample) {
   z <- do.call(cbind, lapply(influence, `[[`, "z"))
   direction <- do.call(cbind, lapply(influence, `[[`, "direction"))
   colnames(a) <- colnames(z) <- names(fits[[1]]$coefficients)
+  codes <- stratum_codes(fits[[1]], sample)
   list(
     population = population_part(a, sample),
     population_third = population_third(a, sample),
-    strata = pooled_strata(stratum_units(cbind(z, direction), sample), borrowed_variance(fits[[1]], sample), ncol(z),
-                           codes_alike(fits[[1]], sample)),
+    strata = pooled_strata(stratum_units(cbind(z, direction), sample), borrowed_variance(codes), ncol(z),
+                           codes_alike(codes)),
     small_sample = rows_drawn
   )
 }
@@ -227,10 +228,9 @@ pooled_strata <- function(units, residual, p, alike) {
   }, units, residual[names(units)], alike[names(units)])
 }
 
-# Per stratum of the coded rows, whether their codes are all one value.
-codes_alike <- function(fit, sample) {
-  tapply(fit$y[coded_positions(fit)], stratum_of(sample), function(y) length(unique(y)) == 1)
-}
+# Per stratum of the coded rows, whether their codes (stratum_codes()) are all
+# one value.
+codes_alike <- function(codes) tapply(codes$y, codes$stratum, function(y) length(unique(y)) == 1)
 
 # A stratum's covariance `own` from its `drawn` units, and where they are
 # fewer than few_coded_units, the covariance `borrowed` had it the rest:
@@ -245,16 +245,13 @@ borrowed_cov <- function(own, drawn, borrowed) {
 # its codes, (ones + 2) / (rows + 4), which is never 0 (two alike codes give
 # 0.222, and the coin flip's truth 0.25); else the residuals' variance pooled
 # within the strata.
-borrowed_variance <- function(fit, sample) {
-  codes <- coded_positions(fit)
-  y <- fit$y[codes]
-  stratum <- stratum_of(sample)
-  if (zero_one_codes(fit)) {
-    adjusted <- (tapply(y, stratum, sum) + 2) / (tapply(y, stratum, length) + 4)
+borrowed_variance <- function(codes) {
+  if (codes$zero_one) {
+    adjusted <- (tapply(codes$y, codes$stratum, sum) + 2) / (tapply(codes$y, codes$stratum, length) + 4)
     return(adjusted * (1 - adjusted))
   }
-  pooled <- pooled_within_strata(matrix(y - fit$mu[codes]), stratum)[[1]]
-  tapply(y, stratum, function(r) pooled)
+  pooled <- pooled_within_strata(matrix(codes$y - codes$mu), codes$stratum)[[1]]
+  tapply(codes$y, codes$stratum, function(r) pooled)
 }
 
 # The covariance of the columns of `m` (a row a coded row) pooled within the
@@ -270,9 +267,14 @@ pooled_within_strata <- function(m, stratum) {
 # The positions of the codes in a stacked fit (after its predicted rows).
 coded_positions <- function(fit) fit$n_rows + seq_len((nrow(fit$x) - fit$n_rows) / 2)
 
-# Whether the codes are 0 and 1 (a label's): their strata borrow their own
-# adjusted proportion's variance, not one pooled over the strata.
-zero_one_codes <- function(fit) all(fit$y[coded_positions(fit)] %in% c(0, 1))
+# The coded rows' codes in a stacked fit, their fitted values and strata, and
+# whether the codes are 0 and 1 (a label's: their strata borrow their own
+# adjusted proportion's variance, not one pooled over the strata), as what a
+# stratum of few units borrows is read from them.
+stratum_codes <- function(fit, sample) {
+  at <- coded_positions(fit)
+  list(y = fit$y[at], mu = fit$mu[at], stratum = stratum_of(sample), zero_one = all(fit$y[at] %in% c(0, 1)))
+}
 
 # The variance for `target`, were each stratum's units `scale` times as many
 # (at most all of them): coded_rows_needed() plans with it.
