@@ -22,7 +22,11 @@
 #' the round's bands of doubt give; the rounds are combined as the estimators
 #' combine them (see [review_sample()]). `neyman_bound` is that ratio at its
 #' best, the round drawn in proportion to \eqn{\sqrt{c (1 - c)}}{sqrt(c (1 -
-#' c))} itself: \eqn{\bar{d}^2 / \overline{d^2}}{mean(d)^2 / mean(d^2)}.
+#' c))} itself: \eqn{\bar{d}^2 / \overline{d^2}}{mean(d)^2 / mean(d^2)}. For
+#' [label_shares()], each label's share is planned for a round drawn by its
+#' own doubt (`review_sample(label =)`, the doubt of its learned probability
+#' \eqn{p}, \eqn{\sqrt{p (1 - p)}}{sqrt(p (1 - p))}); with two labels it is
+#' the same round.
 #'
 #' Several annotators (models, or instructions) can be compared on one pilot:
 #' annotate the same texts with each, code one pilot sample, fit the same
@@ -115,7 +119,11 @@ coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL, doubt
     term <- if (nzchar(label)) paste(label, sub("^\\.group", "", chosen), sep = ": ") else chosen
     plan <- data.frame(term = term, std.error = unname(se_at(1)), coded = coded, target = se,
                        coded_needed = as.integer(pmin(needed, length(estimate$rows))), stringsAsFactors = FALSE)
-    if (!is.null(doubt)) plan <- cbind(plan, round_by_doubt(estimate, chosen, se, doubt, plan$coded_needed))
+    if (!is.null(doubt)) {
+      # a label's own doubt where `doubt` has its probabilities (its labels those of `x`)
+      own <- if (nzchar(label) && paste0(".prob_", label) %in% names(doubt)) label
+      plan <- cbind(plan, round_by_doubt(estimate, chosen, se, doubt, plan$coded_needed, own))
+    }
     plan
   }))
   rownames(rows) <- NULL
@@ -152,10 +160,11 @@ annotators_needed <- function(fits, se, terms, seconds_per_row, call) {
 # combined with the pilot as the estimators combine rounds (with_rounds()):
 # weights n1 / (n1 + n2) and n2 / (n1 + n2) on the pilot's sampling variance
 # and the round's, the round's that of the pilot's design at n2 rows times
-# doubt_variance_ratio(); the population part as it is.
-round_by_doubt <- function(estimate, chosen, se, doubt, coded_needed) {
+# doubt_variance_ratio(); the population part as it is. A label's share is
+# planned for a round by its own doubt (review_sample(label =)).
+round_by_doubt <- function(estimate, chosen, se, doubt, coded_needed, label = NULL) {
   rest <- setdiff(which(!is.na(doubt$.label)), estimate$coded_rows)
-  spread <- doubt_of(doubt$.confidence[rest])
+  spread <- row_doubt(doubt, label)[rest]
   parts <- estimate$parts$corrected
   n1 <- length(estimate$coded_rows)
   population <- if (estimate$target == "population") parts$population else 0

@@ -41,6 +41,14 @@ doubt_floor <- 0.05
 # `confidence` is right: the doubt Neyman allocation weighs.
 doubt_of <- function(confidence) sqrt(pmax(confidence * (1 - confidence), 0))
 
+# Each row's doubt in `labelled` (a labels view): whether its label is right
+# (its confidence), or with `label`, whether it has that label (its
+# probability): the spread of a share of `label`'s error at that row. With
+# five labels a row torn between two others is sure not to be `label`.
+row_doubt <- function(labelled, label = NULL) {
+  doubt_of(if (is.null(label)) labelled$.confidence else labelled[[paste0(".prob_", label)]])
+}
+
 round_pattern <- "^round ([0-9]+): "
 
 # The round each stratum (by name) was drawn in: 1 for the first sample's.
@@ -53,8 +61,9 @@ round_of <- function(stratum) {
 
 # A further round drawn by the learned labels' doubt (review_sample(weight =
 # "learned")): `n` rows of the labelled rows of `data` not in `previous`, in
-# bands of \sqrt{c(1 - c)} (doubt_allocation()).
-doubt_round <- function(data, labelled, n, seed, previous, cluster, field, call) {
+# bands of their doubt (row_doubt(), of `label` where given;
+# doubt_allocation()).
+doubt_round <- function(data, labelled, n, seed, previous, cluster, field, label, call) {
   if (!is.null(cluster)) {
     abort_invalid("{.arg cluster} cannot be drawn by doubt: draw the clusters whole in one round.", "cluster", call)
   }
@@ -76,19 +85,27 @@ doubt_round <- function(data, labelled, n, seed, previous, cluster, field, call)
     abort_invalid("{.arg previous} must be the rows drawn from {.arg data} by {.fn review_sample}, with their design
                    columns ({.field {c('.row', design_columns)}}).", "previous", call)
   }
+  labels <- levels(as.factor(labelled$.label))
+  if (!is.null(label) && (!rlang::is_string(label) || !label %in% labels ||
+                          !paste0(".prob_", label) %in% names(labelled))) {
+    abort_invalid(c("{.arg label} must be {.code NULL} or one of the learned labels, a string: {.val {labels}}.",
+                    "i" = if (rlang::is_string(label) && label %in% labels) "{.arg data} has no {.field .prob_{label}}."),
+                  "label", call)
+  }
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   warn_lost_rows(previous)
   rest <- setdiff(which(!is.na(labelled$.label)), previous$.row)
   if (n > length(rest)) {
     abort_invalid("{.arg n} is {n}, but {.arg data} has {length(rest)} labelled row{?s} not drawn yet.", "n", call)
   }
-  allocation <- doubt_allocation(doubt_of(labelled$.confidence[rest]), n)
+  allocation <- doubt_allocation(row_doubt(labelled, label)[rest], n)
   band <- allocation$band
   sizes <- allocation$sizes
   draws <- allocation$draws
   bands <- length(sizes)
   round <- max(previous$.draw %||% 1L) + 1L
-  strata <- data.frame(name = sprintf("round %d: doubt band %d of %d", round, seq_len(bands), bands),
+  whose <- if (is.null(label)) "doubt" else paste0("doubt of ", label, ",")
+  strata <- data.frame(name = sprintf("round %d: %s band %d of %d", round, whose, seq_len(bands), bands),
                        label = NA_character_, band = NA_character_, rows = sizes, drawn = draws, prob = draws / sizes,
                        stringsAsFactors = FALSE)
   draw <- function() {
@@ -108,7 +125,7 @@ doubt_round <- function(data, labelled, n, seed, previous, cluster, field, call)
   rownames(sample) <- NULL
   before <- attr(previous, "design", exact = TRUE)$strata
   attr(sample, "design") <- structure(
-    list(weight = "learned", field = field %||% ".label", n_bands = bands,
+    list(weight = "learned", field = field %||% ".label", label = label, n_bands = bands,
          strata = rbind(before[names(strata)], strata), rounds = round),
     class = "newrllama4_sample_design"
   )

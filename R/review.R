@@ -40,10 +40,13 @@
 #' [learn_labels()] (learned from `previous`), and the `n` new rows are drawn
 #' from the rows not drawn yet in bands of equal total doubt
 #' \eqn{\sqrt{c(1 - c)}}{sqrt(c (1 - c))} + 0.05 of the learned labels
-#' (cross-fitted; `n` / 10 bands, at most 10) by Neyman allocation, at least 10
+#' (cross-fitted; `n` / 10 bands, at most 10), or with `label` the doubt
+#' \eqn{\sqrt{p(1 - p)}}{sqrt(p (1 - p))} of that label's learned probability,
+#' by Neyman allocation, at least 10
 #' rows a band, so that every row keeps a chance and every band's variance is
 #' estimated. Its strata are named `"round r: doubt band b of k"`
-#' (band 1 the most unsure), and each new row's `.sample_prob` is its
+#' (`"round r: doubt of <label>, band b of k"` with `label`;
+#' band 1 the most unsure), and each new row's `.sample_prob` is its
 #' probability of being drawn in its round. The estimators
 #' ([label_regression()], [label_shares()]) combine one estimate a round: the
 #' first sample's, and each later round's, which takes the rows coded before it
@@ -113,6 +116,14 @@
 #'   exactly, and the corpus's slope covers. Pass the same `tail` with
 #'   `previous`, which keeps the first draw's tail; a round by doubt
 #'   (`weight = "learned"`) draws from the rest.
+#' @param label With `weight = "learned"`, `NULL` to draw where the learned
+#'   labels are unsure (the doubt of the top label's confidence \eqn{c}), or a
+#'   label (a string) to draw where it is unsure whether a row has that label
+#'   (the doubt of its learned probability \eqn{p}, \eqn{\sqrt{p(1 - p)}}{sqrt(p
+#'   (1 - p))}). With two labels they are the same; with more, the share of
+#'   one label (or a regression of it) is estimated best from a round drawn by
+#'   its own doubt, since a row sure to be one of two other labels is as sure
+#'   not to be this one.
 #' @return The drawn rows of `data`, in their order there, with the design
 #'   in columns of their own: `.row`, their row numbers in `data`; `.draw`,
 #'   the round in which each was drawn; `.stratum`; `.stratum_rows`, the
@@ -141,7 +152,7 @@
 #' attr(first, "design")
 #' review_sample(labelled, n = 3, seed = 2, previous = first)
 review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"), seed = NULL, previous = NULL,
-                          field = NULL, cluster = NULL, tail = NULL) {
+                          field = NULL, cluster = NULL, tail = NULL, label = NULL) {
   if (!is.data.frame(data)) {
     abort_invalid("{.arg data} must be the value of {.fn annotate_texts}, not {.obj_type_friendly {data}}.", "data",
                   current_env())
@@ -161,7 +172,13 @@ review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"
     abort_invalid("{.arg tail} takes rows whole in a draw of rows by label, not with
                    {if (is.null(cluster)) '{.code weight = \"learned\"}' else '{.arg cluster}'}.", "tail", current_env())
   }
-  if (weight == "learned") return(doubt_round(data, labelled, n, seed, previous, cluster, field, current_env()))
+  if (!is.null(label) && weight != "learned") {
+    abort_invalid("{.arg label} chooses whose doubt a round by the learner's doubt is drawn by: give it with
+                   {.code weight = \"learned\"}.", "label", current_env())
+  }
+  if (weight == "learned") {
+    return(doubt_round(data, labelled, n, seed, previous, cluster, field, label, current_env()))
+  }
   if (!is.null(cluster)) return(cluster_sample(data, labelled, n, seed, previous, cluster, field))
   if (!is.null(seed)) seed <- check_whole(seed, "seed", min = 0, max = .Machine$integer.max)
   # no more bands than the first sample can give stratum_floor rows each

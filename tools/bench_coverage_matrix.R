@@ -9,8 +9,10 @@
 # of coded rows (40, 60, 150, 400). The full product has 640 cells; the matrix
 # runs a covering design in which every pair of options meets in at least one
 # cell (where a combination is refused by design, as learned labels as a
-# covariate, that cell stands only for its refusal), and then the issue's four
-# silent cases as described. The data (tests/testthat/helper-findings.R's
+# covariate, that cell stands only for its refusal), then the issue's four
+# silent cases as described, rounds by doubt against uniform rows (issue 61),
+# and on five labels (learnable_rows()) the share of one drawn by its own
+# doubt (review_sample(label =)) against the top label's. The data (tests/testthat/helper-findings.R's
 # speaker_rows()) have a rare label in the thin stratum, a lognormal covariate
 # and features that carry the speaker; in the cluster design, speakers of 10
 # texts (n / 10 of them drawn whole) whose texts share their truth and the
@@ -67,11 +69,21 @@ worlds <- list(
   speakers = list(speakers = 200, size = 10, speaker_sd = sqrt(1.41)),
   speakers_60x25 = list(speakers = 60, size = 25, speaker_sd = sqrt(1.41)),
   labels = list(rows = 2000, covariate = stats::rnorm),
-  skewed_labels = list(rows = 2000, covariate = skewed)
+  skewed_labels = list(rows = 2000, covariate = skewed),
+  # five labels (learnable_rows()): features tell "a" and "b" from the rest, nothing tells "c", "d" and "e"
+  # apart, so a learner torn among those three is still sure they are not "a" (issue 61)
+  five_labels = list(learnable = 2000, labels = c("a", "b", "c", "d", "e"), majority = 0.3, dim = 10, strength = 3,
+                     label = "a")
 )
 draw_world <- function(world, seed, orders = 1, dim = 20, scale = 1) {
   w <- worlds[[world]]
   if (!is.null(w$rows)) return(list(data = simulated_labels(w$rows * scale, seed, covariate = w$covariate)))
+  if (!is.null(w$learnable)) {
+    rows <- learnable_rows(w$learnable * scale, labels = w$labels, majority = w$majority, dim = w$dim,
+                           strength = w$strength, seed = seed)
+    rows$data$truth <- rows$data$gold
+    return(list(data = rows$data, features = rows$x, label = w$label))
+  }
   speaker_rows(w$speakers * scale, w$size, seed, speaker_sd = w$speaker_sd %||% 0, thin = isTRUE(w$thin),
                orders = orders, dim = dim)
 }
@@ -85,6 +97,13 @@ estimates <- list(
     intervals = function(data, coded, seed, target) {
       shares <- label_shares(data, coded, truth, seed = seed, target = target)
       shares[shares$label == "yes" & shares$estimator %in% c("corrected", "coded_only"), ]
+    }),
+  # the share of the world's label of interest (five_labels's "a")
+  share_of_label = list(
+    value = function(data) mean(data$truth == worlds$five_labels$label),
+    intervals = function(data, coded, seed, target) {
+      shares <- label_shares(data, coded, truth, seed = seed, target = target)
+      shares[shares$label == worlds$five_labels$label & shares$estimator %in% c("corrected", "coded_only"), ]
     }),
   slope = list(
     value = function(data) stats::coef(stats::lm(yes_of(data) ~ data$x))[[2]],
@@ -132,19 +151,23 @@ designs <- list(
     first <- through_csv(review_sample(data, n %/% 2, weight = "uniform", seed = seed, tail = tail))
     through_csv(review_sample(data, n - n %/% 2, weight = "uniform", seed = seed + 1e6, previous = first, tail = tail))
   },
-  doubt_rounds = function(data, n, seed, world, tail) {
-    first <- through_csv(review_sample(data, n %/% 2, weight = "uniform", seed = seed, tail = tail))
-    learned <- learn_labels(data, first, truth, features = world$features)
-    first_learned$value <- learned
-    first_learned$rows <- first$.row
-    # the round's Neyman bound: its sampling variance by Neyman allocation on the learner's doubt over uniform's
-    doubt <- sqrt(learned$.confidence * (1 - learned$.confidence))[-first$.row]
-    first_learned$bound <- mean(doubt)^2 / mean(doubt^2)
-    through_csv(review_sample(learned, n - n %/% 2, weight = "learned", seed = seed + 1e6, previous = first))
-  }
+  doubt_rounds = function(data, n, seed, world, tail) rounds_by_doubt(data, n, seed, world, tail),
+  # the second round by the doubt of the world's label of interest (review_sample(label =))
+  label_doubt_rounds = function(data, n, seed, world, tail) rounds_by_doubt(data, n, seed, world, tail, world$label)
 )
+rounds_by_doubt <- function(data, n, seed, world, tail, label = NULL) {
+  first <- through_csv(review_sample(data, n %/% 2, weight = "uniform", seed = seed, tail = tail))
+  learned <- learn_labels(data, first, truth, features = world$features)
+  first_learned$value <- learned
+  first_learned$rows <- first$.row
+  # the round's Neyman bound: its sampling variance by Neyman allocation on the learner's doubt over uniform's
+  doubt <- newrllama4:::row_doubt(learned, label)[-first$.row]
+  first_learned$bound <- mean(doubt)^2 / mean(doubt^2)
+  through_csv(review_sample(learned, n - n %/% 2, weight = "learned", seed = seed + 1e6, previous = first,
+                            label = label))
+}
 design_world <- c(uniform = "rows", confidence = "rows", thin = "thin", clusters = "speakers", rounds = "rows",
-                  uniform_rounds = "rows", doubt_rounds = "rows")
+                  uniform_rounds = "rows", doubt_rounds = "rows", label_doubt_rounds = "five_labels")
 first_learned <- new.env()
 
 # The coded rows a learner may learn from: all but the rounds drawn by doubt.
@@ -169,7 +192,7 @@ refused <- function(prediction, estimate) prediction != "zero_shot" && estimate 
 # The corpus's regressions on speaker_rows()'s lognormal x draw its tail whole
 # unless told (`tail`): review_sample(tail =) is how a user gets them (issue 58).
 cell <- function(prediction, design, target, estimate, coded, world = design_world[[design]], label = NULL,
-                 tail = if (target == "corpus" && estimate != "share" && is.null(worlds[[world]]$rows)) "x") {
+                 tail = if (target == "corpus" && estimate != "share" && !is.null(worlds[[world]]$speakers)) "x") {
   list(prediction = prediction, design = design, target = target, estimate = estimate, coded = coded,
        world = world, tail = tail, name = label %||% paste(prediction, design, target, estimate, coded, sep = " / "))
 }
@@ -197,8 +220,9 @@ covering_cells <- function(options) {
   lapply(chosen, function(i) do.call(cell, as.list(grid[i, ])))
 }
 cells <- c(
-  covering_cells(list(prediction = names(predictions), design = names(designs), target = c("population", "corpus"),
-                      estimate = names(estimates), coded = c(40, 60, 150, 400))),
+  covering_cells(list(prediction = names(predictions), design = setdiff(names(designs), "label_doubt_rounds"),
+                      target = c("population", "corpus"), estimate = setdiff(names(estimates), "share_of_label"),
+                      coded = c(40, 60, 150, 400))),
   # issue 58's silent cases, as its review drew them
   list(cell("learned", "clusters", "population", "share", 250, "speakers_60x25",
             "silent: learned labels, 10 of 60 speakers of 25 drawn whole / population / share"),
@@ -232,7 +256,13 @@ cells <- c(
       cell("learned", design, target, "share", 150, "rows",
            sprintf("rounds: learned labels, %s / %s / share / 150", design, target))
     })
-  }), recursive = FALSE)
+  }), recursive = FALSE),
+  # five labels: the share of "a" from a round by its own doubt, against the top label's doubt and 150 uniform rows
+  lapply(list(c("uniform", "corpus"), c("doubt_rounds", "corpus"), c("label_doubt_rounds", "corpus"),
+              c("label_doubt_rounds", "population")), function(options) {
+    cell("learned", options[[1]], options[[2]], "share_of_label", 150, "five_labels",
+         sprintf("five labels: learned labels, %s / %s / share of a / 150", options[[1]], options[[2]]))
+  })
 )
 cells <- Filter(function(c) grepl(pattern, c$name), cells)
 

@@ -84,3 +84,19 @@ test_that("a round by doubt is planned against uniform rows, with its Neyman bou
   expect_error(coded_rows_needed(fit, se = 0.02, doubt = rows$data), "learn_labels",
                class = "newrllama4_error_invalid_argument")
 })
+
+test_that("with five labels, each label's share is planned for a round by its own doubt", {
+  rows <- learnable_rows(1500, labels = c("a", "b", "c", "d", "e"), majority = 0.3, dim = 10, strength = 3, seed = 2)
+  pilot <- review_sample(rows$data, n = 75, weight = "uniform", seed = 2)
+  learned <- suppressMessages(learn_labels(rows$data, pilot, gold, features = rows$x))
+  fit <- suppressMessages(label_shares(learned, pilot, gold, seed = 1, target = "corpus"))
+  plan <- coded_rows_needed(fit, se = 0.02, doubt = learned)
+  rest <- -pilot$.row
+  own <- vapply(c("a", "b", "c", "d", "e"), function(label) {
+    p <- learned[[paste0(".prob_", label)]][rest]
+    doubt_variance_ratio(sqrt(p * (1 - p)))
+  }, 0)
+  expect_equal(plan$neyman_bound, unname(own))
+  # "a", told apart by the features, gains more from its own doubt than from the top label's
+  expect_lt(plan$neyman_bound[[1]], doubt_variance_ratio(doubt_of(learned$.confidence[rest])) - 0.05)
+})

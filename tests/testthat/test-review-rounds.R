@@ -202,3 +202,66 @@ test_that("the design attribute counts the rows once across rounds", {
   printed <- gsub("\\s+", " ", paste(format(attr(setup$both, "design")), collapse = " "))
   expect_match(printed, "140 of 600 rows in 8 strata, 2 rounds", fixed = TRUE)
 })
+
+# Five labels of learnable_rows(): features tell "a" and "b" from the rest and
+# nothing tells "c", "d" and "e" apart, so the learner is torn among those three
+# (the top label in doubt) while sure they are not "a".
+five_label_rounds <- function(seed = 2) {
+  rows <- learnable_rows(1500, labels = c("a", "b", "c", "d", "e"), majority = 0.3, dim = 10, strength = 3,
+                         seed = seed)
+  first <- review_sample(rows$data, n = 75, weight = "uniform", seed = seed)
+  learned <- suppressMessages(learn_labels(rows$data, first, gold, features = rows$x))
+  list(rows = rows, first = first, learned = learned, rest = setdiff(seq_len(1500), first$.row))
+}
+
+test_that("a round by one label's doubt draws where that label is in doubt, not where the others are", {
+  setup <- five_label_rounds()
+  learned <- setup$learned
+  rest <- setup$rest
+  by_a <- review_sample(learned, n = 75, weight = "learned", previous = setup$first, seed = 3, label = "a")
+  by_top <- review_sample(learned, n = 75, weight = "learned", previous = setup$first, seed = 3)
+  second <- by_a[by_a$.draw == 2, ]
+  expect_true(all(grepl("^round 2: doubt of a, band [0-9]+ of [0-9]+$", second$.stratum)))
+  expect_identical(attr(by_a, "design")$label, "a")
+  expect_null(attr(by_top, "design")$label)
+  # each row's probability is its band's under Neyman allocation on the doubt of its probability of "a"
+  doubt_a <- sqrt(learned$.prob_a * (1 - learned$.prob_a))
+  allocation <- doubt_allocation(doubt_a[rest], 75)
+  expected <- (allocation$draws / allocation$sizes)[allocation$band]
+  expect_equal(second$.sample_prob, expected[match(second$.row, rest)])
+  # the rows torn among "c", "d" and "e" are in doubt for the top label, not for "a": the round by "a" draws
+  # rows more in doubt about "a" (the mean doubt of a drawn row, measured 0.324 against 0.273)
+  top <- doubt_of(learned$.confidence)
+  by_top_allocation <- doubt_allocation(top[rest], 75)
+  top_expected <- (by_top_allocation$draws / by_top_allocation$sizes)[by_top_allocation$band]
+  drawn_top <- by_top[by_top$.draw == 2, ]
+  expect_equal(drawn_top$.sample_prob, top_expected[match(drawn_top$.row, rest)])
+  expect_gt(stats::weighted.mean(doubt_a[rest], expected), stats::weighted.mean(doubt_a[rest], top_expected) + 0.03)
+  # and the share of "a" gains more from its own: measured bounds 0.85 against 0.94
+  expect_lt(doubt_variance_ratio(doubt_a[rest]), doubt_variance_ratio(top[rest]) - 0.05)
+  shares <- suppressMessages(label_shares(learned, by_a, gold, seed = 4))
+  expect_match(manifest(shares)$estimation$strata, "round 2: doubt of a, band 1 of 7: [0-9]+ coded", all = FALSE)
+  # a field's values are its labels
+  field <- as_field(learned, "part")
+  record <- attr(field, "manifest")
+  record$prompt[["calibration (part)"]] <- "learned"
+  attr(field, "manifest") <- record
+  by_field <- review_sample(field, n = 75, weight = "learned", previous = setup$first, seed = 3, field = part,
+                            label = "a")
+  expect_identical(by_field$.row, by_a$.row)
+  expect_identical(by_field$.sample_prob, by_a$.sample_prob)
+})
+
+test_that("a label to draw by is one of the learned labels, and only for a round by doubt", {
+  setup <- five_label_rounds()
+  expect_error(review_sample(setup$learned, n = 75, weight = "uniform", label = "a"), "weight = \"learned\"",
+               class = "newrllama4_error_invalid_argument")
+  expect_error(review_sample(setup$learned, n = 75, weight = "learned", previous = setup$first, label = "f"),
+               "one of the learned labels", class = "newrllama4_error_invalid_argument")
+  expect_error(review_sample(setup$learned, n = 75, weight = "learned", previous = setup$first, label = c("a", "b")),
+               "one of the learned labels", class = "newrllama4_error_invalid_argument")
+  no_prob <- setup$learned
+  no_prob$.prob_a <- NULL
+  expect_error(review_sample(no_prob, n = 75, weight = "learned", previous = setup$first, label = "a"),
+               ".prob_a", class = "newrllama4_error_invalid_argument")
+})
