@@ -22,11 +22,12 @@
 #' the round's bands of doubt give; the rounds are combined as the estimators
 #' combine them (see [review_sample()]). `neyman_bound` is that ratio at its
 #' best, the round drawn in proportion to \eqn{\sqrt{c (1 - c)}}{sqrt(c (1 -
-#' c))} itself: \eqn{\bar{d}^2 / \overline{d^2}}{mean(d)^2 / mean(d^2)}. For
-#' [label_shares()], each label's share is planned for a round drawn by its
-#' own doubt (`review_sample(label =)`, the doubt of its learned probability
-#' \eqn{p}, \eqn{\sqrt{p (1 - p)}}{sqrt(p (1 - p))}); with two labels it is
-#' the same round.
+#' c))} itself: \eqn{\bar{d}^2 / \overline{d^2}}{mean(d)^2 / mean(d^2)}. A
+#' label's share ([label_shares()]), or a regression with a label as its
+#' outcome, is planned for a round drawn by that label's own doubt
+#' (`review_sample(label =)`, the doubt of its learned probability \eqn{p},
+#' \eqn{\sqrt{p (1 - p)}}{sqrt(p (1 - p))}); with two labels it is the same
+#' round.
 #'
 #' Several annotators (models, or instructions) can be compared on one pilot:
 #' annotate the same texts with each, code one pilot sample, fit the same
@@ -120,8 +121,11 @@ coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL, doubt
     plan <- data.frame(term = term, std.error = unname(se_at(1)), coded = coded, target = se,
                        coded_needed = as.integer(pmin(needed, length(estimate$rows))), stringsAsFactors = FALSE)
     if (!is.null(doubt)) {
-      # a label's own doubt where `doubt` has its probabilities (its labels those of `x`)
-      own <- if (nzchar(label) && paste0(".prob_", label) %in% names(doubt)) label
+      # an outcome that is a label (a share, or a regression of it) by its own doubt, where `doubt` has its
+      # probabilities (its labels those of `x`)
+      own <- if (identical(estimate$outcome_kind, "label") && paste0(".prob_", estimate$outcome) %in% names(doubt)) {
+        estimate$outcome
+      }
       plan <- cbind(plan, round_by_doubt(estimate, chosen, se, doubt, plan$coded_needed, own))
     }
     plan

@@ -99,4 +99,7 @@ test_that("with five labels, each label's share is planned for a round by its ow
   expect_equal(plan$neyman_bound, unname(own))
   # "a", told apart by the features, gains more from its own doubt than from the top label's
   expect_lt(plan$neyman_bound[[1]], doubt_variance_ratio(doubt_of(learned$.confidence[rest])) - 0.05)
+  # a regression of a label is planned by that label's doubt
+  regression <- suppressMessages(label_regression(b ~ z, learned, pilot, gold, seed = 1, target = "corpus"))
+  expect_equal(coded_rows_needed(regression, se = 0.02, doubt = learned)$neyman_bound, unname(own[["b"]]))
 })
