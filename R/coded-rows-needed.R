@@ -164,8 +164,8 @@ annotators_needed <- function(fits, se, terms, seconds_per_row, call) {
 # combined with the pilot as the estimators combine rounds (with_rounds()):
 # weights n1 / (n1 + n2) and n2 / (n1 + n2) on the pilot's sampling variance
 # and the round's, the round's that of the pilot's design at n2 rows times
-# doubt_variance_ratio(); the population part as it is. A label's share is
-# planned for a round by its own doubt (review_sample(label =)).
+# doubt_variance_ratio(); the population part as it is. With `label`, the
+# round drawn by that label's doubt (review_sample(label =)).
 round_by_doubt <- function(estimate, chosen, se, doubt, coded_needed, label = NULL) {
   rest <- setdiff(which(!is.na(doubt$.label)), estimate$coded_rows)
   spread <- row_doubt(doubt, label)[rest]
