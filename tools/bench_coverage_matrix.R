@@ -12,10 +12,10 @@
 # covariate, that cell stands only for its refusal), then the issue's four
 # silent cases as described, rounds by doubt against uniform rows (issue 61),
 # and on five labels (learnable_rows()) the share of one drawn by its own
-# doubt (review_sample(label =)) against the top label's. The data (tests/testthat/helper-findings.R's
-# speaker_rows()) have a rare label in the thin stratum, a lognormal covariate
-# and features that carry the speaker; in the cluster design, speakers of 10
-# texts (n / 10 of them drawn whole) whose texts share their truth and the
+# doubt (review_sample(label =)) against the top label's. The data
+# (tests/testthat/helper-findings.R's speaker_rows()) have a rare label in the
+# thin stratum, a lognormal covariate and features that carry the speaker; in
+# the cluster design, speakers of 10 texts (n / 10 of them drawn whole) whose texts share their truth and the
 # model's errors. Elsewhere texts are independent, so the population target
 # needs no `cluster =`. A cell's seeds are 1..draws; the population's values
 # come from a draw of a million rows or more.
@@ -91,20 +91,17 @@ draw_world <- function(world, seed, orders = 1, dim = 20, scale = 1) {
 # Each estimate: the value coding every row of `data` gives (its truth column),
 # and the corrected and coded-only intervals from labels and codes.
 yes_of <- function(data) as.numeric(data$truth == "yes")
+share_of <- function(label) {
+  list(value = function(data) mean(data$truth == label),
+       intervals = function(data, coded, seed, target) {
+         shares <- label_shares(data, coded, truth, seed = seed, target = target)
+         shares[shares$label == label & shares$estimator %in% c("corrected", "coded_only"), ]
+       })
+}
 estimates <- list(
-  share = list(
-    value = function(data) mean(yes_of(data)),
-    intervals = function(data, coded, seed, target) {
-      shares <- label_shares(data, coded, truth, seed = seed, target = target)
-      shares[shares$label == "yes" & shares$estimator %in% c("corrected", "coded_only"), ]
-    }),
-  # the share of the world's label of interest (five_labels's "a")
-  share_of_label = list(
-    value = function(data) mean(data$truth == worlds$five_labels$label),
-    intervals = function(data, coded, seed, target) {
-      shares <- label_shares(data, coded, truth, seed = seed, target = target)
-      shares[shares$label == worlds$five_labels$label & shares$estimator %in% c("corrected", "coded_only"), ]
-    }),
+  share = share_of("yes"),
+  # the share of the five-label world's label of interest
+  share_of_label = share_of(worlds$five_labels$label),
   slope = list(
     value = function(data) stats::coef(stats::lm(yes_of(data) ~ data$x))[[2]],
     intervals = function(data, coded, seed, target) {
@@ -162,7 +159,7 @@ rounds_by_doubt <- function(data, n, seed, world, tail, label = NULL) {
   first_learned$rows <- first$.row
   # the round's Neyman bound: its sampling variance by Neyman allocation on the learner's doubt over uniform's
   doubt <- newrllama4:::row_doubt(learned, label)[-first$.row]
-  first_learned$bound <- mean(doubt)^2 / mean(doubt^2)
+  first_learned$bound <- newrllama4:::doubt_variance_ratio(doubt)
   through_csv(review_sample(learned, n - n %/% 2, weight = "learned", seed = seed + 1e6, previous = first,
                             label = label))
 }

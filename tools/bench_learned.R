@@ -98,7 +98,7 @@ two_rounds <- function(data, seed, share_label) {
   doubt <- newrllama4:::row_doubt(learned, share_label)[-first$.row]
   both <- review_sample(learned, 75, weight = "learned", previous = first, seed = seed + 1e6, label = share_label)
   # where the guard keeps the labels as annotated there is no learner to draw by: a classed error, left out
-  c(uniform = one_round, rounds = interval(learned, both), bound = mean(doubt)^2 / mean(doubt^2),
+  c(uniform = one_round, rounds = interval(learned, both), bound = newrllama4:::doubt_variance_ratio(doubt),
     banded = newrllama4:::doubt_variance_ratio(doubt, 75))
 }
 
