@@ -16,13 +16,20 @@
 #' Rounds by doubt: give `doubt`, the labels learned from the pilot
 #' ([learn_labels()]), to plan a further round drawn where they are unsure
 #' (`review_sample(weight = "learned")`) against one drawn uniformly. The
-#' plan takes each row's error to be as spread as a label right with its
-#' learned confidence \eqn{c} (variance \eqn{c (1 - c)}), so the round's
-#' sampling variance is that of the pilot's design at its size times the ratio
-#' the round's bands of doubt give; the rounds are combined as the estimators
-#' combine them (see [review_sample()]). `neyman_bound` is that ratio at its
-#' best, the round drawn in proportion to \eqn{\sqrt{c (1 - c)}}{sqrt(c (1 -
-#' c))} itself: \eqn{\bar{d}^2 / \overline{d^2}}{mean(d)^2 / mean(d^2)}. A
+#' round is drawn by the doubt of the learned confidence \eqn{c},
+#' \eqn{d = \sqrt{c (1 - c)}}{d = sqrt(c (1 - c))}; the plan takes each row's
+#' error variance from what the pilot's codes say that doubt is worth: the
+#' coded rows' squared errors (their cross-fitted confidence against their
+#' codes) fitted as \eqn{a + b d^2}{a + b d^2}. A learner as sure as its codes
+#' bear out gives \eqn{d^2}{d^2} itself; an overconfident one, whose sure rows
+#' err more often than they claim, is planned for the smaller gain it will
+#' give. The round's sampling variance is that of the pilot's design at its
+#' size times the ratio the round's bands of doubt give under those variances;
+#' the rounds are combined as the estimators combine them (see
+#' [review_sample()]). `neyman_bound` is that ratio at its best, the round
+#' drawn in proportion to each row's error sd \eqn{s}{s} as planned (no bands):
+#' \eqn{\bar{s}^2 / \overline{s^2}}{mean(s)^2 / mean(s^2)}, which for a learner as
+#' sure as its codes is \eqn{\bar{d}^2 / \overline{d^2}}{mean(d)^2 / mean(d^2)}. A
 #' label's share ([label_shares()]), or a regression with a label as its
 #' outcome, is planned for a round drawn by that label's own doubt
 #' (`review_sample(label =)`, the doubt of its learned probability \eqn{p},
@@ -164,18 +171,20 @@ annotators_needed <- function(fits, se, terms, seconds_per_row, call) {
 # combined with the pilot as the estimators combine rounds (with_rounds()):
 # weights n1 / (n1 + n2) and n2 / (n1 + n2) on the pilot's sampling variance
 # and the round's, the round's that of the pilot's design at n2 rows times
-# doubt_variance_ratio(); the population part as it is. With `label`, the
+# doubt_variance_ratio() at the variances the pilot's codes give the doubt
+# (doubt_variance()); the population part as it is. With `label`, the
 # round drawn by that label's doubt (review_sample(label =)).
 round_by_doubt <- function(estimate, chosen, se, doubt, coded_needed, label = NULL) {
   rest <- setdiff(which(!is.na(doubt$.label)), estimate$coded_rows)
   spread <- row_doubt(doubt, label)[rest]
+  variance <- doubt_variance(doubt, label)[rest]
   parts <- estimate$parts$corrected
   n1 <- length(estimate$coded_rows)
   population <- if (estimate$target == "population") parts$population else 0
   pilot <- design_vcov(parts, "corpus")
   se_after <- function(n2) {
     share <- n2 / (n1 + n2)
-    round <- doubt_variance_ratio(spread, n2) * design_vcov(parts, "corpus", n2 / n1)
+    round <- doubt_variance_ratio(spread, n2, variance) * design_vcov(parts, "corpus", n2 / n1)
     sqrt(diag(population + (1 - share)^2 * pilot + share^2 * round))[chosen]
   }
   now <- sqrt(diag(population + pilot))[chosen]
@@ -192,5 +201,5 @@ round_by_doubt <- function(estimate, chosen, se, doubt, coded_needed, label = NU
     high
   }, 0L)
   data.frame(more_uniform = pmax(coded_needed - n1, 0L), more_by_doubt = by_doubt,
-             neyman_bound = doubt_variance_ratio(spread))
+             neyman_bound = doubt_variance_ratio(spread, variance = variance))
 }

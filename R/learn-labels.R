@@ -203,8 +203,10 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   record$prompt$learned_agreement <- report(learned$cross_fitted)
   record$prompt$zero_shot_agreement <- report(problem$as_given[problem$rows, , drop = FALSE])
   # kept where the guard declines too: rounds drawn later give the estimators more codes to fit it on
-  attr(data, "learner") <- c(recipe, list(as_given = problem$as_given, coded_rows = problem$rows,
-                                          by_design = problem$by_design), learned$choices)
+  # the codes beside their rows: a round by doubt is planned by what they say of it (doubt_variance())
+  attr(data, "learner") <- c(recipe, list(as_given = problem$as_given, coded_rows = problem$rows, codes = problem$truth,
+                                          code_weights = problem$weights, by_design = problem$by_design),
+                             learned$choices)
   if (!learned$kept) {
     decline(problem$texts, "learner_cross_validation")
     record$prompt$learner <- "none"

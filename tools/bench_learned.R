@@ -23,7 +23,9 @@
 # variance over a uniform round's, drawn in proportion to the learned doubt,
 # mean(d)^2 / mean(d^2)), the round's variance by its bands of doubt over a
 # uniform round's were each row's error as spread as its doubt says (what the
-# bands keep of the bound), and the design's, sqrt((1 + bound) / 2): the width
+# bands keep of the bound), the same with each row's error as spread as the
+# first round's codes say its doubt is worth (`calibrated`, doubt_variance(),
+# as coded_rows_needed() plans), and the design's, sqrt((1 + bound) / 2): the width
 # the two rounds would have over 150 uniform rows were the bound reached and
 # the rounds' variances alike (the learner the same). The estimators learn
 # again from all 150 rows in their folds, so a learner that learns more from
@@ -31,11 +33,14 @@
 # figures are appended to build/bench-learned/rounds-draws.csv as they come.
 # An optional corpus name runs that one alone ("all" every corpus), and a
 # model's name (as `models` spells it, "gemma3-270m") that model alone.
-#   Rscript tools/bench_learned.R [draws] [rounds] [corpus|all] [model]   (default 10)
+#   Rscript tools/bench_learned.R [draws|FROM:TO] [rounds] [corpus|all] [model]   (default 10: seeds 1-10)
 suppressPackageStartupMessages(library(newrllama4))
 source(file.path("tools", "annotation-corpora.R"))
 arguments <- commandArgs(TRUE)
-draws <- if (length(arguments) >= 1) as.integer(arguments[1]) else 10L
+# draws: a count (seeds 1 to it) or a range of seeds, "11:50"
+seeds <- if (length(arguments) >= 1) eval(str2lang(arguments[1])) else 1:10
+seeds <- if (length(seeds) == 1) seq_len(seeds) else seeds
+draws <- length(seeds)
 rounds <- length(arguments) >= 2 && arguments[2] == "rounds"
 only <- if (length(arguments) >= 3 && arguments[3] != "all") arguments[3]
 only_model <- if (length(arguments) >= 4) arguments[4]
@@ -96,10 +101,13 @@ two_rounds <- function(data, seed, share_label) {
   # drawn by the doubt of the reported label (review_sample(label =)): for five labels the top label's
   # doubt draws rows torn between two other labels (1.058x against a bound of 0.970x over 14 draws at 9f9b20e)
   doubt <- newrllama4:::row_doubt(learned, share_label)[-first$.row]
+  # each row's error variance as the first round's codes say the doubt is worth (coded_rows_needed() plans by it)
+  variance <- newrllama4:::doubt_variance(learned, share_label)[-first$.row]
   both <- review_sample(learned, 75, weight = "learned", previous = first, seed = seed + 1e6, label = share_label)
   # where the guard keeps the labels as annotated there is no learner to draw by: a classed error, left out
   c(uniform = one_round, rounds = interval(learned, both), bound = newrllama4:::doubt_variance_ratio(doubt),
-    banded = newrllama4:::doubt_variance_ratio(doubt, 75))
+    banded = newrllama4:::doubt_variance_ratio(doubt, 75),
+    calibrated = newrllama4:::doubt_variance_ratio(doubt, 75, variance))
 }
 
 started <- Sys.time()
@@ -109,13 +117,18 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
     data <- annotated(model, corpus_name)
     if (rounds) {
       share_label <- names(which.max(table(data$gold)))
-      figures <- vapply(seq_len(draws), function(seed) {
-        draw <- tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 8))
+      figures <- vapply(seeds, function(seed) {
+        draw <- tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 9))
         log <- file.path(kept, "rounds-draws.csv")
-        utils::write.table(data.frame(model = model, corpus = corpus_name, seed = seed, t(draw)), log, sep = ",",
-                           append = file.exists(log), col.names = !file.exists(log), row.names = FALSE)
+        line <- data.frame(model = model, corpus = corpus_name, seed = seed, t(draw))
+        # a log of other columns (an older run's) is kept aside, not appended to
+        if (file.exists(log) && !identical(names(utils::read.csv(log, nrows = 1)), names(line))) {
+          file.rename(log, file.path(kept, format(Sys.time(), "rounds-draws-before-%Y%m%d%H%M%S.csv")))
+        }
+        utils::write.table(line, log, sep = ",", append = file.exists(log), col.names = !file.exists(log),
+                           row.names = FALSE)
         draw
-      }, numeric(8))
+      }, numeric(9))
       means <- rowMeans(figures, na.rm = TRUE)
       rows[[length(rows) + 1]] <- data.frame(
         model = model, corpus = corpus_name, rows = nrow(data), draws = sum(!is.na(figures[1, ])),
@@ -123,7 +136,8 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
         over_coded_uniform = means[["uniform.over_coded"]], over_coded_rounds = means[["rounds.over_coded"]],
         rounds_over_uniform = means[["rounds.width"]] / means[["uniform.width"]],
         neyman_bound = means[["bound"]], banded = means[["banded"]], design_bound = sqrt((1 + means[["bound"]]) / 2),
-        design_banded = sqrt((1 + means[["banded"]]) / 2)
+        design_banded = sqrt((1 + means[["banded"]]) / 2), calibrated = means[["calibrated"]],
+        design_calibrated = sqrt((1 + means[["calibrated"]]) / 2)
       )
       message(paste(utils::capture.output(print(rows[[length(rows)]], row.names = FALSE, digits = 3)),
                     collapse = "\n"))
@@ -131,7 +145,7 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
     }
     share_label <- names(which.max(table(data$gold)))
     for (size in sizes) {
-      figures <- vapply(seq_len(draws), function(seed) one_draw(data, size, seed, share_label), numeric(5))
+      figures <- vapply(seeds, function(seed) one_draw(data, size, seed, share_label), numeric(5))
       rows[[length(rows) + 1]] <- data.frame(
         model = model, corpus = corpus_name, rows = nrow(data), coded = size,
         majority = max(table(data$gold)) / nrow(data), t(rowMeans(figures))

@@ -71,7 +71,8 @@ test_that("a round by doubt is planned against uniform rows, with its Neyman bou
   fit <- suppressMessages(label_shares(learned, pilot, gold, seed = 1, target = "corpus"))
   plan <- coded_rows_needed(fit, se = 0.02, doubt = learned)
   doubt <- sqrt(learned$.confidence * (1 - learned$.confidence))[-pilot$.row]
-  expect_equal(plan$neyman_bound, rep(mean(doubt)^2 / mean(doubt^2), 2))
+  # at the variances the pilot's codes give the doubt (doubt_variance())
+  expect_equal(plan$neyman_bound, rep(doubt_variance_ratio(doubt, variance = doubt_variance(learned)[-pilot$.row]), 2))
   expect_lt(plan$neyman_bound[[1]], 0.95)
   expect_identical(plan$more_uniform, plan$coded_needed - 100L)
   expect_true(all(plan$more_by_doubt < plan$more_uniform))
@@ -94,11 +95,12 @@ test_that("with five labels, each label's share is planned for a round by its ow
   rest <- -pilot$.row
   own <- vapply(c("a", "b", "c", "d", "e"), function(label) {
     p <- learned[[paste0(".prob_", label)]][rest]
-    doubt_variance_ratio(sqrt(p * (1 - p)))
+    doubt_variance_ratio(sqrt(p * (1 - p)), variance = doubt_variance(learned, label)[rest])
   }, 0)
   expect_equal(plan$neyman_bound, unname(own))
   # "a", told apart by the features, gains more from its own doubt than from the top label's
-  expect_lt(plan$neyman_bound[[1]], doubt_variance_ratio(doubt_of(learned$.confidence[rest])) - 0.05)
+  top <- doubt_of(learned$.confidence[rest])
+  expect_lt(plan$neyman_bound[[1]], doubt_variance_ratio(top, variance = doubt_variance(learned)[rest]) - 0.05)
   # a regression of a label is planned by that label's doubt
   regression <- suppressMessages(label_regression(b ~ z, learned, pilot, gold, seed = 1, target = "corpus"))
   expect_equal(coded_rows_needed(regression, se = 0.02, doubt = learned)$neyman_bound, unname(own[["b"]]))

@@ -165,6 +165,31 @@ test_that("a round by doubt keeps nearly all of the Neyman bound's gain, every b
   expect_gt(rate[[1]] / rate[[7]], 3)
 })
 
+test_that("the doubt's worth is what the coded rows say: an overconfident learner is planned for the gain it gives", {
+  rows <- learnable_rows(1500, dim = 10, strength = 1.5)
+  pilot <- review_sample(rows$data, n = 100, weight = "uniform", seed = 1)
+  learned <- suppressMessages(learn_labels(rows$data, pilot, gold, features = rows$x))
+  rest <- -pilot$.row
+  # a round of 75 drawn by the doubt of "a": its variance over a uniform round's, were the errors as `variance`
+  round_ratio <- function(labelled, variance) doubt_variance_ratio(row_doubt(labelled, "a")[rest], 75, variance[rest])
+  actual <- function(labelled) round_ratio(labelled, ((rows$data$gold == "a") - labelled$.prob_a)^2)
+  # a learner as sure as its codes bear out: the doubt as it promises (measured 0.803 both, actual 0.793)
+  expect_lt(abs(round_ratio(learned, doubt_variance(learned, "a")) - round_ratio(learned, row_doubt(learned, "a")^2)), 0.03)
+  # the same learner made twice as sure on the logit scale: the same ranking of the rows, a doubt that promises
+  # far more than it gives; its coded rows, cross-fitted and made as sure, say so (measured: promised 0.532,
+  # planned 0.933, actual 0.914)
+  sure <- learned
+  sure$.prob_a <- stats::plogis(2 * stats::qlogis(learned$.prob_a))
+  sure$.prob_b <- 1 - sure$.prob_a
+  sure$.confidence <- pmax(sure$.prob_a, sure$.prob_b)
+  expect_lt(round_ratio(sure, row_doubt(sure, "a")^2), actual(sure) - 0.3)
+  expect_lt(abs(round_ratio(sure, doubt_variance(sure, "a")) - actual(sure)), 0.05)
+  # the top label's doubt reads whether the code is the label: with two labels the same
+  expect_equal(doubt_variance(sure), doubt_variance(sure, "a"))
+  # no learner's codes (labels not learned here): the doubt as it promises
+  expect_equal(doubt_variance(rows$data, "a"), row_doubt(rows$data, "a")^2)
+})
+
 test_that("a round by doubt covers: a fast sanity case over 300 draws", {
   skip_on_cran()  # 300 draws: about 30 s
   # the doubt of a logistic refit to the first round's codes, so each round depends on the codes before it
