@@ -184,6 +184,23 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
             lost_bounds = bounds)
 }
 
+# A subset of the shares (rows, columns, or a dplyr verb) is a plain data
+# frame of what was kept: the printout, glance() and coded_rows_needed()
+# describe the whole estimate, so they stay with the whole (a filtered
+# share printed every label's, a column subset failed to print).
+#' @export
+`[.newrllama4_label_shares` <- function(x, ...) plain_shares(NextMethod())
+
+#' @exportS3Method dplyr::dplyr_reconstruct
+dplyr_reconstruct.newrllama4_label_shares <- function(data, template) plain_shares(data)
+
+plain_shares <- function(x) {
+  if (!is.data.frame(x)) return(x)
+  attributes(x)[c("estimates", "level", "record", "manifest", "lost_bounds")] <- NULL
+  class(x) <- setdiff(class(x), "newrllama4_label_shares")
+  x
+}
+
 # Drawn rows without a code (read_codes(disagreements = "missing"), texts
 # nobody coded or could code: NA) are reweighted as missing at random within
 # their stratum, which they need not be (where the hard texts were lost, a

@@ -224,3 +224,25 @@ test_that("texts split between their coders' codes are bounded with the lost one
                                         lambda = corrected$lambda[[1]]))
   expect_equal(attr(lost, "lost_bounds")[c("low", "high")], bounds[c("low", "high")])
 })
+
+test_that("a subset of the shares is a plain data frame of what was kept, by `[` or dplyr", {
+  data <- two_labels(1)
+  coded <- review_sample(data, n = 200, weight = "uniform", seed = 1)
+  shares <- suppressMessages(label_shares(data, coded, truth, seed = 1))
+  corrected <- shares[shares$estimator == "corrected", ]
+  expect_s3_class(corrected, "data.frame", exact = TRUE)
+  expect_null(attr(corrected, "record"))
+  expect_identical(corrected$estimate, shares$estimate[shares$estimator == "corrected"])
+  # it prints the rows kept, not the whole estimate's (a filtered share printed every label's)
+  one <- shares[shares$label == shares$label[[1]], c("label", "estimator", "estimate")]
+  printed <- utils::capture.output(print(one))
+  expect_length(printed, 4)
+  expect_type(shares[, "estimate"], "double")
+  # the whole estimate keeps its printout
+  expect_match(paste(utils::capture.output(print(shares)), collapse = " "), "newrllama4_label_shares")
+  skip_if_not_installed("dplyr")
+  filtered <- dplyr::filter(shares, label == shares$label[[1]], estimator == "corrected")
+  expect_s3_class(filtered, "data.frame", exact = TRUE)
+  expect_identical(nrow(filtered), 1L)
+  expect_identical(names(dplyr::select(shares, label, estimate)), c("label", "estimate"))
+})
