@@ -237,6 +237,10 @@ variance_words <- function(record) {
            paste0(", the spread of codes in general borrowed by strata with few and alike coded rows (",
                   paste(record$variance_pooled, collapse = ", "), ")")
          },
+         if (isTRUE(record$variance_floored)) {
+           paste(", at least that of an error rate of (z^2 / 2) / (n + z^2) (Wilson's centre for no error among the",
+                 "coded rows)")
+         },
          if (length(record$beyond_reach) > 0) {
            paste0(", the coded rows alone where ", paste(record$beyond_reach, collapse = ", "),
                   " lies beyond their reach or has a long tail")

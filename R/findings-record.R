@@ -17,6 +17,7 @@ findings_record <- function(estimate, level = 0.95) {
        small_sample = isTRUE(estimate$parts$corrected$small_sample), df = min(estimate$df$corrected),
        design_df = estimate$design_df, interval = "t",
        lambda_rule = estimate$lambda_rule, variance_pooled = estimate$variance_pooled %||% character(),
+       variance_floored = isTRUE(estimate$variance_floored),
        beyond_reach = estimate$leverage$covariates %||% character())
 }
 

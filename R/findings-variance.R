@@ -135,7 +135,7 @@ stratum_weight <- function(h, scale = 1) h$units^2 * max(1 / min(h$drawn * scale
 # by the inverse of its probability of being coded together: 1 / pi within a
 # drawn unit, 1 / (pi_i pi_j) across units (exact for clusters drawn whole,
 # close for rows drawn without replacement).
-design_parts <- function(fits, sample) {
+design_parts <- function(fits, sample, floor = FALSE) {
   if (inherits(fits, "newrllama4_moment_fit")) fits <- rep(list(fits), length(fits$coefficients))
   rows_drawn <- is.null(sample$unit) && is.null(sample$cluster)
   influence <- lapply(seq_along(fits), function(j) {
@@ -149,12 +149,13 @@ design_parts <- function(fits, sample) {
   direction <- do.call(cbind, lapply(influence, `[[`, "direction"))
   colnames(a) <- colnames(z) <- names(fits[[1]]$coefficients)
   codes <- stratum_codes(fits[[1]], sample)
+  least <- if (floor) rare_error_variance(codes)
   list(
     population = population_part(a, sample),
     population_third = population_third(a, sample),
     strata = pooled_strata(stratum_units(cbind(z, direction), sample), borrowed_variance(codes), ncol(z),
-                           codes_alike(codes)),
-    small_sample = rows_drawn
+                           codes_alike(codes), least),
+    small_sample = rows_drawn, least_rate = least
   )
 }
 
@@ -197,73 +198,6 @@ population_part <- function(a, sample) {
   crossprod(across) + crossprod(within, within * (1 / unit_prob - 1 / unit_prob^2))
 }
 
-# Strata with fewer coded units than this borrow part of their variance.
-few_coded_units <- 10L
-
-# Each stratum's units, drawn units and covariance of the unit totals of z
-# (the first `p` columns of its totals). A stratum with fewer than
-# few_coded_units coded units cannot be trusted with its own spread: two or
-# three alike codes give a variance of 0 by chance, and the interval then
-# rests on an effective n near the corpus size (a thin stratum with 2 coded
-# rows: 0.823 coverage, 0.605 where they agreed). It takes its own spread
-# for its k - 1 degrees of freedom and the spread z would have were each
-# unit's residual of variance `residual` (borrowed_variance()), with its
-# direction on the coefficients (the last `p` columns), for the other
-# few_coded_units - k (borrowed_cov()): never 0, and unbiased where the
-# strata's residuals have one variance. Raising the variance to that spread
-# where below (the rule before) overstated it on average wherever strata are
-# small, as in rounds and at 40-60 coded rows: a label as a covariate on a
-# thin stratum at 40 rows, the variance 1.41x the estimate's spread and
-# coverage 0.990; pooled, 1.00x. `pooled`: whether borrowing raised any
-# coefficient's variance (the printout names these strata). `alike`: per
-# stratum, whether its codes are all one value (codes_alike()).
-pooled_strata <- function(units, residual, p, alike) {
-  Map(function(h, s2, same) {
-    totals <- h$totals[, seq_len(p), drop = FALSE]
-    own <- stratum_cov(totals)
-    direction <- h$totals[, p + seq_len(p), drop = FALSE]
-    cov <- borrowed_cov(own, h$drawn, if (!is.na(s2)) s2 * crossprod(direction) / nrow(direction))
-    c(h[c("units", "drawn")], list(cov = cov, pooled = any(diag(cov) > diag(own) * (1 + 1e-12)), alike = same,
-                                   third = stratum_third(h, totals)))
-  }, units, residual[names(units)], alike[names(units)])
-}
-
-# Per stratum of the coded rows, whether their codes (stratum_codes()) are all
-# one value.
-codes_alike <- function(codes) tapply(codes$y, codes$stratum, function(y) length(unique(y)) == 1)
-
-# A stratum's covariance `own` from its `drawn` units, and where they are
-# fewer than few_coded_units, the covariance `borrowed` had it the rest:
-# weighted by their degrees of freedom.
-borrowed_cov <- function(own, drawn, borrowed) {
-  if (drawn >= few_coded_units || is.null(borrowed)) return(own)
-  ((drawn - 1) * own + (few_coded_units - drawn) * borrowed) / (few_coded_units - 1)
-}
-
-# The residual variance a stratum with few coded units borrows, by stratum.
-# For codes of 0 and 1, that of Agresti and Coull's adjusted proportion of
-# its codes, (ones + 2) / (rows + 4), which is never 0 (two alike codes give
-# 0.222, and the coin flip's truth 0.25); else the residuals' variance pooled
-# within the strata.
-borrowed_variance <- function(codes) {
-  if (codes$zero_one) {
-    adjusted <- (tapply(codes$y, codes$stratum, sum) + 2) / (tapply(codes$y, codes$stratum, length) + 4)
-    return(adjusted * (1 - adjusted))
-  }
-  pooled <- pooled_within_strata(matrix(codes$y - codes$mu), codes$stratum)[[1]]
-  tapply(codes$y, codes$stratum, function(r) pooled)
-}
-
-# The covariance of the columns of `m` (a row a coded row) pooled within the
-# strata: each row centred in its stratum, over the rows less the strata.
-# Of the residuals, the variance a stratum of few units borrows; of the map
-# from the errors to the residuals, its quadratic form (satterthwaite_df()).
-pooled_within_strata <- function(m, stratum) {
-  key <- match(stratum, unique(stratum))
-  centred <- m - rowsum(m, key, reorder = FALSE)[key, , drop = FALSE] / tabulate(key)[key]
-  crossprod(centred) / max(nrow(m) - max(key), 1)
-}
-
 # The positions of the codes in a stacked fit (after its predicted rows).
 coded_positions <- function(fit) fit$n_rows + seq_len((nrow(fit$x) - fit$n_rows) / 2)
 
@@ -273,13 +207,14 @@ coded_positions <- function(fit) fit$n_rows + seq_len((nrow(fit$x) - fit$n_rows)
 # stratum of few units borrows is read from them.
 stratum_codes <- function(fit, sample) {
   at <- coded_positions(fit)
-  list(y = fit$y[at], mu = fit$mu[at], stratum = stratum_of(sample), zero_one = all(fit$y[at] %in% c(0, 1)))
+  list(y = fit$y[at], mu = fit$mu[at], prediction = fit$y[at + length(at)], stratum = stratum_of(sample),
+       zero_one = all(fit$y[at] %in% c(0, 1)))
 }
 
 # The variance for `target`, were each stratum's units `scale` times as many
 # (at most all of them): coded_rows_needed() plans with it.
 design_vcov <- function(parts, target = "population", scale = 1) {
-  sampling <- Reduce(`+`, lapply(parts$strata, function(h) stratum_weight(h, scale) * h$cov))
+  sampling <- at_least(strata_sum(parts, "cov", scale), strata_sum(parts, "least", scale))
   if (target == "population") parts$population + sampling else sampling
 }
 

@@ -269,7 +269,7 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
       "The {.val {failed}} logistic fit{?s} did not converge (separation, or a cell with all codes or labels alike):
        left out.", "i" = "The corrected estimate stands; it is the one to report."))
   }
-  parts <- list(corrected = design_parts(own, sample),
+  parts <- list(corrected = design_parts(own, sample, floor = TRUE),
                 coded_only = if (fits$coded_only$converged) design_parts(fits$coded_only, sample))
   vcov <- list(corrected = design_vcov(parts$corrected, target),
                naive = if (fits$naive$converged) moment_vcov(fits$naive, sample$clusters),
@@ -289,10 +289,18 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
        the spread of codes in general, which is larger.",
       "i" = "Code more rows of {cli::qty(length(pooled))}{?it/them} (draw more with {.code review_sample(previous =)})."))
   }
+  floored <- variance_floored(parts$corrected)
+  if (floored) {
+    inform_newrllama4("variance_floored", c(
+      "The predictions are right on every coded row, so their errors elsewhere are unseen: the sampling
+       variance is taken at least as that of an error rate of {signif(parts$corrected$least_rate, 2)} (Wilson's
+       centre for no error among the coded rows).",
+      "i" = "Code more rows: the interval needs some of the rows the predictions get wrong."))
+  }
   df_of <- function(fit) stats::setNames(pmin(satterthwaite_df(fit, sample, target), design_df(sample)), columns)
   list(fits = fits, vcov = vcov, parts = parts, skewness = skewness, lambda = lambda, lambda_tuned = tuned,
        lambda_rule = rule,
-       variance_pooled = pooled,
+       variance_pooled = pooled, variance_floored = floored,
        lambda_terms = if (tuned) lambda_terms, target = target, design_df = design_df(sample),
        df = list(corrected = df_of(own), naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
                  coded_only = if (fits$coded_only$converged) df_of(fits$coded_only) else design_df(sample)))

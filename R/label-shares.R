@@ -298,6 +298,7 @@ quiet_repeats <- function(expr) {
   withCallingHandlers(expr,
     newrllama4_warning_few_coded = function(w) invokeRestart("muffleWarning"),
     newrllama4_message_rows_left_out = once,
-    newrllama4_message_variance_pooled = once
+    newrllama4_message_variance_pooled = once,
+    newrllama4_message_variance_floored = once
   )
 }

@@ -43,14 +43,16 @@ test_that("shares print Wilson's interval at the effective n, and a stratum whos
   expect_match(text, "share se df 95% interval eff. n deff sampling lambda naive", fixed = TRUE)
   expect_match(text, "intervals: Wilson's score at the effective n, t on each estimate's small-sample degrees", fixed = TRUE)
   expect_match(text, "beside the model's labels (naive)", fixed = TRUE)
-  # sure labels that the codes all agree with: no sampling variance, which the printout shows
+  # sure labels that the codes all agree with: no residual, but the errors the sample missed keep a sampling part,
+  # which the printout shows and says why
   data$.prob_yes <- as.numeric(data$.label == "yes")
   data$.prob_no <- 1 - data$.prob_yes
   coded <- review_sample(data, 100, weight = "uniform", seed = 41)
   coded$truth <- as.character(coded$.label)
-  agreeing <- label_shares(data, coded, truth, seed = 1, lambda = 1)
+  agreeing <- suppressMessages(label_shares(data, coded, truth, seed = 1, lambda = 1))
   printed <- capture.output(print(agreeing))
-  expect_true(any(grepl("^ +yes +[0-9.]+ +[0-9.]+ +[0-9]+ +\\[.*\\] +[0-9,]+ +[0-9.]+ +0% ", printed)))
+  expect_true(any(grepl("^ +yes +[0-9.]+ +[0-9.]+ +[0-9]+ +\\[.*\\] +[0-9,]+ +[0-9.]+ +[1-9][0-9]*% ", printed)))
+  expect_match(gsub("\\s+", " ", paste(printed, collapse = " ")), "Wilson's centre for no error among the coded rows")
 })
 
 test_that("every line of the printouts is within getOption(\"width\")", {

@@ -100,60 +100,6 @@ test_that("each coefficient of the binomial fit solves the logistic score equati
   expect_identical(manifest(fit)$estimation$lambda, fit$lambda)
 })
 
-test_that("a stratum of two alike codes borrows a variance, not a variance of 0", {
-  # issue 58: a label on 4% of 2,000 rows, a coin flip there, 2 of 50 rows coded in it (drawn without the floor
-  # review_sample() now keeps); both "yes", so its spread was 0 and the share 0.039 [0.031, 0.049] for a truth of 0.025
-  data <- thin_stratum(2000, 22)
-  coded <- coded_in_strata(data, c(yes = 2, no = 48), 22)
-  expect_identical(coded$truth[coded$.label == "yes"], c("yes", "yes"))
-  expect_message(shares <- label_shares(data, coded, truth, seed = 1), class = "newrllama4_message_variance_pooled")
-  share <- shares[shares$label == "yes" & shares$estimator == "corrected", ]
-  expect_lt(share$conf.low, 0.025)
-  expect_gt(share$conf.high, 0.025)
-  estimate <- attr(shares, "estimates")$yes
-  expect_identical(estimate$variance_pooled, "yes")
-  thin <- estimate$parts$corrected$strata$yes
-  expect_true(thin$pooled)
-  expect_true(thin$alike)
-  expect_gt(pooled_share(estimate$parts$corrected, diag(estimate$vcov$corrected)), 0)
-  # two codes of "yes": Agresti and Coull's adjusted proportion 4 / 6, variance 2 / 9, on the share's scale, for 8 of
-  # the stratum's 9 degrees of freedom
-  expect_gte(thin$cov[1, 1], 8 / 9 * 2 / 9 / nrow(data)^2)
-})
-
-test_that("a stratum of few coded units weighs its own spread and the borrowed one by their degrees of freedom", {
-  totals <- cbind(c(1, 2, 4, 9), c(0.5, 0.5, 1, 1))
-  units <- list(small = list(totals = totals, units = 40, drawn = 4),
-                large = list(totals = totals[rep(1:4, 3), ], units = 400, drawn = 12))
-  strata <- pooled_strata(units, c(small = 2, large = 2), 1, c(small = FALSE, large = FALSE))
-  own <- stats::var(totals[, 1])
-  borrowed <- 2 * mean(totals[, 2]^2)
-  expect_equal(strata$small$cov[1, 1], (3 * own + 6 * borrowed) / 9)
-  expect_false(strata$small$pooled)
-  # from few_coded_units on, a stratum keeps its own
-  expect_equal(strata$large$cov[1, 1], stats::var(totals[rep(1:4, 3), 1]))
-  expect_true(pooled_strata(list(small = list(totals = cbind(c(1, 1, 1), 1), units = 40, drawn = 3)), c(small = 2),
-                            1, c(small = TRUE))$small$pooled)
-})
-
-test_that("strata of few coded rows do not overstate a regression's variance", {
-  # issue 58's coverage matrix: a label as a covariate at 40 uniform rows, its "yes" rows mostly in a thin stratum
-  # of five; each of its small strata raised to the pooled spread where below, the variance was 1.41x the estimate's
-  # spread over the draws and the coverage 0.990 (200 draws; 0.994 over 500). Weighed by degrees of freedom: 1.00x.
-  fits <- lapply(1:120, function(seed) {
-    world <- speaker_rows(200, 10, seed, thin = TRUE)
-    coded <- quietly(review_sample(world$data, 40, weight = "uniform", seed = seed))
-    tryCatch(quietly(label_regression(y ~ yes + x, world$data, coded, truth, seed = seed)),
-             newrllama4_error = function(e) NULL)
-  })
-  fits <- Filter(Negate(is.null), fits)
-  estimates <- vapply(fits, function(fit) fit$fits$coded_only$coefficients[["yes"]], 0)
-  variances <- vapply(fits, function(fit) fit$vcov$coded_only["yes", "yes"], 0)
-  expect_gt(length(fits), 110)
-  expect_gt(stats::var(estimates) / mean(variances), 0.85)
-  expect_lt(stats::var(estimates) / mean(variances), 1.2)
-})
-
 test_that("with fewer than 100 coded rows lambda is 1, not tuned on the rows it is applied to", {
   # issue 58: tuned on 60 coded rows, the slope's interval covered 0.935 (0.836 where lambda <= 0.5); at 1, 0.961
   data <- simulated_labels(2000, 5)

@@ -1,0 +1,100 @@
+# The variance's floors (findings-floors.R): what a stratum of few coded units
+# borrows, and the least error a row is taken to have where the coded rows show none.
+
+test_that("a stratum of two alike codes borrows a variance, not a variance of 0", {
+  # issue 58: a label on 4% of 2,000 rows, a coin flip there, 2 of 50 rows coded in it (drawn without the floor
+  # review_sample() now keeps); both "yes", so its spread was 0 and the share 0.039 [0.031, 0.049] for a truth of 0.025
+  data <- thin_stratum(2000, 22)
+  coded <- coded_in_strata(data, c(yes = 2, no = 48), 22)
+  expect_identical(coded$truth[coded$.label == "yes"], c("yes", "yes"))
+  expect_message(shares <- label_shares(data, coded, truth, seed = 1), class = "newrllama4_message_variance_pooled")
+  share <- shares[shares$label == "yes" & shares$estimator == "corrected", ]
+  expect_lt(share$conf.low, 0.025)
+  expect_gt(share$conf.high, 0.025)
+  estimate <- attr(shares, "estimates")$yes
+  expect_identical(estimate$variance_pooled, "yes")
+  thin <- estimate$parts$corrected$strata$yes
+  expect_true(thin$pooled)
+  expect_true(thin$alike)
+  expect_gt(pooled_share(estimate$parts$corrected, diag(estimate$vcov$corrected)), 0)
+  # two codes of "yes": Agresti and Coull's adjusted proportion 4 / 6, variance 2 / 9, on the share's scale, for 8 of
+  # the stratum's 9 degrees of freedom
+  expect_gte(thin$cov[1, 1], 8 / 9 * 2 / 9 / nrow(data)^2)
+})
+
+test_that("predictions right on every coded row do not make the interval vanish: their rare errors elsewhere count", {
+  # a learner right on 99% of rows: 2% of them a coin flip its features cannot tell; 150 of 700 rows coded
+  sharp <- function(seed) {
+    rows <- learnable_rows(700, dim = 10, strength = 6, seed = seed)
+    data <- rows$data
+    hard <- withr::with_seed(seed + 1e5, sample(700, 14))
+    data$gold[hard] <- withr::with_seed(seed + 2e5, sample(c("a", "b"), 14, replace = TRUE))
+    coded <- review_sample(data, 150, weight = "uniform", seed = seed)
+    list(data = data, coded = coded, learned = quietly(learn_labels(data, coded, gold, features = rows$x)))
+  }
+  draw <- function(seed) {
+    world <- sharp(seed)
+    data <- world$data
+    coded <- world$coded
+    learned <- world$learned
+    shares <- quietly(label_shares(learned, coded, gold, seed = seed, target = "corpus"))
+    share <- shares[shares$label == "a" & shares$estimator == "corrected", ]
+    value <- mean(data$gold == "a")
+    c(covered = share$conf.low <= value && value <= share$conf.high, width = share$conf.high - share$conf.low,
+      errors = sum((learned$.prob_a[coded$.row] > 0.5) != (data$gold[coded$.row] == "a")))
+  }
+  draws <- vapply(1:20, draw, numeric(3))
+  # 4 of these 20 draws see no error among their coded rows: their intervals were 0.004 wide and 3 of the 4 missed
+  # (over 300 draws: 56 without an error, covering 0.32; all draws 0.857; with the floor 0.997)
+  unseen <- draws["errors", ] == 0
+  expect_gte(sum(unseen), 2)
+  expect_true(all(draws["covered", unseen] == 1))
+  expect_gt(min(draws["width", unseen]), 0.5 * stats::median(draws["width", !unseen]))
+  expect_gte(mean(draws["covered", ]), 0.95)
+  # said, in a message and in the printout
+  world <- sharp(which(unseen)[[1]])
+  expect_message(shares <- label_shares(world$learned, world$coded, gold, seed = 1, target = "corpus"),
+                 class = "newrllama4_message_variance_floored")
+  printed <- gsub("\\s+", " ", paste(utils::capture.output(print(shares)), collapse = " "))
+  expect_match(printed, "Wilson's centre for no error")
+  # the floor: Wilson's centre for no error among n coded rows, for 0/1 codes only
+  codes <- list(y = rep(c(0, 1), 75), prediction = rep(c(0.2, 0.9), 75), zero_one = TRUE)
+  expect_equal(rare_error_variance(codes), stats::qnorm(0.975)^2 / 2 / (150 + stats::qnorm(0.975)^2))
+  # one error seen: the residuals' own spread stands
+  codes$prediction[[1]] <- 0.6
+  expect_identical(rare_error_variance(codes), NA_real_)
+  expect_identical(rare_error_variance(list(y = c(0.5, 2), prediction = c(0.5, 2), zero_one = FALSE)), NA_real_)
+})
+
+test_that("a stratum of few coded units weighs its own spread and the borrowed one by their degrees of freedom", {
+  totals <- cbind(c(1, 2, 4, 9), c(0.5, 0.5, 1, 1))
+  units <- list(small = list(totals = totals, units = 40, drawn = 4),
+                large = list(totals = totals[rep(1:4, 3), ], units = 400, drawn = 12))
+  strata <- pooled_strata(units, c(small = 2, large = 2), 1, c(small = FALSE, large = FALSE))
+  own <- stats::var(totals[, 1])
+  borrowed <- 2 * mean(totals[, 2]^2)
+  expect_equal(strata$small$cov[1, 1], (3 * own + 6 * borrowed) / 9)
+  expect_false(strata$small$pooled)
+  # from few_coded_units on, a stratum keeps its own
+  expect_equal(strata$large$cov[1, 1], stats::var(totals[rep(1:4, 3), 1]))
+  expect_true(pooled_strata(list(small = list(totals = cbind(c(1, 1, 1), 1), units = 40, drawn = 3)), c(small = 2),
+                            1, c(small = TRUE))$small$pooled)
+})
+
+test_that("strata of few coded rows do not overstate a regression's variance", {
+  # issue 58's coverage matrix: a label as a covariate at 40 uniform rows, its "yes" rows mostly in a thin stratum
+  # of five; each of its small strata raised to the pooled spread where below, the variance was 1.41x the estimate's
+  # spread over the draws and the coverage 0.990 (200 draws; 0.994 over 500). Weighed by degrees of freedom: 1.00x.
+  fits <- lapply(1:120, function(seed) {
+    world <- speaker_rows(200, 10, seed, thin = TRUE)
+    coded <- quietly(review_sample(world$data, 40, weight = "uniform", seed = seed))
+    tryCatch(quietly(label_regression(y ~ yes + x, world$data, coded, truth, seed = seed)),
+             newrllama4_error = function(e) NULL)
+  })
+  fits <- Filter(Negate(is.null), fits)
+  estimates <- vapply(fits, function(fit) fit$fits$coded_only$coefficients[["yes"]], 0)
+  variances <- vapply(fits, function(fit) fit$vcov$coded_only["yes", "yes"], 0)
+  expect_gt(length(fits), 110)
+  expect_gt(stats::var(estimates) / mean(variances), 0.85)
+  expect_lt(stats::var(estimates) / mean(variances), 1.2)
+})
