@@ -186,6 +186,17 @@ cases <- list(
     c(share_interval_of(shares, "a", NULL, 0.65)[c("covered", "width")],
       vs_coded_only = a$std.error[a$estimator == "corrected"] / a$std.error[a$estimator == "coded_only"])
   },
+  "labels learned from 150 of 700 rows a learner gets right but for 2% coin flips: the corpus share" =
+    function(seed) {
+      rows <- rarely_wrong(seed)
+      coded <- review_sample(rows$data, 150, weight = "uniform", seed = seed)
+      learned <- quietly(learn_labels(rows$data, coded, gold, features = rows$x))
+      shares <- quietly(label_shares(learned, coded, gold, seed = seed, target = "corpus"))
+      wrong <- (learned$.prob_a[coded$.row] > 0.5) != (rows$data$gold[coded$.row] == "a")
+      # no coded row wrong: the draws whose interval the floor of rare_error_variance() holds open
+      c(share_interval_of(shares, "a", NULL, mean(rows$data$gold == "a"))[c("covered", "width")],
+        none_wrong = !any(wrong))
+    },
   "labels learned from 40 of 1,000 rows with two example orders, one confident noise (no features): the share" =
     function(seed) {
       data <- one_good_order(1000, seed)

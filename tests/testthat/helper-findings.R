@@ -151,6 +151,16 @@ learnable_rows <- function(n, labels = c("a", "b"), majority = 0.65, dim = 20, i
   list(data = data, x = x)
 }
 
+# Rows a learner gets right but for 2% of them, coin flips its features
+# cannot tell (learnable_rows(), strongly told apart): 150 coded rows of 700
+# see none of its errors in about a fifth of draws.
+rarely_wrong <- function(seed, n = 700, flips = 14) {
+  rows <- learnable_rows(n, dim = 10, strength = 6, seed = seed)
+  hard <- withr::with_seed(seed + 1e5, sample(n, flips))
+  rows$data$gold[hard] <- withr::with_seed(seed + 2e5, sample(c("a", "b"), flips, replace = TRUE))
+  rows
+}
+
 # The slope of a linear probability model of the first label on z in
 # learnable_rows() at `majority`: Cov(1, z) / Var(z), with z's means 1 apart.
 learnable_slope <- function(majority = 0.65) majority * (1 - majority) / (1 + majority * (1 - majority))

@@ -25,12 +25,9 @@ test_that("a stratum of two alike codes borrows a variance, not a variance of 0"
 test_that("predictions right on every coded row do not make the interval vanish: their rare errors elsewhere count", {
   # a learner right on 99% of rows: 2% of them a coin flip its features cannot tell; 150 of 700 rows coded
   sharp <- function(seed) {
-    rows <- learnable_rows(700, dim = 10, strength = 6, seed = seed)
-    data <- rows$data
-    hard <- withr::with_seed(seed + 1e5, sample(700, 14))
-    data$gold[hard] <- withr::with_seed(seed + 2e5, sample(c("a", "b"), 14, replace = TRUE))
-    coded <- review_sample(data, 150, weight = "uniform", seed = seed)
-    list(data = data, coded = coded, learned = quietly(learn_labels(data, coded, gold, features = rows$x)))
+    rows <- rarely_wrong(seed)
+    coded <- review_sample(rows$data, 150, weight = "uniform", seed = seed)
+    list(data = rows$data, coded = coded, learned = quietly(learn_labels(rows$data, coded, gold, features = rows$x)))
   }
   draw <- function(seed) {
     world <- sharp(seed)
