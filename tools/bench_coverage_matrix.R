@@ -12,7 +12,8 @@
 # covariate, that cell stands only for its refusal), then the issue's four
 # silent cases as described, rounds by doubt against uniform rows (issue 61),
 # and on five labels (learnable_rows()) the share of one drawn by its own
-# doubt (review_sample(label =)) against the top label's. The data
+# doubt (review_sample(label =)) against the top label's, and a learner right
+# but for 2% coin flips (rare errors the coded rows may not see). The data
 # (tests/testthat/helper-findings.R's speaker_rows()) have a rare label in the
 # thin stratum, a lognormal covariate and features that carry the speaker; in
 # the cluster design, speakers of 10 texts (n / 10 of them drawn whole) whose texts share their truth and the
@@ -73,11 +74,19 @@ worlds <- list(
   # five labels (learnable_rows()): features tell "a" and "b" from the rest, nothing tells "c", "d" and "e"
   # apart, so a learner torn among those three is still sure they are not "a" (issue 61)
   five_labels = list(learnable = 2000, labels = c("a", "b", "c", "d", "e"), majority = 0.3, dim = 10, strength = 3,
-                     label = "a")
+                     label = "a"),
+  # a learner right but for 2% coin flips (rarely_wrong()): 150 coded rows of 700 see none of its errors in about a
+  # fifth of draws (the floor of rare_error_variance())
+  rarely_wrong = list(rarely_wrong = 700, label = "a")
 )
 draw_world <- function(world, seed, orders = 1, dim = 20, scale = 1) {
   w <- worlds[[world]]
   if (!is.null(w$rows)) return(list(data = simulated_labels(w$rows * scale, seed, covariate = w$covariate)))
+  if (!is.null(w$rarely_wrong)) {
+    rows <- rarely_wrong(seed, n = w$rarely_wrong * scale, flips = round(0.02 * w$rarely_wrong * scale))
+    rows$data$truth <- rows$data$gold
+    return(list(data = rows$data, features = rows$x, label = w$label))
+  }
   if (!is.null(w$learnable)) {
     rows <- learnable_rows(w$learnable * scale, labels = w$labels, majority = w$majority, dim = w$dim,
                            strength = w$strength, seed = seed)
@@ -259,6 +268,11 @@ cells <- c(
               c("label_doubt_rounds", "population")), function(options) {
     cell("learned", options[[1]], options[[2]], "share_of_label", 150, "five_labels",
          sprintf("five labels: learned labels, %s / %s / share of a / 150", options[[1]], options[[2]]))
+  }),
+  # predictions right on every coded row in about a fifth of draws
+  lapply(c("corpus", "population"), function(target) {
+    cell("learned", "uniform", target, "share_of_label", 150, "rarely_wrong",
+         sprintf("rare errors: learned labels wrong on 1%% of rows, uniform / %s / share of a / 150 of 700", target))
   })
 )
 cells <- Filter(function(c) grepl(pattern, c$name), cells)
