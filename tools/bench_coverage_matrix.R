@@ -56,8 +56,9 @@ seeds <- seq(seeds[[1]], seeds[[2]])
 draws <- length(seeds)
 # each draw's outcome as it comes, a line a draw (--log=FILE.csv), so that a
 # long run interrupted still tells what it measured; with the corrected
-# estimate, its standard error and df and the value it estimates, so that the
-# spread of the estimates can be set against the standard errors (issue 61)
+# estimate, its standard error, df and skewness (a regression's) and the value
+# it estimates, so that the spread of the estimates can be set against the
+# standard errors, and another interval's rule read off the log (issue 61)
 draw_log <- option("log", "")
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
@@ -308,7 +309,8 @@ one_draw <- function(cell, seed) {
       width = (corrected$conf.high - corrected$conf.low) / (coded_only$conf.high - coded_only$conf.low),
       coded_covered = coded_only$conf.low <= value && value <= coded_only$conf.high,
       corrected_width = corrected$conf.high - corrected$conf.low, neyman_bound = first_learned$bound %||% NA_real_,
-      estimate = corrected$estimate, std_error = corrected$std.error, df = corrected$df, value = value)
+      estimate = corrected$estimate, std_error = corrected$std.error, df = corrected$df, value = value,
+      skew = corrected$skewness %||% NA_real_)
   }, newrllama4_error = function(e) structure(NA_real_, stopped = class(e)[[1]], why = conditionMessage(e)),
   error = function(e) structure(NA_real_, stopped = "unclassed", why = conditionMessage(e)))
 }
@@ -324,7 +326,7 @@ logged_draw <- function(seed, cell) {
   outcome <- one_draw(cell, seed)
   if (nzchar(draw_log)) {
     figures <- c("covered", "width", "coded_covered", "corrected_width", "neyman_bound", "estimate", "std_error", "df",
-                 "value")
+                 "value", "skew")
     values <- if (length(outcome) == length(figures)) as.vector(outcome) else rep(NA_real_, length(figures))
     line <- data.frame(cell = cell$name, seed = seed, t(stats::setNames(values, figures)),
                        stopped = attr(outcome, "stopped") %||% "")
