@@ -81,7 +81,7 @@ pooled_within_strata <- function(m, stratum) {
 # share's interval was [0.586, 0.591] for a truth of 0.620. On learnable rows
 # with 2% of them a coin flip (a learner 99% right), 56 draws of 300 saw no
 # error among 150 coded rows, and covered 0.32 (all draws 0.857; with the
-# floor 0.997). One error seen, the residuals' own spread stands. NA where
+# floor 1.0 and 0.983). One error seen, the residuals' own spread stands. NA where
 # there is one, or for codes not of 0 and 1.
 rare_error_variance <- function(codes) {
   if (!codes$zero_one || any(abs(codes$y - codes$prediction) >= 0.5)) return(NA_real_)
