@@ -71,6 +71,20 @@ pooled_within_strata <- function(m, stratum) {
   crossprod(centred) / max(nrow(m) - max(key), 1)
 }
 
+#' @rdname label_regression
+#' @section Predictions right on every coded row: Where no coded row of 0/1
+#'   codes is wrong (each prediction within 0.5 of its code), the residuals,
+#'   and the corrected estimate's sampling variance with them, are near 0,
+#'   while the predictions may err on rows the sample missed (a learner 99%
+#'   right saw no error among 150 coded rows in a fifth of draws, and its
+#'   intervals then covered 0.32). Each row's residual variance is then taken
+#'   to be at least Wilson's centre for no error among the \eqn{n}{n} coded
+#'   rows, \eqn{(z^2 / 2) / (n + z^2)}{(z^2 / 2) / (n + z^2)}; a message
+#'   (`newrllama4_message_variance_floored`) says so, and the fit's
+#'   `variance_floored` records it. The same holds for [label_shares()].
+#' @name label_regression
+NULL
+
 # The least residual variance a coded row of 0/1 codes is taken to have
 # where the predictions are right on every coded row (within 0.5 of its code):
 # Wilson's centre for an error rate seen in none of the n coded rows, (z^2 /

@@ -128,17 +128,6 @@
 #' strata whose variance borrowing raised, and the fit's `variance_pooled` and
 #' the `pooled` of each stratum in `parts` record them.
 #'
-#' Where the predictions are right on every coded row of 0/1 codes (each
-#' within 0.5 of its code), their residuals, and the corrected estimate's
-#' sampling variance with them, are near 0, while the predictions may err on
-#' rows the sample missed (a
-#' learner 99% right saw no error among 150 coded rows in a fifth of draws,
-#' and its intervals then covered 0.32). Each row's residual variance is then
-#' taken to be at least Wilson's centre for no error among the \eqn{n}{n}
-#' coded rows, \eqn{(z^2 / 2) / (n + z^2)}{(z^2 / 2) / (n + z^2)}; a message
-#' (`newrllama4_message_variance_floored`) says so, and the fit's
-#' `variance_floored` records it.
-#'
 #' Where the coded rows do not reach a covariate's range (a row of `data`
 #' would have a leverage above 1 on the coded rows' fit, as a long tail
 #' gives), no code checks the labels there: the corrected estimate is the
