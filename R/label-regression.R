@@ -139,10 +139,10 @@
 #' 2.5: a lognormal one, not a normal, uniform or gamma one of shape 4), which
 #' the coded rows can miss however many they are: the warning
 #' (`newrllama4_warning_skewed_covariate`) gives the rows Cochran's rule asks
-#' (\eqn{25 G_1^2}{25 G1^2}). Where the coded rows also hold fewer than 20 of
-#' their rarer code (and under a tenth of them), no interval covers the slope,
-#' and the estimate stops (`newrllama4_error_skewed_covariate`): code more rows
-#' from the tail, or transform the covariate (its log, or ranks). It stops too
+#' (\eqn{25 G_1^2}{25 G1^2}). Where the coded rows' rarer code is under a
+#' tenth of them, no interval covers the slope, and the estimate stops
+#' (`newrllama4_error_skewed_covariate`): transform the covariate (its log, or
+#' ranks). It stops too
 #' for the corpus (`target = "corpus"`) unless the rows far out were drawn
 #' whole (`review_sample(tail =)`; the skewness is then that of the rest): a
 #' uniform draw misses them in most samples (a lognormal covariate, uniform

@@ -87,7 +87,13 @@ test_that("a covariate with a long tail over the corpus warns and is the coded r
                                                                                      seed = 1), truth, seed = 1)),
                         class = "newrllama4_error_skewed_covariate")
   expect_s3_class(error, "newrllama4_error_leverage")
-  expect_match(conditionMessage(error), "x has a long tail.*13 of their rarer code.*Code about 806 more rows.*log, or ranks")
+  expect_match(conditionMessage(error), "x has a long tail.*13 of their rarer code \\(under a tenth\\).*Transform x.*log, or ranks")
+  # 20-39 of 400 (3% of draws of the coverage matrix's thin world) covered 0.883 over 111 draws with a count of 20:
+  # a draw rich in the rarer code by chance is one whose slope is steep by chance
+  rich <- review_sample(thin, 400, weight = "uniform", seed = 1)
+  rich$truth[order(rich$truth == "yes", decreasing = TRUE)[seq(14, 25)]] <- "yes"
+  expect_error(suppressMessages(label_regression(yes ~ x, thin, rich, truth, seed = 1)), "25 of their rarer code",
+               class = "newrllama4_error_skewed_covariate")
   # a normal covariate: no condition, lambda tuned
   normal <- simulated_labels(2000, 1)
   expect_no_warning(fit <- suppressMessages(label_regression(yes ~ x, normal, review_sample(normal, 400, "uniform",
