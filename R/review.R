@@ -306,6 +306,14 @@ previous_bands <- function(previous) {
 bind_rows_filled <- function(a, b) {
   for (column in setdiff(names(b), names(a))) a[[column]] <- rep(b[[column]][NA_integer_], nrow(a))
   for (column in setdiff(names(a), names(b))) b[[column]] <- rep(a[[column]][NA_integer_], nrow(b))
+  # a round read back from a CSV file holds its features as their placeholder text: so then does the whole
+  # sample, which rbind() would otherwise make a list that no CSV file can hold
+  for (column in names(a)) {
+    if (inherits(a[[column]], "newrllama4_features") != inherits(b[[column]], "newrllama4_features")) {
+      a[[column]] <- as.character(a[[column]])
+      b[[column]] <- as.character(b[[column]])
+    }
+  }
   rbind(a, b[names(a)])
 }
 

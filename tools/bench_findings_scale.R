@@ -6,7 +6,10 @@
 # Gemma 3 270M's width, 640 dimensions of each of the three kinds that
 # features = TRUE keeps, as float32 blobs), the shares by group
 # (label_shares()) and a slope (label_regression()) with the learned labels,
-# and the same two with the zero-shot labels. The rows are learnable_rows()'
+# a second round of as many rows drawn by their doubt (planned by
+# coded_rows_needed(doubt =), drawn by review_sample(weight = "learned"), its
+# codes through a CSV file) and the shares by group from both rounds, and the
+# shares and slope with the zero-shot labels. The rows are learnable_rows()'
 # (tests/testthat/helper-findings.R): a weak zero-shot annotator, features
 # that carry the label, a covariate z.
 #
@@ -59,6 +62,18 @@ one_study <- function(rows, coded_rows, dim, helper) {
   learned <- timed("learn_labels(features = TRUE)", learn_labels(data, coded, code))
   timed("label_shares(by =), learned", label_shares(learned, coded, code, by = group, seed = 1))
   timed("label_regression(), learned", label_regression(a ~ z, learned, coded, code, seed = 1))
+  # a second round of as many rows where the learned labels are unsure, planned first, its codes through a CSV file
+  shares <- label_shares(learned, coded, code, seed = 1)
+  timed("coded_rows_needed(doubt =)", coded_rows_needed(shares, se = 0.01, doubt = learned))
+  both <- timed("review_sample(weight = \"learned\")",
+                review_sample(learned, coded_rows, weight = "learned", previous = coded, seed = 2))
+  both <- timed("two rounds' codes through a CSV file", {
+    both$code <- both$gold
+    file <- tempfile(fileext = ".csv")
+    utils::write.csv(both, file, row.names = FALSE)
+    utils::read.csv(file)
+  })
+  timed("label_shares(by =), learned, two rounds", label_shares(learned, both, code, by = group, seed = 1))
   timed("label_shares(by =), zero-shot", label_shares(data, coded, code, by = group, seed = 1))
   timed("label_regression(), zero-shot", label_regression(a ~ z, data, coded, code, seed = 1))
   status <- readLines("/proc/self/status")

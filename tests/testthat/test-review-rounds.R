@@ -87,6 +87,30 @@ test_that("the rounds' design columns survive a CSV file, read_codes() and `[`",
   expect_equal(read$estimate, direct$estimate)
 })
 
+test_that("a first round read back from a CSV file beside features draws a second that a CSV file holds", {
+  # the study's road at scale (tools/bench_findings_scale.R): features kept in the data, the first round coded
+  # through a CSV file (its features the placeholder text), the second drawn by doubt; on main the two bound into a
+  # list column and write.csv() stopped ("unimplemented type 'list'"), by doubt and uniformly alike
+  rows <- learnable_rows(300, dim = 6, seed = 1)
+  data <- rows$data
+  data$.features <- newrllama4:::features_from_matrix(rows$x, list(model = "m", state = "last_token"))
+  first <- through_csv(review_sample(data, 60, weight = "uniform", seed = 1))
+  expect_type(first$.features, "character")
+  learned <- suppressMessages(learn_labels(data, first, gold))
+  for (second in list(review_sample(learned, 60, weight = "learned", previous = first, seed = 2),
+                      review_sample(data, 60, weight = "uniform", previous = first, seed = 2))) {
+    expect_type(second$.features, "character")
+    expect_equal(unique(second$.features), "<features>")
+    again <- through_csv(second)
+    expect_equal(suppressMessages(label_shares(learned, again, gold, seed = 3))$std.error,
+                 suppressMessages(label_shares(learned, second, gold, seed = 3))$std.error)
+  }
+  # kept in memory, both rounds keep the features themselves
+  kept <- review_sample(learned, 60, weight = "learned", previous = review_sample(data, 60, "uniform", seed = 1),
+                        seed = 2)
+  expect_s3_class(kept$.features, "newrllama4_features")
+})
+
 test_that("rounds by doubt are combined, not pooled: each round's rows weighted by their round and its weight", {
   setup <- doubt_rounds()
   both <- setup$both
