@@ -42,7 +42,10 @@
 #'   `lambda_tuned`, `strata`, `fewest_coded_in_stratum`, `clusters` (drawn
 #'   whole and coded, or `NA`), `lost_rows` (drawn rows without a code),
 #'   `split_texts` (texts whose coders' codes were split, [read_codes()]),
-#'   `undecided_share` (both over the drawn rows), `learner`, `learner_accuracy`
+#'   `undecided_share` (both over the drawn rows), `strata_borrowing` (strata
+#'   of few coded units that borrowed the spread of the others),
+#'   `variance_floored` (no coded row wrong: each row's error taken as at
+#'   least Wilson's centre for none seen), `learner`, `learner_accuracy`
 #'   and `learner_kept` (`NA` for labels no learner saw); a regression adds
 #'   `family`, `outcome`, `prediction` and `folds`.
 #' @name label_regression_tidiers
@@ -123,6 +126,7 @@ glance_record <- function(record) {
              strata = as.integer(design$strata), fewest_coded_in_stratum = as.integer(design$fewest_coded),
              clusters = as.integer(design$clusters_drawn %||% NA_integer_), lost_rows = as.integer(design$lost),
              split_texts = as.integer(design$split %||% 0L),
+             strata_borrowing = length(record$variance_pooled), variance_floored = isTRUE(record$variance_floored),
              undecided_share = (design$lost + (design$split %||% 0L)) / design$drawn,
              learner = if (is.null(learner)) NA_character_ else paste(learner$verb, learner$model),
              learner_accuracy = learner$accuracy %||% NA_real_, learner_kept = learner$kept %||% NA,

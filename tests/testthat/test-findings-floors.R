@@ -13,6 +13,9 @@ test_that("a stratum of two alike codes borrows a variance, not a variance of 0"
   expect_gt(share$conf.high, 0.025)
   estimate <- attr(shares, "estimates")$yes
   expect_identical(estimate$variance_pooled, "yes")
+  expect_identical(generics::glance(shares)$strata_borrowing, 1L)
+  # and its 50 coded rows are all labelled right: the rare-error floor holds too
+  expect_true(generics::glance(shares)$variance_floored)
   thin <- estimate$parts$corrected$strata$yes
   expect_true(thin$pooled)
   expect_true(thin$alike)
@@ -54,6 +57,7 @@ test_that("predictions right on every coded row do not make the interval vanish:
                  class = "newrllama4_message_variance_floored")
   printed <- gsub("\\s+", " ", paste(utils::capture.output(print(shares)), collapse = " "))
   expect_match(printed, "Wilson's centre for no error")
+  expect_true(generics::glance(shares)$variance_floored)
   # the floor: Wilson's centre for no error among n coded rows, for 0/1 codes only
   codes <- list(y = rep(c(0, 1), 75), prediction = rep(c(0.2, 0.9), 75), zero_one = TRUE)
   expect_equal(rare_error_variance(codes), stats::qnorm(0.975)^2 / 2 / (150 + stats::qnorm(0.975)^2))
