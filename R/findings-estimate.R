@@ -131,7 +131,8 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
 # (3% of them), and those covered 0.883 over 111 draws (3,500 seeds), their
 # misses all but one above: a draw rich in the rarer code by chance is the
 # draw whose slope is steep by chance. 60 rows of a balanced code hold more
-# than a tenth of either in every draw, and their small df cover. Measured over 300 draws (tools/bench_findings_validity.R,
+# than a tenth of either in every draw, and their small df cover. Measured
+# over 300 draws (tools/bench_findings_validity.R,
 # tools/bench_coverage_matrix.R): the lognormal slope at 400 rows 0.940 (0.923
 # tuned on the same seeds), at 150 0.937, at 60 0.960 (population and corpus);
 # the thin world stops in 97% of draws at 400 rows, all at 150. Over 300

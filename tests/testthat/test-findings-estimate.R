@@ -87,7 +87,8 @@ test_that("a covariate with a long tail over the corpus warns and is the coded r
                                                                                      seed = 1), truth, seed = 1)),
                         class = "newrllama4_error_skewed_covariate")
   expect_s3_class(error, "newrllama4_error_leverage")
-  expect_match(conditionMessage(error), "x has a long tail.*13 of their rarer code \\(under a tenth\\).*Transform x.*log, or ranks")
+  expect_match(conditionMessage(error),
+               "x has a long tail.*13 of their rarer code \\(under a tenth\\).*Transform x.*log, or ranks")
   # 20-39 of 400 (3% of draws of the coverage matrix's thin world) covered 0.883 over 111 draws with a count of 20:
   # a draw rich in the rarer code by chance is one whose slope is steep by chance
   rich <- review_sample(thin, 400, weight = "uniform", seed = 1)
