@@ -53,26 +53,17 @@ one_study <- function(rows, coded_rows, dim, helper) {
   # the peak from here on is the study's, not the simulation's (Linux: writing 5 resets VmHWM)
   writeLines("5", "/proc/self/clear_refs")
   coded <- timed("review_sample()", review_sample(data, coded_rows, weight = "uniform", seed = 1))
-  coded <- timed("codes through a CSV file", {
-    coded$code <- coded$gold
-    file <- tempfile(fileext = ".csv")
-    utils::write.csv(coded, file, row.names = FALSE)
-    utils::read.csv(file)
-  })
+  coded$code <- coded$gold
+  coded <- timed("codes through a CSV file", through_csv(coded))
   learned <- timed("learn_labels(features = TRUE)", learn_labels(data, coded, code))
-  timed("label_shares(by =), learned", label_shares(learned, coded, code, by = group, seed = 1))
+  shares <- timed("label_shares(by =), learned", label_shares(learned, coded, code, by = group, seed = 1))
   timed("label_regression(), learned", label_regression(a ~ z, learned, coded, code, seed = 1))
   # a second round of as many rows where the learned labels are unsure, planned first, its codes through a CSV file
-  shares <- label_shares(learned, coded, code, seed = 1)
   timed("coded_rows_needed(doubt =)", coded_rows_needed(shares, se = 0.01, doubt = learned))
   both <- timed("review_sample(weight = \"learned\")",
                 review_sample(learned, coded_rows, weight = "learned", previous = coded, seed = 2))
-  both <- timed("two rounds' codes through a CSV file", {
-    both$code <- both$gold
-    file <- tempfile(fileext = ".csv")
-    utils::write.csv(both, file, row.names = FALSE)
-    utils::read.csv(file)
-  })
+  both$code <- both$gold
+  both <- timed("two rounds' codes through a CSV file", through_csv(both))
   timed("label_shares(by =), learned, two rounds", label_shares(learned, both, code, by = group, seed = 1))
   timed("label_shares(by =), zero-shot", label_shares(data, coded, code, by = group, seed = 1))
   timed("label_regression(), zero-shot", label_regression(a ~ z, data, coded, code, seed = 1))
