@@ -182,9 +182,11 @@ round_by_doubt <- function(estimate, chosen, se, doubt, coded_needed, label = NU
   n1 <- length(estimate$coded_rows)
   population <- if (estimate$target == "population") parts$population else 0
   pilot <- design_vcov(parts, "corpus")
+  # ranked once: the bisection below tries some 17 round sizes a term over the same rows
+  ranked <- doubt_ranks(spread)
   se_after <- function(n2) {
     share <- n2 / (n1 + n2)
-    round <- doubt_variance_ratio(spread, n2, variance) * design_vcov(parts, "corpus", n2 / n1)
+    round <- doubt_variance_ratio(spread, n2, variance, ranked) * design_vcov(parts, "corpus", n2 / n1)
     sqrt(diag(population + (1 - share)^2 * pilot + share^2 * round))[chosen]
   }
   now <- sqrt(diag(population + pilot))[chosen]

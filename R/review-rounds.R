@@ -37,6 +37,10 @@ doubt_bands <- 10L
 # no stratum (no row) is left without a chance of being drawn.
 doubt_floor <- 0.05
 
+# The rows in order of their doubt plus doubt_floor, the most unsure first
+# (ties by position): the order doubt_allocation() cuts its bands in.
+doubt_ranks <- function(doubt) order(-(doubt + doubt_floor))
+
 # The standard deviation of whether a label that is right with probability
 # `confidence` is right: the doubt Neyman allocation weighs.
 doubt_of <- function(confidence) sqrt(pmax(confidence * (1 - confidence), 0))
@@ -137,14 +141,14 @@ doubt_round <- function(data, labelled, n, seed, previous, cluster, field, label
 # position, where the doubt plus doubt_floor summed from the most unsure row
 # passes each band's share of its total), the bands' sizes and their draws,
 # shared by Neyman allocation on the bands' mean doubt plus doubt_floor,
-# few_coded_units rows a band at least.
-doubt_allocation <- function(doubt, n) {
+# few_coded_units rows a band at least. `ranked`: the rows from the most
+# unsure (doubt_ranks()), given where many rounds of one doubt are tried.
+doubt_allocation <- function(doubt, n, ranked = doubt_ranks(doubt)) {
   weight <- doubt + doubt_floor
   bands <- max(1L, min(doubt_bands, n %/% few_coded_units, length(doubt) %/% 2L))
-  order <- order(-weight)
-  passed <- cumsum(weight[order]) / sum(weight)
+  passed <- cumsum(weight[ranked]) / sum(weight)
   band <- integer(length(doubt))
-  band[order] <- pmin(bands, pmax(1L, as.integer(ceiling(passed * bands - 1e-9))))
+  band[ranked] <- pmin(bands, pmax(1L, as.integer(ceiling(passed * bands - 1e-9))))
   # a row heavier than a band's share leaves the band after it empty
   band <- match(band, sort(unique(band)))
   sizes <- tabulate(band)
@@ -158,9 +162,9 @@ doubt_allocation <- function(doubt, n) {
 # doubt_variance() for what the coded rows say): with `n` NULL, the Neyman
 # bound, the round drawn in proportion to each row's error sd itself (no
 # bands, no floor, no finite-population correction), mean(sd)^2 / mean(sd^2).
-doubt_variance_ratio <- function(doubt, n = NULL, variance = doubt^2) {
+doubt_variance_ratio <- function(doubt, n = NULL, variance = doubt^2, ranked = doubt_ranks(doubt)) {
   if (is.null(n)) return(mean(sqrt(variance))^2 / mean(variance))
-  allocation <- doubt_allocation(doubt, n)
+  allocation <- doubt_allocation(doubt, n, ranked)
   spread <- as.vector(tapply(variance, allocation$band, mean))
   sizes <- allocation$sizes
   draws <- allocation$draws
