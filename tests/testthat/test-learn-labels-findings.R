@@ -117,3 +117,29 @@ test_that("a text whose coders split is learned from each code, and the estimato
   shares <- label_shares(learned, both, gold, seed = 2)
   expect_true(all(is.finite(shares$conf.low)))
 })
+
+test_that("folds on rounds drawn since the learner choose each setting once, again where what they read changes", {
+  rows <- learnable_rows(600)
+  first <- review_sample(rows$data, n = 80, weight = "uniform", seed = 1)
+  learned <- suppressMessages(learn_labels(rows$data, first, gold, features = rows$x))
+  both <- review_sample(learned, n = 60, weight = "learned", previous = first, seed = 2)
+  choices <- 0
+  choose <- choose_setting
+  local_package_binding("choose_setting", function(...) {
+    choices <<- choices + 1
+    choose(...)
+  })
+  rm(list = ls(fold_choices), envir = fold_choices)
+  # the learner's own folds do not hold the second round: each of the five folds chooses, once for both labels
+  shares <- label_shares(learned, both, gold, seed = 3)
+  expect_identical(choices, 5)
+  # a slope on the same rounds and folds reads the same choices
+  share_of_a <- label_regression(a ~ 1, learned, both, gold, seed = 3)
+  expect_identical(choices, 5)
+  expect_equal(unname(coef(share_of_a)[[1]]), shares$estimate[shares$estimator == "corrected" & shares$label == "a"])
+  # one code changed: the four folds that learn from it choose again, on what they now read
+  recoded <- both
+  recoded$gold[1] <- setdiff(c("a", "b"), recoded$gold[1])
+  label_shares(learned, recoded, gold, seed = 3)
+  expect_identical(choices, 9)
+})
