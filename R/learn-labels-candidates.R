@@ -67,15 +67,26 @@ glmnet_family <- function(log_probs, x, as_given, set = NULL, columns = seq_len(
   settings <- data.frame(model = model, penalty = learner_penalties, stringsAsFactors = FALSE)
   list(settings = settings, predict = function(train, y, at, which = seq_len(nrow(settings)), weights = NULL) {
     as_they_are <- rep(list(as_given[at, , drop = FALSE]), length(which))
-    # glmnet needs two rows of every label
-    if (any(tabulate(y, n_labels) < 2)) return(as_they_are)
-    fit <- quietly_glmnet(rows_of(train), factor(y, levels = seq_len(n_labels)), weights)
+    # glmnet needs two rows of every label it fits: a label with fewer among the rows learnt from is left out of
+    # the fit and given its add-one share of them, so that one rare label does not leave all the others to the
+    # labels as they are (Gemma 3 270M's five parts of speech: a fold with one coded adverb fell back to labels
+    # 0.44 accurate where its fits reached 0.72, and two rounds of 75 rows came out 2.3x as wide as 150 uniform)
+    counts <- tabulate(y, n_labels)
+    fitted <- which(counts >= 2)
+    if (length(fitted) < 2) return(as_they_are)
+    learnt <- y %in% fitted
+    fit <- quietly_glmnet(rows_of(train[learnt]), factor(match(y[learnt], fitted), levels = seq_along(fitted)),
+                          weights[learnt])
     reached <- match(settings$penalty[which], fit$lambda)
     if (all(is.na(reached))) return(as_they_are)
-    # predicted a chunk of rows at a time: predict() copies the rows it is given once more
+    rare <- setdiff(seq_len(n_labels), fitted)
+    rare_share <- (counts[rare] + 1) / (length(y) + n_labels)
     probs <- array(NA_real_, c(length(at), n_labels, length(fit$lambda)))
+    probs[, rare, ] <- rep(rare_share, each = length(at))
+    # predicted a chunk of rows at a time: predict() copies the rows it is given once more
     for (chunk in row_chunks(seq_along(at))) {
-      probs[chunk, , ] <- stats::predict(fit, rows_of(at[chunk]), s = fit$lambda, type = "response")
+      probs[chunk, fitted, ] <- (1 - sum(rare_share)) *
+        stats::predict(fit, rows_of(at[chunk]), s = fit$lambda, type = "response")
     }
     lapply(seq_along(which), function(i) {
       if (is.na(reached[i])) as_they_are[[i]] else matrix(probs[, , reached[i]], length(at), n_labels)

@@ -104,7 +104,7 @@ two_rounds <- function(data, seed, share_label) {
   # each row's error variance as the first round's codes say the doubt is worth (coded_rows_needed() plans by it)
   variance <- newrllama4:::doubt_variance(learned, share_label)[-first$.row]
   both <- review_sample(learned, 75, weight = "learned", previous = first, seed = seed + 1e6, label = share_label)
-  # where the guard keeps the labels as annotated there is no learner to draw by: a classed error, left out
+  # where the guard kept the labels as annotated, the round is drawn by their doubt
   c(uniform = one_round, rounds = interval(learned, both), bound = newrllama4:::doubt_variance_ratio(doubt),
     banded = newrllama4:::doubt_variance_ratio(doubt, 75),
     calibrated = newrllama4:::doubt_variance_ratio(doubt, 75, variance))

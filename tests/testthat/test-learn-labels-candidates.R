@@ -87,3 +87,28 @@ test_that("features naming one set fit that set alone, under the model's plain n
   expect_error(learn_labels(data, coded, gold, features = "mean"), class = "newrllama4_error_invalid_argument")
   expect_error(learn_labels(data, coded, gold, features = list("last", 3)), class = "newrllama4_error_invalid_argument")
 })
+
+test_that("a label coded once leaves the other labels to the learner, not to the labels as they are", {
+  # five labels, each told apart by a feature, the annotated labels noise; eight rows are an "e", and of the 120
+  # coded rows one alone (every fold's fit learns from at most that one): on main every fit gave the labels as
+  # they are
+  rows <- learnable_rows(800, labels = c("a", "b", "c", "d", "e"), majority = 0.4, dim = 10, informative = 5,
+                         strength = 3, seed = 2)
+  keep <- which(rows$data$gold != "e" | cumsum(rows$data$gold == "e") <= 8)
+  data <- subset_rows(rows$data, keep)
+  x <- rows$x[keep, ]
+  coded <- review_sample(data, n = 120, weight = "uniform", seed = 2)
+  expect_identical(sum(coded$gold == "e"), 1L)
+  learned <- suppressMessages(learn_labels(data, coded, gold, features = x))
+  expect_match(manifest(learned)$prompt$learner, "^ridge logistic on the features")
+  rest <- setdiff(seq_len(nrow(data)), coded$.row)
+  accuracy <- function(labelled) mean(as.character(labelled$.label[rest]) == labelled$gold[rest])
+  expect_gt(accuracy(learned), accuracy(data) + 0.3)
+  # the label coded once keeps its add-one share of the rows learnt from, every row alike
+  families <- learner_families(list(order_log_probs(attr(data, "order_probs")$probs[[1]])), x,
+                               attr(learned, "learner")$as_given)
+  y <- match(coded$gold, c("a", "b", "c", "d", "e"))
+  probs <- families[[2]]$predict(coded$.row, y, rest, which = 5)[[1]]
+  expect_equal(probs[, 5], rep(2 / (nrow(coded) + 5), length(rest)))
+  expect_equal(rowSums(probs), rep(1, length(rest)))
+})
