@@ -132,9 +132,9 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
 # misses all but one above: a draw rich in the rarer code by chance is the
 # draw whose slope is steep by chance. 60 rows of a balanced code hold more
 # than a tenth of either in every draw, and their small df cover. Measured
-# over 300 draws (tools/bench_findings_validity.R,
-# tools/bench_coverage_matrix.R): the lognormal slope at 400 rows 0.940 (0.923
-# tuned on the same seeds), at 150 0.937, at 60 0.960 (population and corpus);
+# over 300 draws (tools/bench_findings_validity.R, bench_coverage_matrix.R):
+# the lognormal slope at 400 rows 0.940 (0.923 tuned on the same seeds), at
+# 150 0.937, at 60 0.960 (population and corpus);
 # the thin world stops in 97% of draws at 400 rows, all at 150. Over 300
 # corpora of 2,000 rows a normal, uniform, gamma(4) or log-lognormal covariate
 # never fired at 60-1,000 coded rows (binary and factor ones are not
