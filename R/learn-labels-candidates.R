@@ -80,7 +80,10 @@ glmnet_family <- function(log_probs, x, as_given, set = NULL, columns = seq_len(
     reached <- match(settings$penalty[which], fit$lambda)
     if (all(is.na(reached))) return(as_they_are)
     rare <- setdiff(seq_len(n_labels), fitted)
-    rare_share <- (counts[rare] + 1) / (length(y) + n_labels)
+    # its rows counted as the fit weighs them (the design's weights, scaled to a mean of one): a rare label drawn
+    # with a small chance stands for more rows than its count
+    counted <- vapply(rare, function(k) sum((mean_one(weights) * rep(1, length(y)))[y == k]), 0)
+    rare_share <- (counted + 1) / (length(y) + n_labels)
     probs <- array(NA_real_, c(length(at), n_labels, length(fit$lambda)))
     probs[, rare, ] <- rep(rare_share, each = length(at))
     # predicted a chunk of rows at a time: predict() copies the rows it is given once more

@@ -104,11 +104,18 @@ test_that("a label coded once leaves the other labels to the learner, not to the
   rest <- setdiff(seq_len(nrow(data)), coded$.row)
   accuracy <- function(labelled) mean(as.character(labelled$.label[rest]) == labelled$gold[rest])
   expect_gt(accuracy(learned), accuracy(data) + 0.3)
-  # the label coded once keeps its add-one share of the rows learnt from, every row alike
+  # the label coded once keeps its add-one share of the rows learnt from, its row counted as one where the rows are alike
   families <- learner_families(list(order_log_probs(attr(data, "order_probs")$probs[[1]])), x,
                                attr(learned, "learner")$as_given)
   y <- match(coded$gold, c("a", "b", "c", "d", "e"))
   probs <- families[[2]]$predict(coded$.row, y, rest, which = 5)[[1]]
   expect_equal(probs[, 5], rep(2 / (nrow(coded) + 5), length(rest)))
   expect_equal(rowSums(probs), rep(1, length(rest)))
+  # weighted by the design, its row counts as the fit weighs it: drawn with a quarter of the others' chance, it
+  # stands for four of their rows (scaled to a mean weight of one)
+  n <- nrow(coded)
+  weights <- ifelse(y == 5, 4, 1)
+  weighted <- families[[2]]$predict(coded$.row, y, rest, which = 5, weights = weights)[[1]]
+  expect_equal(weighted[, 5], rep((4 * n / (n + 3) + 1) / (n + 5), length(rest)))
+  expect_equal(rowSums(weighted), rep(1, length(rest)))
 })
