@@ -82,7 +82,8 @@ glmnet_family <- function(log_probs, x, as_given, set = NULL, columns = seq_len(
     rare <- setdiff(seq_len(n_labels), fitted)
     # its rows counted as the fit weighs them (the design's weights, scaled to a mean of one): a rare label drawn
     # with a small chance stands for more rows than its count
-    counted <- vapply(rare, function(k) sum((mean_one(weights) * rep(1, length(y)))[y == k]), 0)
+    weight <- rep_len(mean_one(weights), length(y))
+    counted <- vapply(rare, function(k) sum(weight[y == k]), 0)
     rare_share <- (counted + 1) / (length(y) + n_labels)
     probs <- array(NA_real_, c(length(at), n_labels, length(fit$lambda)))
     probs[, rare, ] <- rep(rare_share, each = length(at))

@@ -104,7 +104,7 @@ test_that("a label coded once leaves the other labels to the learner, not to the
   rest <- setdiff(seq_len(nrow(data)), coded$.row)
   accuracy <- function(labelled) mean(as.character(labelled$.label[rest]) == labelled$gold[rest])
   expect_gt(accuracy(learned), accuracy(data) + 0.3)
-  # the label coded once keeps its add-one share of the rows learnt from, its row counted as one where the rows are alike
+  # the label coded once keeps its add-one share of the rows learnt from, its row one of them where rows are alike
   families <- learner_families(list(order_log_probs(attr(data, "order_probs")$probs[[1]])), x,
                                attr(learned, "learner")$as_given)
   y <- match(coded$gold, c("a", "b", "c", "d", "e"))
