@@ -27,7 +27,11 @@
 # first round's codes say its doubt is worth (`calibrated`, doubt_variance(),
 # as coded_rows_needed() plans), and the design's, sqrt((1 + bound) / 2): the width
 # the two rounds would have over 150 uniform rows were the bound reached and
-# the rounds' variances alike (the learner the same). The estimators learn
+# the rounds' variances alike (the learner the same); and `given_learner`,
+# the two rounds' sampling variance over 150 uniform rows', each computed from
+# every row's gold label at the learner the estimators fitted in that draw
+# (the design's own variance, without the noise of estimating it from the
+# coded rows), as a width ratio. The estimators learn
 # again from all 150 rows in their folds, so a learner that learns more from
 # rows near its boundary can narrow the interval past that. Each draw's
 # figures are appended to build/bench-learned/rounds-draws.csv as they come.
@@ -85,17 +89,40 @@ one_draw <- function(data, size, seed, share_label) {
 # alone), and the round's Neyman bound.
 two_rounds <- function(data, seed, share_label) {
   value <- mean(data$gold == share_label)
-  interval <- function(labelled, coded) {
+  coded_as <- as.numeric(data$gold == share_label)
+  # the share's sampling variance in the design `rounds` (each a list of its strata's rows and draws, and its weight
+  # in the combined estimate), were each stratum's spread that of the estimate's errors over all its rows: every row
+  # has its gold label here, so this is the design's own variance at the learner the draw fitted, without the
+  # noise of estimating it from the coded rows
+  given_learner <- function(errors, rounds) {
+    sum(vapply(rounds, function(round) {
+      round$weight^2 * sum(vapply(seq_along(round$rows), function(h) {
+        rows <- round$rows[[h]]
+        if (length(rows) < 2) return(0)
+        length(rows)^2 * (1 / round$drawn[[h]] - 1 / length(rows)) * stats::var(errors[rows])
+      }, 0))
+    }, 0)) / nrow(data)^2
+  }
+  # a uniform sample's strata: the labels as annotated (review_sample())
+  by_label <- function(sample, weight) {
+    strata <- attr(sample, "design")$strata
+    list(rows = lapply(strata$label, function(label) which(as.character(data$.label) == label)), drawn = strata$drawn,
+         weight = weight)
+  }
+  interval <- function(labelled, coded, rounds) {
     shares <- suppressMessages(suppressWarnings(label_shares(labelled, coded, gold, seed = seed, target = "corpus")))
+    estimate <- attr(shares, "estimates")[[share_label]]
     shares <- shares[shares$label == share_label, ]
     corrected <- shares[shares$estimator == "corrected", ]
     coded_only <- shares[shares$estimator == "coded_only", ]
     width <- corrected$conf.high - corrected$conf.low
+    errors <- coded_as[estimate$rows] - estimate$lambda[[1]] * estimate$predictions
     c(covered = corrected$conf.low <= value && value <= corrected$conf.high, width = width,
-      over_coded = width / (coded_only$conf.high - coded_only$conf.low))
+      over_coded = width / (coded_only$conf.high - coded_only$conf.low),
+      given_learner = given_learner(stats::setNames(errors, estimate$rows)[as.character(seq_len(nrow(data)))], rounds))
   }
   uniform <- review_sample(data, 150, weight = "uniform", seed = seed)
-  one_round <- interval(suppressMessages(learn_labels(data, uniform, gold)), uniform)
+  one_round <- interval(suppressMessages(learn_labels(data, uniform, gold)), uniform, list(by_label(uniform, 1)))
   first <- review_sample(data, 75, weight = "uniform", seed = seed)
   learned <- suppressMessages(learn_labels(data, first, gold))
   # drawn by the doubt of the reported label (review_sample(label =)): for five labels the top label's
@@ -104,8 +131,13 @@ two_rounds <- function(data, seed, share_label) {
   # each row's error variance as the first round's codes say the doubt is worth (coded_rows_needed() plans by it)
   variance <- newrllama4:::doubt_variance(learned, share_label)[-first$.row]
   both <- review_sample(learned, 75, weight = "learned", previous = first, seed = seed + 1e6, label = share_label)
+  # the round's bands, as review_sample() cut them among the labelled rows not drawn in the first round
+  rest <- setdiff(which(!is.na(learned$.label)), first$.row)
+  bands <- newrllama4:::doubt_allocation(newrllama4:::row_doubt(learned, share_label)[rest], 75)
+  second <- list(rows = split(rest, bands$band), drawn = bands$draws, weight = 0.5)
   # where the guard kept the labels as annotated, the round is drawn by their doubt
-  c(uniform = one_round, rounds = interval(learned, both), bound = newrllama4:::doubt_variance_ratio(doubt),
+  c(uniform = one_round, rounds = interval(learned, both, list(by_label(first, 0.5), second)),
+    bound = newrllama4:::doubt_variance_ratio(doubt),
     banded = newrllama4:::doubt_variance_ratio(doubt, 75),
     calibrated = newrllama4:::doubt_variance_ratio(doubt, 75, variance))
 }
@@ -118,7 +150,7 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
     if (rounds) {
       share_label <- names(which.max(table(data$gold)))
       figures <- vapply(seeds, function(seed) {
-        draw <- tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 9))
+        draw <- tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 11))
         log <- file.path(kept, "rounds-draws.csv")
         line <- data.frame(model = model, corpus = corpus_name, seed = seed, t(draw))
         # a log of other columns (an older run's) is kept aside, not appended to
@@ -128,13 +160,14 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
         utils::write.table(line, log, sep = ",", append = file.exists(log), col.names = !file.exists(log),
                            row.names = FALSE)
         draw
-      }, numeric(9))
+      }, numeric(11))
       means <- rowMeans(figures, na.rm = TRUE)
       rows[[length(rows) + 1]] <- data.frame(
         model = model, corpus = corpus_name, rows = nrow(data), draws = sum(!is.na(figures[1, ])),
         coverage_uniform = means[["uniform.covered"]], coverage_rounds = means[["rounds.covered"]],
         over_coded_uniform = means[["uniform.over_coded"]], over_coded_rounds = means[["rounds.over_coded"]],
         rounds_over_uniform = means[["rounds.width"]] / means[["uniform.width"]],
+        given_learner = sqrt(means[["rounds.given_learner"]] / means[["uniform.given_learner"]]),
         neyman_bound = means[["bound"]], banded = means[["banded"]], design_bound = sqrt((1 + means[["bound"]]) / 2),
         design_banded = sqrt((1 + means[["banded"]]) / 2), calibrated = means[["calibrated"]],
         design_calibrated = sqrt((1 + means[["calibrated"]]) / 2)
