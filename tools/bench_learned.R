@@ -99,7 +99,7 @@ two_rounds <- function(data, seed, share_label) {
       round$weight^2 * sum(vapply(seq_along(round$rows), function(h) {
         rows <- round$rows[[h]]
         if (length(rows) < 2) return(0)
-        length(rows)^2 * (1 / round$drawn[[h]] - 1 / length(rows)) * stats::var(errors[rows])
+        newrllama4:::stratum_weight(list(units = length(rows), drawn = round$drawn[[h]])) * stats::var(errors[rows])
       }, 0))
     }, 0)) / nrow(data)^2
   }
@@ -127,13 +127,14 @@ two_rounds <- function(data, seed, share_label) {
   learned <- suppressMessages(learn_labels(data, first, gold))
   # drawn by the doubt of the reported label (review_sample(label =)): for five labels the top label's
   # doubt draws rows torn between two other labels (1.058x against a bound of 0.970x over 14 draws at 9f9b20e)
-  doubt <- newrllama4:::row_doubt(learned, share_label)[-first$.row]
-  # each row's error variance as the first round's codes say the doubt is worth (coded_rows_needed() plans by it)
-  variance <- newrllama4:::doubt_variance(learned, share_label)[-first$.row]
-  both <- review_sample(learned, 75, weight = "learned", previous = first, seed = seed + 1e6, label = share_label)
-  # the round's bands, as review_sample() cut them among the labelled rows not drawn in the first round
+  # the labelled rows not drawn in the first round, among which review_sample() cuts the round's bands
   rest <- setdiff(which(!is.na(learned$.label)), first$.row)
-  bands <- newrllama4:::doubt_allocation(newrllama4:::row_doubt(learned, share_label)[rest], 75)
+  doubt <- newrllama4:::row_doubt(learned, share_label)[rest]
+  # each row's error variance as the first round's codes say the doubt is worth (coded_rows_needed() plans by it)
+  variance <- newrllama4:::doubt_variance(learned, share_label)[rest]
+  both <- review_sample(learned, 75, weight = "learned", previous = first, seed = seed + 1e6, label = share_label)
+  # the round's bands, as review_sample() cut them
+  bands <- newrllama4:::doubt_allocation(doubt, 75)
   second <- list(rows = split(rest, bands$band), drawn = bands$draws, weight = 0.5)
   # where the guard kept the labels as annotated, the round is drawn by their doubt
   c(uniform = one_round, rounds = interval(learned, both, list(by_label(first, 0.5), second)),
