@@ -26,6 +26,16 @@ coder_quota <- function(stored, coder) {
   unname(if (quota < 1) ceiling(quota * (length(stored$texts) + length(stored$double))) else quota)
 }
 
+# How many more texts `coder` may take in `session` under their quota: less
+# those they coded and those on screen in their other open tabs, which count
+# against it (two tabs a text short of it would each take one and code one
+# past it), but for `unit`, the one taken (a click sent again after a
+# reconnect, for a text its old session still holds).
+quota_room <- function(quota, coder, session, codes, claims, unit = NULL) {
+  mine <- codes$unit[codes$role == "code" & codes$coder == coder]
+  quota - length(unique(mine)) - length(setdiff(open_elsewhere(claims, coder, session), c(mine, unit)))
+}
+
 # The coders' quotas (check_quota()) become the file's, for every app on it;
 # NULL keeps those it has.
 store_quota <- function(file, quota) {

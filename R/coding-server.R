@@ -201,7 +201,7 @@ handle_event <- function(file, stored, state, event, uncodable) {
            reason <- if (event$type == "uncodable") uncodable_reason(event$reason, event$other, uncodable)
            store_write(file, state$unit, state$person$name, value = value,
                        uncodable = event$type == "uncodable", reason = reason, note = event$note,
-                       seconds = as.numeric(difftime(Sys.time(), state$shown, units = "secs")),
+                       seconds = time_on_screen(state),
                        role = if (state$view == "adjudicate") "adjudication" else "code", nonce = event_nonce(event))
            state$drafts[[unit]] <- NULL
            state$saved <- sprintf("Saved: text %s", stored$sample$.row[[state$unit]])
@@ -222,6 +222,12 @@ handle_event <- function(file, stored, state, event, uncodable) {
   invisible()
 }
 
+# Seconds since the screen's text was shown; NA where this session showed none
+# (a click sent again after a reconnect, onto a screen of a few words).
+time_on_screen <- function(state) {
+  if (is.null(state$shown)) NA_real_ else as.numeric(difftime(Sys.time(), state$shown, units = "secs"))
+}
+
 # The page's nonce of a click (a short string); NA for none.
 event_nonce <- function(event) {
   nonce <- event$nonce
@@ -238,9 +244,12 @@ resent_unit_ok <- function(file, stored, state, unit) {
   me <- state$person$name
   own <- codes$unit[codes$role == "code" & codes$coder == me]
   if (state$view == "code") {
+    if (unit %in% own) return(TRUE)
     order <- store_coder(file, me, length(stored$texts), stored$seed)$order
-    return(unit %in% c(own, available_units(order, me, codes, store_claims(file), stored$double,
-                                            coder_quota(stored, me))))
+    claims <- store_claims(file)
+    quota <- coder_quota(stored, me)
+    return(quota_room(quota, me, state$session, codes, claims, unit) > 0 &&
+             unit %in% available_units(order, me, codes, claims, stored$double, quota))
   }
   unit %in% setdiff(c(disagreements(codes, stored$task), codes$unit[codes$role == "adjudication"]), own)
 }
@@ -272,6 +281,8 @@ current_screen <- function(file, stored, state, blind, uncodable) {
   mine <- mine[order(match(mine$unit, coder$order)), ]
   history <- mine$unit
   quota <- coder_quota(stored, me)
+  # no text on screen until one is shown below: a click sent again onto a screen of a few words took no time here
+  state$shown <- NULL
   state$back <- min(state$back, length(history))
   if (state$back > 0) {
     position <- length(history) - state$back + 1L

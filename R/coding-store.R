@@ -282,19 +282,25 @@ store_claim_next <- function(file, coder, session, order, double, pick, quota = 
                               params = list(claim_clock() - claim_seconds))
     available <- available_units(order, coder, codes, claims, double, quota)
     # a text the coder has on screen in another tab is not this tab's too, where a second code would
-    # replace the first unseen; it still counts among theirs to code. Only a tab that renewed its claim
-    # lately is open: a session of an app killed a minute ago is not another tab.
-    open_tab <- claims$time > claim_clock() - 2.5 * claim_refresh_seconds
-    elsewhere <- claims$unit[claims$coder == coder & claims$session != session & open_tab]
+    # replace the first unseen; it still counts among theirs to code
+    elsewhere <- open_elsewhere(claims, coder, session)
     # Internal, for the browser suite alone (zero by default): seconds held
     # between finding a text free and claiming it, so that a second process
     # asks at the same time. Inside the transaction that second process waits
     # on the lock; without it, both would claim the same text.
     Sys.sleep(getOption("newrllama4.test_claim_delay", 0))
-    unit <- pick(setdiff(available, elsewhere))
+    unit <- if (quota_room(quota, coder, session, codes, claims) > 0) pick(setdiff(available, elsewhere))
     if (!is.null(unit)) store_claim_with(con, coder, session, unit)
     list(unit = unit, available = available)
   }))
+}
+
+# The texts `coder` has on screen in tabs other than `session`'s. Only a tab
+# that renewed its claim lately is open: a session of an app killed a minute
+# ago is not another tab.
+open_elsewhere <- function(claims, coder, session) {
+  open_tab <- claims$time > claim_clock() - 2.5 * claim_refresh_seconds
+  claims$unit[claims$coder == coder & claims$session != session & open_tab]
 }
 
 # A session still connected keeps its text.
@@ -350,7 +356,7 @@ store_claim_with <- function(con, coder, session, unit) {
 
 store_claims <- function(file) {
   with_store(file, function(con) {
-    DBI::dbGetQuery(con, "SELECT coder, unit FROM claims WHERE time > ?",
+    DBI::dbGetQuery(con, "SELECT coder, unit, session, time FROM claims WHERE time > ?",
                     params = list(claim_clock() - claim_seconds))
   })
 }

@@ -52,10 +52,10 @@ browser_fields_app <- function(file) {
 # A team of named people on the first `n` texts, each coded once (a share
 # `overlap` twice; with a lead, half of them); their links (made with the
 # secret in R_USER_DATA_DIR) go to FILE.links.json.
-browser_team_app <- function(file, port, n = 6, overlap = 0, lead = NULL) {
+browser_team_app <- function(file, port, n = 6, overlap = 0, lead = NULL, quota = NULL) {
   app <- newrllama4::coding_app(browser_data()[seq_len(n), ], file, labels = c("yes", "no"), seed = 1,
                                 overlap = if (is.null(lead)) overlap else 0.5, coders = c("Ana", "Ben"),
-                                adjudicators = "Eve", lead = lead)
+                                adjudicators = "Eve", lead = lead, quota = quota)
   links <- newrllama4::coding_links(file, sprintf("http://127.0.0.1:%d/", port))
   jsonlite::write_json(links, paste0(file, ".links.json"))
   app

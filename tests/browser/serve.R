@@ -4,7 +4,8 @@
 # between finding a text free and claiming it, for the test of two processes.
 # NEWRLLAMA4_TEST_HOST serves on another host than 127.0.0.1 (0.0.0.0, for a
 # client that is not this machine); NEWRLLAMA4_TEST_OVERLAP is the team's
-# overlap (0 unless given); NEWRLLAMA4_TEST_CLOCK names a file holding the
+# overlap (0 unless given) and NEWRLLAMA4_TEST_QUOTA each coder's quota (none
+# unless given); NEWRLLAMA4_TEST_CLOCK names a file holding the
 # seconds by which the claims' clock is moved, read at each look, and open
 # pages then renew their claims every 5 seconds instead of every minute.
 args <- commandArgs(TRUE)
@@ -19,7 +20,9 @@ task <- if (length(args) > 2) args[[3]] else "labels"
 n_team <- if (length(args) > 3) as.integer(args[[4]]) else 6L
 app <- switch(task, fields = browser_fields_app(args[[1]]),
               team = browser_team_app(args[[1]], as.integer(args[[2]]), n_team,
-                                     as.numeric(Sys.getenv("NEWRLLAMA4_TEST_OVERLAP", "0"))),
+                                     as.numeric(Sys.getenv("NEWRLLAMA4_TEST_OVERLAP", "0")),
+                                     quota = if (nzchar(Sys.getenv("NEWRLLAMA4_TEST_QUOTA")))
+                                       as.numeric(Sys.getenv("NEWRLLAMA4_TEST_QUOTA"))),
               lead = browser_team_app(args[[1]], as.integer(args[[2]]), n_team, lead = "Lea"),
               browser_app(args[[1]]))
 shiny::runApp(app, port = as.integer(args[[2]]), host = Sys.getenv("NEWRLLAMA4_TEST_HOST", "127.0.0.1"),

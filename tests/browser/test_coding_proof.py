@@ -282,6 +282,38 @@ def test_one_person_holds_one_role(workdir):
     assert "newrllama4_error_coding_roles" in out.split()
 
 
+def test_a_quota_holds_across_tabs_and_raw_messages(workdir):
+    """Ana may code two texts. Two raw websockets with her key (two tabs) each get a text; the second codes
+    its own and is then told the other text is open in another tab, not given a third, and the codes it
+    sends for every other text, as a page does after a reconnect, are not written. The first tab's code
+    reaches her quota."""
+    served = Served(workdir, "quota", "team", "6", NEWRLLAMA4_TEST_QUOTA="2")
+    try:
+        key = "?" + served.links["Ana"].split("?", 1)[1]
+        first = shiny_socket(served.app, key)
+        held = shown_texts(received(first), served.texts)
+        second = shiny_socket(served.app, key)
+        own = shown_texts(received(second), served.texts)
+        assert len(held) == 1 and len(own) == 1 and held != own
+        (unit,) = own
+        socket_event(second, {"type": "code", "unit": unit, "value": {"code": "yes"}, "note": ""})
+        after = received(second)
+        assert "Open in another tab" in after and shown_texts(after, served.texts) == set()
+        for other in set(range(1, len(served.texts) + 1)) - held - own:
+            socket_event(second, {"type": "code", "unit": other, "value": {"code": "no"}, "note": "",
+                                  "resent": True})
+        received(second)
+        assert [(coder, unit_coded) for coder, unit_coded, _, _ in served.codes()] == [("Ana", unit)]
+        (mine,) = held
+        socket_event(first, {"type": "code", "unit": mine, "value": {"code": "no"}, "note": ""})
+        assert "You coded your 2 texts" in received(first)
+        assert sorted(unit_coded for _, unit_coded, _, _ in served.codes()) == sorted([unit, mine])
+        first.close()
+        second.close()
+    finally:
+        served.stop()
+
+
 def test_a_second_tab_of_one_coder_gets_another_text(driver, team):
     """Ana opens her link in two tabs: two texts, and a code in each is written, neither replacing the other."""
     before = team.codes()

@@ -184,7 +184,7 @@ test_that("a claim is its session's: released when that session ends, not the co
   expect_identical(store_claim_next(fixture$file, "ben", "ben's tab", 1:3, integer(), first)$unit, 2L)
   store_claim(fixture$file, "ana", "ana's tab 2", 3)
   store_release(fixture$file, "ana's tab 2")
-  expect_identical(store_claims(fixture$file), data.frame(coder = c("ana", "ben"), unit = 1:2))
+  expect_identical(store_claims(fixture$file)[c("coder", "unit")], data.frame(coder = c("ana", "ben"), unit = 1:2))
   store_release(fixture$file, "ana's tab 1")
   expect_identical(store_claims(fixture$file)$coder, "ben")
 })
