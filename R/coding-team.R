@@ -88,10 +88,11 @@ team_progress <- function(file, stored) {
 }
 
 # What a change of the file that the team screen shows looks like: the
-# latest code, and which texts are on whose screen.
+# latest code, and which texts are on whose screen (not when each claim was
+# last renewed, which every open page does each minute).
 team_fingerprint <- function(file) {
   rlang::hash(list(with_store(file, function(con) DBI::dbGetQuery(con, "SELECT max(id) AS id FROM codes")$id),
-                   store_claims(file)))
+                   store_claims(file)[c("coder", "unit")]))
 }
 
 # Krippendorff's alpha among the coders, with its interval, as agreement()

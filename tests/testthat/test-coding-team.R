@@ -261,3 +261,14 @@ test_that("quotas: the team screen shows each coder's quota left", {
   # Ben's share: half of the 6 codes planned (4 texts, 2 of them twice)
   expect_identical(team$coders$quota_left, c(1L, 3L))
 })
+
+test_that("the team screen follows a code or a claim, not a claim's renewal each minute", {
+  fixture <- coding_fixture(n = 3, overlap = 0)
+  store_claim(fixture$file, "ana", "ana's tab", 1)
+  before <- team_fingerprint(fixture$file)
+  withr::local_options(newrllama4.coding_clock = function() Sys.time() + claim_refresh_seconds)
+  store_refresh_claims(fixture$file, "ana's tab")
+  expect_identical(team_fingerprint(fixture$file), before)
+  store_claim(fixture$file, "ben", "ben's tab", 2)
+  expect_false(identical(team_fingerprint(fixture$file), before))
+})
