@@ -155,7 +155,8 @@ from_labels_view <- function(data, view, field) {
   attr(data, "field_learners") <- learners
   record <- attr(data, "manifest", exact = TRUE)
   refit <- attr(view, "manifest", exact = TRUE)$prompt
-  refit <- refit[setdiff(names(refit), names(record$prompt))]
+  # what the refit wrote or changed (a schema's record may already say the labels' calibration)
+  refit <- refit[!mapply(identical, refit, record$prompt[names(refit)])]
   record$prompt[paste0(names(refit), " (", field, ")")] <- refit
   attr(data, "manifest") <- record
   data
