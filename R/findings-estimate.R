@@ -82,14 +82,22 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   learner <- if (learner_in_folds(data, design)) attr(data, "learner", exact = TRUE)
   kept <- if (!is.null(learner)) learner$folds[match(usable[local$rows], learner$coded_rows)]
   fold <- cross_fit_folds(units, local$rows, folds, seed, kept, call, rounds = local$round)
-  predicted <- cross_fitted_predictions(local_spec, x[, colnames(x) != "(Intercept)", drop = FALSE], local, y,
-                                        fold, prediction, subset_rows(data, usable), binary, !is.null(learner))
+  covariate_columns <- x[, colnames(x) != "(Intercept)", drop = FALSE]
+  refitted <- if (spec$kind == "label") refitted_on_folds(local_spec, subset_rows(data, usable), !is.null(learner))
+  predicted <- cross_fitted_predictions(local_spec, covariate_columns, local, y, fold, prediction, binary, refitted)
+  dependence <- if (!is.null(refitted)) function(lambda, v) {
+    refit <- function(replicate, y, read) {
+      cross_fitted_predictions(local_spec, covariate_columns, replicate, y, fold, prediction, binary, refitted,
+                               predicted$choices, read)$g
+    }
+    learner_dependence(list(predicted = x, coded = x_coded), y, predicted$g, local, binary, lambda, v, refit, seed)
+  }
   x_naive <- matrix_of(versions$naive)[usable, , drop = FALSE]
   reach <- covariate_reach(x, local, y, target, call)
   # beyond the coded rows' reach, no tuning toward the labels: the coded rows alone
   if (length(reach$covariates) > 0 && is.null(lambda)) lambda <- 0
   estimate <- three_estimates(list(predicted = x, coded = x_coded, naive = x_naive), local_spec, local, y, predicted$g,
-                              binary, call, lambda, target)
+                              binary, call, lambda, target, dependence)
   if (length(reach$covariates) > 0) estimate$lambda_rule <- "coded rows alone: a covariate beyond their reach or with a long tail"
   c(estimate, list(leverage = reach,
     rows = usable, coded_rows = design$rows[inside], coded_outside = sum(!inside), data_rows = nrow(data), sample_prob = design$prob,

@@ -244,7 +244,19 @@ variance_words <- function(record) {
          if (length(record$beyond_reach) > 0) {
            paste0(", the coded rows alone where ", paste(record$beyond_reach, collapse = ", "),
                   " lies beyond their reach or has a long tail")
+         },
+         if (!is.null(record$learner_dependence)) {
+           sprintf(paste(", plus the predictions' dependence on the coded rows (a delete-a-group jackknife over %d",
+                         "groups, the folds' learners fitted again: %s of the variance)"),
+                   record$learner_dependence$groups, added_words(record$learner_dependence$share))
          })
+}
+
+# The share of the variance that was added (`share`, of the variance before,
+# one an estimate): "12%", or "0-31%" over several estimates.
+added_words <- function(share) {
+  percent <- unique(round(100 * range(share / (1 + share))))
+  paste0(paste(percent, collapse = "-"), "%")
 }
 
 interval_words <- function(record) {

@@ -25,11 +25,12 @@
 # predictions (weight lambda), the coded rows on their codes (weight 1 / pi)
 # and the coded rows on their predictions (weight -lambda / pi), stacked in
 # that order. `x` holds the model matrices on the predictions (every row) and
-# on the codes (the coded rows).
-design_fit <- function(x, g, y, sample, binary, lambda) {
+# on the codes (the coded rows); `rows_weight`, each row's count among the
+# rows (learner_dependence() sums over a sample of them).
+design_fit <- function(x, g, y, sample, binary, lambda, rows_weight = 1) {
   inverse <- 1 / sample$prob
   fit <- moment_fit(rbind(x$predicted, x$coded, x$predicted[sample$rows, , drop = FALSE]), c(g, y, g[sample$rows]),
-                    c(rep(lambda, nrow(x$predicted)), inverse, -lambda * inverse), binary)
+                    c(lambda * rep_len(rows_weight, nrow(x$predicted)), inverse, -lambda * inverse), binary)
   fit$lambda <- lambda
   fit$n_rows <- nrow(x$predicted)
   fit
@@ -212,9 +213,12 @@ stratum_codes <- function(fit, sample) {
 }
 
 # The variance for `target`, were each stratum's units `scale` times as many
-# (at most all of them): coded_rows_needed() plans with it.
+# (at most all of them): coded_rows_needed() plans with it. The learner's
+# dependence on the coded rows (learner_dependence()) is part of the sampling
+# part, shrinking as it does.
 design_vcov <- function(parts, target = "population", scale = 1) {
-  sampling <- at_least(strata_sum(parts, "cov", scale), strata_sum(parts, "least", scale))
+  sampling <- at_least(strata_sum(parts, "cov", scale), strata_sum(parts, "least", scale)) +
+    (parts$learner$variance %||% 0) / scale
   if (target == "population") parts$population + sampling else sampling
 }
 

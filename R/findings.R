@@ -104,21 +104,24 @@ refitted_field <- function(name, data) {
 # Labels that recalibrate_labels() refitted or learn_labels() learned saw the
 # codes, so each fold's predictions come from the refit or the learner chosen
 # and fitted again on the other folds' coded rows. NULL for labels as
-# annotated; else the model's name and probability(train): every row's
-# probability of the label from the coded rows at positions `train` of `sample`
-# (whose sampling units, `sample$units`, the learner's own choice folds keep whole).
+# annotated; else the model's name and probability(sample, train, at, choice):
+# the probability of the label of the rows `at` from the coded rows at
+# positions `train` of `sample` (whose sampling units, `sample$units`, the
+# learner's own choice folds keep whole), by the setting `choice` (NULL: chosen
+# there), which the value keeps in its attribute `choice`.
 # `in_folds`: learner_in_folds(), decided once by the estimator for its folds too.
-refitted_on_folds <- function(spec, data, sample, in_folds) {
+refitted_on_folds <- function(spec, data, in_folds) {
   if (!in_folds) return(NULL)
-  codes <- match(as.character(sample$truth_labels), spec$labels)
   column <- match(spec$name, spec$labels)
   learner <- learner_of(data, NULL, spec$labels)
   refit <- identical(learned_calibration(data), "hand-coded")
   list(name = paste(if (refit) "recalibrate_labels()'s refit" else "learn_labels()'s learner",
                     "chosen and fitted again in each fold", sep = ", "),
-       probability = function(train, at) {
-         learner(sample$rows[train], codes[train], sample$units[train], at, sample$prob[train],
-                 split_shares(sample$split, spec$name))[, column]
+       probability = function(sample, train, at, choice = NULL) {
+         codes <- match(as.character(sample$truth_labels[train]), spec$labels)
+         probs <- learner(sample$rows[train], codes, sample$units[train], at, sample$prob[train],
+                          split_shares(sample$split, spec$name), choice)
+         structure(probs[, column], choice = attr(probs, "choice"))
        })
 }
 
@@ -127,20 +130,26 @@ refitted_on_folds <- function(spec, data, sample, in_folds) {
 # is; `"fit"` fits, on the coded rows of the other folds, a model of the truth
 # on the probability's logit (or the answer) and the covariates `x`, weighted
 # by 1 / pi: it corrects a model whose errors follow the covariates.
-# `in_folds`: whether labels' learner is fitted in the folds (refitted_on_folds()).
-cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data, binary, in_folds) {
-  refitted <- if (spec$kind == "label") refitted_on_folds(spec, data, sample, in_folds)
+# `refitted`: the labels' learner (refitted_on_folds()), NULL for labels as
+# annotated; `choices`, each fold's setting for it (NULL: chosen in the fold),
+# which the value returns; `read`, the rows to predict (the others keep the
+# model's probabilities).
+cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, binary, refitted, choices = NULL,
+                                     read = seq_along(folds)) {
   if (is.null(refitted) && prediction == "probs") return(list(g = spec$prediction, model = "the model's probabilities"))
   g <- spec$prediction
+  choices <- choices %||% vector("list", max(folds))
   for (k in sort(unique(folds))) {
     train <- which(folds[sample$rows] != k)
-    at <- which(folds == k)
+    at <- intersect(which(folds == k), read)
     base <- spec$prediction
     if (!is.null(refitted)) {
       # a fold's learner predicts only the rows it is used on (at 100,000 rows, predicting every row in every
       # fold was most of label_shares()' time)
       used <- if (prediction == "probs") at else union(sample$rows[train], at)
-      base[used] <- refitted$probability(train, used)
+      probability <- refitted$probability(sample, train, used, choices[[k]])
+      base[used] <- probability
+      choices[[k]] <- attr(probability, "choice")
     }
     g[at] <- if (prediction == "probs") base[at] else {
       # an intercept beside the probability, so that a constant miscalibration is learnt
@@ -155,7 +164,7 @@ cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, data
     if (prediction == "fit") ", with the covariates, in a regression of the truth on the coded rows",
     ", cross-fitted in ", length(unique(folds)), " folds"
   )
-  list(g = g, model = model)
+  list(g = g, model = model, choices = choices)
 }
 
 moment_mean <- function(eta, binary) as.vector(if (binary) stats::plogis(eta) else eta)
@@ -233,8 +242,11 @@ moment_vcov <- function(fit, cluster = NULL) {
 # (weighted by 1 / pi: the corrected estimate at lambda 0, so that both have
 # the design's variance for `target`). The corrected fit must exist; the other
 # two are only for comparison, so one that does not converge is left out with
-# a warning.
-three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, target = "population") {
+# a warning. `dependence(lambda, v)`: the variance that the predictions'
+# dependence on the coded rows adds to the corrected estimate's `v`
+# (learner_dependence()), NULL where they do not depend on them.
+three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, target = "population",
+                            dependence = NULL) {
   rule <- if (!is.null(lambda)) "as given" else if (length(sample$rows) < lambda_tuning_rows) {
     sprintf("1 (DSL): fewer than %d coded rows to tune it on", lambda_tuning_rows)
   } else {
@@ -271,6 +283,7 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
   }
   parts <- list(corrected = design_parts(own, sample, floor = TRUE),
                 coded_only = if (fits$coded_only$converged) design_parts(fits$coded_only, sample))
+  if (!is.null(dependence)) parts$corrected$learner <- dependence(lambda, design_vcov(parts$corrected, target))
   vcov <- list(corrected = design_vcov(parts$corrected, target),
                naive = if (fits$naive$converged) moment_vcov(fits$naive, sample$clusters),
                coded_only = if (fits$coded_only$converged) design_vcov(parts$coded_only, target))

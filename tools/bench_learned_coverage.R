@@ -7,7 +7,9 @@
 # cross-fitting fold's part of the estimate's error, (sum over its coded rows
 # of e / pi - sum over its rows of e) / N with e = gold - lambda * prediction:
 # the parts sum to the error, and their covariances over the draws show what
-# the variance formula, which sums each part's own, leaves out.
+# the variance formula, which sums each part's own, leaves out; and the share
+# of the variance that the learner's dependence on the coded rows added
+# (learner_dependence()), of the variance before it.
 #   Rscript tools/bench_learned_coverage.R MODEL CORPUS FROM:TO OUT.csv
 # e.g. Rscript tools/bench_learned_coverage.R gemma3-270m nouns_verbs 1:60 nv.csv
 suppressPackageStartupMessages(library(newrllama4))
@@ -42,6 +44,7 @@ draw <- function(seed) {
              low = corrected$conf.low, high = corrected$conf.high, coded_low = coded_only$conf.low,
              coded_high = coded_only$conf.high, wrong = sum(abs(e[estimate$coded_rows]) > 0.5),
              m2 = mean(residuals^2), m4 = mean(residuals^4), n = length(residuals),
+             added = rlang::`%||%`(estimate$parts$corrected$learner$share, 0),
              t(stats::setNames(folds, paste0("fold_", seq_along(folds)))))
 }
 
@@ -50,7 +53,9 @@ utils::write.csv(draws, args[[4]], row.names = FALSE)
 covered <- draws$low <= draws$value & draws$value <= draws$high
 z <- (draws$estimate - draws$value) / draws$se
 errors <- as.matrix(draws[grep("^fold_", names(draws))])
-cat(sprintf("%s %s, %d draws: covers %.3f (coded rows alone %.3f); z sd %.2f; folds' cross covariance %.2f of their own\n",
+cat(sprintf(paste("%s %s, %d draws: covers %.3f (coded rows alone %.3f); z sd %.2f; the learner's dependence adds",
+                  "%.2f of the variance (mean); folds' cross covariance %.2f of their own\n"),
             args[[1]], args[[2]], nrow(draws), mean(covered),
             mean(draws$coded_low <= draws$value & draws$value <= draws$coded_high), stats::sd(z),
+            mean(draws$added / (1 + draws$added)),
             (sum(crossprod(errors)) - sum(diag(crossprod(errors)))) / sum(diag(crossprod(errors)))))

@@ -19,7 +19,9 @@ test_that("print() shows each estimate's se, df, effective n, design effect, var
   expect_match(text, sprintf("strata, the fewest coded rows in one %d", fit$record$design$fewest_coded), fixed = TRUE)
   expect_match(text, "lost rows: 3 of 150 drawn (2.0%)", fixed = TRUE)
   expect_match(text, "the corpus part (the population around the corpus) plus the sampling part", fixed = TRUE)
-  expect_match(text, paste("HC2 on the coded rows; intervals: t on each estimate's small-sample degrees of freedom (Bell and",
+  expect_match(text, paste("HC2 on the coded rows, plus the predictions' dependence on the coded rows (a",
+                           "delete-a-group jackknife over 15 groups, the folds' learners fitted again:"), fixed = TRUE)
+  expect_match(text, paste("; intervals: t on each estimate's small-sample degrees of freedom (Bell and",
                      "McCaffrey's, as Imbens and Kolesar advise: the df column), at most the design's 141, bent by each",
                      "estimate's skew (Hall's transformation: the skewness column)"), fixed = TRUE)
   expect_match(text, sprintf("learned by learn_labels() (ridge logistic on the features; features: a matrix given),

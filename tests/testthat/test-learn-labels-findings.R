@@ -11,11 +11,12 @@ test_that("the estimators fit the learner again in its own folds: a coded row's 
   # the other rows' predictions come from the learner of their fold, fitted without that fold's coded rows
   other <- setdiff(seq_len(600), coded$.row)
   expect_gt(max(abs(fit$predictions[other] - learned$.prob_a[other])), 1e-3)
-  # narrower than the coded rows alone, and than with the zero-shot labels
+  # narrower than the coded rows alone (0.97x, 0.93x before the learner's dependence on the coded rows was
+  # counted: learner_dependence()), and than with the zero-shot labels
   width <- function(x, term) diff(confint(x)[term, ])
   zero_shot <- label_regression(a ~ z, rows$data, coded, gold, seed = 2)
   coded_only <- estimate_table(fit, "coded_only")
-  expect_lt(width(fit, "z"), 0.95 * (coded_only$conf.high - coded_only$conf.low)[coded_only$term == "z"])
+  expect_lt(width(fit, "z"), (coded_only$conf.high - coded_only$conf.low)[coded_only$term == "z"])
   expect_lt(width(fit, "(Intercept)"), width(zero_shot, "(Intercept)"))
   shares <- label_shares(learned, coded, gold, seed = 2)
   expect_identical(shares$estimate[shares$estimator == "corrected" & shares$label == "a"], unname(coef(
@@ -63,7 +64,7 @@ test_that("a fold's prediction never depends on the codes of the rows it predict
     learner_of(learned_from(codes), NULL)(outside_fold_2, y[outside_fold_2])
   })
   expect_identical(predicted[[1]], predicted[[2]])
-  expect_identical(predicted[[1]], as_given)
+  expect_identical(structure(predicted[[1]], choice = NULL), as_given)
 })
 
 test_that("the guard chooses between two valid estimates: the labels as annotated, or the learner in each fold", {

@@ -1,0 +1,47 @@
+test_that("learned labels' intervals count the learner's dependence on the coded rows, and say so", {
+  rows <- learnable_rows(600)
+  coded <- review_sample(rows$data, n = 150, weight = "uniform", seed = 1)
+  learned <- suppressMessages(learn_labels(rows$data, coded, gold, features = rows$x))
+  shares <- suppressMessages(label_shares(learned, coded, gold, seed = 2, target = "corpus"))
+  estimate <- attr(shares, "estimates")$a
+  dependence <- estimate$parts$corrected$learner
+  expect_identical(dependence$groups, learner_jackknife_groups)
+  expect_gt(dependence$share[["(Intercept)"]], 0)
+  # added to the variance the design gives, which it does not replace
+  before <- estimate$parts$corrected
+  before$learner <- NULL
+  corrected <- shares[shares$label == "a" & shares$estimator == "corrected", ]
+  expect_equal(corrected$std.error^2, design_vcov(before, "corpus")[[1]] * (1 + dependence$share[[1]]))
+  expect_equal(corrected$var_sampling, corrected$std.error^2)
+  expect_match(paste(capture.output(print(shares)), collapse = " "), "delete-a-group jackknife over 15 groups")
+  # the replicates fit each fold's learner at the setting the fold chose, never choosing again
+  local_package_binding("choose_setting", function(...) stop("chose again"))
+  expect_no_error(suppressMessages(label_regression(a ~ z, learned, coded, gold, seed = 2)))
+  # labels as annotated do not depend on the coded rows: nothing added, nothing said
+  zero_shot <- suppressMessages(label_shares(rows$data, coded, gold, seed = 2))
+  expect_null(attr(zero_shot, "estimates")$a$parts$corrected$learner)
+  expect_no_match(paste(capture.output(print(zero_shot)), collapse = " "), "jackknife")
+})
+
+test_that("a replicate drops whole units of every stratum and its strata still stand for all their rows", {
+  units <- c(1, 1, 2, 3, 3, 4, 5, 6, 7, 8, 9, 10)
+  stratum <- c("a", "a", "a", "a", "a", "b", "b", "b", "b", "b", "b", "c")
+  group <- jackknife_groups(units, stratum, seed = 1, groups = 4)
+  # a cluster's rows share a group; the stratum of one unit is never dropped
+  expect_true(all(tapply(group, units, function(g) length(unique(g))) == 1))
+  expect_identical(group[stratum == "c"], 0L)
+  expect_setequal(group[stratum != "c"], 1:4)
+  # each stratum of several units is in several groups, so no replicate drops all of it
+  expect_true(all(tapply(group[stratum != "c"], stratum[stratum != "c"], function(g) length(unique(g))) >= 2))
+  expect_identical(jackknife_groups(units, stratum, seed = 1, groups = 4), group)
+  sample <- list(rows = 101:112, prob = c(rep(0.2, 5), rep(0.5, 6), 1), units = units, stratum = stratum,
+                 truth_labels = rep(c("x", "y"), 6))
+  keep <- group != 2
+  replicate <- replicate_sample(sample, keep)
+  expect_identical(replicate$rows, sample$rows[keep])
+  # each stratum's units, weighted, still count its units: the kept ones stand for the dropped
+  units_weighted <- function(s, strata) {
+    tapply(1 / s$prob[!duplicated(s$units)], strata[!duplicated(s$units)], sum)
+  }
+  expect_equal(units_weighted(replicate, stratum[keep]), units_weighted(sample, stratum))
+})
