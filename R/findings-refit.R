@@ -35,8 +35,10 @@ jackknife_rows <- 10000L
 # `sample`'s coded rows and the predictions `g`. `refit(replicate, y, read)`:
 # the predictions of the rows `read` with the fold learners fitted again on a
 # replicate's coded rows (replicate_sample()). Returns the variance to add
-# (`variance`), the groups and each coefficient's added share of `v`; NULL
-# where the coded units are too few to drop a group.
+# (`variance`), the groups, each coefficient's added share of `v`, and for the
+# benchmarks the two replicate variances' difference before it is cut at 0, its
+# standard error and `v`'s diagonal; NULL where the coded units are too few to
+# drop a group.
 learner_dependence <- function(x, y, g, sample, binary, lambda, v, refit, seed) {
   group <- jackknife_groups(sample$units, stratum_of(sample), seed)
   groups <- sort(setdiff(unique(group), 0L))
@@ -63,18 +65,23 @@ learner_dependence <- function(x, y, g, sample, binary, lambda, v, refit, seed) 
     rbind(refit = coefficients(replicate, keep, refit(replicate, y[keep], read)),
           fixed = coefficients(replicate, keep, g))
   })
-  jackknife_variance <- function(kind) {
-    estimates <- do.call(rbind, lapply(replicates, function(r) r[kind, ]))
-    estimates <- estimates[stats::complete.cases(estimates), , drop = FALSE]
-    n <- nrow(estimates)
-    (n - 1) / n * colSums(centred(estimates)^2)
-  }
+  estimates <- lapply(c(refit = "refit", fixed = "fixed"), function(kind) {
+    do.call(rbind, lapply(replicates, function(r) r[kind, ]))
+  })
+  complete <- stats::complete.cases(estimates$refit, estimates$fixed)
+  n <- sum(complete)
+  # each replicate's term of the refitted variance less the fixed one's, and their sum's standard error
+  terms <- (n - 1) / n * (centred(estimates$refit[complete, , drop = FALSE])^2 -
+                            centred(estimates$fixed[complete, , drop = FALSE])^2)
   # the replicates vary as the coded rows do, drawn without replacement
   finite <- 1 - mean(sample$unit_prob %||% sample$prob)
-  added <- pmax(jackknife_variance("refit") - jackknife_variance("fixed"), 0) * finite
+  difference <- colSums(terms) * finite
+  difference_se <- sqrt(n * apply(terms, 2, stats::var)) * finite
+  added <- pmax(difference, 0)
   share <- ifelse(diag(v) > 0, added / diag(v), 0)
   scale <- diag(sqrt(1 + share), length(share))
-  list(variance = scale %*% v %*% scale - v, groups = length(groups), share = stats::setNames(share, colnames(v)))
+  list(variance = scale %*% v %*% scale - v, groups = length(groups), share = stats::setNames(share, colnames(v)),
+       difference = difference, difference_se = difference_se, before = diag(v))
 }
 
 # `expr` evaluated with the generator seeded by `seed`, or as the session's

@@ -45,6 +45,9 @@ draw <- function(seed) {
              coded_high = coded_only$conf.high, wrong = sum(abs(e[estimate$coded_rows]) > 0.5),
              m2 = mean(residuals^2), m4 = mean(residuals^4), n = length(residuals),
              added = rlang::`%||%`(estimate$parts$corrected$learner$share, 0),
+             difference = estimate$parts$corrected$learner$difference[[1]],
+             difference_se = estimate$parts$corrected$learner$difference_se[[1]],
+             before = estimate$parts$corrected$learner$before[[1]],
              t(stats::setNames(folds, paste0("fold_", seq_along(folds)))))
 }
 
