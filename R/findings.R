@@ -263,14 +263,19 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
   columns <- colnames(x$predicted)
   lambda <- stats::setNames(rep_len(lambda, length(columns)), columns)
   # one fit a distinct lambda; each coefficient from the fit at its own
-  at_lambda <- lapply(stats::setNames(nm = unique(lambda)), function(l) design_fit(x, g, y, sample, binary, l))
-  own <- unname(at_lambda[as.character(lambda)])
-  corrected <- own[[1]]
-  corrected$coefficients <- stats::setNames(vapply(seq_along(own), function(j) own[[j]]$coefficients[[j]], 0), columns)
-  corrected$converged <- all(vapply(at_lambda, `[[`, NA, "converged"))
-  corrected$lambda <- lambda
+  corrected_at <- function(lambda) {
+    at_lambda <- lapply(stats::setNames(nm = unique(lambda)), function(l) design_fit(x, g, y, sample, binary, l))
+    own <- unname(at_lambda[as.character(lambda)])
+    corrected <- own[[1]]
+    corrected$coefficients <- stats::setNames(vapply(seq_along(own), function(j) own[[j]]$coefficients[[j]], 0),
+                                              columns)
+    corrected$converged <- all(vapply(at_lambda, `[[`, NA, "converged"))
+    corrected$lambda <- lambda
+    list(own = own, fit = corrected)
+  }
+  corrected <- corrected_at(lambda)
   fits <- list(
-    corrected = corrected,
+    corrected = corrected$fit,
     naive = moment_fit(x$naive, spec$label, binary = binary),
     coded_only = design_fit(x, g, y, sample, binary, 0)
   )
@@ -281,9 +286,21 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
       "The {.val {failed}} logistic fit{?s} did not converge (separation, or a cell with all codes or labels alike):
        left out.", "i" = "The corrected estimate stands; it is the one to report."))
   }
-  parts <- list(corrected = design_parts(own, sample, floor = TRUE),
+  parts <- list(corrected = design_parts(corrected$own, sample, floor = TRUE),
                 coded_only = if (fits$coded_only$converged) design_parts(fits$coded_only, sample))
-  if (!is.null(dependence)) parts$corrected$learner <- dependence(lambda, design_vcov(parts$corrected, target))
+  if (!is.null(dependence)) {
+    learner <- dependence(lambda, design_vcov(parts$corrected, target))
+    worse <- no_gain_left(learner, parts, target)
+    if (any(worse) && rule != "as given") {
+      lambda[worse] <- 0
+      rule <- paste0(rule, "; 0 (the coded rows alone) where the learner's dependence on them left no gain")
+      corrected <- corrected_at(lambda)
+      fits$corrected <- corrected$fit
+      parts$corrected <- design_parts(corrected$own, sample, floor = TRUE)
+      learner <- dependence(lambda, design_vcov(parts$corrected, target))
+    }
+    parts$corrected$learner <- learner
+  }
   vcov <- list(corrected = design_vcov(parts$corrected, target),
                naive = if (fits$naive$converged) moment_vcov(fits$naive, sample$clusters),
                coded_only = if (fits$coded_only$converged) design_vcov(parts$coded_only, target))
@@ -315,7 +332,7 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
        lambda_rule = rule,
        variance_pooled = pooled, variance_floored = floored,
        lambda_terms = if (tuned) lambda_terms, target = target, design_df = design_df(sample),
-       df = list(corrected = df_of(own), naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
+       df = list(corrected = df_of(corrected$own), naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
                  coded_only = if (fits$coded_only$converged) df_of(fits$coded_only) else design_df(sample)))
 }
 

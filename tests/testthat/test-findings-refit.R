@@ -1,5 +1,5 @@
 test_that("learned labels' intervals count the learner's dependence on the coded rows, and say so", {
-  rows <- learnable_rows(600)
+  rows <- learnable_rows(600, strength = 2)
   coded <- review_sample(rows$data, n = 150, weight = "uniform", seed = 1)
   learned <- suppressMessages(learn_labels(rows$data, coded, gold, features = rows$x))
   shares <- suppressMessages(label_shares(learned, coded, gold, seed = 2, target = "corpus"))
@@ -21,6 +21,25 @@ test_that("learned labels' intervals count the learner's dependence on the coded
   zero_shot <- suppressMessages(label_shares(rows$data, coded, gold, seed = 2))
   expect_null(attr(zero_shot, "estimates")$a$parts$corrected$learner)
   expect_no_match(paste(capture.output(print(zero_shot)), collapse = " "), "jackknife")
+})
+
+test_that("where the learner's dependence leaves the labels no gain, the estimate is the coded rows' alone", {
+  # a weak learner (features that barely carry the label): its variance, the jackknife's part counted, exceeds theirs
+  rows <- learnable_rows(600, strength = 1.2)
+  coded <- review_sample(rows$data, n = 150, weight = "uniform", seed = 1)
+  learned <- suppressMessages(learn_labels(rows$data, coded, gold, features = rows$x))
+  shares <- suppressMessages(label_shares(learned, coded, gold, seed = 2, target = "corpus"))
+  estimate <- attr(shares, "estimates")$a
+  expect_identical(unname(estimate$lambda), 0)
+  expect_match(estimate$lambda_rule, "the coded rows alone) where the learner's dependence on them left no gain",
+               fixed = TRUE)
+  a <- shares[shares$label == "a", ]
+  expect_equal(a$estimate[a$estimator == "corrected"], a$estimate[a$estimator == "coded_only"])
+  expect_equal(a$std.error[a$estimator == "corrected"], a$std.error[a$estimator == "coded_only"])
+  # a lambda given is the user's: kept, its variance counting the dependence
+  given <- suppressMessages(label_regression(a ~ 1, learned, coded, gold, seed = 2, target = "corpus", lambda = 1))
+  expect_identical(unname(given$lambda), 1)
+  expect_gt(given$parts$corrected$learner$share[[1]], 0)
 })
 
 test_that("a replicate drops whole units of every stratum and its strata still stand for all their rows", {
