@@ -332,7 +332,8 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
        lambda_rule = rule,
        variance_pooled = pooled, variance_floored = floored,
        lambda_terms = if (tuned) lambda_terms, target = target, design_df = design_df(sample),
-       df = list(corrected = df_of(corrected$own), naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
+       df = list(corrected = df_of(corrected$own),
+                 naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
                  coded_only = if (fits$coded_only$converged) df_of(fits$coded_only) else design_df(sample)))
 }
 

@@ -1,8 +1,18 @@
-test_that("learned labels' intervals count the learner's dependence on the coded rows, and say so", {
-  rows <- learnable_rows(600, strength = 2)
+# Labels learned from 150 uniform coded rows of learnable_rows(600, strength), and their corpus shares.
+learned_shares <- function(strength) {
+  rows <- learnable_rows(600, strength = strength)
   coded <- review_sample(rows$data, n = 150, weight = "uniform", seed = 1)
   learned <- suppressMessages(learn_labels(rows$data, coded, gold, features = rows$x))
-  shares <- suppressMessages(label_shares(learned, coded, gold, seed = 2, target = "corpus"))
+  list(rows = rows, coded = coded, learned = learned,
+       shares = suppressMessages(label_shares(learned, coded, gold, seed = 2, target = "corpus")))
+}
+
+test_that("learned labels' intervals count the learner's dependence on the coded rows, and say so", {
+  fit <- learned_shares(strength = 2)
+  rows <- fit$rows
+  coded <- fit$coded
+  learned <- fit$learned
+  shares <- fit$shares
   estimate <- attr(shares, "estimates")$a
   dependence <- estimate$parts$corrected$learner
   expect_identical(dependence$groups, learner_jackknife_groups)
@@ -25,10 +35,8 @@ test_that("learned labels' intervals count the learner's dependence on the coded
 
 test_that("where the learner's dependence leaves the labels no gain, the estimate is the coded rows' alone", {
   # a weak learner (features that barely carry the label): its variance, the jackknife's part counted, exceeds theirs
-  rows <- learnable_rows(600, strength = 1.2)
-  coded <- review_sample(rows$data, n = 150, weight = "uniform", seed = 1)
-  learned <- suppressMessages(learn_labels(rows$data, coded, gold, features = rows$x))
-  shares <- suppressMessages(label_shares(learned, coded, gold, seed = 2, target = "corpus"))
+  fit <- learned_shares(strength = 1.2)
+  shares <- fit$shares
   estimate <- attr(shares, "estimates")$a
   expect_identical(unname(estimate$lambda), 0)
   expect_match(estimate$lambda_rule, "the coded rows alone) where the learner's dependence on them left no gain",
@@ -37,7 +45,8 @@ test_that("where the learner's dependence leaves the labels no gain, the estimat
   expect_equal(a$estimate[a$estimator == "corrected"], a$estimate[a$estimator == "coded_only"])
   expect_equal(a$std.error[a$estimator == "corrected"], a$std.error[a$estimator == "coded_only"])
   # a lambda given is the user's: kept, its variance counting the dependence
-  given <- suppressMessages(label_regression(a ~ 1, learned, coded, gold, seed = 2, target = "corpus", lambda = 1))
+  given <- suppressMessages(label_regression(a ~ 1, fit$learned, fit$coded, gold, seed = 2, target = "corpus",
+                                             lambda = 1))
   expect_identical(unname(given$lambda), 1)
   expect_gt(given$parts$corrected$learner$share[[1]], 0)
 })
