@@ -164,8 +164,8 @@ test_that("where the guard kept the labels on the first round, the estimators st
   expect_gt(mean(abs(estimate$predictions - rows$data$.prob_a) > 1e-9), 0.5)
   annotated <- suppressMessages(label_shares(rows$data, both, gold, seed = 4))
   se <- function(x) x$std.error[x$label == "a" & x$estimator == "corrected"]
-  # measured: 0.915x
-  expect_lt(se(shares), 0.95 * se(annotated))
+  # measured: 0.987x (0.915x before the learner's dependence on the coded rows was counted, 16% of the variance)
+  expect_lt(se(shares), se(annotated))
   printed <- gsub("\\s+", " ", paste(utils::capture.output(print(shares)), collapse = " "))
   expect_match(printed, "guard kept the labels as annotated, cross-validated accuracy [0-9.]+; with rounds drawn since")
 })
