@@ -124,8 +124,8 @@ replicate_sample <- function(sample, keep) {
 # theirs (lambda 0), which no learner moves. A learner refitted without a
 # group that held most of a rare label's few coded rows moves a lot, and its
 # jackknife with it: on the thin world's corpus share at 60 coded rows
-# (tools/bench_coverage_matrix.R), 12 draws of 200 came out 1.1-6.3x as wide as
-# the coded rows alone.
+# (tools/bench_coverage_matrix.R), 12 draws of 200 came out 1.2-3.9x as wide as
+# the coded rows alone, and are theirs now.
 no_gain_left <- function(learner, parts, target) {
   if (is.null(learner) || is.null(parts$coded_only)) return(FALSE)
   before <- diag(design_vcov(parts$corrected, target))
