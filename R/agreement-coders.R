@@ -63,7 +63,7 @@ coders_alpha <- function(wide, level, n_boot, seed) {
       }, 0)
       stats::quantile(replicates, (1 + c(-1, 1) * level) / 2, na.rm = TRUE, names = FALSE)
     }
-    bounds <- if (is.null(seed)) resample() else withr::with_seed(seed, resample())
+    bounds <- with_optional_seed(seed, resample())
   }
   data.frame(coders = ncol(wide), texts = nrow(counts), krippendorff_alpha = nominal_alpha(counts),
              lower = bounds[[1]], upper = bounds[[2]])

@@ -68,7 +68,7 @@ bootstrap_bounds <- function(truth, predicted, level, n_boot, seed, weights = NU
     probs <- (1 + c(-1, 1) * level) / 2
     t(apply(replicates, 1, stats::quantile, probs = probs, na.rm = TRUE, names = FALSE))
   }
-  if (is.null(seed)) resample() else withr::with_seed(seed, resample())
+  with_optional_seed(seed, resample())
 }
 
 # 2 TP / (2 TP + FP + FN): 0 for a label on one side only, NaN for one on neither.

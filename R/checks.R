@@ -44,6 +44,10 @@ check_seed <- function(seed, call = caller_env()) {
   check_whole(seed, "seed", min = 0, max = .Machine$integer.max, call = call)
 }
 
+# `expr` evaluated with the generator seeded by `seed` (check_seed()'s), or as
+# the session's generator stands where `seed` is NULL.
+with_optional_seed <- function(seed, expr) if (is.null(seed)) expr else withr::with_seed(seed, expr)
+
 # A single number in [min, max] (or (min, max] with `open_min`).
 check_number <- function(x, arg, min, max = Inf, open_min = FALSE, call = caller_env()) {
   ok <- is.numeric(x) && length(x) == 1 && !is.na(x) && is.finite(x) &&

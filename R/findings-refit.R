@@ -54,11 +54,8 @@ learner_dependence <- function(x, y, g, sample, binary, lambda, v, refit, seed) 
   coefficients <- function(replicate, keep, predictions) {
     replicate$rows <- match(replicate$rows, read)
     on_read$coded <- x$coded[keep, , drop = FALSE]
-    at_lambda <- lapply(stats::setNames(nm = unique(lambda)), function(l) {
-      fit <- design_fit(on_read, predictions[read], y[keep], replicate, binary, l, rows_weight)
-      if (fit$converged) fit$coefficients else NA * fit$coefficients
-    })
-    vapply(seq_along(lambda), function(j) at_lambda[[as.character(lambda[[j]])]][[j]], 0)
+    own <- fits_at_own_lambda(on_read, predictions[read], y[keep], replicate, binary, lambda, rows_weight)
+    ifelse(vapply(own, `[[`, NA, "converged"), own_coefficients(own), NA_real_)
   }
   replicates <- lapply(groups, function(dropped) {
     keep <- group != dropped
@@ -85,10 +82,6 @@ learner_dependence <- function(x, y, g, sample, binary, lambda, v, refit, seed) 
        difference = difference, difference_se = difference_se, before = diag(v))
 }
 
-# `expr` evaluated with the generator seeded by `seed`, or as the session's
-# generator stands where `seed` is NULL.
-with_optional_seed <- function(seed, expr) if (is.null(seed)) expr else withr::with_seed(seed, expr)
-
 # Each coded row's jackknife group: its sampling unit's (`units`), the units
 # of each stratum (`stratum`) shuffled from `seed` and dealt to the groups in
 # turn across the strata, so that every group takes units of every stratum it
@@ -113,7 +106,8 @@ jackknife_groups <- function(units, stratum, seed, groups = learner_jackknife_gr
 replicate_sample <- function(sample, keep) {
   stratum <- stratum_of(sample)
   units_in <- function(rows) tapply(sample$units[rows], stratum[rows], function(u) length(unique(u)))
-  kept_share <- units_in(keep) / units_in(rep(TRUE, length(keep)))[names(units_in(keep))]
+  kept <- units_in(keep)
+  kept_share <- kept / units_in(rep(TRUE, length(keep)))[names(kept)]
   list(rows = sample$rows[keep], prob = sample$prob[keep] * as.vector(kept_share[stratum[keep]]),
        truth_labels = sample$truth_labels[keep], units = sample$units[keep], split = sample$split)
 }

@@ -36,6 +36,18 @@ design_fit <- function(x, g, y, sample, binary, lambda, rows_weight = 1) {
   fit
 }
 
+# Each coefficient's fit at its own `lambda` (one a coefficient), one fit a
+# distinct lambda: the fits in the coefficients' order (design_fit()'s
+# arguments otherwise), and own_coefficients() each coefficient from its own.
+fits_at_own_lambda <- function(x, g, y, sample, binary, lambda, rows_weight = 1) {
+  at_lambda <- lapply(stats::setNames(nm = unique(lambda)), function(l) {
+    design_fit(x, g, y, sample, binary, l, rows_weight)
+  })
+  unname(at_lambda[as.character(lambda)])
+}
+
+own_coefficients <- function(own) vapply(seq_along(own), function(j) own[[j]]$coefficients[[j]], 0)
+
 # The estimating function on the coded rows: on their codes (`a`) and on their
 # predictions (`b`), from the stacked fit. With `small_sample`, each coded
 # row's two terms are divided by sqrt(1 - h), h the leverage of its code on the

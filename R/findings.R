@@ -262,14 +262,11 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
   }
   columns <- colnames(x$predicted)
   lambda <- stats::setNames(rep_len(lambda, length(columns)), columns)
-  # one fit a distinct lambda; each coefficient from the fit at its own
   corrected_at <- function(lambda) {
-    at_lambda <- lapply(stats::setNames(nm = unique(lambda)), function(l) design_fit(x, g, y, sample, binary, l))
-    own <- unname(at_lambda[as.character(lambda)])
+    own <- fits_at_own_lambda(x, g, y, sample, binary, lambda)
     corrected <- own[[1]]
-    corrected$coefficients <- stats::setNames(vapply(seq_along(own), function(j) own[[j]]$coefficients[[j]], 0),
-                                              columns)
-    corrected$converged <- all(vapply(at_lambda, `[[`, NA, "converged"))
+    corrected$coefficients <- stats::setNames(own_coefficients(own), columns)
+    corrected$converged <- all(vapply(own, `[[`, NA, "converged"))
     corrected$lambda <- lambda
     list(own = own, fit = corrected)
   }

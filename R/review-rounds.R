@@ -118,7 +118,7 @@ doubt_round <- function(data, labelled, n, seed, previous, cluster, field, label
       rows[sample.int(length(rows), draws[h])]
     }), use.names = FALSE)
   }
-  drawn <- sort(if (is.null(seed)) draw() else withr::with_seed(seed, draw()))
+  drawn <- sort(with_optional_seed(seed, draw()))
   sample <- data[drawn, , drop = FALSE]
   sample$.row <- drawn
   sample$.draw <- rep(round, length(drawn))

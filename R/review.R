@@ -222,7 +222,7 @@ review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"
       rows[sample.int(length(rows), new_draws[h])]
     }), use.names = FALSE)
   }
-  drawn <- sort(if (is.null(seed)) draw() else withr::with_seed(seed, draw()))
+  drawn <- sort(with_optional_seed(seed, draw()))
   strata$drawn <- before + new_draws
   strata$prob <- strata$drawn / strata$rows
 
@@ -347,7 +347,7 @@ cluster_sample <- function(data, labelled, n, seed, previous, cluster, field, ca
     abort_invalid("{.arg n} is {n}, but {.arg data} has {length(clusters)} cluster{?s} with labelled rows.", "n", call)
   }
   pick <- function() clusters[sample.int(length(clusters), n)]
-  drawn_clusters <- if (is.null(seed)) pick() else withr::with_seed(seed, pick())
+  drawn_clusters <- with_optional_seed(seed, pick())
   drawn <- rows[data[[cluster]][rows] %in% drawn_clusters]
   sample <- data[drawn, , drop = FALSE]
   sample$.row <- drawn
