@@ -105,7 +105,8 @@ share_of <- function(label) {
   list(value = function(data) mean(data$truth == label),
        intervals = function(data, coded, seed, target) {
          shares <- label_shares(data, coded, truth, seed = seed, target = target)
-         shares[shares$label == label & shares$estimator %in% c("corrected", "coded_only"), ]
+         structure(shares[shares$label == label & shares$estimator %in% c("corrected", "coded_only"), ],
+                   learner = attr(shares, "estimates")[[label]]$parts$corrected$learner)
        })
 }
 estimates <- list(
@@ -290,6 +291,15 @@ population_value <- function(world, estimate) {
   population_values[[key]]
 }
 
+# A share's learner jackknife (learner_dependence()), for reading other rules
+# off the log: the two replicate variances' difference before it is cut at 0,
+# its standard error, and the variance it is added to.
+learner_figures <- function(learner) {
+  c(jackknife_difference = learner$difference[[1]] %||% NA_real_,
+    jackknife_difference_se = learner$difference_se[[1]] %||% NA_real_,
+    jackknife_before = learner$before[[1]] %||% NA_real_)
+}
+
 # One draw of a cell: whether the corrected interval covers, its width over the
 # coded rows' alone, and whether theirs covers (a miss that the coded rows alone
 # share is the sample's, not the correction's); or the class of the error it
@@ -310,7 +320,7 @@ one_draw <- function(cell, seed) {
       coded_covered = coded_only$conf.low <= value && value <= coded_only$conf.high,
       corrected_width = corrected$conf.high - corrected$conf.low, neyman_bound = first_learned$bound %||% NA_real_,
       estimate = corrected$estimate, std_error = corrected$std.error, df = corrected$df, value = value,
-      skew = corrected$skewness %||% NA_real_)
+      skew = corrected$skewness %||% NA_real_, learner_figures(attr(rows, "learner")))
   }, newrllama4_error = function(e) structure(NA_real_, stopped = class(e)[[1]], why = conditionMessage(e)),
   error = function(e) structure(NA_real_, stopped = "unclassed", why = conditionMessage(e)))
 }
@@ -326,7 +336,7 @@ logged_draw <- function(seed, cell) {
   outcome <- one_draw(cell, seed)
   if (nzchar(draw_log)) {
     figures <- c("covered", "width", "coded_covered", "corrected_width", "neyman_bound", "estimate", "std_error", "df",
-                 "value", "skew")
+                 "value", "skew", names(learner_figures(NULL)))
     values <- if (length(outcome) == length(figures)) as.vector(outcome) else rep(NA_real_, length(figures))
     line <- data.frame(cell = cell$name, seed = seed, t(stats::setNames(values, figures)),
                        stopped = attr(outcome, "stopped") %||% "")
