@@ -31,7 +31,9 @@
 # the two rounds' sampling variance over 150 uniform rows', each computed from
 # every row's gold label at the learner the estimators fitted in that draw
 # (the design's own variance, without the noise of estimating it from the
-# coded rows), as a width ratio. The estimators learn
+# coded rows), as a width ratio; `jackknife`, the share of each interval's
+# variance that the learner's dependence on the coded rows added
+# (learner_dependence()). The estimators learn
 # again from all 150 rows in their folds, so a learner that learns more from
 # rows near its boundary can narrow the interval past that. Each draw's
 # figures are appended to build/bench-learned/rounds-draws.csv as they come.
@@ -119,7 +121,8 @@ two_rounds <- function(data, seed, share_label) {
     errors <- coded_as[estimate$rows] - estimate$lambda[[1]] * estimate$predictions
     c(covered = corrected$conf.low <= value && value <= corrected$conf.high, width = width,
       over_coded = width / (coded_only$conf.high - coded_only$conf.low),
-      given_learner = given_learner(stats::setNames(errors, estimate$rows)[as.character(seq_len(nrow(data)))], rounds))
+      given_learner = given_learner(stats::setNames(errors, estimate$rows)[as.character(seq_len(nrow(data)))], rounds),
+      jackknife = rlang::`%||%`(estimate$parts$corrected$learner$share[[1]], 0))
   }
   uniform <- review_sample(data, 150, weight = "uniform", seed = seed)
   one_round <- interval(suppressMessages(learn_labels(data, uniform, gold)), uniform, list(by_label(uniform, 1)))
@@ -151,7 +154,7 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
     if (rounds) {
       share_label <- names(which.max(table(data$gold)))
       figures <- vapply(seeds, function(seed) {
-        draw <- tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 11))
+        draw <- tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 13))
         log <- file.path(kept, "rounds-draws.csv")
         line <- data.frame(model = model, corpus = corpus_name, seed = seed, t(draw))
         # a log of other columns (an older run's) is kept aside, not appended to
@@ -161,7 +164,7 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
         utils::write.table(line, log, sep = ",", append = file.exists(log), col.names = !file.exists(log),
                            row.names = FALSE)
         draw
-      }, numeric(11))
+      }, numeric(13))
       means <- rowMeans(figures, na.rm = TRUE)
       rows[[length(rows) + 1]] <- data.frame(
         model = model, corpus = corpus_name, rows = nrow(data), draws = sum(!is.na(figures[1, ])),
@@ -169,6 +172,7 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
         over_coded_uniform = means[["uniform.over_coded"]], over_coded_rounds = means[["rounds.over_coded"]],
         rounds_over_uniform = means[["rounds.width"]] / means[["uniform.width"]],
         given_learner = sqrt(means[["rounds.given_learner"]] / means[["uniform.given_learner"]]),
+        jackknife_uniform = means[["uniform.jackknife"]], jackknife_rounds = means[["rounds.jackknife"]],
         neyman_bound = means[["bound"]], banded = means[["banded"]], design_bound = sqrt((1 + means[["bound"]]) / 2),
         design_banded = sqrt((1 + means[["banded"]]) / 2), calibrated = means[["calibrated"]],
         design_calibrated = sqrt((1 + means[["calibrated"]]) / 2)
