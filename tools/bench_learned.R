@@ -86,6 +86,10 @@ one_draw <- function(data, size, seed, share_label) {
     width_zero_shot = width(data), width_learned = width(learned))
 }
 
+# The figures of one draw of the two-round design: covered, width, over_coded,
+# given_learner and jackknife for each design, the bound, banded, calibrated.
+two_round_figures <- 13L
+
 # One draw of the two-round design against 150 uniform rows: for each, the
 # corpus share's interval (covered, width, width over the coded rows'
 # alone), and the round's Neyman bound.
@@ -154,7 +158,8 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
     if (rounds) {
       share_label <- names(which.max(table(data$gold)))
       figures <- vapply(seeds, function(seed) {
-        draw <- tryCatch(two_rounds(data, seed, share_label), newrllama4_error = function(e) rep(NA_real_, 13))
+        draw <- tryCatch(two_rounds(data, seed, share_label),
+                         newrllama4_error = function(e) rep(NA_real_, two_round_figures))
         log <- file.path(kept, "rounds-draws.csv")
         line <- data.frame(model = model, corpus = corpus_name, seed = seed, t(draw))
         # a log of other columns (an older run's) is kept aside, not appended to
@@ -164,7 +169,7 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
         utils::write.table(line, log, sep = ",", append = file.exists(log), col.names = !file.exists(log),
                            row.names = FALSE)
         draw
-      }, numeric(13))
+      }, numeric(two_round_figures))
       means <- rowMeans(figures, na.rm = TRUE)
       rows[[length(rows) + 1]] <- data.frame(
         model = model, corpus = corpus_name, rows = nrow(data), draws = sum(!is.na(figures[1, ])),
