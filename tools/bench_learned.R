@@ -33,7 +33,9 @@
 # (the design's own variance, without the noise of estimating it from the
 # coded rows), as a width ratio; `jackknife`, the share of each interval's
 # variance that the learner's dependence on the coded rows added
-# (learner_dependence()). The estimators learn
+# (learner_dependence()); `z_spread`, the root mean square of each
+# estimate's error over its standard error (1 where the intervals are as wide
+# as the estimates' spread asks). The estimators learn
 # again from all 150 rows in their folds, so a learner that learns more from
 # rows near its boundary can narrow the interval past that. Each draw's
 # figures are appended to build/bench-learned/rounds-draws.csv as they come.
@@ -87,8 +89,9 @@ one_draw <- function(data, size, seed, share_label) {
 }
 
 # The figures of one draw of the two-round design: covered, width, over_coded,
-# given_learner and jackknife for each design, the bound, banded, calibrated.
-two_round_figures <- 13L
+# given_learner, jackknife, error and std_error for each design, the bound,
+# banded, calibrated.
+two_round_figures <- 17L
 
 # One draw of the two-round design against 150 uniform rows: for each, the
 # corpus share's interval (covered, width, width over the coded rows'
@@ -126,7 +129,8 @@ two_rounds <- function(data, seed, share_label) {
     c(covered = corrected$conf.low <= value && value <= corrected$conf.high, width = width,
       over_coded = width / (coded_only$conf.high - coded_only$conf.low),
       given_learner = given_learner(stats::setNames(errors, estimate$rows)[as.character(seq_len(nrow(data)))], rounds),
-      jackknife = rlang::`%||%`(estimate$parts$corrected$learner$share[[1]], 0))
+      jackknife = rlang::`%||%`(estimate$parts$corrected$learner$share[[1]], 0),
+      error = corrected$estimate - value, std_error = corrected$std.error)
   }
   uniform <- review_sample(data, 150, weight = "uniform", seed = seed)
   one_round <- interval(suppressMessages(learn_labels(data, uniform, gold)), uniform, list(by_label(uniform, 1)))
@@ -148,6 +152,11 @@ two_rounds <- function(data, seed, share_label) {
     bound = newrllama4:::doubt_variance_ratio(doubt),
     banded = newrllama4:::doubt_variance_ratio(doubt, 75),
     calibrated = newrllama4:::doubt_variance_ratio(doubt, 75, variance))
+}
+
+# The root mean square of a design's errors over their standard errors, over the draws (columns of `figures`).
+z_spread <- function(figures, design) {
+  sqrt(mean((figures[paste0(design, ".error"), ] / figures[paste0(design, ".std_error"), ])^2, na.rm = TRUE))
 }
 
 started <- Sys.time()
@@ -178,6 +187,7 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
         rounds_over_uniform = means[["rounds.width"]] / means[["uniform.width"]],
         given_learner = sqrt(means[["rounds.given_learner"]] / means[["uniform.given_learner"]]),
         jackknife_uniform = means[["uniform.jackknife"]], jackknife_rounds = means[["rounds.jackknife"]],
+        z_spread_uniform = z_spread(figures, "uniform"), z_spread_rounds = z_spread(figures, "rounds"),
         neyman_bound = means[["bound"]], banded = means[["banded"]], design_bound = sqrt((1 + means[["bound"]]) / 2),
         design_banded = sqrt((1 + means[["banded"]]) / 2), calibrated = means[["calibrated"]],
         design_calibrated = sqrt((1 + means[["calibrated"]]) / 2)
