@@ -58,7 +58,8 @@ draws <- length(seeds)
 # long run interrupted still tells what it measured; with the corrected
 # estimate, its standard error, df and skewness (a regression's) and the value
 # it estimates, so that the spread of the estimates can be set against the
-# standard errors, and another interval's rule read off the log (issue 61)
+# standard errors, and another interval's rule read off the log (issue 61);
+# for a share, whether the rare-error floor raised its variance (`floored`)
 draw_log <- option("log", "")
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
@@ -105,8 +106,9 @@ share_of <- function(label) {
   list(value = function(data) mean(data$truth == label),
        intervals = function(data, coded, seed, target) {
          shares <- label_shares(data, coded, truth, seed = seed, target = target)
+         estimate <- attr(shares, "estimates")[[label]]
          structure(shares[shares$label == label & shares$estimator %in% c("corrected", "coded_only"), ],
-                   learner = attr(shares, "estimates")[[label]]$parts$corrected$learner)
+                   learner = estimate$parts$corrected$learner, floored = estimate$variance_floored)
        })
 }
 estimates <- list(
@@ -320,7 +322,8 @@ one_draw <- function(cell, seed) {
       coded_covered = coded_only$conf.low <= value && value <= coded_only$conf.high,
       corrected_width = corrected$conf.high - corrected$conf.low, neyman_bound = first_learned$bound %||% NA_real_,
       estimate = corrected$estimate, std_error = corrected$std.error, df = corrected$df, value = value,
-      skew = corrected$skewness %||% NA_real_, learner_figures(attr(rows, "learner")))
+      skew = corrected$skewness %||% NA_real_, learner_figures(attr(rows, "learner")),
+      floored = as.numeric(attr(rows, "floored") %||% NA))
   }, newrllama4_error = function(e) structure(NA_real_, stopped = class(e)[[1]], why = conditionMessage(e)),
   error = function(e) structure(NA_real_, stopped = "unclassed", why = conditionMessage(e)))
 }
@@ -336,7 +339,7 @@ logged_draw <- function(seed, cell) {
   outcome <- one_draw(cell, seed)
   if (nzchar(draw_log)) {
     figures <- c("covered", "width", "coded_covered", "corrected_width", "neyman_bound", "estimate", "std_error", "df",
-                 "value", "skew", names(learner_figures(NULL)))
+                 "value", "skew", names(learner_figures(NULL)), "floored")
     values <- if (length(outcome) == length(figures)) as.vector(outcome) else rep(NA_real_, length(figures))
     line <- data.frame(cell = cell$name, seed = seed, t(stats::setNames(values, figures)),
                        stopped = attr(outcome, "stopped") %||% "")
