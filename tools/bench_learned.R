@@ -33,7 +33,13 @@
 # (the design's own variance, without the noise of estimating it from the
 # coded rows), as a width ratio; `jackknife`, the share of each interval's
 # variance that the learner's dependence on the coded rows added
-# (learner_dependence()); `z_spread`, the root mean square of each
+# (learner_dependence()); `best_bands`, the two rounds' variance at that
+# learner had the round's rows been shared among its bands by Neyman
+# allocation on the errors' own spread (the least any allocation over those
+# bands gives), as a width ratio; `design_fitted_bound`, the design's bound by
+# the doubt of the learner fitted rather than the 75-row learner's (where the
+# rounds fall short of the bound: the bands' allocation, or a learner whose
+# doubt flattens as it learns); `z_spread`, the root mean square of each
 # estimate's error over its standard error (1 where the intervals are as wide
 # as the estimates' spread asks). The estimators learn
 # again from all 150 rows in their folds, so a learner that learns more from
@@ -89,9 +95,9 @@ one_draw <- function(data, size, seed, share_label) {
 }
 
 # The figures of one draw of the two-round design: covered, width, over_coded,
-# given_learner, jackknife, error and std_error for each design, the bound,
-# banded, calibrated.
-two_round_figures <- 17L
+# given_learner, jackknife, error and std_error for each design, best_bands,
+# fitted_bound, the bound, banded, calibrated.
+two_round_figures <- 19L
 
 # One draw of the two-round design against 150 uniform rows: for each, the
 # corpus share's interval (covered, width, width over the coded rows'
@@ -126,11 +132,15 @@ two_rounds <- function(data, seed, share_label) {
     coded_only <- shares[shares$estimator == "coded_only", ]
     width <- corrected$conf.high - corrected$conf.low
     errors <- coded_as[estimate$rows] - estimate$lambda[[1]] * estimate$predictions
-    c(covered = corrected$conf.low <= value && value <= corrected$conf.high, width = width,
-      over_coded = width / (coded_only$conf.high - coded_only$conf.low),
-      given_learner = given_learner(stats::setNames(errors, estimate$rows)[as.character(seq_len(nrow(data)))], rounds),
-      jackknife = rlang::`%||%`(estimate$parts$corrected$learner$share[[1]], 0),
-      error = corrected$estimate - value, std_error = corrected$std.error)
+    by_row <- function(x) stats::setNames(x, estimate$rows)[as.character(seq_len(nrow(data)))]
+    structure(
+      c(covered = corrected$conf.low <= value && value <= corrected$conf.high, width = width,
+        over_coded = width / (coded_only$conf.high - coded_only$conf.low),
+        given_learner = given_learner(by_row(errors), rounds),
+        jackknife = rlang::`%||%`(estimate$parts$corrected$learner$share[[1]], 0),
+        error = corrected$estimate - value, std_error = corrected$std.error),
+      errors = by_row(errors), predictions = by_row(estimate$predictions)
+    )
   }
   uniform <- review_sample(data, 150, weight = "uniform", seed = seed)
   one_round <- interval(suppressMessages(learn_labels(data, uniform, gold)), uniform, list(by_label(uniform, 1)))
@@ -148,7 +158,17 @@ two_rounds <- function(data, seed, share_label) {
   bands <- newrllama4:::doubt_allocation(doubt, 75)
   second <- list(rows = split(rest, bands$band), drawn = bands$draws, weight = 0.5)
   # where the guard kept the labels as annotated, the round is drawn by their doubt
-  c(uniform = one_round, rounds = interval(learned, both, list(by_label(first, 0.5), second)),
+  design <- list(by_label(first, 0.5), second)
+  two <- interval(learned, both, design)
+  # the round's 75 rows shared among its bands by Neyman allocation on the spread of the errors at the learner
+  # fitted (the least variance any allocation over these bands gives that learner), and the Neyman bound by
+  # the doubt of that learner's own probabilities over the round's rows: where the 75-row learner's doubt
+  # falls short, whether the bands or the doubt they were cut by
+  spread <- vapply(second$rows, function(rows) stats::sd(attr(two, "errors")[rows]), 0)
+  second$drawn <- newrllama4:::allocate_sample(75, lengths(second$rows), spread, least = pmin(lengths(second$rows), 2L))
+  c(uniform = one_round, rounds = two,
+    best_bands = given_learner(attr(two, "errors"), list(design[[1]], second)),
+    fitted_bound = newrllama4:::doubt_variance_ratio(newrllama4:::doubt_of(attr(two, "predictions")[rest])),
     bound = newrllama4:::doubt_variance_ratio(doubt),
     banded = newrllama4:::doubt_variance_ratio(doubt, 75),
     calibrated = newrllama4:::doubt_variance_ratio(doubt, 75, variance))
@@ -186,6 +206,8 @@ for (model in if (is.null(only_model)) names(models) else names(models)[models =
         over_coded_uniform = means[["uniform.over_coded"]], over_coded_rounds = means[["rounds.over_coded"]],
         rounds_over_uniform = means[["rounds.width"]] / means[["uniform.width"]],
         given_learner = sqrt(means[["rounds.given_learner"]] / means[["uniform.given_learner"]]),
+        best_bands = sqrt(means[["best_bands"]] / means[["uniform.given_learner"]]),
+        design_fitted_bound = sqrt((1 + means[["fitted_bound"]]) / 2),
         jackknife_uniform = means[["uniform.jackknife"]], jackknife_rounds = means[["rounds.jackknife"]],
         z_spread_uniform = z_spread(figures, "uniform"), z_spread_rounds = z_spread(figures, "rounds"),
         neyman_bound = means[["bound"]], banded = means[["banded"]], design_bound = sqrt((1 + means[["bound"]]) / 2),
