@@ -36,7 +36,7 @@
 # (learner_dependence()); `best_bands`, the two rounds' variance at that
 # learner had the round's rows been shared among its bands by Neyman
 # allocation on the errors' own spread (the least any allocation over those
-# bands gives), as a width ratio; `design_fitted_bound`, the design's bound by
+# bands, two rows a band at least, gives), as a width ratio; `design_fitted_bound`, the design's bound by
 # the doubt of the learner fitted rather than the 75-row learner's (where the
 # rounds fall short of the bound: the bands' allocation, or a learner whose
 # doubt flattens as it learns); `z_spread`, the root mean square of each
