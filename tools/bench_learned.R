@@ -36,10 +36,11 @@
 # (learner_dependence()); `best_bands`, the two rounds' variance at that
 # learner had the round's rows been shared among its bands by Neyman
 # allocation on the errors' own spread (the least any allocation over those
-# bands, two rows a band at least, gives), as a width ratio; `design_fitted_bound`, the design's bound by
-# the doubt of the learner fitted rather than the 75-row learner's (where the
-# rounds fall short of the bound: the bands' allocation, or a learner whose
-# doubt flattens as it learns); `z_spread`, the root mean square of each
+# bands, two rows a band at least, gives), as a width ratio;
+# `design_fitted_bound`, the design's bound by the doubt of the learner
+# fitted rather than the 75-row learner's (where the rounds fall short of the
+# bound: the bands' allocation, or a learner whose doubt flattens as it
+# learns); `z_spread`, the root mean square of each
 # estimate's error over its standard error (1 where the intervals are as wide
 # as the estimates' spread asks). The estimators learn
 # again from all 150 rows in their folds, so a learner that learns more from
@@ -160,14 +161,15 @@ two_rounds <- function(data, seed, share_label) {
   # where the guard kept the labels as annotated, the round is drawn by their doubt
   design <- list(by_label(first, 0.5), second)
   two <- interval(learned, both, design)
-  # the round's 75 rows shared among its bands by Neyman allocation on the spread of the errors at the learner
-  # fitted (the least variance any allocation over these bands gives that learner), and the Neyman bound by
-  # the doubt of that learner's own probabilities over the round's rows: where the 75-row learner's doubt
-  # falls short, whether the bands or the doubt they were cut by
-  spread <- vapply(second$rows, function(rows) stats::sd(attr(two, "errors")[rows]), 0)
-  second$drawn <- newrllama4:::allocate_sample(75, lengths(second$rows), spread, least = pmin(lengths(second$rows), 2L))
+  # best_bands and fitted_bound (the header): the same bands at the learner fitted, their draws by Neyman
+  # allocation on its errors' spread
+  errors <- attr(two, "errors")
+  best <- second
+  best$drawn <- newrllama4:::allocate_sample(75, lengths(second$rows),
+                                             vapply(second$rows, function(rows) stats::sd(errors[rows]), 0),
+                                             least = pmin(lengths(second$rows), 2L))
   c(uniform = one_round, rounds = two,
-    best_bands = given_learner(attr(two, "errors"), list(design[[1]], second)),
+    best_bands = given_learner(errors, list(design[[1]], best)),
     fitted_bound = newrllama4:::doubt_variance_ratio(newrllama4:::doubt_of(attr(two, "predictions")[rest])),
     bound = newrllama4:::doubt_variance_ratio(doubt),
     banded = newrllama4:::doubt_variance_ratio(doubt, 75),
