@@ -10,16 +10,34 @@
 # groups, each replicate drops one group and reweights its strata's other units,
 # and estimates again twice, with each fold's learner fitted again on what is
 # left (at the setting that fold chose, so that nothing is chosen again) and
-# with the predictions as they were. The difference of the two replicate
-# variances is the learner's dependence on the coded rows; it is added to each
-# coefficient's variance, never taken from it, its covariances scaled alike.
-# On those corpora (tools/bench_learned_coverage.R, 60-120 draws each) it
-# covered 0.950, 0.925 and 0.983 where the intervals without it covered 0.867,
-# 0.900 and 0.900, adding about a fifth of the variance.
+# with the predictions as they were. How far the refitted learners move each
+# replicate's estimate from the other's (the shift) is the learner's part; the
+# variance of the shifts over the replicates is added to the coefficients'
+# variance, a matrix of their covariances. On those corpora
+# (tools/bench_learned_coverage.R, 60-120 draws each) the intervals covered
+# 0.950, 0.925 and 0.983 with it where they covered 0.867, 0.900 and 0.900
+# without.
+#
+# The learner's part is of second order in the coded units: a learner moved by
+# a coded row moves the estimate only through the sampling error of the other
+# coded rows' mean of that move (the cross-fitted estimate is unbiased for any
+# fixed learner), so it is uncorrelated with the first-order part, the codes'
+# own (Hoeffding's decomposition). Two things follow. The two replicate
+# variances' difference, used before, adds to the shifts' variance twice their
+# covariance with the fixed replicates, zero in expectation and three times as
+# noisy as the shifts' variance, which it was cut at 0 to hide (2026-12-06, 100
+# draws of each of four word corpora: the covariance term's mean -7e-6 to 1e-5,
+# each within one of its standard errors, against the shifts' 5e-5 to 9e-5).
+# And a jackknife counts a term of second order more than once (Efron and
+# Stein 1981: a delete-one jackknife twice); second_order_factor() is how
+# often, and the shifts' variance is divided by it. On the four corpora the
+# errors over their standard errors then spread 0.91-1.01 (0.86-0.96 before)
+# and the intervals are about 5% narrower; docs/benchmarks.md.
 
 # Groups of the jackknife: each costs a refit of every fold's learner; fewer
-# make the difference noisier (its standard error is about 1.6x its mean on
-# Gemma's nouns and verbs at 15).
+# make its part noisier (at 15, over 100 draws of Gemma's nouns and verbs, the
+# shifts' variance spread 0.6 of its mean from draw to draw; the replicate
+# variances' difference, 2.2).
 learner_jackknife_groups <- 15L
 
 # The rows not coded that the replicates predict, at most: a replicate's sum
@@ -37,9 +55,10 @@ jackknife_rows <- 10000L
 # the predictions of the rows `read` with the fold learners fitted again on a
 # replicate's coded rows (replicate_sample()). Returns the variance to add
 # (`variance`), the groups, each coefficient's added share of `v`, and for the
-# benchmarks the two replicate variances' difference before it is cut at 0, its
-# standard error and `v`'s diagonal; NULL where the coded units are too few to
-# drop a group.
+# benchmarks the shifts' variance before second_order_factor(), the two
+# replicate variances' difference (the rule it replaced) and its standard
+# error, and `v`'s diagonal; NULL where the coded units are too few to drop a
+# group.
 learner_dependence <- function(x, y, g, sample, binary, lambda, v, refit, seed) {
   group <- jackknife_groups(sample$units, stratum_of(sample), seed)
   groups <- sort(setdiff(unique(group), 0L))
@@ -68,18 +87,33 @@ learner_dependence <- function(x, y, g, sample, binary, lambda, v, refit, seed) 
   })
   complete <- stats::complete.cases(estimates$refit, estimates$fixed)
   n <- sum(complete)
-  # each replicate's term of the refitted variance less the fixed one's, and their sum's standard error
-  terms <- (n - 1) / n * (centred(estimates$refit[complete, , drop = FALSE])^2 -
-                            centred(estimates$fixed[complete, , drop = FALSE])^2)
+  # how far each replicate's learners, fitted again, move its estimate from the one at the predictions as they were
+  shift <- estimates$refit[complete, , drop = FALSE] - estimates$fixed[complete, , drop = FALSE]
   # the replicates vary as the coded rows do, drawn without replacement
   finite <- 1 - mean(sample$unit_prob %||% sample$prob)
-  difference <- colSums(terms) * finite
-  difference_se <- sqrt(n * apply(terms, 2, stats::var)) * finite
-  added <- pmax(difference, 0)
-  share <- ifelse(diag(v) > 0, added / diag(v), 0)
-  scale <- diag(sqrt(1 + share), length(share))
-  list(variance = scale %*% v %*% scale - v, groups = length(groups), share = stats::setNames(share, colnames(v)),
-       difference = difference, difference_se = difference_se, before = diag(v))
+  shifts <- (n - 1) / n * crossprod(centred(shift)) * finite
+  dimnames(shifts) <- dimnames(v)
+  variance <- shifts / second_order_factor(length(unique(sample$units[group > 0])), n)
+  share <- ifelse(diag(v) > 0, diag(variance) / diag(v), 0)
+  terms <- (n - 1) / n * (centred(estimates$refit[complete, , drop = FALSE])^2 -
+                            centred(estimates$fixed[complete, , drop = FALSE])^2)
+  list(variance = variance, groups = length(groups), share = stats::setNames(share, colnames(v)),
+       shift_variance = diag(shifts), difference = colSums(terms) * finite,
+       difference_se = sqrt(n * apply(terms, 2, stats::var)) * finite, before = diag(v))
+}
+
+# How many times a delete-a-group jackknife of `groups` groups over `units`
+# units counts the variance of a statistic's second-order part: for a sum over
+# pairs of units, each pair's term of mean zero given either unit, the
+# replicates' variance has the expectation (G - 1)^2 ((m - 1) + 2 (G - 2) m) /
+# (G^2 (G m - 1)) times the sum's, m = units / G units a group; 2 (G - 1) (G -
+# 2) / G^2 for the delete-one jackknife (m = 1, Efron and Stein 1981), 1.57
+# for 150 units in 15 groups (a simulation of 4,000 draws gave 1.53). Never
+# under 1: below it (five units or fewer) the jackknife is too coarse to be
+# scaled up on a model of its error.
+second_order_factor <- function(units, groups) {
+  m <- units / groups
+  max((groups - 1)^2 * ((m - 1) + 2 * (groups - 2) * m) / (groups^2 * (groups * m - 1)), 1)
 }
 
 # Each coded row's jackknife group: its sampling unit's (`units`), the units

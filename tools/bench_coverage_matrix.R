@@ -299,7 +299,8 @@ population_value <- function(world, estimate) {
 learner_figures <- function(learner) {
   c(jackknife_difference = learner$difference[[1]] %||% NA_real_,
     jackknife_difference_se = learner$difference_se[[1]] %||% NA_real_,
-    jackknife_before = learner$before[[1]] %||% NA_real_)
+    jackknife_before = learner$before[[1]] %||% NA_real_,
+    jackknife_shift = learner$shift_variance[[1]] %||% NA_real_)
 }
 
 # One draw of a cell: whether the corrected interval covers, its width over the

@@ -48,6 +48,7 @@ draw <- function(seed) {
              difference = estimate$parts$corrected$learner$difference[[1]],
              difference_se = estimate$parts$corrected$learner$difference_se[[1]],
              before = estimate$parts$corrected$learner$before[[1]],
+             shift = rlang::`%||%`(estimate$parts$corrected$learner$shift_variance[[1]], NA_real_),
              t(stats::setNames(folds, paste0("fold_", seq_along(folds)))))
 }
 

@@ -23,6 +23,8 @@ test_that("learned labels' intervals count the learner's dependence on the coded
   corrected <- shares[shares$label == "a" & shares$estimator == "corrected", ]
   expect_equal(corrected$std.error^2, design_vcov(before, "corpus")[[1]] * (1 + dependence$share[[1]]))
   expect_equal(corrected$var_sampling, corrected$std.error^2)
+  # the variance of the refitted learners' shifts, scaled down for the jackknife's count of a second-order term
+  expect_equal(diag(dependence$variance), dependence$shift_variance / second_order_factor(150, 15))
   expect_match(paste(capture.output(print(shares)), collapse = " "), "delete-a-group jackknife over 15 groups")
   # the replicates fit each fold's learner at the setting the fold chose, never choosing again
   local_package_binding("choose_setting", function(...) stop("chose again"))
@@ -34,7 +36,9 @@ test_that("learned labels' intervals count the learner's dependence on the coded
 })
 
 test_that("where the learner's dependence leaves the labels no gain, the estimate is the coded rows' alone", {
-  # a weak learner (features that barely carry the label): its variance, the jackknife's part counted, exceeds theirs
+  # a learner whose dependence on its coded rows outweighs its gain: counted 50 times over here, its variance, the
+  # jackknife's part counted, exceeds theirs
+  local_package_binding("second_order_factor", function(units, groups) 0.02)
   fit <- learned_shares(strength = 1.2)
   shares <- fit$shares
   estimate <- attr(shares, "estimates")$a
@@ -72,4 +76,20 @@ test_that("a replicate drops whole units of every stratum and its strata still s
     tapply(1 / s$prob[!duplicated(s$units)], strata[!duplicated(s$units)], sum)
   }
   expect_equal(units_weighted(replicate, stratum[keep]), units_weighted(sample, stratum))
+})
+
+test_that("the jackknife counts a second-order term as second_order_factor() says", {
+  # a sum over pairs of units whose terms have mean zero given either unit: the learner's part is of this kind
+  pairs_sum <- function(x) (sum(x)^2 - sum(x^2)) / 2
+  groups <- rep_len(1:15, 60)
+  draws <- withr::with_seed(1, replicate(3000, {
+    x <- stats::rnorm(60)
+    replicates <- vapply(1:15, function(k) pairs_sum(x[groups != k]), 0)
+    c(statistic = pairs_sum(x), jackknife = 14 / 15 * sum((replicates - mean(replicates))^2))
+  }))
+  counted <- mean(draws["jackknife", ]) / stats::var(draws["statistic", ])
+  expect_equal(counted, second_order_factor(60, 15), tolerance = 0.08)
+  # the delete-one jackknife counts it twice as the units grow (Efron and Stein); never scaled up
+  expect_equal(second_order_factor(1000, 1000), 2, tolerance = 0.01)
+  expect_identical(second_order_factor(4, 4), 1)
 })
