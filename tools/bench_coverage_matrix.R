@@ -59,7 +59,8 @@ draws <- length(seeds)
 # estimate, its standard error, df and skewness (a regression's) and the value
 # it estimates, so that the spread of the estimates can be set against the
 # standard errors, and another interval's rule read off the log (issue 61);
-# for a share, whether the rare-error floor raised its variance (`floored`)
+# for a share, whether the rare-error floor raised its variance (`floored`), and
+# for a corpus share its design variance at the predictions it used (`given`)
 draw_log <- option("log", "")
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
@@ -108,7 +109,8 @@ share_of <- function(label) {
          shares <- label_shares(data, coded, truth, seed = seed, target = target)
          estimate <- attr(shares, "estimates")[[label]]
          structure(shares[shares$label == label & shares$estimator %in% c("corrected", "coded_only"), ],
-                   learner = estimate$parts$corrected$learner, floored = estimate$variance_floored)
+                   learner = estimate$parts$corrected$learner, floored = estimate$variance_floored,
+                   estimate = estimate, label = label)
        })
 }
 estimates <- list(
@@ -303,6 +305,33 @@ learner_figures <- function(learner) {
     jackknife_shift = learner$shift_variance[[1]] %||% NA_real_)
 }
 
+# A corpus share's sampling variance at the predictions its estimate used,
+# from every row's truth: each stratum's spread of the units' totals of the
+# errors the estimate corrects (truth - lambda x prediction) through the
+# design's draws. It is the design's own variance had the learner been fixed
+# at the one the draw fitted, without the noise of estimating it from the
+# coded rows: against the estimates' mean squared error it says whether the
+# learner's dependence on its coded rows adds variance or takes it away. NA
+# where a stratum's rows are not read off the labels (confidence bands, rounds).
+design_given <- function(data, coded, rows) {
+  estimate <- attr(rows, "estimate")
+  strata <- unique(coded$.stratum)
+  whole <- coded$.stratum_rows[match(strata, coded$.stratum)] == nrow(data)
+  if (is.null(estimate) || !all(whole | strata %in% levels(data$.label))) return(NA_real_)
+  errors <- numeric(nrow(data))
+  errors[estimate$rows] <- (data$truth[estimate$rows] == attr(rows, "label")) - estimate$lambda[[1]] *
+    estimate$predictions
+  cluster <- unique(coded$.sampling_unit)
+  units <- if (identical(cluster, ".row")) seq_len(nrow(data)) else data[[cluster]]
+  sum(vapply(seq_along(strata), function(h) {
+    members <- if (whole[[h]]) seq_len(nrow(data)) else which(as.character(data$.label) == strata[[h]])
+    totals <- tapply(errors[members], units[members], sum)
+    drawn <- length(unique(units[coded$.row[coded$.stratum == strata[[h]]]]))
+    if (length(totals) < 2) return(0)
+    length(totals)^2 * (1 / drawn - 1 / length(totals)) * stats::var(totals)
+  }, 0)) / nrow(data)^2
+}
+
 # One draw of a cell: whether the corrected interval covers, its width over the
 # coded rows' alone, and whether theirs covers (a miss that the coded rows alone
 # share is the sample's, not the correction's); or the class of the error it
@@ -324,7 +353,8 @@ one_draw <- function(cell, seed) {
       corrected_width = corrected$conf.high - corrected$conf.low, neyman_bound = first_learned$bound %||% NA_real_,
       estimate = corrected$estimate, std_error = corrected$std.error, df = corrected$df, value = value,
       skew = corrected$skewness %||% NA_real_, learner_figures(attr(rows, "learner")),
-      floored = as.numeric(attr(rows, "floored") %||% NA))
+      floored = as.numeric(attr(rows, "floored") %||% NA),
+      given = if (cell$target == "corpus") design_given(world$data, coded, rows) else NA_real_)
   }, newrllama4_error = function(e) structure(NA_real_, stopped = class(e)[[1]], why = conditionMessage(e)),
   error = function(e) structure(NA_real_, stopped = "unclassed", why = conditionMessage(e)))
 }
@@ -340,7 +370,7 @@ logged_draw <- function(seed, cell) {
   outcome <- one_draw(cell, seed)
   if (nzchar(draw_log)) {
     figures <- c("covered", "width", "coded_covered", "corrected_width", "neyman_bound", "estimate", "std_error", "df",
-                 "value", "skew", names(learner_figures(NULL)), "floored")
+                 "value", "skew", names(learner_figures(NULL)), "floored", "given")
     values <- if (length(outcome) == length(figures)) as.vector(outcome) else rep(NA_real_, length(figures))
     line <- data.frame(cell = cell$name, seed = seed, t(stats::setNames(values, figures)),
                        stopped = attr(outcome, "stopped") %||% "")
