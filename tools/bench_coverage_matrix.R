@@ -328,7 +328,7 @@ design_given <- function(data, coded, rows) {
     totals <- tapply(errors[members], units[members], sum)
     drawn <- length(unique(units[coded$.row[coded$.stratum == strata[[h]]]]))
     if (length(totals) < 2) return(0)
-    length(totals)^2 * (1 / drawn - 1 / length(totals)) * stats::var(totals)
+    newrllama4:::stratum_weight(list(units = length(totals), drawn = drawn)) * stats::var(totals)
   }, 0)) / nrow(data)^2
 }
 
