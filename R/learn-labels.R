@@ -83,7 +83,12 @@
 #' rows) in every fit, score, choice and guard, and in the cross-validated
 #' accuracy, so that they describe the rows rather than the sample; the
 #' manifest's `learner_weights` says so, and the estimators weigh the rows
-#' alike in their folds. A text whose coders disagree, read with
+#' alike in their folds. Rounds drawn by the learned labels' doubt
+#' (`review_sample(weight = "learned")`) are learned from as the estimators
+#' combine them: each row by 1 / its weight in the combined estimate, the
+#' folds holding rows of every round, so that labels learned from two rounds
+#' can draw a third (their `.sample_prob` must be kept: without it they are
+#' refused, class `newrllama4_error_weighted_sample`). A text whose coders disagree, read with
 #' `read_codes(disagreements = "split")`, is learned from each of its codes,
 #' weighted by that code's share of the text, and scored by its expected
 #' agreement with them, as the estimators count it. Each label needs at least
@@ -180,7 +185,7 @@ learned_labels <- function(data, coded, truth, x, recipe, call) {
   problem <- checked_refit_data(data, coded, truth, call)
   families <- learner_families(problem$log_probs, x, problem$as_given)
   learned <- learned_by_folds(families, problem$rows, problem$y, problem$as_given, units = problem$units,
-                              weights = problem$weights)
+                              weights = problem$weights, rounds = problem$rounds)
   record <- manifest_of(data)
   record$prompt$hand_coded_rows <- problem$texts
   if (problem$by_design) record$prompt$learner_weights <- weighed_by_design
@@ -251,7 +256,8 @@ checked_refit_data <- function(data, coded, truth, call) {
   as_given <- as.matrix(data[paste0(".prob_", labels)])
   by_design <- design_weights(sample)
   entries <- coded_entries(sample$rows, match(sample$truth, labels), by_design, split_shares(sample$split), labels)
-  list(labels = labels, rows = sample$rows[entries$at], units = units[entries$at], truth = labels[entries$y],
+  list(labels = labels, rows = sample$rows[entries$at], units = units[entries$at], rounds = sample$round[entries$at],
+       truth = labels[entries$y],
        y = entries$y, weights = entries$weights, by_design = !is.null(by_design), texts = length(sample$rows),
        answered = answered, order_probs = order_probs, log_probs = lapply(order_probs, order_log_probs),
        as_given = unname(as_given / rowSums(as_given)))
@@ -287,9 +293,9 @@ with_probabilities <- function(data, problem, learned) {
 # luck, while a candidate with nothing to fit has no fitting noise.
 choose_setting <- function(families, rows, y, as_given, n_folds = 5L,
                            baseline = baseline_choice(families, rows, y, as_given, weights), units = rows,
-                           weights = NULL) {
+                           weights = NULL, rounds = NULL) {
   n <- length(y)
-  fold <- unit_folds(units, n_folds)
+  fold <- unit_folds(units, n_folds, rounds = rounds)
   held_out <- lapply(families, function(family) {
     probs <- rep(list(matrix(NA_real_, n, ncol(as_given))), nrow(family$settings))
     for (k in unique(fold)) {
@@ -354,19 +360,19 @@ setting_probs <- function(families, choice, rows, y, at, as_given, weights = NUL
 # labels beat them. `predict(at)`: the rows `at` under the setting chosen on
 # all coded rows. `choices`: the folds and what was chosen, for the learner's
 # record (learner_of() takes a fold's choice again).
-learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L, units = rows, weights = NULL) {
+learned_by_folds <- function(families, rows, y, as_given, n_folds = 5L, units = rows, weights = NULL, rounds = NULL) {
   n <- length(y)
-  fold <- unit_folds(units, n_folds)
+  fold <- unit_folds(units, n_folds, rounds = rounds)
   chosen_probs <- function(choice, train, at) {
     setting_probs(families, choice, rows[train], y[train], at, as_given, weights[train])
   }
-  choice <- choose_setting(families, rows, y, as_given, n_folds, units = units, weights = weights)
+  choice <- choose_setting(families, rows, y, as_given, n_folds, units = units, weights = weights, rounds = rounds)
   cross_fitted <- matrix(NA_real_, n, ncol(as_given))
   inner_choices <- list()
   for (k in unique(fold)) {
     train <- fold != k
     inner <- choose_setting(families, rows[train], y[train], as_given, n_folds, baseline = choice$baseline,
-                            units = units[train], weights = weights[train])
+                            units = units[train], weights = weights[train], rounds = rounds[train])
     inner_choices[[k]] <- inner[c("family", "setting")]
     cross_fitted[!train, ] <- chosen_probs(inner, train, rows[!train])
   }

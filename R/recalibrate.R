@@ -143,7 +143,7 @@ recalibrate_labels <- function(data, coded, truth, field = NULL) {
   labels <- problem$labels
   families <- learner_families(problem$log_probs, kind = "refit")
   refit <- learned_by_folds(families, problem$rows, problem$y, problem$as_given, units = problem$units,
-                            weights = problem$weights)
+                            weights = problem$weights, rounds = problem$rounds)
   record <- attr(data, "manifest", exact = TRUE)
   record$prompt$hand_coded_rows <- problem$texts
   if (problem$by_design) record$prompt$learner_weights <- weighed_by_design

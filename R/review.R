@@ -62,8 +62,9 @@
 #' drew a round is not the one that predicts its rows: the estimators fit the
 #' learner again in their folds, each fold holding rows of every round, so a
 #' coded row is predicted by a fit that never saw its code. Learn the labels
-#' from the first round (`learn_labels()` refuses rounds drawn by doubt), give
-#' the estimators every round, and plan a round's size with
+#' from the rounds coded so far (`learn_labels()` weighs each row as the
+#' combined estimate does) to draw the next round, give the estimators every
+#' round, and plan a round's size with
 #' [coded_rows_needed()]'s `doubt`. Keep the rounds' weights fixed: decide the
 #' rounds' sizes before seeing the estimates. [agreement()] measures the first
 #' round alone (rows drawn by doubt are refused there, class

@@ -99,19 +99,22 @@ cross_fit_folds <- function(units, coded, n_folds, seed, kept = NULL, call = cal
 # labels' on the rows. The estimators would stay valid (their correction
 # weighs by the design), but the learner's figures would not be honest. So it
 # is refused.
-# So are rounds drawn by the learner's doubt (review_sample(weight =
-# "learned")), for the same reason: the learner is learned from the first
-# round, and the estimators, given every round, fit it again in their folds on
-# all coded rows (valid whatever the fit: each coded row is predicted by a fit
-# that never saw its code).
+# Rounds drawn by the learner's doubt (review_sample(weight = "learned")) are
+# not: their first round is uniform, and with each row's probability in its
+# round known, the rounds combined (with_rounds()) weigh every row by its
+# weight in the estimate, which the estimators' own fits in their folds use
+# too; so labels learned from every round so far can draw the next one. Their
+# probabilities must be there: without them a round drawn toward doubt would
+# count as if drawn from every row.
 check_uniform_sample <- function(coded, design, call) {
-  if (!is.null(design$stratum) && any(round_of(design$stratum) > 1L)) {
+  if (!is.null(design$stratum) && any(round_of(design$stratum) > 1L) && is.null(design$round)) {
     abort_newrllama4("weighted_sample", c(
-      "{.arg coded} holds rounds drawn by the learner's doubt ({.code review_sample(weight = \"learned\")}): a fit to
-       them would move the labels' boundary, and its cross-validated accuracy would understate theirs.",
-      "i" = "Learn the labels from the first round alone ({.code coded[coded$.draw == 1, ]}, or the rows you learned
-             from before); give the estimators every round: they fit the learner again in their folds on all of
-             them."), call = call)
+      "{.arg coded} holds rounds drawn by the learner's doubt ({.code review_sample(weight = \"learned\")}) without
+       their probabilities ({.field .sample_prob}): unweighted, the rows drawn where the labels were unsure would
+       move their boundary, and the cross-validated accuracy would understate theirs.",
+      "i" = "Keep the column {.field .sample_prob} that {.fn review_sample} gave each row, or learn from the first
+             round alone ({.code coded[coded$.draw == 1, ]})."),
+      call = call)
   }
   banded <- !is.null(design$stratum) && any(!is.na(stratum_parts(design$stratum)$band))
   if (!banded && !identical(attr(coded, "design", exact = TRUE)$weight, "confidence")) return(invisible())

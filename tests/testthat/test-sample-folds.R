@@ -94,18 +94,36 @@ test_that("the estimators' folds hold whole clusters, as many as were coded wher
   expect_true(all(tapply(fit$folds, data$speaker, function(f) length(unique(f))) == 1))
 })
 
-test_that("learn_labels() refuses rounds drawn by the learner's doubt, and learns from the first round", {
+test_that("learn_labels() learns from rounds drawn by doubt as the estimators weigh them, and draws a third round", {
   rows <- learnable_rows(500)
   first <- review_sample(rows$data, n = 80, weight = "uniform", seed = 1)
   learned <- suppressMessages(learn_labels(rows$data, first, gold, features = rows$x))
   both <- review_sample(learned, n = 40, weight = "learned", previous = first, seed = 2)
-  expect_error(learn_labels(rows$data, both, gold, features = rows$x), "first round alone",
-               class = "newrllama4_error_weighted_sample")
-  expect_error(learn_labels(rows$data, through_csv(both), gold, features = rows$x), "first round alone",
-               class = "newrllama4_error_weighted_sample")
-  again <- suppressMessages(learn_labels(rows$data, through_csv(both)[both$.draw == 1, ], gold, features = rows$x))
-  # the same labels, to the 15 digits a CSV file keeps of the rows' probabilities (their weights)
-  expect_equal(again$.prob_a, learned$.prob_a, tolerance = 1e-12)
+  again <- suppressMessages(learn_labels(rows$data, both, gold, features = rows$x))
+  record <- manifest(again)$prompt
+  expect_identical(record$hand_coded_rows, 120L)
+  expect_identical(record$learner_weights, newrllama4:::weighed_by_design)
+  # each row by 1 / its weight in the combined estimate, as the estimators weigh it
+  learner <- attr(again, "learner")
+  combined <- attr(suppressMessages(label_shares(learned, both, gold, seed = 1)), "estimates")[["a"]]
+  expect_equal(learner$code_weights, 1 / combined$sample_prob[match(learner$coded_rows, both$.row)], tolerance = 1e-12)
+  # every fold learns from both rounds and predicts rows of each
+  folds <- record$learner_folds[as.character(both$.row)]
+  expect_true(all(table(folds, both$.draw) >= 7))
+  # a file keeps the probabilities, and with them the same labels
+  expect_equal(suppressMessages(learn_labels(rows$data, through_csv(both), gold, features = rows$x))$.prob_a,
+               again$.prob_a, tolerance = 1e-12)
+  # without them the round drawn by doubt would count as if drawn from every row
+  expect_error(learn_labels(rows$data, both[names(both) != ".sample_prob"], gold, features = rows$x),
+               "without their probabilities", class = "newrllama4_error_weighted_sample")
+  third <- review_sample(again, n = 40, weight = "learned", previous = both, seed = 3)
+  expect_identical(as.vector(table(third$.draw)), c(80L, 40L, 40L))
+  expect_true(all(grepl("^round 3: ", third$.stratum[third$.draw == 3])))
+  expect_false(any(third$.row[third$.draw == 3] %in% both$.row))
+  # the estimators combine three rounds: the third's rows by their round's probability over its weight, 40 / 160
+  estimate <- attr(suppressMessages(label_shares(again, third, gold, target = "corpus", seed = 1)), "estimates")[["a"]]
+  latest <- third$.draw == 3
+  expect_equal(estimate$sample_prob[latest], third$.sample_prob[latest] / (40 / 160))
 })
 
 test_that("with rounds, each round's units go round the folds in turn", {
