@@ -141,11 +141,12 @@ regression_intervals <- function(fit, term) {
 
 # Each design: the coded rows of `data` (the world's), `n` of them (whole
 # clusters of the speaker column: n over their size), with their codes in
-# `truth`. Rounds by doubt: half the rows uniform, a learner learned from them
-# on the world's features, and the other half drawn where its labels are
-# unsure (review_sample(weight = "learned")); the learner that drew the round
-# is kept for the predictions (first_learned), which learn from the first
-# round alone. `tail`: NULL, or the covariate whose tail the draw takes whole
+# `truth`. Rounds by doubt: a share of the rows uniform (a half, a third),
+# then each later round drawn where labels learned on the world's features
+# from every round before it are unsure (review_sample(weight = "learned"));
+# the learner that drew the last round is kept for the learned predictions
+# (first_learned, known by the first round's rows); the refit and the orders
+# learn from the first round alone. `tail`: NULL, or the covariate whose tail the draw takes whole
 # (review_sample(tail =)), as the corpus's slope on a long tail needs (the
 # round by doubt draws from the rest; clusters cannot, and stop by design).
 designs <- list(
@@ -165,21 +166,32 @@ designs <- list(
   },
   doubt_rounds = function(data, n, seed, world, tail) rounds_by_doubt(data, n, seed, world, tail),
   # the second round by the doubt of the world's label of interest (review_sample(label =))
-  label_doubt_rounds = function(data, n, seed, world, tail) rounds_by_doubt(data, n, seed, world, tail, world$label)
+  label_doubt_rounds = function(data, n, seed, world, tail) rounds_by_doubt(data, n, seed, world, tail, world$label),
+  # three rounds, the third by labels learned from the first two
+  three_rounds = function(data, n, seed, world, tail) rounds_by_doubt(data, n, seed, world, tail, rounds = 3L)
 )
-rounds_by_doubt <- function(data, n, seed, world, tail, label = NULL) {
-  first <- through_csv(review_sample(data, n %/% 2, weight = "uniform", seed = seed, tail = tail))
-  learned <- learn_labels(data, first, truth, features = world$features)
+rounds_by_doubt <- function(data, n, seed, world, tail, label = NULL, rounds = 2L) {
+  first <- n %/% rounds
+  sizes <- diff(round(seq(first, n, length.out = rounds)))
+  sample <- through_csv(review_sample(data, first, weight = "uniform", seed = seed, tail = tail))
+  first_learned$rows <- sample$.row
+  bounds <- numeric()
+  for (r in seq_along(sizes)) {
+    # each round drawn by labels learned from every round before it, as a user draws a third round
+    learned <- learn_labels(data, sample, truth, features = world$features)
+    # the round's Neyman bound: its sampling variance by Neyman allocation on the learner's doubt over uniform's
+    bounds[r] <- newrllama4:::doubt_variance_ratio(newrllama4:::row_doubt(learned, label)[-sample$.row])
+    sample <- through_csv(review_sample(learned, sizes[r], weight = "learned", seed = seed + r * 1e6,
+                                        previous = sample, label = label))
+  }
   first_learned$value <- learned
-  first_learned$rows <- first$.row
-  # the round's Neyman bound: its sampling variance by Neyman allocation on the learner's doubt over uniform's
-  doubt <- newrllama4:::row_doubt(learned, label)[-first$.row]
-  first_learned$bound <- newrllama4:::doubt_variance_ratio(doubt)
-  through_csv(review_sample(learned, n - n %/% 2, weight = "learned", seed = seed + 1e6, previous = first,
-                            label = label))
+  # the rounds' mean: the design's width over uniform rows' is sqrt((1 + (rounds - 1) bound) / rounds) at the bounds
+  first_learned$bound <- mean(bounds)
+  sample
 }
 design_world <- c(uniform = "rows", confidence = "rows", thin = "thin", clusters = "speakers", rounds = "rows",
-                  uniform_rounds = "rows", doubt_rounds = "rows", label_doubt_rounds = "five_labels")
+                  uniform_rounds = "rows", doubt_rounds = "rows", label_doubt_rounds = "five_labels",
+                  three_rounds = "rows")
 first_learned <- new.env()
 
 # The coded rows a learner may learn from: all but the rounds drawn by doubt.
@@ -191,7 +203,7 @@ predictions <- list(
   refit = function(world, coded) recalibrate_labels(world$data, first_rounds(coded), truth),
   learned = function(world, coded) {
     learning <- first_rounds(coded)
-    # the learner that drew the round by doubt, where it was learned from these rows
+    # the learner that drew the last round by doubt, where the draw began with these rows
     if (identical(sort(first_learned$rows), sort(learning$.row))) return(first_learned$value)
     learn_labels(world$data, learning, truth, features = world$features)
   },
@@ -232,7 +244,7 @@ covering_cells <- function(options) {
   lapply(chosen, function(i) do.call(cell, as.list(grid[i, ])))
 }
 cells <- c(
-  covering_cells(list(prediction = names(predictions), design = setdiff(names(designs), "label_doubt_rounds"),
+  covering_cells(list(prediction = names(predictions), design = setdiff(names(designs), c("label_doubt_rounds", "three_rounds")),
                       target = c("population", "corpus"), estimate = setdiff(names(estimates), "share_of_label"),
                       coded = c(40, 60, 150, 400))),
   # issue 58's silent cases, as its review drew them
@@ -264,7 +276,7 @@ cells <- c(
             "tail: a lognormal covariate, 150 rows of 2,000, its tail drawn whole / corpus / slope", tail = "x")),
   # rounds by the learner's doubt (issue 61) against the same learner on as many uniform rows, in one round or two
   unlist(lapply(c("corpus", "population"), function(target) {
-    lapply(c("uniform", "uniform_rounds", "doubt_rounds"), function(design) {
+    lapply(c("uniform", "uniform_rounds", "doubt_rounds", "three_rounds"), function(design) {
       cell("learned", design, target, "share", 150, "rows",
            sprintf("rounds: learned labels, %s / %s / share / 150", design, target))
     })
