@@ -88,9 +88,9 @@
 #' combine them: each row by 1 / its weight in the combined estimate, the
 #' folds holding rows of every round, so that labels learned from two rounds
 #' can draw a third (their `.sample_prob` must be kept: without it they are
-#' refused, class `newrllama4_error_weighted_sample`). A text whose coders disagree, read with
-#' `read_codes(disagreements = "split")`, is learned from each of its codes,
-#' weighted by that code's share of the text, and scored by its expected
+#' refused, class `newrllama4_error_weighted_sample`). A text whose coders
+#' disagree, read with `read_codes(disagreements = "split")`, is learned from
+#' each of its codes, weighted by that code's share of the text, and scored by its expected
 #' agreement with them, as the estimators count it. Each label needs at least
 #' two coded rows in the training part of a fold for the classifier to be fitted there; where
 #' one has fewer, that fold keeps the refit's candidates alone.
@@ -257,10 +257,9 @@ checked_refit_data <- function(data, coded, truth, call) {
   by_design <- design_weights(sample)
   entries <- coded_entries(sample$rows, match(sample$truth, labels), by_design, split_shares(sample$split), labels)
   list(labels = labels, rows = sample$rows[entries$at], units = units[entries$at], rounds = sample$round[entries$at],
-       truth = labels[entries$y],
-       y = entries$y, weights = entries$weights, by_design = !is.null(by_design), texts = length(sample$rows),
-       answered = answered, order_probs = order_probs, log_probs = lapply(order_probs, order_log_probs),
-       as_given = unname(as_given / rowSums(as_given)))
+       truth = labels[entries$y], y = entries$y, weights = entries$weights, by_design = !is.null(by_design),
+       texts = length(sample$rows), answered = answered, order_probs = order_probs,
+       log_probs = lapply(order_probs, order_log_probs), as_given = unname(as_given / rowSums(as_given)))
 }
 
 decline <- function(n_coded, table) {

@@ -146,9 +146,10 @@ regression_intervals <- function(fit, term) {
 # from every round before it are unsure (review_sample(weight = "learned"));
 # the learner that drew the last round is kept for the learned predictions
 # (first_learned, known by the first round's rows); the refit and the orders
-# learn from the first round alone. `tail`: NULL, or the covariate whose tail the draw takes whole
-# (review_sample(tail =)), as the corpus's slope on a long tail needs (the
-# round by doubt draws from the rest; clusters cannot, and stop by design).
+# learn from the first round alone. `tail`: NULL, or the covariate whose tail
+# the draw takes whole (review_sample(tail =)), as the corpus's slope on a
+# long tail needs (the round by doubt draws from the rest; clusters cannot,
+# and stop by design).
 designs <- list(
   uniform = function(data, n, seed, world, tail) review_sample(data, n, weight = "uniform", seed = seed, tail = tail),
   confidence = function(data, n, seed, world, tail) review_sample(data, n, weight = "confidence", seed = seed, tail = tail),
@@ -244,7 +245,8 @@ covering_cells <- function(options) {
   lapply(chosen, function(i) do.call(cell, as.list(grid[i, ])))
 }
 cells <- c(
-  covering_cells(list(prediction = names(predictions), design = setdiff(names(designs), c("label_doubt_rounds", "three_rounds")),
+  covering_cells(list(prediction = names(predictions),
+                      design = setdiff(names(designs), c("label_doubt_rounds", "three_rounds")),
                       target = c("population", "corpus"), estimate = setdiff(names(estimates), "share_of_label"),
                       coded = c(40, 60, 150, 400))),
   # issue 58's silent cases, as its review drew them
@@ -274,7 +276,8 @@ cells <- c(
             "tail: a lognormal covariate, 1,000 rows of 2,000, its tail drawn whole / corpus / slope", tail = "x"),
        cell("zero_shot", "uniform", "corpus", "slope", 150, "skewed_labels",
             "tail: a lognormal covariate, 150 rows of 2,000, its tail drawn whole / corpus / slope", tail = "x")),
-  # rounds by the learner's doubt (issue 61) against the same learner on as many uniform rows, in one round or two
+  # rounds by the learner's doubt (issue 61) against the same learner on as many uniform rows, in one round or two,
+  # and three rounds, two by doubt
   unlist(lapply(c("corpus", "population"), function(target) {
     lapply(c("uniform", "uniform_rounds", "doubt_rounds", "three_rounds"), function(design) {
       cell("learned", design, target, "share", 150, "rows",

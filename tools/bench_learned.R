@@ -99,11 +99,6 @@ one_draw <- function(data, size, seed, share_label) {
     width_zero_shot = width(data), width_learned = width(learned))
 }
 
-# The figures of one draw of the two-round design: covered, width, over_coded,
-# given_learner, jackknife, error and std_error for each design, best_bands,
-# fitted_bound, the bound, banded, calibrated.
-two_round_figures <- 19L
-
 # The share's sampling variance in the design `rounds` (each a list of its
 # strata's rows and draws, and its weight in the combined estimate), were each
 # stratum's spread that of the estimate's `errors` over all its rows: every row
