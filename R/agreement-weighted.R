@@ -21,20 +21,26 @@ drawn_design <- function(rows, call) {
     }
     return(NULL)
   }
-  if (!is.null(rows$.stratum) && any(round_of(as.character(rows$.stratum)) > 1L)) {
-    # a round's .sample_prob is its probability in its round, given the rows drawn before: not a weight alone
-    abort_newrllama4("weighted_sample", c(
-      "{.arg predicted} holds rounds drawn by the learner's doubt ({.code review_sample(weight = \"learned\")}), whose
-       rows' probabilities hold only given the rounds before.",
-      "i" = "Measure agreement on the first round alone ({.code rows[rows$.draw == 1, ]}); the estimators combine the
-             rounds."), call = call)
-  }
   prob <- checked_probabilities(rows, call)
   unit_column <- unique(as.character(rows$.sampling_unit %||% ".row"))
   clusters <- length(unit_column) == 1 && unit_column != ".row" && unit_column %in% names(rows)
-  list(prob = prob, stratum = as.character(rows$.stratum %||% format(prob, digits = 15)),
+  stratum <- as.character(rows$.stratum %||% format(prob, digits = 15))
+  list(prob = prob, stratum = stratum,
        unit = if (clusters) as.character(rows[[unit_column]]) else as.character(seq_len(nrow(rows))),
-       stratum_rows = if (!clusters) rows$.stratum_rows)
+       stratum_rows = if (!clusters) rows$.stratum_rows, strata = round_strata(rows, stratum, call))
+}
+
+# Rounds drawn by the learner's doubt (review_sample(weight = "learned")):
+# each row's `.sample_prob` is its probability in its round, given the rows
+# coded before, so the rows are weighed as the estimators combine the rounds
+# (with_rounds(): the rounds' estimates, each unbiased given the rounds before
+# it, weighted by their shares of the rows drawn). The strata's rows drawn,
+# from `.stratum_drawn` (else the rows given), for those shares; NULL for a
+# sample of one round.
+round_strata <- function(rows, stratum, call) {
+  if (all(round_of(stratum) == 1L)) return(NULL)
+  if (!is.null(rows$.stratum_rows) && !is.null(rows$.stratum_drawn)) return(design_strata(rows, call))
+  data.frame(name = unique(stratum), drawn = as.vector(table(stratum)[unique(stratum)]), stringsAsFactors = FALSE)
 }
 
 # The design of pairs given `weights` (the inverse of their inclusion
@@ -51,12 +57,13 @@ weights_design <- function(weights, n, call) {
 # incomplete are nonresponse, their stratum's complete pairs standing for its
 # rows (its probability the share of its rows with a complete pair).
 complete_design <- function(design, complete) {
-  design <- lapply(design, function(column) column[complete])
+  each_row <- c("prob", "stratum", "unit", "stratum_rows")
+  design[each_row] <- lapply(design[each_row], function(column) column[complete])
   if (!is.null(design$stratum_rows)) {
     answered <- table(design$stratum)[design$stratum]
     design$prob <- as.vector(answered) / design$stratum_rows
   }
-  design
+  if (is.null(design$strata)) design else with_rounds(design)
 }
 
 # The population's accuracy from pairs that `agree` (logical) under `design`:
@@ -64,16 +71,19 @@ complete_design <- function(design, complete) {
 # w (agree - accuracy) / sum(w), centred, times n_h / (n_h - 1) and the finite
 # population correction 1 - pi_h; a stratum of one unit uncentred), and a
 # Wilson interval at the effective number of pairs with a t quantile on the
-# units less the strata, as label_shares() gives its shares.
+# units less the strata, as label_shares() gives its shares. Rounds combined
+# (with_rounds()) add their variances: each round's strata with its own
+# probabilities, its rows' w its weight over their probability in it.
 design_accuracy <- function(agree, design, level) {
   w <- 1 / design$prob
   estimate <- sum(w * agree) / sum(w)
-  z <- w * (agree - estimate) / sum(w)
+  in_round <- design$round_prob %||% design$prob
+  z <- (design$round_weight %||% 1) / in_round * (agree - estimate) / sum(w)
   key <- paste(design$stratum, design$unit, sep = "\r")
   totals <- rowsum(z, key, reorder = FALSE)[, 1]
   first <- !duplicated(key)
   stratum <- design$stratum[first]
-  fraction <- pmin(design$prob[first], 1)
+  fraction <- pmin(in_round[first], 1)
   variance <- sum(vapply(split(seq_along(totals), stratum), function(i) {
     n <- length(i)
     spread <- if (n < 2) sum(totals[i]^2) else n / (n - 1) * sum((totals[i] - mean(totals[i]))^2)
@@ -82,7 +92,8 @@ design_accuracy <- function(agree, design, level) {
   df <- max(length(totals) - length(unique(stratum)), 1L)
   interval <- share_interval(estimate, sqrt(variance), length(agree), level, df)
   list(estimate = estimate, lower = interval$conf.low, upper = interval$conf.high, std.error = sqrt(variance),
-       effective = interval$effective, df = df, units = length(totals), strata = length(unique(stratum)))
+       effective = interval$effective, df = df, units = length(totals), strata = length(unique(stratum)),
+       rounds = length(design$round_weights %||% 1))
 }
 
 # The confusion matrix of `truth` and `predicted` (factors), each pair
@@ -109,16 +120,21 @@ weighted_agreement <- function(truth, predicted, design, level, n_boot, seed) {
   figures <- c("precision", "recall", "f1")
   per_label[figures] <- per_label_figures(unclass(confusion))[figures]
   list(estimates = estimates, bounds = bounds, per_label = per_label, confusion = confusion,
-       design = accuracy[c("std.error", "effective", "df", "units", "strata")])
+       design = accuracy[c("std.error", "effective", "df", "units", "strata", "rounds")])
 }
 
 # What print() says of a weighted agreement.
 weighted_note <- function(x) {
   design <- x$design
-  sprintf(paste("Weighted by 1 / each pair's inclusion probability: the population's figures. The accuracy's",
-                "interval is the design's: se %.3f on %d units in %d strata, %g effective pairs, Wilson's at them",
-                "with t on %d df."),
-          design$std.error, design$units, design$strata, signif(design$effective, 3), design$df)
+  weighted <- if ((design$rounds %||% 1) > 1) {
+    sprintf("Weighted as the estimators combine the %d rounds drawn by doubt (each round's rows by 1 / their
+             probability in it): the population's figures.", design$rounds)
+  } else {
+    "Weighted by 1 / each pair's inclusion probability: the population's figures."
+  }
+  paste(weighted, sprintf(paste("The accuracy's interval is the design's: se %.3f on %d units in %d strata, %g",
+                                "effective pairs, Wilson's at them with t on %d df."),
+                          design$std.error, design$units, design$strata, signif(design$effective, 3), design$df))
 }
 
 # Texts split between their coders' codes (read_codes(disagreements =

@@ -81,6 +81,12 @@
 #' pair is incomplete count as not coded: their stratum's complete pairs stand
 #' for its rows. Drawn rows without `.sample_prob` get a warning of class
 #' `newrllama4_warning_unweighted_sample`: their figures are the sample's own.
+#' Rounds drawn by the learned labels' doubt (`review_sample(weight =
+#' "learned")`) are combined as the estimators combine them: each round's
+#' rows weigh its share of the rows drawn over their probability in the round,
+#' plus the later rounds' shares (which took them as known), and the
+#' accuracy's variance is the sum of the rounds' stratified variances, each
+#' from its own strata and probabilities.
 #'
 #' @section Several annotators:
 #' Give `predicted` as a data frame or a named list of label vectors (models,

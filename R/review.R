@@ -66,9 +66,9 @@
 #' combined estimate does) to draw the next round, give the estimators every
 #' round, and plan a round's size with
 #' [coded_rows_needed()]'s `doubt`. Keep the rounds' weights fixed: decide the
-#' rounds' sizes before seeing the estimates. [agreement()] measures the first
-#' round alone (rows drawn by doubt are refused there, class
-#' `newrllama4_error_weighted_sample`). Where `learn_labels()`'s guard kept the
+#' rounds' sizes before seeing the estimates. [agreement()] given the rounds
+#' weighs their rows the same way, each round's variance from its own strata.
+#' Where `learn_labels()`'s guard kept the
 #' labels as annotated, their own confidence is the doubt drawn by.
 #'
 #' Zrnic, T. and Candes, E. J. (2024). Active statistical inference.

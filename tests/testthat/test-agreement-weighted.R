@@ -73,15 +73,61 @@ test_that("rows drawn without their probabilities warn; bad weights are classed 
                class = "newrllama4_error_invalid_argument")
 })
 
-test_that("rounds drawn by the learner's doubt are refused, their first round measured", {
-  data <- doubtful_labels()
-  first <- review_sample(data, 100, weight = "uniform", seed = 1)
+# Rows drawn in rounds: a uniform first round of `first` rows, then rounds of
+# `sizes` drawn where the labels are in doubt (review_sample(weight =
+# "learned")), each given every round before it.
+rounds_by_doubt <- function(data, first, sizes, seed) {
   learned <- data
   attr(learned, "manifest") <- structure(list(prompt = list(calibration = "learned")), class = "newrllama4_manifest")
-  both <- review_sample(learned, 60, weight = "learned", previous = first, seed = 2)
-  # weighted by its round's probability alone, the second round would count as if drawn from every row
-  expect_error(agreement(through_csv(both), truth, field = ".label", n_boot = 0), "first round alone",
-               class = "newrllama4_error_weighted_sample")
-  result <- agreement(both[both$.draw == 1, ], truth, field = ".label", n_boot = 0)
-  expect_identical(result$design$units, 100L)
+  drawn <- review_sample(data, first, weight = "uniform", seed = seed)
+  for (r in seq_along(sizes)) drawn <- review_sample(learned, sizes[[r]], weight = "learned", previous = drawn,
+                                                     seed = seed + 1000 * r)
+  drawn
+}
+
+test_that("rounds drawn by doubt are weighed as the estimators combine them, each round's variance its own", {
+  skip_if_not_installed("survey")
+  drawn <- through_csv(rounds_by_doubt(doubtful_labels(), 100, c(60, 60), seed = 1))
+  result <- agreement(drawn, truth, field = ".label", seed = 1, n_boot = 200)
+  # round r's rows weigh w_r / pi + the later rounds' w, w_r its share of the rows drawn
+  share <- as.vector(table(drawn$.draw)) / nrow(drawn)
+  later <- rev(cumsum(rev(share))) - share
+  weight <- share[drawn$.draw] / drawn$.sample_prob + later[drawn$.draw]
+  agree <- as.numeric(drawn$truth == as.character(drawn$.label))
+  accuracy <- sum(weight * agree) / sum(weight)
+  expect_equal(result$metrics$estimate[1], accuracy)
+  expect_equal(sum(result$confusion_weighted), sum(weight))
+  # each round's stratified variance (survey's, its own strata and probabilities), its terms times its weight
+  variances <- vapply(1:3, function(r) {
+    round <- drawn[drawn$.draw == r, ]
+    round$term <- share[r] * (agree[drawn$.draw == r] - accuracy) / sum(weight)
+    design <- survey::svydesign(ids = ~1, strata = ~.stratum, fpc = ~.stratum_rows, data = round)
+    unname(survey::SE(survey::svytotal(~term, design)))^2
+  }, 0)
+  expect_equal(result$design$std.error, sqrt(sum(variances)))
+  expect_identical(result$design$units, 220L)
+  expect_identical(result$design$rounds, 3L)
+  expect_identical(result$design$df, 220L - length(unique(drawn$.stratum)))
+  expect_true(all(result$metrics$lower <= result$metrics$estimate & result$metrics$estimate <= result$metrics$upper))
+  expect_match(paste(capture.output(print(result)), collapse = " "), "combine the 3 rounds drawn by doubt")
+})
+
+test_that("two rounds drawn by doubt cover the population's accuracy, their errors as wide as their se", {
+  data <- doubtful_labels()
+  accuracy <- mean(data$truth == as.character(data$.label))
+  draws <- vapply(1:400, function(seed) {
+    drawn <- rounds_by_doubt(data, 40, 40, seed)
+    weighted <- agreement(drawn, truth, field = ".label", n_boot = 0)
+    figures <- weighted$metrics[1, ]
+    c(covers = figures$lower <= accuracy && accuracy <= figures$upper,
+      z = (figures$estimate - accuracy) / weighted$design$std.error)
+  }, c(covers = 0, z = 0))
+  # 400 draws: coverage's se 0.011; the errors' spread over their standard errors within 0.15 of 1
+  expect_gte(mean(draws["covers", ]), 0.93)
+  expect_lte(mean(draws["covers", ]), 0.98)
+  expect_lt(abs(sqrt(mean(draws["z", ]^2)) - 1), 0.15)
+  # without the rounds' probabilities a round drawn by doubt cannot be weighed: the sample's own figures, warned
+  drawn <- rounds_by_doubt(data, 40, 40, seed = 1)
+  expect_warning(agreement(drawn[names(drawn) != ".sample_prob"], truth, field = ".label", n_boot = 0),
+                 class = "newrllama4_warning_unweighted_sample")
 })
