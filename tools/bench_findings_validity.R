@@ -13,6 +13,7 @@
 
 suppressPackageStartupMessages(library(newrllama4))
 source(file.path("tests", "testthat", "helper-findings.R"))
+source(file.path("tests", "testthat", "helper-agreement.R"))
 arguments <- commandArgs(TRUE)
 draws <- as.integer(arguments[1])
 if (is.na(draws)) draws <- 1000L
@@ -54,6 +55,17 @@ share_interval_of <- function(shares, label, group, value) {
   if (!is.null(group)) row <- row[row$group == group, ]
   c(covered = row$conf.low <= value && value <= row$conf.high, width = row$conf.high - row$conf.low,
     zero_width = row$conf.high - row$conf.low < 1e-12)
+}
+
+# agreement()'s interval for the accuracy of `data`'s labels from its `drawn`
+# rows: whether it covers, its width, and its error over its standard error,
+# squared (their mean's root is the errors' spread in standard errors).
+accuracy_interval <- function(data, drawn) {
+  accuracy <- mean(data$truth == as.character(data$.label))
+  result <- agreement(drawn, truth, field = ".label", n_boot = 0)
+  figures <- result$metrics[1, ]
+  c(covered = figures$lower <= accuracy && accuracy <= figures$upper, width = figures$upper - figures$lower,
+    z_squared = ((figures$estimate - accuracy) / result$design$std.error)^2)
 }
 
 # The corrected share of "yes" against share_yes, and Manski's bounds over the
@@ -311,7 +323,16 @@ cases <- list(
     fit <- quietly(label_regression(yes ~ negative, data, coded, c(yes = "truth", negative = "negative_code"),
                                     family = "binomial", seed = seed))
     corrected_interval(fit, "negative", stats::qlogis(0.6) - stats::qlogis(0.3))
-  }
+  },
+  "agreement(): 300 of 2,000 rows drawn toward the model's doubt, the population's accuracy" =
+    function(seed) accuracy_interval(doubtful_labels(seed = seed), review_sample(doubtful_labels(seed = seed), 300,
+                                                                                   seed = seed)),
+  "agreement(): two rounds, 40 uniform rows and 40 by the labels' doubt, the population's accuracy" =
+    function(seed) accuracy_interval(doubtful_labels(seed = seed), drawn_in_rounds(doubtful_labels(seed = seed), 40, 40,
+                                                                                     seed)),
+  "agreement(): three rounds of 50, two by the labels' doubt, through a CSV file" =
+    function(seed) accuracy_interval(doubtful_labels(seed = seed),
+                                     through_csv(drawn_in_rounds(doubtful_labels(seed = seed), 50, c(50, 50), seed)))
 )
 cases <- cases[grepl(pattern, names(cases))]
 

@@ -13,3 +13,29 @@ estimate_of <- function(result, metric) result$metrics$estimate[result$metrics$m
 #              5  4  1   n = 10, agreeing pairs 4 + 2 + 0 = 6
 hand_truth <- c("a", "a", "a", "a", "a", "a", "b", "b", "c", "c")
 hand_predicted <- c("a", "a", "a", "a", "b", "c", "b", "b", "a", "b")
+
+# A population whose labels are wrong mostly where the model doubts them: a
+# sample drawn toward doubt understates its accuracy unless weighted.
+doubtful_labels <- function(n = 2000, seed = 3) {
+  withr::with_seed(seed, {
+    sure <- stats::runif(n, 0.5, 1)
+    truth <- sample(c("a", "b"), n, replace = TRUE)
+    right <- stats::runif(n) < ifelse(sure > 0.75, 0.99, 0.4)
+  })
+  label <- ifelse(right, truth, ifelse(truth == "a", "b", "a"))
+  data.frame(.label = factor(label, levels = c("a", "b")), .confidence = sure,
+             .prob_a = ifelse(label == "a", sure, 1 - sure), .prob_b = ifelse(label == "a", 1 - sure, sure),
+             truth = truth, speaker = rep(seq_len(n / 20), each = 20))
+}
+
+# Rows drawn in rounds: a uniform first round of `first` rows, then rounds of
+# `sizes` drawn where the labels are in doubt (review_sample(weight =
+# "learned")), each given every round before it.
+drawn_in_rounds <- function(data, first, sizes, seed) {
+  learned <- data
+  attr(learned, "manifest") <- structure(list(prompt = list(calibration = "learned")), class = "newrllama4_manifest")
+  drawn <- review_sample(data, first, weight = "uniform", seed = seed)
+  for (r in seq_along(sizes)) drawn <- review_sample(learned, sizes[[r]], weight = "learned", previous = drawn,
+                                                     seed = seed + 1000 * r)
+  drawn
+}

@@ -1,17 +1,3 @@
-# A population whose labels are wrong mostly where the model doubts them: a
-# sample drawn toward doubt understates its accuracy unless weighted.
-doubtful_labels <- function(n = 2000, seed = 3) {
-  withr::with_seed(seed, {
-    sure <- stats::runif(n, 0.5, 1)
-    truth <- sample(c("a", "b"), n, replace = TRUE)
-    right <- stats::runif(n) < ifelse(sure > 0.75, 0.99, 0.4)
-  })
-  label <- ifelse(right, truth, ifelse(truth == "a", "b", "a"))
-  data.frame(.label = factor(label, levels = c("a", "b")), .confidence = sure,
-             .prob_a = ifelse(label == "a", sure, 1 - sure), .prob_b = ifelse(label == "a", 1 - sure, sure),
-             truth = truth, speaker = rep(seq_len(n / 20), each = 20))
-}
-
 test_that("the drawn rows of a confidence sample give the population's accuracy within its interval", {
   data <- doubtful_labels()
   accuracy <- mean(data$truth == as.character(data$.label))
@@ -73,21 +59,9 @@ test_that("rows drawn without their probabilities warn; bad weights are classed 
                class = "newrllama4_error_invalid_argument")
 })
 
-# Rows drawn in rounds: a uniform first round of `first` rows, then rounds of
-# `sizes` drawn where the labels are in doubt (review_sample(weight =
-# "learned")), each given every round before it.
-rounds_by_doubt <- function(data, first, sizes, seed) {
-  learned <- data
-  attr(learned, "manifest") <- structure(list(prompt = list(calibration = "learned")), class = "newrllama4_manifest")
-  drawn <- review_sample(data, first, weight = "uniform", seed = seed)
-  for (r in seq_along(sizes)) drawn <- review_sample(learned, sizes[[r]], weight = "learned", previous = drawn,
-                                                     seed = seed + 1000 * r)
-  drawn
-}
-
 test_that("rounds drawn by doubt are weighed as the estimators combine them, each round's variance its own", {
   skip_if_not_installed("survey")
-  drawn <- through_csv(rounds_by_doubt(doubtful_labels(), 100, c(60, 60), seed = 1))
+  drawn <- through_csv(drawn_in_rounds(doubtful_labels(), 100, c(60, 60), seed = 1))
   result <- agreement(drawn, truth, field = ".label", seed = 1, n_boot = 200)
   # round r's rows weigh w_r / pi + the later rounds' w, w_r its share of the rows drawn
   share <- as.vector(table(drawn$.draw)) / nrow(drawn)
@@ -116,7 +90,7 @@ test_that("two rounds drawn by doubt cover the population's accuracy, their erro
   data <- doubtful_labels()
   accuracy <- mean(data$truth == as.character(data$.label))
   draws <- vapply(1:400, function(seed) {
-    drawn <- rounds_by_doubt(data, 40, 40, seed)
+    drawn <- drawn_in_rounds(data, 40, 40, seed)
     weighted <- agreement(drawn, truth, field = ".label", n_boot = 0)
     figures <- weighted$metrics[1, ]
     c(covers = figures$lower <= accuracy && accuracy <= figures$upper,
@@ -127,7 +101,7 @@ test_that("two rounds drawn by doubt cover the population's accuracy, their erro
   expect_lte(mean(draws["covers", ]), 0.98)
   expect_lt(abs(sqrt(mean(draws["z", ]^2)) - 1), 0.15)
   # without the rounds' probabilities a round drawn by doubt cannot be weighed: the sample's own figures, warned
-  drawn <- rounds_by_doubt(data, 40, 40, seed = 1)
+  drawn <- drawn_in_rounds(data, 40, 40, seed = 1)
   expect_warning(agreement(drawn[names(drawn) != ".sample_prob"], truth, field = ".label", n_boot = 0),
                  class = "newrllama4_warning_unweighted_sample")
 })
