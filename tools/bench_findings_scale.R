@@ -8,8 +8,10 @@
 # (label_shares()) and a slope (label_regression()) with the learned labels,
 # a second round of as many rows drawn by their doubt (planned by
 # coded_rows_needed(doubt =), drawn by review_sample(weight = "learned"), its
-# codes through a CSV file) and the shares by group from both rounds, and the
-# shares and slope with the zero-shot labels. The rows are learnable_rows()'
+# codes through a CSV file) and the shares by group from both rounds, labels
+# learned again from both and their shares, agreement() on both rounds and
+# between the learned and the zero-shot labels over every row, and the shares
+# and slope with the zero-shot labels. The rows are learnable_rows()'
 # (tests/testthat/helper-findings.R): a weak zero-shot annotator, features
 # that carry the label, a covariate z.
 #
@@ -65,6 +67,12 @@ one_study <- function(rows, coded_rows, dim, helper) {
   both$code <- both$gold
   both <- timed("two rounds' codes through a CSV file", through_csv(both))
   timed("label_shares(by =), learned, two rounds", label_shares(learned, both, code, by = group, seed = 1))
+  learned_again <- timed("learn_labels(), two rounds", learn_labels(data, both, code))
+  timed("label_shares(by =), learned from two rounds",
+        label_shares(learned_again, both, code, by = group, seed = 1))
+  timed("agreement(), two rounds' codes", agreement(both, code, field = ".label", seed = 1))
+  # two annotators over every row: the bootstrap's replicates draw the corpus's pairs
+  timed("agreement(), learned against zero-shot, every row", agreement(learned$.label, data$.label, seed = 1))
   timed("label_shares(by =), zero-shot", label_shares(data, coded, code, by = group, seed = 1))
   timed("label_regression(), zero-shot", label_regression(a ~ z, data, coded, code, seed = 1))
   status <- readLines("/proc/self/status")

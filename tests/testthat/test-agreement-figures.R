@@ -81,3 +81,26 @@ test_that("bootstrap intervals hold the estimates, follow a seed and leave the s
   expect_true(all(is.na(c(skipped$metrics$lower, skipped$metrics$upper))))
   expect_equal(skipped$metrics$estimate, result$metrics$estimate)
 })
+
+test_that("a replicate draws pairs, or whole units within their strata, as resampling them one by one would", {
+  # pairs drawn one by one: a replicate's accuracy is a binomial share, so its percentiles are the binomial's
+  truth <- factor(rep(c("a", "b"), 100))
+  predicted <- factor(ifelse(seq_len(200) <= 130, as.character(truth), ifelse(truth == "a", "b", "a")))
+  bounds <- bootstrap_bounds(truth, predicted, 0.95, 20000, seed = 1)
+  expect_lte(max(abs(bounds[1, ] * 200 - stats::qbinom(c(0.025, 0.975), 200, 0.65))), 1)
+  # ten units of ten pairs, five wholly right and five wholly wrong: a replicate draws units, not pairs
+  units <- split(seq_len(100), rep(1:10, each = 10))
+  right <- rep(c(TRUE, FALSE), each = 50)
+  truth <- factor(rep(c("a", "b"), 50))
+  predicted <- factor(ifelse(right, as.character(truth), ifelse(truth == "a", "b", "a")))
+  bounds <- bootstrap_bounds(truth, predicted, 0.95, 20000, seed = 1, units = units)
+  expect_equal(bounds[1, ], stats::qbinom(c(0.025, 0.975), 10, 0.5) / 10)
+  # two strata: each draws its own units, so a stratum wholly right stays so; weights count each pair
+  strata <- rep(c("sure", "unsure"), each = 50)
+  right <- c(rep(TRUE, 50), rep(c(TRUE, FALSE), 25))
+  predicted <- factor(ifelse(right, as.character(truth), ifelse(truth == "a", "b", "a")))
+  weights <- rep(c(1, 3), each = 50)
+  bounds <- bootstrap_bounds(truth, predicted, 0.95, 20000, seed = 1, weights = weights, strata = strata)
+  expected <- (50 + 3 * stats::qbinom(c(0.025, 0.975), 50, 0.5)) / 200
+  expect_lte(max(abs(bounds[1, ] - expected)), 3 / 200)
+})
