@@ -56,15 +56,19 @@ annotators_table <- function(each) {
 }
 
 # Each pair of annotators over the units both labelled: the share that agree
-# and Krippendorff's alpha (symmetric in the two, as neither is the reference).
-pairwise_agreement <- function(predicted) {
+# and Krippendorff's alpha (symmetric in the two, as neither is the reference),
+# each unit counted `weights` times (scaled to a mean of one over the pair's
+# units, so that weights all alike count each once).
+pairwise_agreement <- function(predicted, weights = NULL) {
   pairs <- if (length(predicted) < 2) matrix(character(), 2, 0) else utils::combn(names(predicted), 2)
   rows <- lapply(seq_len(ncol(pairs)), function(i) {
     a <- predicted[[pairs[1, i]]]
     b <- predicted[[pairs[2, i]]]
     both <- !is.na(a) & !is.na(b)
     labels <- agreement_labels(a[both], b[both])
-    confusion <- table(factor(as.character(a[both]), levels = labels), factor(as.character(b[both]), levels = labels))
+    confusion <- weighted_confusion(factor(as.character(a[both]), levels = labels),
+                                    factor(as.character(b[both]), levels = labels),
+                                    if (is.null(weights)) rep(1, sum(both)) else mean_one(weights[both]))
     metrics <- agreement_metrics(unclass(confusion))
     data.frame(annotator_1 = pairs[1, i], annotator_2 = pairs[2, i], n = sum(both),
                agreement = if (any(both)) metrics[["accuracy"]] else NA_real_,

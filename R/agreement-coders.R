@@ -10,7 +10,14 @@
 #' those texts), and, when the sample carries the model's labels, the model's
 #' agreement with each coder in `annotators` and `each`, as above; `pairwise`
 #' compares each pair of coders. `field` picks a field of a schema (the
-#' labels' `code` otherwise).
+#' labels' `code` otherwise). Where the sample was drawn by [review_sample()]
+#' with unequal probabilities (its default draws toward the model's doubt,
+#' where texts are harder for people too), each text counts the inverse of its
+#' inclusion probability in alpha (its coincidences weighted, the bootstrap
+#' resampling texts within their strata), between each pair of coders, and
+#' in the model's agreement with each coder (as for drawn rows, above, each
+#' coder's texts standing for their strata): the population's figures, not
+#' the sample's.
 #'
 #' @name agreement
 #' @rdname agreement
@@ -29,51 +36,84 @@ agreement_of_coders <- function(codes, field, level, n_boot, seed, call = caller
   coders <- sort(unique(codes$.coder))
   wide <- matrix(NA_character_, length(rows), length(coders), dimnames = list(rows, coders))
   wide[cbind(match(codes$.row, rows), match(codes$.coder, coders))] <- field_codes(codes[[column]])
+  texts <- sampled_texts(codes, rows)
+  design <- drawn_design(texts, call)
   model_column <- if (column == "code") ".label" else paste0(".model_", column)
   each <- if (model_column %in% names(codes)) {
-    model <- field_labels(codes[[model_column]][match(rows, codes$.row)])
+    model <- field_labels(texts[[model_column]])
     lapply(stats::setNames(nm = coders), function(coder) {
       mine <- !is.na(wide[, coder])
-      agreement(model[mine], wide[mine, coder], level = level, n_boot = n_boot, seed = seed)
+      if (is.null(design)) {
+        return(agreement(model[mine], wide[mine, coder], level = level, n_boot = n_boot, seed = seed))
+      }
+      agreement(texts[mine, , drop = FALSE], wide[mine, coder], field = model_column, level = level,
+                n_boot = n_boot, seed = seed)
     })
   }
+  texts_design <- if (!is.null(design)) complete_design(design, rep(TRUE, nrow(wide)))
   structure(
     list(
-      humans = coders_alpha(wide, level, n_boot, seed),
+      humans = coders_alpha(wide, level, n_boot, seed, texts_design),
       annotators = if (!is.null(each)) annotators_table(each),
-      pairwise = pairwise_agreement(lapply(stats::setNames(nm = coders), function(coder) wide[, coder])),
-      each = each, level = level, n_boot = n_boot, seed = seed
+      pairwise = pairwise_agreement(lapply(stats::setNames(nm = coders), function(coder) wide[, coder]),
+                                    if (!is.null(texts_design)) 1 / texts_design$prob),
+      each = each, level = level, n_boot = n_boot, seed = seed, weighted = !is.null(design)
     ),
     class = c("newrllama4_coder_agreement", "newrllama4_agreements")
   )
 }
 
+# The coded texts, one row each (`rows`, their `.row`s), with the sample's
+# columns; read_codes() gives `.sample_prob` and `.stratum` as NA where the
+# sample had none, which is no design.
+sampled_texts <- function(codes, rows) {
+  texts <- as.data.frame(codes)[match(rows, codes$.row), , drop = FALSE]
+  for (column in c(".sample_prob", ".stratum")) if (all(is.na(texts[[column]]))) texts[[column]] <- NULL
+  rownames(texts) <- NULL
+  texts
+}
+
 # Nominal alpha for any number of coders and missing codes, over the texts
-# that two or more coded, with a percentile bootstrap over those texts.
-coders_alpha <- function(wide, level, n_boot, seed) {
+# that two or more coded, with a percentile bootstrap over those texts. With
+# a `design` (drawn_design() of the texts), each text weighs 1 / its
+# inclusion probability, scaled to a mean of one so that equal weights give
+# the unweighted alpha, and a replicate draws the sampling units within their
+# strata (complete_design(): its coded texts standing for each stratum's rows,
+# and rounds drawn by doubt combined).
+coders_alpha <- function(wide, level, n_boot, seed, design = NULL) {
   labels <- sort(unique(stats::na.omit(c(wide))), method = "radix")
   counts <- vapply(labels, function(label) rowSums(wide == label, na.rm = TRUE), numeric(nrow(wide)))
   counts <- matrix(counts, nrow(wide))
-  counts <- counts[rowSums(counts) >= 2, , drop = FALSE]
+  pairable <- rowSums(counts) >= 2
+  counts <- counts[pairable, , drop = FALSE]
+  weights <- if (is.null(design)) rep(1, nrow(counts)) else mean_one(1 / design$prob[pairable])
   bounds <- c(NA_real_, NA_real_)
   if (n_boot > 0 && nrow(counts) > 0) {
+    units <- if (is.null(design)) as.list(seq_len(nrow(counts))) else {
+      unname(split(seq_len(nrow(counts)), paste(design$stratum, design$unit, sep = "\r")[pairable]))
+    }
+    strata <- if (is.null(design)) rep("all", length(units)) else design$stratum[pairable][vapply(units, `[[`, 1L, 1L)]
+    by_stratum <- split(seq_along(units), strata)
     resample <- function() {
       replicates <- vapply(seq_len(n_boot), function(i) {
-        nominal_alpha(counts[sample.int(nrow(counts), replace = TRUE), , drop = FALSE])
+        chosen <- unlist(lapply(by_stratum, function(u) u[sample.int(length(u), replace = TRUE)]), use.names = FALSE)
+        texts <- unlist(units[chosen], use.names = FALSE)
+        nominal_alpha(counts[texts, , drop = FALSE], weights[texts])
       }, 0)
       stats::quantile(replicates, (1 + c(-1, 1) * level) / 2, na.rm = TRUE, names = FALSE)
     }
     bounds <- with_optional_seed(seed, resample())
   }
-  data.frame(coders = ncol(wide), texts = nrow(counts), krippendorff_alpha = nominal_alpha(counts),
+  data.frame(coders = ncol(wide), texts = nrow(counts), krippendorff_alpha = nominal_alpha(counts, weights),
              lower = bounds[[1]], upper = bounds[[2]])
 }
 
 # 1 - D_o / D_e over the coincidence matrix: each text's m values give
-# m (m - 1) ordered pairs, each counted 1 / (m - 1).
-nominal_alpha <- function(counts) {
+# m (m - 1) ordered pairs, each counted 1 / (m - 1), and the text's `weights`
+# times.
+nominal_alpha <- function(counts, weights = rep(1, nrow(counts))) {
   if (nrow(counts) == 0) return(NA_real_)
-  weighted <- counts / (rowSums(counts) - 1)
+  weighted <- counts * (weights / (rowSums(counts) - 1))
   coincidences <- crossprod(weighted, counts) - diag(colSums(weighted), ncol(counts))
   n <- sum(coincidences)
   nan_to_na(1 - (n - 1) * (n - sum(diag(coincidences))) / (n^2 - sum(rowSums(coincidences)^2)))
@@ -88,7 +128,11 @@ format.newrllama4_coder_agreement <- function(x, digits = 3, ...) {
   lines <- c(
     cli::format_inline("{.cls newrllama4_coder_agreement}: {humans$coders} coder{?s}, {humans$texts} text{?s} coded by two or more"),
     paste0("Krippendorff's alpha between the coders: ", format_figure(humans$krippendorff_alpha, digits), interval),
-    cli::col_grey(sub("of the pairs", "of the texts", bootstrap_note(x)))
+    cli::col_grey(sub("of the pairs", "of the texts", bootstrap_note(x))),
+    if (isTRUE(x$weighted)) {
+      cli::col_grey(wrapped("Weighted by 1 / each text's inclusion probability in the sample drawn: the population's
+                             figures."))
+    }
   )
   if (is.null(x$annotators)) return(within_width(lines))
   model <- utils::tail(NextMethod(), -2)

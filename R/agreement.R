@@ -340,7 +340,7 @@ format_figure <- function(x, digits, missing = "undefined") {
 bootstrap_note <- function(x) {
   if (x$n_boot == 0) return("No bootstrap intervals (n_boot = 0).")
   seed <- if (is.null(x$seed)) "" else sprintf(", seed %d", x$seed)
-  resampled <- if (is.null(x$design)) "the pairs" else "the units within their strata"
+  resampled <- if (is.null(x$design) && !isTRUE(x$weighted)) "the pairs" else "the units within their strata"
   sprintf("Percentile bootstrap, %d resamples of %s%s.", x$n_boot, resampled, seed)
 }
 

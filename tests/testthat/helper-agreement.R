@@ -39,3 +39,25 @@ drawn_in_rounds <- function(data, first, sizes, seed) {
                                                      seed = seed + 1000 * r)
   drawn
 }
+
+# Two coders of doubtful_labels()' texts, each right on 97% of the texts the
+# model is sure of and 75% of the others: people find hard what the model
+# doubts, so a sample drawn toward its doubt understates their agreement.
+doubtful_coders <- function(data) {
+  codes <- function(seed) withr::with_seed(seed, {
+    right <- stats::runif(nrow(data)) < ifelse(data$.confidence > 0.75, 0.97, 0.75)
+    ifelse(right, data$truth, ifelse(data$truth == "a", "b", "a"))
+  })
+  list(ana = codes(11), ben = codes(12))
+}
+
+# The drawn rows coded by every coder of `people`, as read_codes(by = "coder")
+# gives them.
+coded_by_each <- function(drawn, people) {
+  long <- do.call(rbind, lapply(names(people), function(coder) {
+    drawn$.coder <- coder
+    drawn$code <- factor(people[[coder]][drawn$.row], levels = c("a", "b"))
+    drawn
+  }))
+  structure(long, class = c("newrllama4_coder_codes", "data.frame"), codes = "code")
+}
