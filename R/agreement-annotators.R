@@ -2,11 +2,12 @@
 # coding: each annotator's agreement, side by side, and how the annotators
 # agree with each other.
 
-agreement_of_annotators <- function(predicted, truth, level, n_boot, seed, call = caller_env()) {
+agreement_of_annotators <- function(predicted, truth, level, n_boot, seed, weights = NULL, call = caller_env()) {
   check_annotators(predicted, truth, call)
+  if (!is.null(weights)) weights_design(weights, length(truth), call)
   each <- lapply(stats::setNames(nm = names(predicted)), function(annotator) {
     withCallingHandlers(
-      agreement(predicted[[annotator]], truth, level = level, n_boot = n_boot, seed = seed),
+      agreement(predicted[[annotator]], truth, level = level, n_boot = n_boot, seed = seed, weights = weights),
       newrllama4_error_invalid_argument = function(e) {
         abort_invalid("Annotator {.val {annotator}} of {.arg predicted} cannot be compared with {.arg truth}.",
                       "predicted", call, parent = e)
@@ -16,11 +17,12 @@ agreement_of_annotators <- function(predicted, truth, level, n_boot, seed, call 
   structure(
     list(
       annotators = annotators_table(each),
-      pairwise = pairwise_agreement(predicted),
+      pairwise = pairwise_agreement(predicted, weights),
       each = each,
       level = level,
       n_boot = n_boot,
-      seed = seed
+      seed = seed,
+      weighted = !is.null(weights)
     ),
     class = "newrllama4_agreements"
   )

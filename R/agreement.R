@@ -111,9 +111,9 @@
 #'   for labels, or an enum or boolean field of a schema); `truth` may then be a
 #'   column of `predicted`, bare or as a string, as well as a vector. A boolean's values compare as `"true"`
 #'   and `"false"`, so logical codes match them.
-#' @param weights `NULL`, or for one annotator's labels the inverse of each
-#'   pair's inclusion probability (see "Rows drawn with unequal
-#'   probabilities"); drawn rows given with `field` carry theirs.
+#' @param weights `NULL`, or the inverse of each unit's inclusion probability
+#'   (see "Rows drawn with unequal probabilities"), shared by every annotator
+#'   of several; drawn rows given with `field` carry theirs.
 #' @param level Confidence level of the intervals, in (0, 1].
 #' @param n_boot Number of bootstrap resamples; `0` skips the intervals (their
 #'   bounds are then `NA`).
@@ -178,10 +178,7 @@ agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL
     if (is.null(weights)) design <- drawn_design(predicted, call)
     predicted <- field_labels(predicted[[field]])
   }
-  if (is.list(predicted)) {
-    if (!is.null(weights)) abort_invalid("{.arg weights} are for one annotator's labels.", "weights", call)
-    return(agreement_of_annotators(predicted, truth, level, n_boot, seed))
-  }
+  if (is.list(predicted)) return(agreement_of_annotators(predicted, truth, level, n_boot, seed, weights))
   check_labels_vector(predicted, "predicted")
   check_labels_vector(truth, "truth")
   if (length(predicted) != length(truth)) {

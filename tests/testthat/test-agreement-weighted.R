@@ -55,8 +55,18 @@ test_that("rows drawn without their probabilities warn; bad weights are classed 
   expect_null(result$design)
   expect_error(agreement(coded$.label, coded$truth, weights = rep(0.5, 100)),
                class = "newrllama4_error_invalid_argument")
-  expect_error(agreement(list(one = coded$.label), coded$truth, weights = rep(2, 100)),
+  expect_error(agreement(list(one = coded$.label), coded$truth, weights = rep(0.5, 100)),
                class = "newrllama4_error_invalid_argument")
+})
+
+test_that("several annotators share the weights: each one's figures and their pairs are the population's", {
+  coded <- review_sample(doubtful_labels(), 150, seed = 4)
+  flipped <- ifelse(seq_len(150) %% 7 == 0, ifelse(coded$.label == "a", "b", "a"), as.character(coded$.label))
+  weights <- 1 / coded$.sample_prob
+  both <- agreement(list(model = coded$.label, other = flipped), coded$truth, weights = weights, n_boot = 100, seed = 1)
+  expect_equal(both$each$other, agreement(flipped, coded$truth, weights = weights, n_boot = 100, seed = 1))
+  expect_equal(both$pairwise$agreement, stats::weighted.mean(as.character(coded$.label) == flipped, weights))
+  expect_output(print(both), "units within their strata")
 })
 
 test_that("rounds drawn by doubt are weighed as the estimators combine them, each round's variance its own", {
