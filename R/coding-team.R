@@ -109,17 +109,14 @@ team_agreement <- function(file, stored) {
   twice <- sum(table(by_coder$.row) >= 2)
   rows <- lapply(fields, function(field) {
     coded <- by_coder$.row[!is.na(by_coder[[field]])]
-    humans <- if (any(table(coded) >= 2)) {
-      agreement(by_coder, field = field, n_boot = 500, seed = 1)$humans
-    } else {
-      data.frame(coders = length(unique(by_coder$.coder)), texts = 0L, krippendorff_alpha = NA_real_,
-                 lower = NA_real_, upper = NA_real_)
-    }
-    data.frame(field = field, humans, left_out = twice - humans$texts)
+    measured <- if (any(table(coded) >= 2)) agreement(by_coder, field = field, n_boot = 500, seed = 1)
+    humans <- measured$humans %||% data.frame(coders = length(unique(by_coder$.coder)), texts = 0L,
+                                              krippendorff_alpha = NA_real_, lower = NA_real_, upper = NA_real_)
+    data.frame(field = field, humans, left_out = twice - humans$texts, weighted = isTRUE(measured$weighted))
   })
   do.call(rbind, c(list(data.frame(field = character(), coders = integer(), texts = integer(),
                                    krippendorff_alpha = double(), lower = double(), upper = double(),
-                                   left_out = integer())), rows))
+                                   left_out = integer(), weighted = logical())), rows))
 }
 
 alpha_words <- function(row) {
@@ -130,8 +127,11 @@ alpha_words <- function(row) {
   } else ""
   if (row$texts == 0) return(paste0(field, if (nzchar(field)) "no" else "No", " text that two coders coded yet.", cannot))
   interval <- if (is.na(row$lower)) "" else sprintf(" (95%% interval %.2f to %.2f)", row$lower, row$upper)
-  sprintf("%sKrippendorff's alpha %s%s, over %d text%s coded by two coders or more.%s", field,
-          format_figure(row$krippendorff_alpha, 2), interval, row$texts, if (row$texts == 1) "" else "s", cannot)
+  # a sample drawn toward the model's doubt holds more hard texts than the corpus: agreement() weighs them back
+  weighted <- if (isTRUE(row$weighted)) " Each text counts 1 / its chance of being drawn: the corpus's alpha." else ""
+  sprintf("%sKrippendorff's alpha %s%s, over %d text%s coded by two coders or more.%s%s", field,
+          format_figure(row$krippendorff_alpha, 2), interval, row$texts, if (row$texts == 1) "" else "s", weighted,
+          cannot)
 }
 
 # The lead's links screen: each person's link, to copy and send, and to

@@ -61,3 +61,17 @@ coded_by_each <- function(drawn, people) {
   }))
   structure(long, class = c("newrllama4_coder_codes", "data.frame"), codes = "code")
 }
+
+# A coding file of `drawn` (rows of doubtful_labels()) in which every coder of
+# `people` coded every text, as the coding app would have written it.
+coding_file_of <- function(drawn, people, envir = parent.frame()) {
+  skip_if_not_installed("RSQLite")
+  skip_if_not_installed("shiny")
+  drawn$text <- paste("Text", drawn$.row)
+  file <- withr::local_tempfile(fileext = ".sqlite", .local_envir = envir)
+  coding_app(drawn, file, labels = c("a", "b"), overlap = 1, seed = 1)
+  for (unit in seq_len(nrow(drawn))) {
+    for (coder in names(people)) store_write(file, unit, coder, list(code = people[[coder]][drawn$.row[unit]]))
+  }
+  file
+}

@@ -74,16 +74,8 @@ test_that("coders of a sample drawn toward doubt: alpha and the model against ea
 test_that("read_codes(by = 'coder') of a drawn sample carries its design into alpha, with equal weights the same", {
   data <- doubtful_labels()
   people <- doubtful_coders(data)
-  skip_if_not_installed("RSQLite")
-  skip_if_not_installed("shiny")
-  data$text <- paste("Text", seq_len(nrow(data)))
   drawn <- review_sample(data, 40, seed = 3)
-  file <- withr::local_tempfile(fileext = ".sqlite")
-  coding_app(drawn, file, labels = c("a", "b"), overlap = 1, seed = 1)
-  for (unit in seq_len(nrow(drawn))) {
-    for (coder in names(people)) store_write(file, unit, coder, list(code = people[[coder]][drawn$.row[unit]]))
-  }
-  result <- agreement(read_codes(file, by = "coder"), n_boot = 100, seed = 1)
+  result <- agreement(read_codes(coding_file_of(drawn, people), by = "coder"), n_boot = 100, seed = 1)
   counts <- cbind(a = (people$ana == "a") + (people$ben == "a"), b = (people$ana == "b") + (people$ben == "b"))
   expect_true(result$weighted)
   expect_equal(result$humans$krippendorff_alpha,

@@ -272,3 +272,20 @@ test_that("the team screen follows a code or a claim, not a claim's renewal each
   store_claim(fixture$file, "ben", "ben's tab", 2)
   expect_false(identical(team_fingerprint(fixture$file), before))
 })
+
+test_that("the team screen's alpha on a sample drawn toward doubt is the corpus's, and says so", {
+  data <- doubtful_labels()
+  drawn <- review_sample(data, 40, seed = 3)
+  file <- coding_file_of(drawn, doubtful_coders(data))
+  team <- team_progress(file, store_meta(file))
+  expected <- agreement(read_codes(file, by = "coder"), n_boot = 500, seed = 1)$humans
+  expect_true(team$agreement$weighted)
+  expect_identical(team$agreement$krippendorff_alpha, expected$krippendorff_alpha)
+  expect_match(alpha_words(team$agreement[1, ]), "1 / its chance of being drawn: the corpus's alpha", fixed = TRUE)
+  # the fixture of the test above has no design: no such words
+  fixture <- coding_fixture(n = 4, overlap = 1)
+  for (unit in 1:4) for (coder in c("ana", "ben")) store_write(fixture$file, unit, coder, list(code = "yes"))
+  plain <- team_progress(fixture$file, store_meta(fixture$file))$agreement
+  expect_false(plain$weighted)
+  expect_no_match(alpha_words(plain[1, ]), "chance of being drawn")
+})
