@@ -57,12 +57,14 @@ share_interval_of <- function(shares, label, group, value) {
     zero_width = row$conf.high - row$conf.low < 1e-12)
 }
 
-# agreement()'s interval for the accuracy of `data`'s labels from its `drawn`
-# rows: whether it covers, its width, and its error over its standard error,
-# squared (their mean's root is the errors' spread in standard errors).
-accuracy_interval <- function(data, drawn) {
+# agreement()'s interval for the accuracy of the labels of doubtful_labels()
+# drawn from `seed`, from the rows `draw(data)` gives: whether it covers, its
+# width, and its error over its standard error, squared (their mean's root is
+# the errors' spread in standard errors).
+accuracy_interval <- function(seed, draw) {
+  data <- doubtful_labels(seed = seed)
   accuracy <- mean(data$truth == as.character(data$.label))
-  result <- agreement(drawn, truth, field = ".label", n_boot = 0)
+  result <- agreement(draw(data), truth, field = ".label", n_boot = 0)
   figures <- result$metrics[1, ]
   c(covered = figures$lower <= accuracy && accuracy <= figures$upper, width = figures$upper - figures$lower,
     z_squared = ((figures$estimate - accuracy) / result$design$std.error)^2)
@@ -325,14 +327,11 @@ cases <- list(
     corrected_interval(fit, "negative", stats::qlogis(0.6) - stats::qlogis(0.3))
   },
   "agreement(): 300 of 2,000 rows drawn toward the model's doubt, the population's accuracy" =
-    function(seed) accuracy_interval(doubtful_labels(seed = seed), review_sample(doubtful_labels(seed = seed), 300,
-                                                                                   seed = seed)),
+    function(seed) accuracy_interval(seed, function(data) review_sample(data, 300, seed = seed)),
   "agreement(): two rounds, 40 uniform rows and 40 by the labels' doubt, the population's accuracy" =
-    function(seed) accuracy_interval(doubtful_labels(seed = seed), drawn_in_rounds(doubtful_labels(seed = seed), 40, 40,
-                                                                                     seed)),
+    function(seed) accuracy_interval(seed, function(data) drawn_in_rounds(data, 40, 40, seed)),
   "agreement(): three rounds of 50, two by the labels' doubt, through a CSV file" =
-    function(seed) accuracy_interval(doubtful_labels(seed = seed),
-                                     through_csv(drawn_in_rounds(doubtful_labels(seed = seed), 50, c(50, 50), seed)))
+    function(seed) accuracy_interval(seed, function(data) through_csv(drawn_in_rounds(data, 50, c(50, 50), seed)))
 )
 cases <- cases[grepl(pattern, names(cases))]
 

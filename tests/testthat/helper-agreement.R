@@ -51,6 +51,12 @@ doubtful_coders <- function(data) {
   list(ana = codes(11), ben = codes(12))
 }
 
+# Each text's codes of `people` (doubtful_coders()), a column a label, as
+# coders_alpha() counts them.
+code_counts <- function(people) {
+  cbind(a = (people$ana == "a") + (people$ben == "a"), b = (people$ana == "b") + (people$ben == "b"))
+}
+
 # The drawn rows coded by every coder of `people`, as read_codes(by = "coder")
 # gives them.
 coded_by_each <- function(drawn, people) {
@@ -65,11 +71,8 @@ coded_by_each <- function(drawn, people) {
 # A coding file of `drawn` (rows of doubtful_labels()) in which every coder of
 # `people` coded every text, as the coding app would have written it.
 coding_file_of <- function(drawn, people, envir = parent.frame()) {
-  skip_if_not_installed("RSQLite")
-  skip_if_not_installed("shiny")
   drawn$text <- paste("Text", drawn$.row)
-  file <- withr::local_tempfile(fileext = ".sqlite", .local_envir = envir)
-  coding_app(drawn, file, labels = c("a", "b"), overlap = 1, seed = 1)
+  file <- coding_fixture(sample = drawn, overlap = 1, labels = c("a", "b"), envir = envir)$file
   for (unit in seq_len(nrow(drawn))) {
     for (coder in names(people)) store_write(file, unit, coder, list(code = people[[coder]][drawn$.row[unit]]))
   }

@@ -46,8 +46,7 @@ test_that("agreement() of read_codes(by = 'coder'): the people's alpha with its 
 test_that("coders of a sample drawn toward doubt: alpha and the model against each are the population's", {
   data <- doubtful_labels()
   people <- doubtful_coders(data)
-  population <- cbind(a = (people$ana == "a") + (people$ben == "a"), b = (people$ana == "b") + (people$ben == "b"))
-  alpha <- nominal_alpha(population)
+  alpha <- nominal_alpha(code_counts(people))
   accuracy <- mean(people$ana == as.character(data$.label))
   design_columns <- c(".sample_prob", ".stratum", ".stratum_rows", ".stratum_drawn", ".sampling_unit")
   draws <- vapply(1:200, function(seed) {
@@ -76,7 +75,7 @@ test_that("read_codes(by = 'coder') of a drawn sample carries its design into al
   people <- doubtful_coders(data)
   drawn <- review_sample(data, 40, seed = 3)
   result <- agreement(read_codes(coding_file_of(drawn, people), by = "coder"), n_boot = 100, seed = 1)
-  counts <- cbind(a = (people$ana == "a") + (people$ben == "a"), b = (people$ana == "b") + (people$ben == "b"))
+  counts <- code_counts(people)
   expect_true(result$weighted)
   expect_equal(result$humans$krippendorff_alpha,
                nominal_alpha(counts[drawn$.row, ], mean_one(1 / drawn$.sample_prob)))
