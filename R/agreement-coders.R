@@ -78,8 +78,8 @@ sampled_texts <- function(codes, rows) {
 # a `design` (drawn_design() of the texts), each text weighs 1 / its
 # inclusion probability, scaled to a mean of one so that equal weights give
 # the unweighted alpha, and a replicate draws the sampling units within their
-# strata (complete_design(): its coded texts standing for each stratum's rows,
-# and rounds drawn by doubt combined).
+# strata as bootstrap_bounds() does (complete_design(): its coded texts
+# standing for each stratum's rows, and rounds drawn by doubt combined).
 coders_alpha <- function(wide, level, n_boot, seed, design = NULL) {
   labels <- sort(unique(stats::na.omit(c(wide))), method = "radix")
   counts <- vapply(labels, function(label) rowSums(wide == label, na.rm = TRUE), numeric(nrow(wide)))
@@ -93,19 +93,39 @@ coders_alpha <- function(wide, level, n_boot, seed, design = NULL) {
       unname(split(seq_len(nrow(counts)), paste(design$stratum, design$unit, sep = "\r")[pairable]))
     }
     strata <- if (is.null(design)) rep("all", length(units)) else design$stratum[pairable][vapply(units, `[[`, 1L, 1L)]
-    by_stratum <- split(seq_along(units), strata)
+    in_round <- if (!is.null(design)) (design$round_prob %||% design$prob)[pairable]
+    replicate_weights <- text_replicates(weights, units, strata, if (!is.null(design)) pmin(in_round, 1),
+                                         if (is.null(design)) 1 else
+                                           ((design$round_weight %||% 1) * design$prob)[pairable] / in_round)
     resample <- function() {
-      replicates <- vapply(seq_len(n_boot), function(i) {
-        chosen <- unlist(lapply(by_stratum, function(u) u[sample.int(length(u), replace = TRUE)]), use.names = FALSE)
-        texts <- unlist(units[chosen], use.names = FALSE)
-        nominal_alpha(counts[texts, , drop = FALSE], weights[texts])
-      }, 0)
+      replicates <- vapply(seq_len(n_boot), function(i) nominal_alpha(counts, replicate_weights()), 0)
       stats::quantile(replicates, (1 + c(-1, 1) * level) / 2, na.rm = TRUE, names = FALSE)
     }
     bounds <- with_optional_seed(seed, resample())
   }
   data.frame(coders = ncol(wide), texts = nrow(counts), krippendorff_alpha = nominal_alpha(counts, weights),
              lower = bounds[[1]], upper = bounds[[2]])
+}
+
+# A function giving one bootstrap replicate's weights of the texts of
+# coders_alpha() (`weights`), its units' texts `units` drawn within their
+# `strata` as bootstrap_bounds() draws them (stratum_draw(), each unit's
+# stratum's `fraction` in its round, on the part `drawn_share` of each weight
+# that its round's draw gives).
+text_replicates <- function(weights, units, strata, fraction, drawn_share) {
+  by_stratum <- split(seq_along(units), strata)
+  unit_of <- integer(length(weights))
+  unit_of[unlist(units)] <- rep(seq_along(units), lengths(units))
+  draws <- lapply(by_stratum, function(members) stratum_draw(length(members), fraction[units[[members[[1]]]][[1]]]))
+  function() {
+    factor <- numeric(length(units))
+    for (h in seq_along(by_stratum)) {
+      members <- by_stratum[[h]]
+      taken <- tabulate(sample.int(length(members), draws[[h]]$draws, replace = TRUE), length(members))
+      factor[members] <- draws[[h]]$keep + draws[[h]]$each * taken
+    }
+    weights * (1 + drawn_share * (factor[unit_of] - 1))
+  }
 }
 
 # 1 - D_o / D_e over the coincidence matrix: each text's m values give

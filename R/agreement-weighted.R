@@ -106,14 +106,18 @@ weighted_confusion <- function(truth, predicted, weights) {
 
 # The weighted figures of agreement(): the metrics of the weighted confusion
 # matrix, the accuracy's interval from the design, the others' from
-# bootstrap_bounds() resampling the units within their strata.
+# bootstrap_bounds() resampling the units within their strata as Rao and Wu
+# do, each stratum's fraction and each round's part of the weights as
+# design_accuracy() takes them.
 weighted_agreement <- function(truth, predicted, design, level, n_boot, seed) {
   weights <- 1 / design$prob
   confusion <- weighted_confusion(truth, predicted, weights)
   estimates <- agreement_metrics(unclass(confusion))
+  in_round <- design$round_prob %||% design$prob
   bounds <- bootstrap_bounds(truth, predicted, level, n_boot, seed, weights = weights,
                              units = split(seq_along(truth), paste(design$stratum, design$unit, sep = "\r")),
-                             strata = design$stratum)
+                             strata = design$stratum, fraction = pmin(in_round, 1),
+                             drawn_share = (design$round_weight %||% 1) * design$prob / in_round)
   accuracy <- design_accuracy(as.character(truth) == as.character(predicted), design, level)
   bounds[names(estimates) == "accuracy", ] <- c(accuracy$lower, accuracy$upper)
   per_label <- per_label_figures(unclass(table(truth = truth, predicted = predicted)))

@@ -77,7 +77,12 @@
 #' linearised within the strata with their finite-population corrections (as
 #' `survey::svymean()` gives it), the interval Wilson's at the effective
 #' number of pairs, as [label_shares()] gives shares. The other metrics'
-#' intervals resample the sampling units within their strata. Drawn rows whose
+#' intervals resample the sampling units within their strata as Rao and Wu's
+#' rescaled bootstrap does (\eqn{n - 1} of a stratum's \eqn{n} units, the
+#' weights rescaled by its finite-population correction), so that a figure
+#' that is a weighted mean varies as the accuracy's linearised variance says;
+#' in rounds, a replicate moves the part of each row's weight that its own
+#' round's draw gives. Drawn rows whose
 #' pair is incomplete count as not coded: their stratum's complete pairs stand
 #' for its rows. Drawn rows without `.sample_prob` get a warning of class
 #' `newrllama4_warning_unweighted_sample`: their figures are the sample's own.

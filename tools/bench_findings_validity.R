@@ -57,17 +57,26 @@ share_interval_of <- function(shares, label, group, value) {
     zero_width = row$conf.high - row$conf.low < 1e-12)
 }
 
-# agreement()'s interval for the accuracy of the labels of doubtful_labels()
-# drawn from `seed`, from the rows `draw(data)` gives: whether it covers, its
-# width, and its error over its standard error, squared (their mean's root is
-# the errors' spread in standard errors).
+# agreement()'s intervals for the figures of the labels of doubtful_labels()
+# drawn from `seed`, from the rows `draw(data)` gives: whether the accuracy's
+# covers (the design's), its width, and its error over its standard error,
+# squared (their mean's root is the errors' spread in standard errors); and
+# whether the bootstrap's intervals of macro-F1, kappa and alpha cover the
+# population's, and their widths.
 accuracy_interval <- function(seed, draw) {
   data <- doubtful_labels(seed = seed)
-  accuracy <- mean(data$truth == as.character(data$.label))
-  result <- agreement(draw(data), truth, field = ".label", n_boot = 0)
+  population <- agreement(data, truth, field = ".label", n_boot = 0)$metrics
+  result <- agreement(draw(data), truth, field = ".label", n_boot = 1000, seed = seed)
   figures <- result$metrics[1, ]
+  accuracy <- population$estimate[[1]]
+  bootstrapped <- unlist(lapply(c("macro_f1", "cohen_kappa", "krippendorff_alpha"), function(metric) {
+    row <- result$metrics[result$metrics$metric == metric, ]
+    value <- population$estimate[population$metric == metric]
+    stats::setNames(c(row$lower <= value && value <= row$upper, row$upper - row$lower),
+                    paste0(metric, c("_covered", "_width")))
+  }))
   c(covered = figures$lower <= accuracy && accuracy <= figures$upper, width = figures$upper - figures$lower,
-    z_squared = ((figures$estimate - accuracy) / result$design$std.error)^2)
+    z_squared = ((figures$estimate - accuracy) / result$design$std.error)^2, bootstrapped)
 }
 
 # The corrected share of "yes" against share_yes, and Manski's bounds over the

@@ -104,3 +104,35 @@ test_that("a replicate draws pairs, or whole units within their strata, as resam
   expected <- (50 + 3 * stats::qbinom(c(0.025, 0.975), 50, 0.5)) / 200
   expect_lte(max(abs(bounds[1, ] - expected)), 3 / 200)
 })
+
+test_that("rows drawn by a design: a replicate varies as the design's variance says, in each round", {
+  # five strata of 8 units, each 60% of its stratum's rows: drawing 8 of 8 with replacement gave the accuracy
+  # (8 - 1) / 8 / (1 - 0.6) = 2.2 times its variance
+  withr::local_seed(1)
+  truth <- factor(sample(c("a", "b"), 40, replace = TRUE))
+  right <- stats::runif(40) < rep(c(0.9, 0.5, 0.7, 0.3, 0.6), each = 8)
+  predicted <- factor(ifelse(right, as.character(truth), ifelse(truth == "a", "b", "a")), levels = levels(truth))
+  design <- list(prob = rep(c(0.6, 0.6, 0.6, 0.6, 0.6), each = 8), stratum = rep(letters[1:5], each = 8),
+                 unit = as.character(1:40))
+  # the design's variance of the weighted accuracy: each stratum's spread over n - 1, times 1 - 0.6
+  accuracy <- design_accuracy(right, design, 0.95)
+  width_over_design <- function(design, drawn_share = NULL) {
+    bounds <- bootstrap_bounds(truth, predicted, 0.95, 20000, seed = 2, weights = 1 / design$prob,
+                               units = as.list(1:40), strata = design$stratum,
+                               fraction = design$round_prob %||% design$prob, drawn_share = drawn_share)
+    unname(bounds[1, 2] - bounds[1, 1]) / (2 * stats::qnorm(0.975) * design_accuracy(right, design, 0.95)$std.error)
+  }
+  expect_equal(width_over_design(design), 1, tolerance = 0.06)
+  # a second round: its rows' weights are theirs in it plus no later share, the first round's rows carry the
+  # second's share as well, which no draw of the first round moves
+  rounds <- with_rounds(utils::modifyList(design, list(
+    stratum = rep(c("a", "b", "round 2: c", "round 2: d", "round 2: e"), each = 8),
+    strata = data.frame(name = c("a", "b", "round 2: c", "round 2: d", "round 2: e"), drawn = 8)
+  )))
+  share <- rounds$round_weight * rounds$prob / rounds$round_prob
+  expect_true(all(share[1:16] < 1) && all(share[17:40] == 1))
+  expect_equal(width_over_design(rounds, share), 1, tolerance = 0.06)
+  # the plain bootstrap, each stratum's 8 units drawn 8 times, is 1.48 times as wide
+  plain <- bootstrap_bounds(truth, predicted, 0.95, 20000, seed = 2, weights = 1 / design$prob, strata = design$stratum)
+  expect_gt((plain[1, 2] - plain[1, 1]) / (2 * stats::qnorm(0.975) * accuracy$std.error), 1.3)
+})
