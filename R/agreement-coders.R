@@ -93,10 +93,8 @@ coders_alpha <- function(wide, level, n_boot, seed, design = NULL) {
       unname(split(seq_len(nrow(counts)), paste(design$stratum, design$unit, sep = "\r")[pairable]))
     }
     strata <- if (is.null(design)) rep("all", length(units)) else design$stratum[pairable][vapply(units, `[[`, 1L, 1L)]
-    in_round <- if (!is.null(design)) (design$round_prob %||% design$prob)[pairable]
-    replicate_weights <- text_replicates(weights, units, strata, if (!is.null(design)) pmin(in_round, 1),
-                                         if (is.null(design)) 1 else
-                                           ((design$round_weight %||% 1) * design$prob)[pairable] / in_round)
+    parts <- if (!is.null(design)) lapply(round_parts(design), `[`, pairable) else list(drawn_share = 1)
+    replicate_weights <- text_replicates(weights, units, strata, parts$fraction, parts$drawn_share)
     resample <- function() {
       replicates <- vapply(seq_len(n_boot), function(i) nominal_alpha(counts, replicate_weights()), 0)
       stats::quantile(replicates, (1 + c(-1, 1) * level) / 2, na.rm = TRUE, names = FALSE)

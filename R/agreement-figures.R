@@ -104,9 +104,9 @@ bootstrap_bounds <- function(truth, predicted, level, n_boot, seed, weights = NU
 # sqrt(1 - fraction). A linear statistic's replicates then vary as the
 # design's variance says, each stratum's spread over its n - 1 with its
 # finite-population correction, where drawing n units understates it by (n -
-# 1) / n and leaves out the correction: in rounds whose strata held 10 coded
-# rows, kappa's interval covered 0.934 (tools/bench_findings_validity.R). A
-# stratum of one unit stays as drawn.
+# 1) / n and leaves out the correction (on rows drawn toward doubt, whose
+# strata take up to a third of their rows, kappa's interval was 8% too wide:
+# tools/bench_findings_validity.R). A stratum of one unit stays as drawn.
 stratum_draw <- function(n, fraction = NULL) {
   if (is.null(fraction)) return(list(draws = n, keep = 0, each = 1))
   if (n < 2) return(list(draws = 0L, keep = 1, each = 0))

@@ -77,13 +77,13 @@ complete_design <- function(design, complete) {
 design_accuracy <- function(agree, design, level) {
   w <- 1 / design$prob
   estimate <- sum(w * agree) / sum(w)
-  in_round <- design$round_prob %||% design$prob
-  z <- (design$round_weight %||% 1) / in_round * (agree - estimate) / sum(w)
+  parts <- round_parts(design)
+  z <- parts$drawn_share * w * (agree - estimate) / sum(w)
   key <- paste(design$stratum, design$unit, sep = "\r")
   totals <- rowsum(z, key, reorder = FALSE)[, 1]
   first <- !duplicated(key)
   stratum <- design$stratum[first]
-  fraction <- pmin(in_round[first], 1)
+  fraction <- parts$fraction[first]
   variance <- sum(vapply(split(seq_along(totals), stratum), function(i) {
     n <- length(i)
     spread <- if (n < 2) sum(totals[i]^2) else n / (n - 1) * sum((totals[i] - mean(totals[i]))^2)
@@ -94,6 +94,17 @@ design_accuracy <- function(agree, design, level) {
   list(estimate = estimate, lower = interval$conf.low, upper = interval$conf.high, std.error = sqrt(variance),
        effective = interval$effective, df = df, units = length(totals), strata = length(unique(stratum)),
        rounds = length(design$round_weights %||% 1))
+}
+
+# Each drawn row's share of its stratum's rows drawn in its own round
+# (`fraction`, its inclusion probability there) and the part of its weight 1
+# / prob that its round's draw gives (`drawn_share`: 1 but in a round that
+# later rounds followed, whose shares took its rows as known). The accuracy's
+# linearised variance (design_accuracy()) and the bootstraps' replicates
+# (stratum_draw()) take them alike.
+round_parts <- function(design) {
+  in_round <- design$round_prob %||% design$prob
+  list(fraction = pmin(in_round, 1), drawn_share = (design$round_weight %||% 1) * design$prob / in_round)
 }
 
 # The confusion matrix of `truth` and `predicted` (factors), each pair
@@ -113,11 +124,10 @@ weighted_agreement <- function(truth, predicted, design, level, n_boot, seed) {
   weights <- 1 / design$prob
   confusion <- weighted_confusion(truth, predicted, weights)
   estimates <- agreement_metrics(unclass(confusion))
-  in_round <- design$round_prob %||% design$prob
+  parts <- round_parts(design)
   bounds <- bootstrap_bounds(truth, predicted, level, n_boot, seed, weights = weights,
                              units = split(seq_along(truth), paste(design$stratum, design$unit, sep = "\r")),
-                             strata = design$stratum, fraction = pmin(in_round, 1),
-                             drawn_share = (design$round_weight %||% 1) * design$prob / in_round)
+                             strata = design$stratum, fraction = parts$fraction, drawn_share = parts$drawn_share)
   accuracy <- design_accuracy(as.character(truth) == as.character(predicted), design, level)
   bounds[names(estimates) == "accuracy", ] <- c(accuracy$lower, accuracy$upper)
   per_label <- per_label_figures(unclass(table(truth = truth, predicted = predicted)))
