@@ -50,7 +50,8 @@ weights_design <- function(weights, n, call) {
     abort_invalid("{.arg weights} must be the inverse of each pair's inclusion probability: numbers of at least 1, one
                    a pair.", "weights", call)
   }
-  list(prob = 1 / weights, stratum = rep("all", n), unit = as.character(seq_len(n)), stratum_rows = NULL)
+  list(prob = 1 / weights, stratum = rep("all", n), unit = as.character(seq_len(n)), stratum_rows = NULL,
+       with_replacement = TRUE)
 }
 
 # The design of the complete pairs: rows drawn one by one whose pair is
@@ -69,7 +70,8 @@ complete_design <- function(design, complete) {
 # The population's accuracy from pairs that `agree` (logical) under `design`:
 # the weighted share, its linearised variance (each stratum's units' totals of
 # w (agree - accuracy) / sum(w), centred, times n_h / (n_h - 1) and the finite
-# population correction 1 - pi_h; a stratum of one unit uncentred), and a
+# population correction 1 - pi_h (round_parts(); none for pairs given
+# `weights`); a stratum of one unit uncentred), and a
 # Wilson interval at the effective number of pairs with a t quantile on the
 # units less the strata, as label_shares() gives its shares. Rounds combined
 # (with_rounds()) add their variances: each round's strata with its own
@@ -97,14 +99,17 @@ design_accuracy <- function(agree, design, level) {
 }
 
 # Each drawn row's share of its stratum's rows drawn in its own round
-# (`fraction`, its inclusion probability there) and the part of its weight 1
-# / prob that its round's draw gives (`drawn_share`: 1 but in a round that
-# later rounds followed, whose shares took its rows as known). The accuracy's
-# linearised variance (design_accuracy()) and the bootstraps' replicates
-# (stratum_draw()) take them alike.
+# (`fraction`, its inclusion probability there; 0 for pairs given `weights`,
+# drawn with replacement, whose first pair's probability had stood for the
+# whole stratum's: a first weight of 1 gave a variance of 0) and the part of
+# its weight 1 / prob that its round's draw gives (`drawn_share`: 1 but in a
+# round that later rounds followed, whose shares took its rows as known). The
+# accuracy's linearised variance (design_accuracy()) and the bootstraps'
+# replicates (stratum_draw()) take them alike.
 round_parts <- function(design) {
   in_round <- design$round_prob %||% design$prob
-  list(fraction = pmin(in_round, 1), drawn_share = (design$round_weight %||% 1) * design$prob / in_round)
+  list(fraction = if (isTRUE(design$with_replacement)) 0 * in_round else pmin(in_round, 1),
+       drawn_share = (design$round_weight %||% 1) * design$prob / in_round)
 }
 
 # The confusion matrix of `truth` and `predicted` (factors), each pair

@@ -118,7 +118,9 @@
 #'   and `"false"`, so logical codes match them.
 #' @param weights `NULL`, or the inverse of each unit's inclusion probability
 #'   (see "Rows drawn with unequal probabilities"), shared by every annotator
-#'   of several; drawn rows given with `field` carry theirs.
+#'   of several; the pairs are then taken as drawn one by one with
+#'   replacement (no finite-population correction). Drawn rows given with
+#'   `field` carry theirs, and their design's.
 #' @param level Confidence level of the intervals, in (0, 1].
 #' @param n_boot Number of bootstrap resamples; `0` skips the intervals (their
 #'   bounds are then `NA`).

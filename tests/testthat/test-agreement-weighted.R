@@ -115,3 +115,19 @@ test_that("two rounds drawn by doubt cover the population's accuracy, their erro
   expect_warning(agreement(drawn[names(drawn) != ".sample_prob"], truth, field = ".label", n_boot = 0),
                  class = "newrllama4_warning_unweighted_sample")
 })
+
+test_that("pairs given weights are drawn with replacement: their order does not move the intervals", {
+  withr::local_seed(1)
+  truth <- sample(c("a", "b"), 200, replace = TRUE)
+  predicted <- ifelse(stats::runif(200) < 0.8, truth, ifelse(truth == "a", "b", "a"))
+  weights <- c(1, 1.2, rep(3, 198))
+  first_one <- agreement(predicted, truth, weights = weights, n_boot = 500, seed = 1)
+  # the first pair's probability stood for all of them: a weight of 1 first gave a variance of 0 (intervals of
+  # zero width, the accuracy's Wilson's at the n pairs), 1.2 first a finite-population correction of 0.17
+  reordered <- c(3:200, 1:2)
+  last_one <- agreement(predicted[reordered], truth[reordered], weights = weights[reordered], n_boot = 500, seed = 1)
+  expect_equal(first_one$design$std.error, last_one$design$std.error)
+  expect_gt(first_one$design$std.error, 0.02)
+  widths <- first_one$metrics$upper - first_one$metrics$lower
+  expect_true(all(widths > 0.04))
+})
