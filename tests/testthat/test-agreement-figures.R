@@ -112,8 +112,7 @@ test_that("rows drawn by a design: a replicate varies as the design's variance s
   truth <- factor(sample(c("a", "b"), 40, replace = TRUE))
   right <- stats::runif(40) < rep(c(0.9, 0.5, 0.7, 0.3, 0.6), each = 8)
   predicted <- factor(ifelse(right, as.character(truth), ifelse(truth == "a", "b", "a")), levels = levels(truth))
-  design <- list(prob = rep(c(0.6, 0.6, 0.6, 0.6, 0.6), each = 8), stratum = rep(letters[1:5], each = 8),
-                 unit = as.character(1:40))
+  design <- list(prob = rep(0.6, 40), stratum = rep(letters[1:5], each = 8), unit = as.character(1:40))
   # the design's variance of the weighted accuracy: each stratum's spread over n - 1, times 1 - 0.6
   accuracy <- design_accuracy(right, design, 0.95)
   width_over_design <- function(design, drawn_share = NULL) {
