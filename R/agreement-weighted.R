@@ -100,15 +100,15 @@ design_accuracy <- function(agree, design, level) {
 
 # Each drawn row's share of its stratum's rows drawn in its own round
 # (`fraction`, its inclusion probability there; 0 for pairs given `weights`,
-# drawn with replacement, whose first pair's probability had stood for the
-# whole stratum's: a first weight of 1 gave a variance of 0) and the part of
+# drawn one by one with replacement, whose probabilities differ within their
+# one stratum) and the part of
 # its weight 1 / prob that its round's draw gives (`drawn_share`: 1 but in a
 # round that later rounds followed, whose shares took its rows as known). The
 # accuracy's linearised variance (design_accuracy()) and the bootstraps'
 # replicates (stratum_draw()) take them alike.
 round_parts <- function(design) {
   in_round <- design$round_prob %||% design$prob
-  list(fraction = if (isTRUE(design$with_replacement)) 0 * in_round else pmin(in_round, 1),
+  list(fraction = if (isTRUE(design$with_replacement)) numeric(length(in_round)) else pmin(in_round, 1),
        drawn_share = (design$round_weight %||% 1) * design$prob / in_round)
 }
 

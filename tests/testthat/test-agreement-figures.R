@@ -115,10 +115,12 @@ test_that("rows drawn by a design: a replicate varies as the design's variance s
   design <- list(prob = rep(0.6, 40), stratum = rep(letters[1:5], each = 8), unit = as.character(1:40))
   # the design's variance of the weighted accuracy: each stratum's spread over n - 1, times 1 - 0.6
   accuracy <- design_accuracy(right, design, 0.95)
-  width_over_design <- function(design, drawn_share = NULL) {
+  # each design's parts as weighted_agreement() gives them to the bootstrap
+  width_over_design <- function(design) {
+    parts <- round_parts(design)
     bounds <- bootstrap_bounds(truth, predicted, 0.95, 20000, seed = 2, weights = 1 / design$prob,
                                units = as.list(1:40), strata = design$stratum,
-                               fraction = design$round_prob %||% design$prob, drawn_share = drawn_share)
+                               fraction = parts$fraction, drawn_share = parts$drawn_share)
     unname(bounds[1, 2] - bounds[1, 1]) / (2 * stats::qnorm(0.975) * design_accuracy(right, design, 0.95)$std.error)
   }
   expect_equal(width_over_design(design), 1, tolerance = 0.06)
@@ -128,9 +130,9 @@ test_that("rows drawn by a design: a replicate varies as the design's variance s
     stratum = rep(c("a", "b", "round 2: c", "round 2: d", "round 2: e"), each = 8),
     strata = data.frame(name = c("a", "b", "round 2: c", "round 2: d", "round 2: e"), drawn = 8)
   )))
-  share <- rounds$round_weight * rounds$prob / rounds$round_prob
+  share <- round_parts(rounds)$drawn_share
   expect_true(all(share[1:16] < 1) && all(share[17:40] == 1))
-  expect_equal(width_over_design(rounds, share), 1, tolerance = 0.06)
+  expect_equal(width_over_design(rounds), 1, tolerance = 0.06)
   # the plain bootstrap, each stratum's 8 units drawn 8 times, is 1.48 times as wide
   plain <- bootstrap_bounds(truth, predicted, 0.95, 20000, seed = 2, weights = 1 / design$prob, strata = design$stratum)
   expect_gt((plain[1, 2] - plain[1, 1]) / (2 * stats::qnorm(0.975) * accuracy$std.error), 1.3)
