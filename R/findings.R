@@ -169,6 +169,16 @@ cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, bina
 
 moment_mean <- function(eta, binary) as.vector(if (binary) stats::plogis(eta) else eta)
 
+# Each row's residual y - mean(eta) and the mean's slope, 1 - plogis(eta)
+# taken as plogis(-eta): in doubles plogis(38) is 1, and a row that far out
+# would add exactly nothing to Newton's steps, so a separated fit stopped
+# there as though converged.
+moment_terms <- function(eta, y, binary) {
+  if (!binary) return(list(residual = y - eta, slope = rep(1, length(eta))))
+  above <- stats::plogis(-eta)
+  list(residual = ifelse(eta > 0, (y - 1) + above, y - stats::plogis(eta)), slope = stats::plogis(eta) * above)
+}
+
 # The M-estimator of E[y | x] = mean(x b) (identity or logit link) from
 # sum_i w_i x_i (y_i - mean(x_i b)) = 0; a ridge `penalty` on all but the first
 # `free` columns (for the prediction models of cross-fitting, kept finite on
@@ -176,8 +186,15 @@ moment_mean <- function(eta, binary) as.vector(if (binary) stats::plogis(eta) el
 # `y` may lie outside [0, 1] for the logit: the pseudo-outcomes do. The logit's
 # equation is the gradient of a concave quasi-likelihood, so Newton's steps are
 # halved until it rises; where it has no finite maximum (a cell whose weighted
-# mean of y is not inside (0, 1), or separation) the fit does not converge and
-# says so in `converged`.
+# mean of y is not inside (0, 1), or separation) the steps along the direction
+# that separates do not shrink, and 100 of them end with `converged` FALSE.
+# That needs each row's residual and slope without a fitted 0 or 1 rounded
+# (moment_terms()). The rule before, a linear predictor beyond 30 on any row,
+# stopped as separated fits that glm() finds finite: by rows of weight 0 far
+# out (the predictions' rows at lambda 0: slopes of 1.3-3.4 on 60 coded rows
+# of a lognormal covariate, 4% of the coverage matrix's draws), and by a tail
+# drawn whole (review_sample(tail =)), whose rows far out are rightly fitted
+# near 0 or 1 (slopes of 1.6-4.2 on 40 coded rows, 12% of draws).
 moment_fit <- function(x, y, w = rep(1, length(y)), binary = FALSE, penalty = 0, free = 1) {
   x <- as.matrix(x)
   ridge <- diag(penalty * (seq_len(ncol(x)) > free), ncol(x))
@@ -190,10 +207,9 @@ moment_fit <- function(x, y, w = rep(1, length(y)), binary = FALSE, penalty = 0,
   current <- objective(beta)
   converged <- FALSE
   for (iteration in 1:100) {
-    mu <- moment_mean(x %*% beta, binary)
-    slope <- if (binary) mu * (1 - mu) else rep(1, length(mu))
-    step <- tryCatch(solve(crossprod(x, x * (w * slope)) + ridge, crossprod(x, w * (y - mu)) - ridge %*% beta),
-                     error = function(e) NULL)
+    terms <- moment_terms(as.vector(x %*% beta), y, binary)
+    step <- tryCatch(solve(crossprod(x, x * (w * terms$slope)) + ridge,
+                           crossprod(x, w * terms$residual) - ridge %*% beta), error = function(e) NULL)
     if (is.null(step)) break
     step <- as.vector(step)
     for (halving in 0:30) {
@@ -204,7 +220,7 @@ moment_fit <- function(x, y, w = rep(1, length(y)), binary = FALSE, penalty = 0,
     beta <- beta + step
     current <- proposed
     if (max(abs(step)) < 1e-9) {
-      converged <- !binary || max(abs(x %*% beta)) < 30
+      converged <- TRUE
       break
     }
   }

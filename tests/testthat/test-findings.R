@@ -41,3 +41,31 @@ test_that("intervals take a t quantile on each estimate's degrees of freedom, at
   expect_identical(fit$record$design_df, 98)
   expect_true(all(fit$df$corrected <= 98) && fit$df$corrected[["x"]] < fit$df$corrected[["(Intercept)"]])
 })
+
+test_that("a logistic fit stops as separated only where it is: rows far out fitted near 0 or 1 are no sign", {
+  # the coverage matrix: slopes of 1.3-3.4 on 60 coded rows of a lognormal covariate (lambda 0), finite in glm(),
+  # stopped as separated in 4% of draws by corpus rows of weight 0 far out, and slopes of 1.6-4.2 on 40 coded rows
+  # with the tail drawn whole in 12%, where coded rows far out are rightly fitted near 0 or 1
+  data <- simulated_labels(2000, 3)
+  data$x[1:5] <- c(40, 45, 50, -40, -45)
+  data$truth[1:5] <- c("yes", "yes", "yes", "no", "no")
+  for (tail in c(FALSE, TRUE)) {
+    rows <- c(if (tail) 1:5, withr::with_seed(3, sample(6:2000, 60)))
+    coded <- coded_at(data, rows)
+    fit <- quietly(label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = 3, lambda = 0))
+    alone <- suppressWarnings(stats::glm(I(truth == "yes") ~ x, family = stats::binomial, data = coded))
+    far <- abs(stats::coef(alone)[["x"]] * (if (tail) coded$x else data$x))
+    expect_gt(max(far), 30)
+    expect_equal(unname(fit$fits$corrected$coefficients), unname(stats::coef(alone)), tolerance = 1e-6)
+  }
+  # separation among the coded rows, complete or at one row of each code on the boundary, still stops
+  middle <- stats::median(coded$x)
+  coded$truth <- ifelse(coded$x > middle, "yes", "no")
+  expect_error(quietly(label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = 3, lambda = 0)),
+               class = "newrllama4_error_degenerate_fit")
+  data$x[6:7] <- middle
+  quasi <- coded_at(data, c(rows, 6:7))
+  quasi$truth <- c(coded$truth, "yes", "no")
+  expect_error(quietly(label_regression(yes ~ x, data, quasi, truth, family = "binomial", seed = 3, lambda = 0)),
+               class = "newrllama4_error_degenerate_fit")
+})
