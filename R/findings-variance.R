@@ -269,6 +269,9 @@ design_skewness <- function(parts, v, target = "population") {
 # skew is 0 it is the symmetric t interval. Returns the bounds and the
 # two-sided p-value of the value 0.
 skewed_interval <- function(estimate, se, df, skew, level = 0.95) {
+  # one skew a coefficient: inverse()'s ifelse() takes its length from it, and a
+  # single 0 beside several df gave every coefficient the first one's t quantile
+  skew <- rep_len(skew, length(estimate))
   a <- skew / 3
   b <- skew / 6
   inverse <- function(u) {

@@ -173,6 +173,7 @@ test_that("the skew-corrected interval is the t interval without skew, and agree
   plain <- skewed_interval(c(0.5, -1), c(0.2, 0.4), c(10, Inf), c(0, 0))
   expect_equal(plain$conf.low, c(0.5, -1) - stats::qt(0.975, c(10, Inf)) * c(0.2, 0.4))
   expect_equal(plain$p.value, 2 * stats::pt(-abs(c(0.5, -1) / c(0.2, 0.4)), c(10, Inf)))
+  expect_equal(skewed_interval(c(0.5, -1), c(0.2, 0.4), c(10, Inf), 0), plain)
   # a negative skew moves both bounds down, the lower more; 0 inside exactly where p > 0.05
   skewed_bounds <- skewed_interval(c(0.5, 0.5, 0.5), 0.2, 20, c(-0.3, 0, 0.3))
   expect_true(skewed_bounds$conf.low[1] < skewed_bounds$conf.low[2] && skewed_bounds$conf.high[1] < skewed_bounds$conf.high[2])
