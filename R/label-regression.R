@@ -332,8 +332,8 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
   }
   # a refitted or learned label or field's probabilities saw the coded rows'
   # codes: as a covariate its errors would no longer be those the codes correct
-  label_covariate <- any(vapply(covariates, function(variable) variable$kind == "label", NA))
-  refitted <- c(if (label_covariate && !is.null(learned_calibration(data))) "the labels",
+  label_covariates <- unlist(lapply(covariates, function(variable) if (variable$kind == "label") variable$name))
+  refitted <- c(if (!is.null(learned_calibration(data))) label_covariates,
                 right[vapply(right, refitted_field, NA, data = data)])
   if (length(refitted) > 0) {
     abort_invalid(c("{.field {refitted}} {?was/were} fitted to the codes by {.fn recalibrate_labels} or

@@ -43,7 +43,7 @@ test_that("recalibrate_labels() output is refitted fold by fold, never on a row'
   # the refitted probabilities themselves used every code, including this one
   expect_false(identical(fit$predictions, refitted$.prob_yes))
   # as a covariate the refitted labels' errors are not those the codes correct: refused; as annotated they are not
-  expect_error(label_regression(x ~ yes, refitted, coded, truth), "the labels.*fitted to the codes",
+  expect_error(label_regression(x ~ yes, refitted, coded, truth), "yes was fitted to the codes.*cannot be a covariate",
                class = "newrllama4_error_invalid_argument")
   expect_s3_class(label_regression(x ~ yes, data, coded, truth, seed = 4), "newrllama4_label_regression")
   # a subset loses what the refit was fitted from: a classed error, not labels taken as given

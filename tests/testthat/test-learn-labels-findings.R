@@ -22,7 +22,7 @@ test_that("the estimators fit the learner again in its own folds: a coded row's 
   expect_identical(shares$estimate[shares$estimator == "corrected" & shares$label == "a"], unname(coef(
     label_regression(a ~ 1, learned, coded, gold, seed = 2))[[1]]))
   # learned labels saw the codes: no covariate, as refitted ones are not
-  expect_error(label_regression(z ~ a, learned, coded, gold), "the labels.*fitted to the codes",
+  expect_error(label_regression(z ~ a, learned, coded, gold), "a was fitted to the codes.*cannot be a covariate",
                class = "newrllama4_error_invalid_argument")
   # a subset or a file loses what the learner learned from: a classed error, not labels taken as given
   written <- through_csv(learned)
