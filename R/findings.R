@@ -171,8 +171,8 @@ moment_mean <- function(eta, binary) as.vector(if (binary) stats::plogis(eta) el
 
 # Each row's residual y - mean(eta) and the mean's slope, 1 - plogis(eta)
 # taken as plogis(-eta): in doubles plogis(38) is 1, and a row that far out
-# would add exactly nothing to Newton's steps, so a separated fit stopped
-# there as though converged.
+# would add exactly nothing to Newton's steps, so that a separated fit would
+# stop there as though converged.
 moment_terms <- function(eta, y, binary) {
   if (!binary) return(list(residual = y - eta, slope = rep(1, length(eta))))
   above <- stats::plogis(-eta)
@@ -189,12 +189,11 @@ moment_terms <- function(eta, y, binary) {
 # mean of y is not inside (0, 1), or separation) the steps along the direction
 # that separates do not shrink, and 100 of them end with `converged` FALSE.
 # That needs each row's residual and slope without a fitted 0 or 1 rounded
-# (moment_terms()). The rule before, a linear predictor beyond 30 on any row,
-# stopped as separated fits that glm() finds finite: by rows of weight 0 far
-# out (the predictions' rows at lambda 0: slopes of 1.3-3.4 on 60 coded rows
-# of a lognormal covariate, 4% of the coverage matrix's draws), and by a tail
-# drawn whole (review_sample(tail =)), whose rows far out are rightly fitted
-# near 0 or 1 (slopes of 1.6-4.2 on 40 coded rows, 12% of draws).
+# (moment_terms()). A large linear predictor is no sign of separation: a row
+# of weight 0 (the predictions' rows at lambda 0) says nothing, and a tail
+# drawn whole (review_sample(tail =)) is rightly fitted near 0 or 1; read as
+# one, it stopped fits that glm() finds finite (4-12% of the coverage matrix's
+# logistic draws at 40-60 coded rows).
 moment_fit <- function(x, y, w = rep(1, length(y)), binary = FALSE, penalty = 0, free = 1) {
   x <- as.matrix(x)
   ridge <- diag(penalty * (seq_len(ncol(x)) > free), ncol(x))
