@@ -169,14 +169,16 @@ cross_fitted_predictions <- function(spec, x, sample, y, folds, prediction, bina
 
 moment_mean <- function(eta, binary) as.vector(if (binary) stats::plogis(eta) else eta)
 
-# Each row's residual y - mean(eta) and the mean's slope, 1 - plogis(eta)
-# taken as plogis(-eta): in doubles plogis(38) is 1, and a row that far out
-# would add exactly nothing to Newton's steps, so that a separated fit would
-# stop there as though converged.
+# Each row's residual y - mean(eta) and the mean's slope, from the rarer
+# side's probability, exact however far out the row: in doubles plogis(38) is
+# 1, and a row that far out would add exactly nothing to Newton's steps, so
+# that a separated fit would stop there as though converged.
 moment_terms <- function(eta, y, binary) {
   if (!binary) return(list(residual = y - eta, slope = rep(1, length(eta))))
-  above <- stats::plogis(-eta)
-  list(residual = ifelse(eta > 0, (y - 1) + above, y - stats::plogis(eta)), slope = stats::plogis(eta) * above)
+  far <- exp(-abs(eta))
+  rarer <- far / (1 + far)
+  above <- eta > 0
+  list(residual = y - above + (2 * above - 1) * rarer, slope = rarer * (1 - rarer))
 }
 
 # The M-estimator of E[y | x] = mean(x b) (identity or logit link) from
