@@ -226,9 +226,9 @@ moment_fit <- function(x, y, w = rep(1, length(y)), binary = FALSE, penalty = 0,
     }
   }
   names(beta) <- colnames(x)
-  mu <- moment_mean(x %*% beta, binary)
-  slope <- if (binary) mu * (1 - mu) else rep(1, length(mu))
-  structure(list(coefficients = beta, x = x, y = y, w = w, mu = mu, slope = slope, converged = converged),
+  eta <- as.vector(x %*% beta)
+  structure(list(coefficients = beta, x = x, y = y, w = w, mu = moment_mean(eta, binary),
+                 slope = moment_terms(eta, y, binary)$slope, converged = converged),
             class = "newrllama4_moment_fit")
 }
 
