@@ -62,14 +62,15 @@ borrowed_variance <- function(codes) {
 }
 
 # The covariance of the columns of `m` (a row a coded row) pooled within the
-# strata: each row centred in its stratum, over the rows less the strata.
-# Of the residuals, the variance a stratum of few units borrows; of the map
-# from the errors to the residuals, its quadratic form (satterthwaite_df()).
-pooled_within_strata <- function(m, stratum) {
+# strata: each row centred in its stratum (centred_within()), over the rows
+# less the strata (pooled_df()). Of the residuals, the variance a stratum of
+# few units borrows; satterthwaite_df() weighs the errors through it.
+pooled_within_strata <- function(m, stratum) crossprod(centred_within(m, stratum)) / pooled_df(stratum)
+centred_within <- function(m, stratum) {
   key <- match(stratum, unique(stratum))
-  centred <- m - rowsum(m, key, reorder = FALSE)[key, , drop = FALSE] / tabulate(key)[key]
-  crossprod(centred) / max(nrow(m) - max(key), 1)
+  m - rowsum(m, key, reorder = FALSE)[key, , drop = FALSE] / tabulate(key)[key]
 }
+pooled_df <- function(stratum) max(length(stratum) - length(unique(stratum)), 1)
 
 #' @rdname label_regression
 #' @section Predictions right on every coded row: Where no coded row of 0/1

@@ -200,15 +200,25 @@ stratum_third <- function(h, t) {
 # estimating functions `a` (one column a coefficient), as design_parts()
 # describes it.
 population_part <- function(a, sample) {
+  Reduce(`+`, lapply(population_sums(sample), function(sums) {
+    total <- sums$of(a)
+    crossprod(total, total * sums$weight)
+  }))
+}
+
+# The sums whose weighted squares make population_part(): of each row's terms
+# over its probability, by cluster (pairs across units), and of each unit's
+# (pairs within it, weighted by 1 / pi - 1 / pi^2). `of(m)` sums the rows of
+# `m`, one a coded row; satterthwaite_df() takes them apart.
+population_sums <- function(sample) {
   unit <- sample$unit %||% seq_along(sample$rows)
   cluster <- sample$cluster %||% unit
-  across <- rowsum(a / sample$prob, cluster)
-  first <- !duplicated(unit)
   # a cluster's coded rows stand for its rows not coded (responding_clusters())
   unit_prob <- sample$unit_prob %||% sample$prob
-  within <- rowsum(a * (unit_prob / sample$prob), unit, reorder = FALSE)
-  unit_prob <- unit_prob[first]
-  crossprod(across) + crossprod(within, within * (1 / unit_prob - 1 / unit_prob^2))
+  drawn <- unit_prob[!duplicated(unit)]
+  list(across = list(of = function(m) rowsum(m / sample$prob, cluster), weight = 1),
+       within = list(of = function(m) rowsum(m * (unit_prob / sample$prob), unit, reorder = FALSE),
+                     weight = 1 / drawn - 1 / drawn^2))
 }
 
 # The positions of the codes in a stacked fit (after its predicted rows).
