@@ -1,8 +1,8 @@
 # Coverage of the corrected intervals on each path issue 39 added, in
 # simulation. Each uses 300 draws and asks for 92% coverage of 95% intervals
 # (276 of 300): a method that covers 95% passes with probability 0.99, one that
-# covers 90% with probability 0.15. Small corpora keep the whole file to
-# seconds, about 80 of them: CRAN's checks skip it, make test runs it.
+# covers 90% with probability 0.15. Small corpora keep the whole file to a
+# few minutes: CRAN's checks skip it, make test runs it.
 skip_on_cran()
 
 covers <- function(table, term, value) {

@@ -119,3 +119,16 @@ test_that("a label coded once leaves the other labels to the learner, not to the
   expect_equal(weighted[, 5], rep((4 * n / (n + 3) + 1) / (n + 5), length(rest)))
   expect_equal(rowSums(weighted), rep(1, length(rest)))
 })
+
+test_that("the learner's probabilities are glmnet's own predictions, for two labels or five, one row or many", {
+  for (labels in c(2, 5)) {
+    x <- withr::with_seed(labels, matrix(stats::rnorm(120 * 6), 120))
+    y <- factor(withr::with_seed(labels, sample(seq_len(labels), 120, replace = TRUE)))
+    fit <- quietly_glmnet(x, y, weights = withr::with_seed(1, stats::runif(120)))
+    for (rows in list(1, 1:40)) {
+      expect_equal(multinomial_probs(fit, x[rows, , drop = FALSE]),
+                   unname(stats::predict(fit, x[rows, , drop = FALSE], s = fit$lambda, type = "response")),
+                   tolerance = 1e-12, ignore_attr = TRUE)
+    }
+  }
+})
