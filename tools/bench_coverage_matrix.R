@@ -13,7 +13,9 @@
 # silent cases as described, rounds by doubt against uniform rows (issue 61),
 # and on five labels (learnable_rows()) the share of one drawn by its own
 # doubt (review_sample(label =)) against the top label's, and a learner right
-# but for 2% coin flips (rare errors the coded rows may not see). The data
+# but for 2% coin flips (rare errors the coded rows may not see), and a share
+# by group (label_shares(by =), the domain where x > 0) with each prediction,
+# design, target and number of coded rows once. The data
 # (tests/testthat/helper-findings.R's speaker_rows()) have a rare label in the
 # thin stratum, a lognormal covariate and features that carry the speaker; in
 # the cluster design, speakers of 10 texts (n / 10 of them drawn whole) whose texts share their truth and the
@@ -133,6 +135,19 @@ estimates <- list(
     value = function(data) stats::coef(stats::lm(data$y ~ yes_of(data) + data$x))[[2]],
     intervals = function(data, coded, seed, target) {
       regression_intervals(label_regression(y ~ yes + x, data, coded, truth, seed = seed, target = target), "yes")
+    }),
+  # a share by group (label_shares(by =)): of "yes" among the rows whose covariate is above 0, about a third of them
+  # (half where it is normal), a domain that cuts across clusters, strata and rounds
+  group_share = list(
+    value = function(data) mean(data$truth[data$x > 0] == "yes"),
+    intervals = function(data, coded, seed, target) {
+      data$group <- ifelse(data$x > 0, "high", "low")
+      coded$group <- data$group[coded$.row]
+      shares <- label_shares(data, coded, truth, by = "group", seed = seed, target = target)
+      estimate <- attr(shares, "estimates")[["yes"]]
+      structure(shares[shares$label == "yes" & shares$group == "high" &
+                         shares$estimator %in% c("corrected", "coded_only"), ],
+                learner = estimate$parts$corrected$learner, floored = estimate$variance_floored)
     })
 )
 regression_intervals <- function(fit, term) {
@@ -218,7 +233,8 @@ refused <- function(prediction, estimate) prediction != "zero_shot" && estimate 
 # The corpus's regressions on speaker_rows()'s lognormal x draw its tail whole
 # unless told (`tail`): review_sample(tail =) is how a user gets them (issue 58).
 cell <- function(prediction, design, target, estimate, coded, world = design_world[[design]], label = NULL,
-                 tail = if (target == "corpus" && estimate != "share" && !is.null(worlds[[world]]$speakers)) "x") {
+                 tail = if (target == "corpus" && !estimate %in% c("share", "group_share") &&
+                           !is.null(worlds[[world]]$speakers)) "x") {
   list(prediction = prediction, design = design, target = target, estimate = estimate, coded = coded,
        world = world, tail = tail, name = label %||% paste(prediction, design, target, estimate, coded, sep = " / "))
 }
@@ -248,7 +264,8 @@ covering_cells <- function(options) {
 cells <- c(
   covering_cells(list(prediction = names(predictions),
                       design = setdiff(names(designs), c("label_doubt_rounds", "three_rounds")),
-                      target = c("population", "corpus"), estimate = setdiff(names(estimates), "share_of_label"),
+                      target = c("population", "corpus"),
+                      estimate = setdiff(names(estimates), c("share_of_label", "group_share")),
                       coded = c(40, 60, 150, 400))),
   # issue 58's silent cases, as its review drew them
   list(cell("learned", "clusters", "population", "share", 250, "speakers_60x25",
@@ -290,6 +307,16 @@ cells <- c(
               c("label_doubt_rounds", "population")), function(options) {
     cell("learned", options[[1]], options[[2]], "share_of_label", 150, "five_labels",
          sprintf("five labels: learned labels, %s / %s / share of a / 150", options[[1]], options[[2]]))
+  }),
+  # a share by group, crossed once with each prediction, design, target and number of coded rows (after the
+  # covering design above, which it would reshuffle)
+  lapply(list(c("zero_shot", "confidence", "corpus", 40), c("refit", "doubt_rounds", "population", 60),
+              c("learned", "clusters", "population", 150), c("orders", "thin", "corpus", 150),
+              c("zero_shot", "rounds", "population", 400), c("learned", "uniform_rounds", "corpus", 400),
+              c("orders", "uniform", "population", 60)), function(options) {
+    cell(options[[1]], options[[2]], options[[3]], "group_share", as.integer(options[[4]]),
+         label = sprintf("by group: %s / %s / %s / share of yes where x > 0 / %s", options[[1]], options[[2]],
+                         options[[3]], options[[4]]))
   }),
   # predictions right on every coded row in about a fifth of draws
   lapply(c("corpus", "population"), function(target) {
