@@ -58,13 +58,13 @@ satterthwaite_df <- function(fits, sample, target = "population") {
     moments <- coded_moments(fit, small_sample = rows_drawn)
     codes <- coded_positions(fit)
     on_codes <- fit$x[codes, , drop = FALSE]
-    variance <- fit$slope[codes]
+    error_variance <- fit$slope[codes]
     direction <- as.vector(moments$on_codes %*% moments$bread[j, ])
     lambda <- fit$lambda[[min(j, length(fit$lambda))]]
     # the hat matrix H = left right'
-    left <- on_codes * variance
+    left <- on_codes * error_variance
     right <- (on_codes * fit$w[codes]) %*% t(moments$bread)
-    form <- function(pairs, share) error_form(pairs, left, right, share, variance)
+    form <- function(pairs, share) error_form(pairs, left, right, share, error_variance)
     directions <- outer(direction, direction)
     omega <- form(pairs$sampling * directions, 1 - lambda)
     if (!is.null(pairs$corpus)) omega <- omega + form(pairs$corpus * directions, 1)
@@ -74,7 +74,7 @@ satterthwaite_df <- function(fits, sample, target = "population") {
       omega <- omega + borrowed * form(pairs$residual, 1)
     }
     # what a stratum of few 0/1 codes borrows: its adjusted proportion's variance, at the working model's, known
-    variance <- if (coded$zero_one) tapply(variance, coded$stratum, mean)
+    variance <- if (coded$zero_one) tapply(error_variance, coded$stratum, mean)
     known <- sum(vapply(names(units), function(name) {
       if (!name %in% names(variance)) return(0)
       h <- units[[name]]

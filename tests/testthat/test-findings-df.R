@@ -43,6 +43,23 @@ test_that("a binary regressor's df is Bell and McCaffrey's closed form; two stra
   expect_lt(fit$df$coded_only[[1]], sum(coded_n) - 2)
 })
 
+test_that("speakers of unequal sizes drawn whole: a share's df is its closed form, under the speakers less one", {
+  # ten speakers drawn whole, each a sampling unit: the corpus share's variance is the spread of the speakers'
+  # totals of the residuals e - mean(e), a quadratic form in the errors whose matrix over the speakers is
+  # (D - m m' / n) / n^2 (D their sizes m, n coded rows), so its df is
+  # (n - sum m^2 / n)^2 / (sum m^2 - 2 sum m^3 / n + (sum m^2)^2 / n^2): the speakers less one where all are alike
+  sizes <- c(rep(3, 30), rep(30, 5))
+  data <- simulated_labels(sum(sizes), 5)
+  data$speaker <- rep(seq_along(sizes), sizes)
+  coded <- review_sample(data, 10, seed = 2, cluster = "speaker")
+  m <- as.vector(table(coded$speaker))
+  n <- sum(m)
+  closed <- (n - sum(m^2) / n)^2 / (sum(m^2) - 2 * sum(m^3) / n + sum(m^2)^2 / n^2)
+  fit <- quietly(label_regression(yes ~ 1, data, coded, truth, seed = 5, lambda = 0, target = "corpus"))
+  expect_equal(fit$df$coded_only[[1]], closed, tolerance = 1e-8)
+  expect_lt(closed, 8)
+})
+
 test_that("a slope on a skewed covariate has few degrees of freedom, and its intervals cover", {
   # issue 58: a lognormal covariate on 60 coded rows, its slope's variance carried by a few rows far out;
   # on the design's 58 df its intervals covered about 0.90 (the corrected) and 0.88 (the coded rows alone)
