@@ -114,11 +114,11 @@ pair_weights <- function(sample, coded, target) {
 crossprod_sums <- function(m, x) {
   at <- which(m != 0, arr.ind = TRUE)
   stopifnot(!anyDuplicated(at[, "col"]))
-  sum <- rep(1L, ncol(m))
+  in_sum <- rep(1L, ncol(m))
   value <- numeric(ncol(m))
-  sum[at[, "col"]] <- at[, "row"]
+  in_sum[at[, "col"]] <- at[, "row"]
   value[at[, "col"]] <- m[at]
-  value * x[sum, , drop = FALSE]
+  value * x[in_sum, , drop = FALSE]
 }
 
 # M' P M for the map M = (I - share H) S from the coded rows' errors to a

@@ -106,14 +106,24 @@ draw_world <- function(world, seed, orders = 1, dim = 20, scale = 1) {
 # Each estimate: the value coding every row of `data` gives (its truth column),
 # and the corrected and coded-only intervals from labels and codes.
 yes_of <- function(data) as.numeric(data$truth == "yes")
-share_of <- function(label) {
-  list(value = function(data) mean(data$truth == label),
+# A share of `label`, of every row or, given `where` (rows of the data -> TRUE
+# or FALSE), of the domain where it holds (label_shares(by =), its group
+# "in"); design_given() reads the whole share's estimate only.
+share_of <- function(label, where = NULL) {
+  list(value = function(data) mean(data$truth[if (is.null(where)) TRUE else where(data)] == label),
        intervals = function(data, coded, seed, target) {
-         shares <- label_shares(data, coded, truth, seed = seed, target = target)
+         by <- NULL
+         if (!is.null(where)) {
+           data$group <- ifelse(where(data), "in", "out")
+           coded$group <- data$group[coded$.row]
+           by <- "group"
+         }
+         shares <- label_shares(data, coded, truth, by = by, seed = seed, target = target)
          estimate <- attr(shares, "estimates")[[label]]
-         structure(shares[shares$label == label & shares$estimator %in% c("corrected", "coded_only"), ],
-                   learner = estimate$parts$corrected$learner, floored = estimate$variance_floored,
-                   estimate = estimate, label = label)
+         kept <- shares$label == label & shares$estimator %in% c("corrected", "coded_only")
+         if (!is.null(where)) kept <- kept & shares$group == "in"
+         structure(shares[kept, ], learner = estimate$parts$corrected$learner, floored = estimate$variance_floored,
+                   estimate = if (is.null(where)) estimate, label = label)
        })
 }
 estimates <- list(
@@ -138,17 +148,7 @@ estimates <- list(
     }),
   # a share by group (label_shares(by =)): of "yes" among the rows whose covariate is above 0, about a third of them
   # (half where it is normal), a domain that cuts across clusters, strata and rounds
-  group_share = list(
-    value = function(data) mean(data$truth[data$x > 0] == "yes"),
-    intervals = function(data, coded, seed, target) {
-      data$group <- ifelse(data$x > 0, "high", "low")
-      coded$group <- data$group[coded$.row]
-      shares <- label_shares(data, coded, truth, by = "group", seed = seed, target = target)
-      estimate <- attr(shares, "estimates")[["yes"]]
-      structure(shares[shares$label == "yes" & shares$group == "high" &
-                         shares$estimator %in% c("corrected", "coded_only"), ],
-                learner = estimate$parts$corrected$learner, floored = estimate$variance_floored)
-    })
+  group_share = share_of("yes", where = function(data) data$x > 0)
 )
 regression_intervals <- function(fit, term) {
   table <- summary(fit)$table
