@@ -15,7 +15,10 @@
 # doubt (review_sample(label =)) against the top label's, and a learner right
 # but for 2% coin flips (rare errors the coded rows may not see), and a share
 # by group (label_shares(by =), the domain where x > 0) with each prediction,
-# design, target and number of coded rows once. The data
+# design, target and number of coded rows once, and the estimators'
+# `prediction = "fit"` (a cross-fitted regression of the truth on the labels'
+# probability and the covariates) with each prediction, design, target,
+# estimate and number of coded rows once. The data
 # (tests/testthat/helper-findings.R's speaker_rows()) have a rare label in the
 # thin stratum, a lognormal covariate and features that carry the speaker; in
 # the cluster design, speakers of 10 texts (n / 10 of them drawn whole) whose texts share their truth and the
@@ -111,14 +114,14 @@ yes_of <- function(data) as.numeric(data$truth == "yes")
 # "in"); design_given() reads the whole share's estimate only.
 share_of <- function(label, where = NULL) {
   list(value = function(data) mean(data$truth[if (is.null(where)) TRUE else where(data)] == label),
-       intervals = function(data, coded, seed, target) {
+       intervals = function(data, coded, seed, target, prediction) {
          by <- NULL
          if (!is.null(where)) {
            data$group <- ifelse(where(data), "in", "out")
            coded$group <- data$group[coded$.row]
            by <- "group"
          }
-         shares <- label_shares(data, coded, truth, by = by, seed = seed, target = target)
+         shares <- label_shares(data, coded, truth, by = by, prediction = prediction, seed = seed, target = target)
          estimate <- attr(shares, "estimates")[[label]]
          kept <- shares$label == label & shares$estimator %in% c("corrected", "coded_only")
          if (!is.null(where)) kept <- kept & shares$group == "in"
@@ -132,19 +135,21 @@ estimates <- list(
   share_of_label = share_of(worlds$five_labels$label),
   slope = list(
     value = function(data) stats::coef(stats::lm(yes_of(data) ~ data$x))[[2]],
-    intervals = function(data, coded, seed, target) {
-      regression_intervals(label_regression(yes ~ x, data, coded, truth, seed = seed, target = target), "x")
+    intervals = function(data, coded, seed, target, prediction) {
+      regression_intervals(label_regression(yes ~ x, data, coded, truth, prediction = prediction, seed = seed,
+                                            target = target), "x")
     }),
   logistic = list(
     value = function(data) stats::coef(stats::glm(yes_of(data) ~ data$x, family = stats::binomial))[[2]],
-    intervals = function(data, coded, seed, target) {
-      regression_intervals(label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = seed,
-                                            target = target), "x")
+    intervals = function(data, coded, seed, target, prediction) {
+      regression_intervals(label_regression(yes ~ x, data, coded, truth, family = "binomial", prediction = prediction,
+                                            seed = seed, target = target), "x")
     }),
   covariate = list(
     value = function(data) stats::coef(stats::lm(data$y ~ yes_of(data) + data$x))[[2]],
-    intervals = function(data, coded, seed, target) {
-      regression_intervals(label_regression(y ~ yes + x, data, coded, truth, seed = seed, target = target), "yes")
+    intervals = function(data, coded, seed, target, prediction) {
+      regression_intervals(label_regression(y ~ yes + x, data, coded, truth, prediction = prediction, seed = seed,
+                                            target = target), "yes")
     }),
   # a share by group (label_shares(by =)): of "yes" among the rows whose covariate is above 0, about a third of them
   # (half where it is normal), a domain that cuts across clusters, strata and rounds
@@ -232,11 +237,15 @@ refused <- function(prediction, estimate) prediction != "zero_shot" && estimate 
 # A cell as a list of its options; its name says them.
 # The corpus's regressions on speaker_rows()'s lognormal x draw its tail whole
 # unless told (`tail`): review_sample(tail =) is how a user gets them (issue 58).
+# `estimator_prediction`: the estimators' `prediction =`, the labels'
+# probabilities as they are ("probs") or a regression of the truth on them and
+# the covariates, cross-fitted ("fit").
 cell <- function(prediction, design, target, estimate, coded, world = design_world[[design]], label = NULL,
                  tail = if (target == "corpus" && !estimate %in% c("share", "group_share") &&
-                           !is.null(worlds[[world]]$speakers)) "x") {
+                           !is.null(worlds[[world]]$speakers)) "x", estimator_prediction = "probs") {
   list(prediction = prediction, design = design, target = target, estimate = estimate, coded = coded,
-       world = world, tail = tail, name = label %||% paste(prediction, design, target, estimate, coded, sep = " / "))
+       world = world, tail = tail, estimator_prediction = estimator_prediction,
+       name = label %||% paste(prediction, design, target, estimate, coded, sep = " / "))
 }
 
 # A covering design of strength 2, greedily: each step adds the cell of the
@@ -318,6 +327,22 @@ cells <- c(
          label = sprintf("by group: %s / %s / %s / share of yes where x > 0 / %s", options[[1]], options[[2]],
                          options[[3]], options[[4]]))
   }),
+  # the estimators' prediction = "fit" (a cross-fitted regression of the truth on the labels' probability and the
+  # covariates), crossed once with each prediction, design, target, estimate and number of coded rows (after the
+  # covering design, which it would reshuffle); a label as a covariate is refused for labels not zero-shot
+  lapply(list(c("zero_shot", "confidence", "population", "covariate", 60),
+              c("refit", "clusters", "corpus", "share", 150), c("learned", "doubt_rounds", "population", "slope", 150),
+              c("orders", "thin", "corpus", "logistic", 400), c("orders", "uniform", "corpus", "slope", 40),
+              c("learned", "uniform_rounds", "population", "share", 60),
+              c("zero_shot", "rounds", "population", "share", 40)),
+         function(options) {
+           cell(options[[1]], options[[2]], options[[3]], options[[4]], as.integer(options[[5]]),
+                label = paste("fit:", paste(options, collapse = " / ")), estimator_prediction = "fit")
+         }),
+  # every world above has a lognormal covariate, on which a slope is the coded rows' alone: the fit's slope where the
+  # predictions count
+  list(cell("zero_shot", "uniform", "population", "slope", 150L, "labels", estimator_prediction = "fit",
+            label = "fit: zero_shot / uniform / population / slope / 150, a normal covariate")),
   # predictions right on every coded row in about a fifth of draws
   lapply(c("corpus", "population"), function(target) {
     cell("learned", "uniform", target, "share_of_label", 150, "rarely_wrong",
@@ -386,7 +411,8 @@ one_draw <- function(cell, seed) {
     first_learned$rows <- first_learned$bound <- NULL
     coded <- drawn$coded <- quietly(designs[[cell$design]](world$data, cell$coded, seed, world, cell$tail))
     labelled <- quietly(predictions[[cell$prediction]](world, coded))
-    rows <- quietly(estimates[[cell$estimate]]$intervals(labelled, coded, seed, cell$target))
+    rows <- quietly(estimates[[cell$estimate]]$intervals(labelled, coded, seed, cell$target,
+                                                         cell$estimator_prediction))
     value <- if (cell$target == "corpus") estimates[[cell$estimate]]$value(world$data) else
       population_value(cell$world, cell$estimate)
     corrected <- rows[rows$estimator == "corrected", ]
