@@ -148,9 +148,9 @@
 #' uniform draw misses them in most samples (a lognormal covariate, uniform
 #' rows of 2,000: 0.93 at 150 rows, 0.90 at 400, 0.85 at 1,000; its tail
 #' drawn whole about 0.94). And it stops for the population past 500 coded
-#' rows, where the small-sample degrees of freedom no longer widen the
-#' interval: the population's slope rests on the corpus's own tail (0.86 at
-#' 1,000 rows of 2,000, 0.86-0.88 with every row coded).
+#' rows (past 60 for a straight line through codes of 0 and 1: 0.91 at 100),
+#' where the small-sample df no longer widen the interval: its slope rests on
+#' the corpus's own tail (0.86 at 1,000 rows of 2,000, 0.86-0.88 all coded).
 #'
 #' The variance is that of the design: a stratified random sample without
 #' replacement within each stratum (`.stratum`, or the rows drawn with the same

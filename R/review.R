@@ -112,8 +112,9 @@
 #'   followers, prices) rests on a few rows far out; a uniform draw misses
 #'   them in most samples, and its interval is then too narrow, which
 #'   [label_regression()] refuses for the corpus (`target = "corpus"`) and,
-#'   past 500 coded rows, for the population
-#'   (`newrllama4_error_skewed_covariate`). Taken whole, they are known
+#'   past 500 coded rows (60 for a straight line through codes of 0 and 1),
+#'   for the population (`newrllama4_error_skewed_covariate`). Taken whole,
+#'   they are known
 #'   exactly, and the corpus's slope covers. Pass the same `tail` with
 #'   `previous`, which keeps the first draw's tail; a round by doubt
 #'   (`weight = "learned"`) draws from the rest.

@@ -92,7 +92,7 @@ test_that("past small_sample_df_rows coded rows the df is the design's, so estim
   fit <- quietly(label_regression(yes ~ x, normal, coded_at(normal, seq_len(small_sample_df_rows + 100)), truth, seed = 1))
   expect_identical(unname(fit$df$corrected), rep(fit$design_df, 2))
   data <- simulated_labels(6000, 3, covariate = skewed)
-  fewer <- quietly(label_regression(yes ~ x, data, coded_at(data, seq_len(200)), truth, seed = 1))
+  fewer <- quietly(label_regression(yes ~ x, data, coded_at(data, seq_len(60)), truth, seed = 1))
   expect_lt(fewer$df$corrected[["x"]], fewer$design_df)
 })
 

@@ -72,9 +72,10 @@ test_that("rows missing a covariate are outside the domain on both sides; one fi
 test_that("a covariate with a long tail over the corpus warns and is the coded rows' alone; with a rare code it stops", {
   # issue 58: a lognormal covariate, 400 uniform coded rows of 2,000, covered 0.922 with lambda tuned (the coded
   # rows' own skew small where they missed the tail); the coded rows alone 0.940. On main: no condition, lambda tuned.
+  # a logistic slope: a straight line through the codes stops past 60 coded rows (the next test)
   data <- simulated_labels(2000, 1, covariate = skewed)
   coded <- review_sample(data, 400, weight = "uniform", seed = 1)
-  expect_warning(fit <- suppressMessages(label_regression(yes ~ x, data, coded, truth, seed = 1)),
+  expect_warning(fit <- suppressMessages(label_regression(yes ~ x, data, coded, truth, family = "binomial", seed = 1)),
                  "x.*long tail.*skewness 6.9.*Code about 806 more rows.*log, or ranks",
                  class = "newrllama4_warning_skewed_covariate")
   expect_lt(fit$leverage$leverage[["x"]], 1)
@@ -103,7 +104,7 @@ test_that("a covariate with a long tail over the corpus warns and is the coded r
   expect_true(fit$lambda_tuned)
 })
 
-test_that("a long tail stops the corpus's slope unless its tail was drawn whole, and the population's past 500 rows", {
+test_that("a long tail stops the corpus's slope unless drawn whole, the population's past 500 rows (a line's 60)", {
   # issue 58: uniform coded rows of 2,000 on a lognormal covariate covered 0.897 (corpus, 400 rows), 0.85 (corpus,
   # 1,000) and 0.86 (population, 1,000), warned, every miss above. On main: a warning and an estimate.
   data <- simulated_labels(2000, 1, covariate = skewed)
@@ -113,7 +114,21 @@ test_that("a long tail stops the corpus's slope unless its tail was drawn whole,
                           class = "newrllama4_error_skewed_covariate")
     expect_s3_class(error, "newrllama4_error_leverage")
   }
-  expect_match(conditionMessage(error), "past 500 coded rows.*corpus's own tail.*target = \"corpus\".*log, or ranks")
+  expect_match(conditionMessage(error), paste0("past 60 coded rows.*straight line through codes of 0 and 1.*",
+                                               "corpus's own tail.*target = \"corpus\".*log, or ranks"))
+  # a straight line through codes of 0 and 1 bends in the tail: at 100 uniform rows of the coverage matrix's speakers
+  # it covered 0.908, at 60 0.938-0.958; a logistic slope is held to 500 rows, as an outcome not of 0 and 1 is
+  expect_error(suppressMessages(label_regression(yes ~ x, data, review_sample(data, 100, "uniform", seed = 1), truth,
+                                                 seed = 1)),
+               "past 60 coded rows", class = "newrllama4_error_skewed_covariate")
+  expect_warning(suppressMessages(label_regression(yes ~ x, data, review_sample(data, 60, "uniform", seed = 1), truth,
+                                                   seed = 1)), class = "newrllama4_warning")
+  expect_warning(suppressMessages(label_regression(yes ~ x, data, review_sample(data, 100, "uniform", seed = 1), truth,
+                                                   family = "binomial", seed = 1)), class = "newrllama4_warning")
+  error <- expect_error(suppressMessages(label_regression(yes ~ x, data, uniform, truth, family = "binomial",
+                                                          seed = 1)),
+                        class = "newrllama4_error_skewed_covariate")
+  expect_match(conditionMessage(error), "past 500 coded rows.*0.86 at 1,000 rows of 2,000")
   # the tail drawn whole: the corpus's slope reads the rest, whose skewness is within the limit
   whole <- review_sample(data, 1000, weight = "uniform", seed = 1, tail = x)
   expect_no_warning(fit <- suppressMessages(label_regression(yes ~ x, data, whole, truth, seed = 1, target = "corpus")))
@@ -128,7 +143,7 @@ test_that("a long tail stops the corpus's slope unless its tail was drawn whole,
   expect_match(conditionMessage(error), "rows not drawn whole.*review_sample\\(data, n, tail = x\\)")
   # clusters drawn whole cannot take the tail whole: the message does not send them there
   speakers <- speaker_rows(200, 10, 1, dim = 0)$data
-  clusters <- review_sample(speakers, 15, cluster = speaker, seed = 1)
+  clusters <- review_sample(speakers, 6, cluster = speaker, seed = 1)
   error <- expect_error(suppressMessages(label_regression(yes ~ x, speakers, clusters, truth, seed = 1,
                                                           target = "corpus")),
                         class = "newrllama4_error_skewed_covariate")
