@@ -155,10 +155,10 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
 # row (all 2,000 coded, the sandwich covered 0.86-0.88), whatever the draw: it
 # covers through the small-sample df up to small_sample_df_rows coded rows, and
 # a straight line through a 0/1 code up to skewed_code_rows (simulated
-# labels 0.937 at 150 rows and 0.940 at 400, but the coverage matrix's
-# speakers' rows 0.908 at 100 and 0.920 at 150: where "yes" is rarer, the
-# straight line bends more in the tail), and stops past them (0.86 at 1,000),
-# every miss above. `y`: the coded rows' codes.
+# labels 0.934 at 100 rows, 0.922-0.926 at 150-400, and the coverage matrix's
+# speakers' rows 0.908 at 100 and 0.890-0.920 at 150-400, 500 draws each),
+# and stops past them (0.86 at 1,000), every miss above. `y`: the coded
+# rows' codes.
 covariate_reach <- function(x, sample, y, target, binary, call) {
   continuous <- colnames(x)[apply(x, 2, function(column) length(unique(column)) > 2)]
   w <- 1 / sample$prob
@@ -249,7 +249,7 @@ leverage_limit <- 1
 # long tail estimates: their small-sample df widen its interval enough up to
 # here (a lognormal covariate: 0.934-0.958 at 40 and 60 coded rows, uniform,
 # clusters and rounds by doubt), not past it (0.908 at 100 uniform rows,
-# 0.915 at 150 in two rounds by doubt; 0.86 with every row of 2,000 coded):
+# 0.922 at 150 in two rounds by doubt; 0.86 with every row of 2,000 coded):
 # the line is fitted to a probability that bends most where the few rows far
 # out are, and the corpus's own tail moves its slope. A logistic slope is not
 # held to it.

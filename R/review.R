@@ -114,10 +114,9 @@
 #'   [label_regression()] refuses for the corpus (`target = "corpus"`) and,
 #'   past 500 coded rows (60 for a straight line through codes of 0 and 1),
 #'   for the population (`newrllama4_error_skewed_covariate`). Taken whole,
-#'   they are known
-#'   exactly, and the corpus's slope covers. Pass the same `tail` with
-#'   `previous`, which keeps the first draw's tail; a round by doubt
-#'   (`weight = "learned"`) draws from the rest.
+#'   they are known exactly, and the corpus's slope covers. Pass the same
+#'   `tail` with `previous`, which keeps the first draw's tail; a round by
+#'   doubt (`weight = "learned"`) draws from the rest.
 #' @param label With `weight = "learned"`, `NULL` to draw where the learned
 #'   labels are unsure (the doubt of the top label's confidence \eqn{c}), or a
 #'   label (a string) to draw where it is unsure whether a row has that label
