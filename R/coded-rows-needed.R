@@ -57,7 +57,9 @@
 #' @return A data frame, a row per coefficient (or per label and group):
 #'   `term`, `std.error` (now), `coded` (now), `target` and `coded_needed`:
 #'   the coded rows that reach the target, or `NA` where coding every row
-#'   would not (the rows themselves are then too few). For a list of
+#'   would not (the rows themselves are then too few) or where the estimate
+#'   stops before it (a slope on a covariate with a long tail:
+#'   [label_regression()]'s `newrllama4_error_skewed_covariate`). For a list of
 #'   annotators, `annotator` first and `seconds_per_row` last, ranked within
 #'   each term by `coded_needed`. With `doubt`, three more columns: the rows to
 #'   add uniformly (`more_uniform`) and in a round by doubt (`more_by_doubt`),
@@ -125,6 +127,8 @@ coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL, doubt
       ceiling(coded * exp(stats::uniroot(gap, c(log(1e-3), log(most)), tol = 1e-6)$root))
     }, 0)
     term <- if (nzchar(label)) paste(label, sub("^\\.group", "", chosen), sep = ": ") else chosen
+    # past the rows at which a slope on a long tail stops (covariate_reach()), no plan reaches the target
+    needed[needed > (estimate$leverage$rows_limit %||% Inf)] <- NA
     plan <- data.frame(term = term, std.error = unname(se_at(1)), coded = coded, target = se,
                        coded_needed = as.integer(pmin(needed, length(estimate$rows))), stringsAsFactors = FALSE)
     if (!is.null(doubt)) {
@@ -202,6 +206,7 @@ round_by_doubt <- function(estimate, chosen, se, doubt, coded_needed, label = NU
     }
     high
   }, 0L)
+  by_doubt[n1 + by_doubt > (estimate$leverage$rows_limit %||% Inf)] <- NA_integer_  # the estimate stops there
   data.frame(more_uniform = pmax(coded_needed - n1, 0L), more_by_doubt = by_doubt,
              neyman_bound = doubt_variance_ratio(spread, variance = variance))
 }

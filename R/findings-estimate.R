@@ -193,6 +193,8 @@ covariate_reach <- function(x, sample, y, target, binary, call) {
   population_rows <- if (straight_code) skewed_code_rows else small_sample_df_rows
   covered_past <- if (straight_code) "0.91 at 100 coded rows, a straight line through codes of 0 and 1" else
     "0.86 at 1,000 rows of 2,000"
+  # coding more rows is then no way out of a long tail: the warnings below say what is
+  straight_tail <- straight_code && length(long_tail) > 0
   if (length(long_tail) > 0 && rarer < n / 10) {
     abort_newrllama4("skewed_covariate", c(
       "{.field {long_tail}} {cli::qty(length(long_tail))}{?has a/have} long tail{?s} (skewness
@@ -226,7 +228,9 @@ covariate_reach <- function(x, sample, y, target, binary, call) {
        have a leverage of {format(max(leverage[beyond]), digits = 2)} on the coded rows' fit.",
       "i" = "The corrected estimate is the coded rows' alone (lambda 0): the labels are not trusted where no code
              checks them, and even this interval can be too narrow.",
-      "i" = "Code about {needed - n} more rows (drawing more from the tail), or transform {.field {beyond}} (its
+      "i" = if (straight_tail) "Fit a logistic slope ({.code family = \"binomial\"}) or transform {.field {beyond}} (its
+             log, or ranks): past {population_rows} coded rows this straight line through codes of 0 and 1 stops."
+      else "Code about {needed - n} more rows (drawing more from the tail), or transform {.field {beyond}} (its
              log, or ranks) so that its tail is not so long."))
   }
   tail_only <- setdiff(long_tail, beyond)
@@ -236,12 +240,15 @@ covariate_reach <- function(x, sample, y, target, binary, call) {
        {format(skewness[tail_only], digits = 2)} over the {corpus_rows} rows): a few rows far out carry
        {cli::qty(length(tail_only))}{?its/their} slope, and the coded rows can miss them.",
       "i" = "The corrected estimate is the coded rows' alone (lambda 0); its interval can still be too narrow.",
-      "i" = if (n < tail_rows) "Code about {tail_rows - n} more rows (Cochran's rule asks {tail_rows}), drawing more
-                                from the tail," else "Code more rows from the tail,",
+      "i" = if (straight_tail) "Past {population_rows} coded rows this straight line through codes of 0 and 1 stops: fit
+                                  a logistic slope ({.code family = \"binomial\"})," else
+        if (n < tail_rows) "Code about {tail_rows - n} more rows (Cochran's rule asks {tail_rows}), drawing more
+                            from the tail," else "Code more rows from the tail,",
       "i" = "or transform {.field {tail_only}} (its log, or ranks) so that its tail is not so long."))
   }
   list(covariates = union(union(beyond, long_tail), corpus_tail), leverage = leverage, skewness = skewness,
-       rows_needed = if (length(beyond) > 0 || length(long_tail) > 0) max(needed * (length(beyond) > 0), tail_rows))
+       rows_needed = if (length(beyond) > 0 || length(long_tail) > 0) max(needed * (length(beyond) > 0), tail_rows),
+       rows_limit = if (length(long_tail) > 0) population_rows)
 }
 leverage_limit <- 1
 # The most coded rows at which the population's slope of a straight line

@@ -105,3 +105,20 @@ test_that("with five labels, each label's share is planned for a round by its ow
   regression <- suppressMessages(label_regression(b ~ z, learned, pilot, gold, seed = 1, target = "corpus"))
   expect_equal(coded_rows_needed(regression, se = 0.02, doubt = learned)$neyman_bound, unname(own[["b"]]))
 })
+
+test_that("a slope on a long tail is not planned past the coded rows at which it stops", {
+  # a straight line through codes of 0 and 1 on a lognormal covariate stops past 60 coded rows (findings-estimate.R):
+  # a plan of more would send the user to code rows that end in newrllama4_error_skewed_covariate
+  data <- simulated_labels(2000, 1, covariate = skewed)
+  fit <- suppressWarnings(suppressMessages(label_regression(yes ~ x, data, review_sample(data, 60, "uniform", seed = 1),
+                                                            truth, seed = 1)))
+  expect_identical(fit$leverage$rows_limit, 60L)
+  now <- sqrt(vcov(fit)["x", "x"])
+  expect_true(is.na(coded_rows_needed(fit, se = now / 2)$coded_needed))
+  expect_lte(coded_rows_needed(fit, se = now * 1.5)$coded_needed, 60)
+  normal <- simulated_labels(2000, 1)
+  fit <- suppressMessages(label_regression(yes ~ x, normal, review_sample(normal, 60, "uniform", seed = 1), truth,
+                                           seed = 1))
+  expect_null(fit$leverage$rows_limit)
+  expect_gt(coded_rows_needed(fit, se = sqrt(vcov(fit)["x", "x"]) / 2)$coded_needed, 60)
+})

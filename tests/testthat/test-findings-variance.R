@@ -121,7 +121,8 @@ test_that("a covariate whose tail the coded rows miss warns, and the estimate is
   data <- simulated_labels(2000, 1, covariate = skewed)
   coded <- review_sample(data, 60, weight = "uniform", seed = 1)
   expect_warning(fit <- suppressMessages(label_regression(yes ~ x, data, coded, truth, seed = 1)),
-                 "range of .*x.*more rows", class = "newrllama4_warning_leverage")
+                 "range of .*x.*logistic slope.*past 60 coded rows this straight line",
+                 class = "newrllama4_warning_leverage")
   expect_identical(fit$leverage$covariates, "x")
   expect_gt(fit$leverage$leverage[["x"]], 1)
   expect_gt(fit$leverage$rows_needed, 60)
