@@ -339,8 +339,8 @@ cells <- c(
            cell(options[[1]], options[[2]], options[[3]], options[[4]], as.integer(options[[5]]),
                 label = paste("fit:", paste(options, collapse = " / ")), estimator_prediction = "fit")
          }),
-  # every world above has a lognormal covariate, on which a slope is the coded rows' alone: the fit's slope where the
-  # predictions count
+  # the fit cells above draw from worlds whose covariate is lognormal, on which a slope is the coded rows' alone: the
+  # fit's slope on a normal covariate, where the predictions count
   list(cell("zero_shot", "uniform", "population", "slope", 150L, "labels", estimator_prediction = "fit",
             label = "fit: zero_shot / uniform / population / slope / 150, a normal covariate")),
   # predictions right on every coded row in about a fifth of draws
