@@ -82,7 +82,11 @@
 #' weights rescaled by its finite-population correction), so that a figure
 #' that is a weighted mean varies as the accuracy's linearised variance says;
 #' in rounds, a replicate moves the part of each row's weight that its own
-#' round's draw gives. Drawn rows whose
+#' round's draw gives. Their percentile bounds are then put at the accuracy's
+#' scale: each side stretched or shrunk by as much as the accuracy's design
+#' interval reaches past the accuracy's own percentile bound on that side (the
+#' replicates say how far the other figures move with the accuracy, the design
+#' how far the accuracy moves). Drawn rows whose
 #' pair is incomplete count as not coded: their stratum's complete pairs stand
 #' for its rows. Drawn rows without `.sample_prob` get a warning of class
 #' `newrllama4_warning_unweighted_sample`: their figures are the sample's own.
@@ -345,5 +349,8 @@ bootstrap_note <- function(x) {
   if (x$n_boot == 0) return("No bootstrap intervals (n_boot = 0).")
   seed <- if (is.null(x$seed)) "" else sprintf(", seed %d", x$seed)
   resampled <- if (is.null(x$design) && !isTRUE(x$weighted)) "the pairs" else "the units within their strata"
-  sprintf("Percentile bootstrap, %d resamples of %s%s.", x$n_boot, resampled, seed)
+  # weighted pairs' figures (weighted_agreement(), for each annotator too), not the coders' alpha
+  at_scale <- !is.null(x$design) || inherits(x, "newrllama4_agreements") && isTRUE(x$weighted)
+  scaled <- if (at_scale) ", at the accuracy's scale" else ""
+  sprintf("Percentile bootstrap, %d resamples of %s%s%s.", x$n_boot, resampled, seed, scaled)
 }

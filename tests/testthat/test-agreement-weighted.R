@@ -131,3 +131,24 @@ test_that("pairs given weights are drawn with replacement: their order does not 
   widths <- first_one$metrics$upper - first_one$metrics$lower
   expect_true(all(widths > 0.04))
 })
+
+test_that("weighted figures take the accuracy's scale: kappa's interval is the accuracy's over 1 - chance", {
+  # kappa = (accuracy - chance) / (1 - chance): with the labels' shares held, each side of its interval is the
+  # accuracy's over 1 - chance. The percentile bounds of three rounds by doubt fell 0.81-1.13 of it (300 resamples,
+  # seeds 1-20), their own Monte Carlo error and the normal's quantile; at the accuracy's scale 0.95-1.07
+  ratios <- vapply(1:10, function(seed) {
+    drawn <- through_csv(drawn_in_rounds(doubtful_labels(), 50, c(50, 50), seed = seed))
+    result <- agreement(drawn, truth, field = ".label", seed = 1, n_boot = 300)
+    figures <- result$metrics
+    confusion <- unclass(result$confusion_weighted)
+    chance <- sum(rowSums(confusion) * colSums(confusion)) / sum(confusion)^2
+    kappa <- figures[figures$metric == "cohen_kappa", ]
+    accuracy <- figures[figures$metric == "accuracy", ]
+    c((kappa$estimate - kappa$lower) / (accuracy$estimate - accuracy$lower),
+      (kappa$upper - kappa$estimate) / (accuracy$upper - accuracy$estimate)) * (1 - chance)
+  }, c(0, 0))
+  expect_lt(max(abs(ratios - 1)), 0.08)
+  printed <- capture.output(print(agreement(drawn_in_rounds(doubtful_labels(), 50, 50, seed = 1), truth,
+                                            field = ".label", seed = 1, n_boot = 100)))
+  expect_match(paste(printed, collapse = " "), "at the accuracy's scale")
+})
