@@ -146,7 +146,7 @@ format.newrllama4_coder_agreement <- function(x, digits = 3, ...) {
   lines <- c(
     cli::format_inline("{.cls newrllama4_coder_agreement}: {humans$coders} coder{?s}, {humans$texts} text{?s} coded by two or more"),
     paste0("Krippendorff's alpha between the coders: ", format_figure(humans$krippendorff_alpha, digits), interval),
-    cli::col_grey(sub("of the pairs", "of the texts", bootstrap_note(x))),
+    cli::col_grey(sub("of the pairs", "of the texts", bootstrap_note(x, scaled = FALSE))),
     if (isTRUE(x$weighted)) {
       cli::col_grey(wrapped("Weighted by 1 / each text's inclusion probability in the sample drawn: the population's
                              figures."))

@@ -56,11 +56,23 @@
 #' throughout: agreement by chance is then certain, and the ratio undefined.
 #'
 #' @section Intervals:
-#' Percentile bootstrap intervals: `n_boot` times, `n` pairs are drawn with
+#' The accuracy's interval is Wilson's for a share at the `n` pairs, with the
+#' t quantile on \eqn{n - 1}{n - 1} degrees of freedom. The other figures'
+#' come from a percentile bootstrap: `n_boot` times, `n` pairs are drawn with
 #' replacement from the complete pairs and the metrics recomputed; the bounds
 #' are the quantiles of those replicates at \eqn{(1 - c)/2} and
 #' \eqn{(1 + c)/2}, with \eqn{c} the `level`: 2.5% and 97.5% for 0.95
-#' (replicates where a metric is undefined are left out for that metric). With
+#' (replicates where a metric is undefined are left out for that metric).
+#' Each side is then put at the accuracy's scale: stretched or shrunk by as
+#' much as the accuracy's interval reaches past the accuracy's own percentile
+#' bound on that side (the replicates say how far the figures move with the
+#' accuracy, Wilson's interval how far the accuracy moves). Where every pair
+#' agrees every replicate does too, and a side the replicates leave at the
+#' estimate is each figure's at the confusion matrix moved toward errors
+#' (each label's pairs spread over the others as they are predicted) until
+#' its accuracy is at the bound. A percentile bootstrap alone gives 20 pairs
+#' that all agree an accuracy and a kappa of 1 with intervals of `[1, 1]`,
+#' and over 20 pairs of labels 97% right it covered in 39% of draws. With
 #' few pairs or rare labels the intervals are wide, which is the point: they
 #' show how much a figure from a small hand-coded sample can be trusted.
 #'
@@ -126,8 +138,8 @@
 #'   replacement (no finite-population correction). Drawn rows given with
 #'   `field` carry theirs, and their design's.
 #' @param level Confidence level of the intervals, in (0, 1].
-#' @param n_boot Number of bootstrap resamples; `0` skips the intervals (their
-#'   bounds are then `NA`).
+#' @param n_boot Number of bootstrap resamples; `0` skips the bootstrap (the
+#'   bounds of every figure but the accuracy are then `NA`).
 #' @param seed `NULL` to draw the resamples from R's random number generator
 #'   as it stands (so that an earlier [set.seed()] fixes them), or a whole
 #'   number to draw them from this seed alone: the result is then
@@ -225,7 +237,10 @@ agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL
     bounds <- weighted$bounds
   } else {
     estimates <- agreement_metrics(unclass(confusion))
-    bounds <- bootstrap_bounds(truth, predicted, level, n_boot, seed)
+    pairs <- weights_design(rep(1, length(truth)), length(truth), call)
+    accuracy <- design_accuracy(as.character(truth) == as.character(predicted), pairs, level)
+    bounds <- at_accuracy_scale(bootstrap_bounds(truth, predicted, level, n_boot, seed), estimates,
+                                c(accuracy$lower, accuracy$upper), unclass(confusion))
   }
   structure(
     list(
@@ -345,12 +360,11 @@ format_figure <- function(x, digits, missing = "undefined") {
   ifelse(is.na(x), missing, formatC(x, digits = digits, format = "f"))
 }
 
-bootstrap_note <- function(x) {
+# `scaled`: the figures of agreement() (at_accuracy_scale()), not the coders' alpha.
+bootstrap_note <- function(x, scaled = TRUE) {
   if (x$n_boot == 0) return("No bootstrap intervals (n_boot = 0).")
   seed <- if (is.null(x$seed)) "" else sprintf(", seed %d", x$seed)
   resampled <- if (is.null(x$design) && !isTRUE(x$weighted)) "the pairs" else "the units within their strata"
-  # weighted pairs' figures (weighted_agreement(), for each annotator too), not the coders' alpha
-  at_scale <- !is.null(x$design) || inherits(x, "newrllama4_agreements") && isTRUE(x$weighted)
-  scaled <- if (at_scale) ", at the accuracy's scale" else ""
-  sprintf("Percentile bootstrap, %d resamples of %s%s%s.", x$n_boot, resampled, seed, scaled)
+  scale <- if (scaled) ", at the scale of the accuracy's interval (Wilson's)" else ""
+  sprintf("Percentile bootstrap, %d resamples of %s%s%s.", x$n_boot, resampled, seed, scale)
 }

@@ -24,13 +24,41 @@ test_that("the figures of a small table equal those computed by hand", {
   expect_equal(result$metrics$metric, c("accuracy", "macro_f1", "cohen_kappa", "krippendorff_alpha"))
 })
 
-test_that("perfect agreement scores 1 everywhere, with intervals of 1", {
+test_that("perfect agreement scores 1 everywhere, its intervals reaching below as Wilson's does", {
   labels <- rep(c("x", "y", "z"), times = c(5, 3, 2))
   result <- agreement(labels, labels, seed = 1)
   expect_equal(result$metrics$estimate, rep(1, 4))
-  expect_equal(result$metrics$lower, rep(1, 4))
   expect_equal(result$metrics$upper, rep(1, 4))
   expect_equal(result$per_label$f1, rep(1, 3))
+  # every replicate agrees too: the percentile bounds were [1, 1]. The accuracy's is Wilson's for 10 of 10, t on 9
+  # df; kappa's the kappa of the pairs moved toward errors (spread as predicted) until that accuracy
+  t2 <- stats::qt(0.975, 9)^2
+  lower <- 10 / (10 + t2)
+  expect_equal(result$metrics$lower[1], lower)
+  truths <- c(5, 3, 2)
+  wrong <- t(vapply(1:3, function(r) truths[[r]] * replace(truths, r, 0) / sum(truths[-r]), numeric(3)))
+  moved <- lower * diag(truths) + (1 - lower) * wrong
+  chance <- sum(rowSums(moved) * colSums(moved)) / 100
+  expect_equal(result$metrics$lower[3], (lower - chance) / (1 - chance))
+  expect_true(all(result$metrics$lower < 0.7))
+})
+
+test_that("a few pairs of labels nearly always right: the accuracy and kappa cover", {
+  # 20 pairs of labels 97% right (half "a"): the percentile bootstrap covered in 39% of 300 draws, its
+  # interval [1, 1] wherever the 20 agreed; Wilson's accuracy and kappa at its scale 0.98
+  truth_kappa <- (0.97 - 0.5) / 0.5
+  covered <- vapply(1:150, function(seed) {
+    withr::with_seed(seed, {
+      truth <- sample(c("a", "b"), 20, replace = TRUE)
+      predicted <- ifelse(stats::runif(20) < 0.97, truth, ifelse(truth == "a", "b", "a"))
+    })
+    figures <- agreement(predicted, truth, n_boot = 200, seed = seed)$metrics
+    kappa <- figures[figures$metric == "cohen_kappa", ]
+    c(accuracy = figures$lower[1] <= 0.97 && 0.97 <= figures$upper[1],
+      kappa = isTRUE(kappa$lower <= truth_kappa && truth_kappa <= kappa$upper))
+  }, c(accuracy = NA, kappa = NA))
+  expect_gte(mean(covered["accuracy", ]), 0.93)
+  expect_gte(mean(covered["kappa", ]), 0.93)
 })
 
 test_that("chance-level and systematically opposed labels score as computed by hand", {
@@ -51,7 +79,7 @@ test_that("chance-level and systematically opposed labels score as computed by h
 test_that("kappa and alpha are undefined when both sides use one label throughout", {
   result <- agreement(c("a", "a", "a"), c("a", "a", "a"), seed = 1)
   expect_equal(result$metrics$estimate, c(1, 1, NA, NA))
-  expect_equal(result$metrics$lower, c(1, 1, NA, NA))
+  expect_equal(result$metrics$lower[c(1, 3, 4)], c(3 / (3 + stats::qt(0.975, 2)^2), NA, NA))
   expect_output(print(result), "Cohen's kappa +undefined")
 })
 
@@ -77,8 +105,11 @@ test_that("bootstrap intervals hold the estimates, follow a seed and leave the s
   narrower <- agreement(hand_predicted, hand_truth, level = 0.5, seed = 42)$metrics
   expect_true(all(narrower$upper - narrower$lower <= result$metrics$upper - result$metrics$lower))
 
+  # without the bootstrap only the accuracy has its interval (Wilson's)
   skipped <- agreement(hand_predicted, hand_truth, n_boot = 0)
-  expect_true(all(is.na(c(skipped$metrics$lower, skipped$metrics$upper))))
+  expect_true(all(is.na(c(skipped$metrics$lower[-1], skipped$metrics$upper[-1]))))
+  expect_equal(c(skipped$metrics$lower[1], skipped$metrics$upper[1]),
+               c(result$metrics$lower[1], result$metrics$upper[1]))
   expect_equal(skipped$metrics$estimate, result$metrics$estimate)
 })
 

@@ -150,5 +150,5 @@ test_that("weighted figures take the accuracy's scale: kappa's interval is the a
   expect_lt(max(abs(ratios - 1)), 0.08)
   printed <- capture.output(print(agreement(drawn_in_rounds(doubtful_labels(), 50, 50, seed = 1), truth,
                                             field = ".label", seed = 1, n_boot = 100)))
-  expect_match(paste(printed, collapse = " "), "at the accuracy's scale")
+  expect_match(paste(printed, collapse = " "), "at the scale of the accuracy's interval")
 })
