@@ -76,8 +76,8 @@ complete_design <- function(design, complete) {
 # units less the strata, as label_shares() gives its shares. Rounds combined
 # (with_rounds()) add their variances: each round's strata with its own
 # probabilities, its rows' w its weight over their probability in it.
-design_accuracy <- function(agree, design, level) {
-  w <- 1 / design$prob
+design_accuracy <- function(agree, design, level, size = 1) {
+  w <- size / design$prob
   estimate <- sum(w * agree) / sum(w)
   parts <- round_parts(design)
   z <- parts$drawn_share * w * (agree - estimate) / sum(w)
@@ -164,7 +164,7 @@ at_accuracy_scale <- function(bounds, estimates, accuracy_bounds, confusion) {
     if (isTRUE(drawn[[s]] > 0) && is.finite(reach[[s]])) {
       bounds[, s] <- estimates + reach[[s]] / drawn[[s]] * (bounds[, s] - estimates)
     } else if (isTRUE(drawn[[s]] == 0 && reach[[s]] > 0) && nrow(confusion) > 1) {
-      moved <- agreement_metrics(confusion_at_accuracy(confusion, accuracy_bounds[[s]]))
+      moved <- agreement_metrics(confusion_at_accuracy(confusion, accuracy_bounds[[s]]))[names(estimates)]
       bounds[, s] <- if (s == 1) pmin(moved, estimates) else pmax(moved, estimates)
     }
   }

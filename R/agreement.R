@@ -360,11 +360,11 @@ format_figure <- function(x, digits, missing = "undefined") {
   ifelse(is.na(x), missing, formatC(x, digits = digits, format = "f"))
 }
 
-# `scaled`: the figures of agreement() (at_accuracy_scale()), not the coders' alpha.
-bootstrap_note <- function(x, scaled = TRUE) {
+# `scale`: the share whose Wilson interval sets the figures' scale (at_accuracy_scale()).
+bootstrap_note <- function(x, scale = "the accuracy") {
   if (x$n_boot == 0) return("No bootstrap intervals (n_boot = 0).")
   seed <- if (is.null(x$seed)) "" else sprintf(", seed %d", x$seed)
   resampled <- if (is.null(x$design) && !isTRUE(x$weighted)) "the pairs" else "the units within their strata"
-  scale <- if (scaled) ", at the scale of the accuracy's interval (Wilson's)" else ""
-  sprintf("Percentile bootstrap, %d resamples of %s%s%s.", x$n_boot, resampled, seed, scale)
+  sprintf("Percentile bootstrap, %d resamples of %s%s, at the scale of %s's interval (Wilson's).", x$n_boot,
+          resampled, seed, scale)
 }

@@ -340,7 +340,31 @@ cases <- list(
   "agreement(): two rounds, 40 uniform rows and 40 by the labels' doubt, the population's accuracy" =
     function(seed) accuracy_interval(seed, function(data) drawn_in_rounds(data, 40, 40, seed)),
   "agreement(): three rounds of 50, two by the labels' doubt, through a CSV file" =
-    function(seed) accuracy_interval(seed, function(data) through_csv(drawn_in_rounds(data, 50, c(50, 50), seed)))
+    function(seed) accuracy_interval(seed, function(data) through_csv(drawn_in_rounds(data, 50, c(50, 50), seed))),
+  # a few pairs nearly all right, as a first check by hand: the percentile bootstrap gave every figure [1, 1] where
+  # all agreed
+  "agreement(): 20 pairs of labels 97% right, half of them \"a\"" = function(seed) {
+    withr::with_seed(seed, {
+      truth <- sample(c("a", "b"), 20, replace = TRUE)
+      predicted <- ifelse(stats::runif(20) < 0.97, truth, ifelse(truth == "a", "b", "a"))
+    })
+    figures <- agreement(predicted, truth, n_boot = 1000, seed = seed)$metrics
+    value <- c(0.97, 0.97, (0.97 - 0.5) / 0.5, NA)
+    covered <- figures$lower[1:3] <= value[1:3] & value[1:3] <= figures$upper[1:3]
+    c(covered = covered[[1]], width = figures$upper[1] - figures$lower[1], macro_f1_covered = covered[[2]],
+      cohen_kappa_covered = covered[[3]], cohen_kappa_width = figures$upper[3] - figures$lower[3])
+  },
+  "agreement(): two coders each right on 99% of 20 texts, their alpha" = function(seed) {
+    wide <- withr::with_seed(seed, {
+      truth <- sample(c("a", "b"), 20, replace = TRUE)
+      code <- function() ifelse(stats::runif(20) < 0.99, truth, ifelse(truth == "a", "b", "a"))
+      cbind(ana = code(), ben = code())
+    })
+    humans <- newrllama4:::coders_alpha(wide, 0.95, 1000, seed)
+    alpha <- (0.99^2 + 0.01^2 - 0.5) / 0.5
+    c(krippendorff_alpha_covered = humans$lower <= alpha && alpha <= humans$upper,
+      krippendorff_alpha_width = humans$upper - humans$lower)
+  }
 )
 cases <- cases[grepl(pattern, names(cases))]
 
