@@ -96,6 +96,7 @@ coders_alpha <- function(wide, level, n_boot, seed, design = NULL) {
   values <- rowSums(counts)
   agreeing <- rowSums(counts * (counts - 1)) / (values * (values - 1))
   observed_share <- function(w) sum(w * values * agreeing) / sum(w * values)
+  # the observed agreement in the accuracy's place: the share of agreeing pairs, as at_accuracy_scale() reads it
   estimates <- c(accuracy = observed_share(weights), krippendorff_alpha = nominal_alpha(counts, weights))
   bounds <- matrix(NA_real_, 2, 2)
   if (n_boot > 0 && nrow(counts) > 0) {

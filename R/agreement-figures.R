@@ -95,6 +95,57 @@ bootstrap_bounds <- function(truth, predicted, level, n_boot, seed, weights = NU
   with_optional_seed(seed, resample())
 }
 
+# Every figure's interval at the accuracy's scale: each side of its bootstrap
+# `bounds` stretched or shrunk by as much as the accuracy's design interval
+# (`accuracy_bounds`: Wilson's at the effective pairs, t on the design's df)
+# reaches past the accuracy's own bootstrap bound on that side. The
+# replicates say how far macro-F1, kappa and alpha move as the accuracy does;
+# the design's interval says how far the accuracy moves, without the
+# percentile bootstrap's Monte Carlo error or its normal quantile. Three
+# rounds of 50 by doubt (tools/bench_findings_validity.R, 2,000 draws): the
+# percentile intervals covered 0.932-0.934, these 0.940-0.943 at the same
+# width, as the accuracy's own 0.944. A side the replicates leave at the
+# estimate (every pair agrees, so every replicate does) is each figure's at
+# the `confusion` matrix moved until its accuracy is at the bound
+# (confusion_at_accuracy()): 20 pairs that all agree gave kappa [1, 1].
+at_accuracy_scale <- function(bounds, estimates, accuracy_bounds, confusion) {
+  accuracy <- which(names(estimates) == "accuracy")
+  side <- c(-1, 1)
+  reach <- side * (accuracy_bounds - estimates[[accuracy]])
+  drawn <- side * (bounds[accuracy, ] - estimates[[accuracy]])
+  for (s in 1:2) {
+    if (isTRUE(drawn[[s]] > 0) && is.finite(reach[[s]])) {
+      bounds[, s] <- estimates + reach[[s]] / drawn[[s]] * (bounds[, s] - estimates)
+    } else if (isTRUE(drawn[[s]] == 0 && reach[[s]] > 0) && nrow(confusion) > 1) {
+      moved <- agreement_metrics(confusion_at_accuracy(confusion, accuracy_bounds[[s]]))[names(estimates)]
+      bounds[, s] <- if (s == 1) pmin(moved, estimates) else pmax(moved, estimates)
+    }
+  }
+  bounds[accuracy, ] <- accuracy_bounds
+  bounds
+}
+
+# `confusion` (truth in rows) moved toward all its pairs wrong, or all right,
+# each truth label's count held, until its accuracy is `target`: wrong, a
+# label's pairs are spread over the other labels as those are predicted (over
+# them alike where none is).
+confusion_at_accuracy <- function(confusion, target) {
+  confusion <- unclass(confusion)
+  n <- sum(confusion)
+  current <- sum(diag(confusion)) / n
+  truths <- rowSums(confusion)
+  predicted <- colSums(confusion)
+  toward <- if (target > current) diag(truths, length(truths)) else {
+    t(vapply(seq_along(truths), function(r) {
+      share <- replace(predicted, r, 0)
+      if (sum(share) == 0) share <- replace(rep(1, length(share)), r, 0)
+      truths[[r]] * share / sum(share)
+    }, numeric(length(truths))))
+  }
+  step <- (target - current) / (sum(diag(toward)) / n - current)
+  confusion + step * (toward - confusion)
+}
+
 # How a bootstrap replicate draws a stratum's `n` units: `draws` of them with
 # replacement, a unit drawn r times keeping `keep` + r `each` of its weight.
 # Pairs not drawn by a design (`fraction` NULL) are drawn n times, as they
