@@ -1,13 +1,17 @@
 # agreement() of people with each other, from read_codes(file, by = "coder"):
-# Krippendorff's alpha among the coders, with a bootstrap interval over the
-# texts, the yardstick for the model's agreement with each coder beside it.
+# Krippendorff's alpha among the coders, with an interval over the texts,
+# the yardstick for the model's agreement with each coder beside it.
 
 #' @section Coders with each other:
 #' Give `predicted` as `read_codes(file, by = "coder")` ([read_codes()]), without `truth`:
 #' the result, of class `newrllama4_coder_agreement`, has in `humans`
 #' Krippendorff's alpha among the people (nominal, any number of coders, over
 #' the texts two or more coded, with a percentile bootstrap interval over
-#' those texts), and, when the sample carries the model's labels, the model's
+#' those texts put at the scale of the coders' observed agreement, as the
+#' figures above are put at the accuracy's: its Wilson interval over the
+#' texts, and where they agree on every text, alpha's lower bound at the
+#' coincidences moved toward disagreement until that agreement is at its
+#' bound), and, when the sample carries the model's labels, the model's
 #' agreement with each coder in `annotators` and `each`, as above; `pairwise`
 #' compares each pair of coders. `field` picks a field of a schema (the
 #' labels' `code` otherwise). Where the sample was drawn by [review_sample()]

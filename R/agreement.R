@@ -8,9 +8,10 @@
 #'
 #' Compares labels from a model (such as the `.label` column of an annotated
 #' data frame) with the labels coded by people (`truth`), pair by pair: accuracy,
-#' macro-F1, Cohen's kappa and Krippendorff's alpha, each with a bootstrap
-#' confidence interval, the confusion matrix, and precision, recall and F1 for
-#' each label.
+#' macro-F1, Cohen's kappa and Krippendorff's alpha, each with a confidence
+#' interval (Wilson's for the accuracy, a bootstrap at its scale for the
+#' others), the confusion matrix, and precision, recall and F1 for each
+#' label.
 #'
 #' @section Labels:
 #' The labels are the levels of `truth` then those of `predicted` (for factors,
