@@ -61,6 +61,24 @@ test_that("a few pairs of labels nearly always right: the accuracy and kappa cov
   expect_gte(mean(covered["kappa", ]), 0.93)
 })
 
+test_that("the accuracy's interval covers every accuracy of 20 pairs, the exact binomial coverage", {
+  # each number of agreeing pairs of 20 and its interval; coverage at p sums the binomial's chances of those that
+  # hold p. Wilson's alone fell to 0.86 just above 19 of 20's upper bound (0.992); with Brown, Cai and DasGupta's
+  # Poisson bounds for one or two pairs on a side, 0.933 (a percentile bootstrap: 0 above 0.95, where 20 of 20
+  # gave [1, 1] and 19 of 20 ended at 1)
+  truth <- rep(c("a", "b"), 10)
+  flipped <- rep(c("b", "a"), 10)
+  bounds <- t(vapply(0:20, function(agreeing) {
+    figures <- agreement(ifelse(seq_len(20) <= agreeing, truth, flipped), truth, n_boot = 0)$metrics
+    c(figures$lower[1], figures$upper[1])
+  }, numeric(2)))
+  coverage <- vapply(seq(0.5, 0.999, by = 0.001), function(p) {
+    sum(stats::dbinom(0:20, 20, p) * (bounds[, 1] <= p & p <= bounds[, 2]))
+  }, 0)
+  expect_gte(min(coverage), 0.925)
+  expect_gt(mean(coverage), 0.95)
+})
+
 test_that("chance-level and systematically opposed labels score as computed by hand", {
   # every cell 4: accuracy 8/16; p_e = (8 * 8 + 8 * 8) / 256 = 0.5, kappa 0;
   # F1 = 2 * 4 / (8 + 8) = 0.5 for both; coincidences 8 agreeing of N = 32 values,
