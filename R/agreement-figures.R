@@ -98,11 +98,11 @@ bootstrap_bounds <- function(truth, predicted, level, n_boot, seed, weights = NU
 # The accuracy's interval of `agreeing` pairs of `n` drawn one by one
 # (`bounds`, Wilson's at the pairs with t on n - 1 df) with Brown, Cai and
 # DasGupta's (2001) modification: where one or two pairs (up to three past 50
-# pairs) lie on one side, that side's bound is Poisson's one-sided one,
-# chi-squared on 2 x df at 1 - level, halved, over n. Wilson's interval of 19
-# agreeing pairs of 20 ends at 0.992, so for an accuracy just above it only
-# 20 of 20 covers: its exact coverage over accuracies of 0.5-0.999 fell to
-# 0.85-0.93 at 10-300 pairs, 0.926-0.95 so modified (the mean unchanged,
+# pairs) lie on one side, that side's bound is Poisson's one-sided one: half
+# the chi-squared quantile at 1 - level on 2 x df, over n. Wilson's interval
+# of 19 agreeing pairs of 20 ends at 0.992, so for an accuracy just above it
+# only 20 of 20 covers: its exact coverage over accuracies of 0.5-0.999 fell
+# to 0.85-0.93 at 10-300 pairs, 0.926-0.95 so modified (the mean unchanged,
 # 0.952-0.983).
 pairs_bounds <- function(bounds, agreeing, n, level) {
   few <- if (n <= 50) 2 else 3
@@ -114,11 +114,11 @@ pairs_bounds <- function(bounds, agreeing, n, level) {
 }
 
 # Every figure's interval at the accuracy's scale: each side of its bootstrap
-# `bounds` stretched or shrunk by as much as the accuracy's design interval
-# (`accuracy_bounds`: Wilson's at the effective pairs, t on the design's df)
-# reaches past the accuracy's own bootstrap bound on that side. The
+# `bounds` stretched or shrunk by as much as the accuracy's interval
+# (`accuracy_bounds`: Wilson's, at the pairs or the design's effective pairs,
+# with t) reaches past the accuracy's own bootstrap bound on that side. The
 # replicates say how far macro-F1, kappa and alpha move as the accuracy does;
-# the design's interval says how far the accuracy moves, without the
+# Wilson's interval says how far the accuracy moves, without the
 # percentile bootstrap's Monte Carlo error or its normal quantile. Three
 # rounds of 50 by doubt (tools/bench_findings_validity.R, 2,000 draws): the
 # percentile intervals covered 0.932-0.934, these 0.940-0.943 at the same
