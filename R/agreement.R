@@ -344,7 +344,8 @@ metrics_table <- function(x, digits) {
   metrics <- x$metrics
   table <- data.frame(unname(metric_names[metrics$metric]), format_figure(metrics$estimate, digits))
   names(table) <- c("", "estimate")
-  if (x$n_boot > 0) {
+  # without the bootstrap the accuracy keeps its interval (Wilson's, or the design's)
+  if (any(!is.na(metrics$lower))) {
     interval_name <- sprintf("%s%% interval", format(100 * x$level))
     table[[interval_name]] <- ifelse(
       is.na(metrics$lower),
@@ -368,7 +369,11 @@ format_figure <- function(x, digits, missing = "undefined") {
 
 # `scale`: the share whose Wilson interval sets the figures' scale (at_accuracy_scale()).
 bootstrap_note <- function(x, scale = "the accuracy") {
-  if (x$n_boot == 0) return("No bootstrap intervals (n_boot = 0).")
+  if (x$n_boot == 0) {
+    # the accuracy's interval needs no bootstrap; the coders' alpha has none without it
+    kept <- if (identical(scale, "the accuracy")) ": the accuracy's is Wilson's" else ""
+    return(sprintf("No bootstrap intervals (n_boot = 0)%s.", kept))
+  }
   seed <- if (is.null(x$seed)) "" else sprintf(", seed %d", x$seed)
   resampled <- if (is.null(x$design) && !isTRUE(x$weighted)) "the pairs" else "the units within their strata"
   sprintf("Percentile bootstrap, %d resamples of %s%s, at the scale of %s's interval (Wilson's).", x$n_boot,
