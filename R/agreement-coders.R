@@ -96,7 +96,8 @@ coders_alpha <- function(wide, level, n_boot, seed, design = NULL) {
   counts <- matrix(counts, nrow(wide))
   pairable <- rowSums(counts) >= 2
   counts <- counts[pairable, , drop = FALSE]
-  weights <- if (is.null(design)) rep(1, nrow(counts)) else mean_one(1 / design$prob[pairable])
+  texts <- if (!is.null(design)) design_rows(design, pairable)
+  weights <- if (is.null(texts)) rep(1, nrow(counts)) else mean_one(1 / texts$prob)
   values <- rowSums(counts)
   agreeing <- rowSums(counts * (counts - 1)) / (values * (values - 1))
   observed_share <- function(w) sum(w * values * agreeing) / sum(w * values)
@@ -104,11 +105,11 @@ coders_alpha <- function(wide, level, n_boot, seed, design = NULL) {
   estimates <- c(accuracy = observed_share(weights), krippendorff_alpha = nominal_alpha(counts, weights))
   bounds <- matrix(NA_real_, 2, 2)
   if (n_boot > 0 && nrow(counts) > 0) {
-    units <- if (is.null(design)) as.list(seq_len(nrow(counts))) else {
-      unname(split(seq_len(nrow(counts)), paste(design$stratum, design$unit, sep = "\r")[pairable]))
+    units <- if (is.null(texts)) as.list(seq_len(nrow(counts))) else {
+      unname(split(seq_len(nrow(counts)), paste(texts$stratum, texts$unit, sep = "\r")))
     }
-    strata <- if (is.null(design)) rep("all", length(units)) else design$stratum[pairable][vapply(units, `[[`, 1L, 1L)]
-    parts <- if (!is.null(design)) lapply(round_parts(design), `[`, pairable) else list(drawn_share = 1)
+    strata <- if (is.null(texts)) rep("all", length(units)) else texts$stratum[vapply(units, `[[`, 1L, 1L)]
+    parts <- if (is.null(texts)) list(drawn_share = 1) else round_parts(texts)
     replicate_weights <- text_replicates(weights, units, strata, parts$fraction, parts$drawn_share)
     resample <- function() {
       replicates <- vapply(seq_len(n_boot), function(i) {
@@ -120,25 +121,13 @@ coders_alpha <- function(wide, level, n_boot, seed, design = NULL) {
     bounds <- with_optional_seed(seed, resample())
   }
   if (nrow(counts) > 0) {
-    texts <- if (is.null(design)) {
-      weights_design(rep(1, nrow(counts)), nrow(counts), NULL)
-    } else {
-      texts_kept(design, pairable)
-    }
-    observed <- design_accuracy(agreeing, texts, level, size = values)
+    observed <- design_accuracy(agreeing, texts %||% weights_design(rep(1, nrow(counts)), nrow(counts), NULL), level,
+                                size = values)
     bounds <- at_accuracy_scale(bounds, estimates, c(observed$lower, observed$upper),
                                 coincidence_matrix(counts, weights) / 2)
   }
   data.frame(coders = ncol(wide), texts = nrow(counts), krippendorff_alpha = estimates[["krippendorff_alpha"]],
              lower = bounds[2, 1], upper = bounds[2, 2])
-}
-
-# The texts kept (`keep`) of a design: each text's fields, the rest as they are.
-texts_kept <- function(design, keep) {
-  each_text <- intersect(names(design), c("prob", "stratum", "unit", "stratum_rows", "round", "round_prob",
-                                          "round_weight"))
-  design[each_text] <- lapply(design[each_text], `[`, keep)
-  design
 }
 
 # A function giving one bootstrap replicate's weights of the texts of

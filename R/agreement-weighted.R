@@ -54,12 +54,19 @@ weights_design <- function(weights, n, call) {
        with_replacement = TRUE)
 }
 
+# The rows kept (`keep`) of a design: each row's fields, the rest as they are.
+design_rows <- function(design, keep) {
+  each_row <- intersect(names(design), c("prob", "stratum", "unit", "stratum_rows", "round", "round_prob",
+                                         "round_weight"))
+  design[each_row] <- lapply(design[each_row], `[`, keep)
+  design
+}
+
 # The design of the complete pairs: rows drawn one by one whose pair is
 # incomplete are nonresponse, their stratum's complete pairs standing for its
 # rows (its probability the share of its rows with a complete pair).
 complete_design <- function(design, complete) {
-  each_row <- c("prob", "stratum", "unit", "stratum_rows")
-  design[each_row] <- lapply(design[each_row], function(column) column[complete])
+  design <- design_rows(design, complete)
   if (!is.null(design$stratum_rows)) {
     answered <- table(design$stratum)[design$stratum]
     design$prob <- as.vector(answered) / design$stratum_rows

@@ -99,11 +99,8 @@
 #' weights rescaled by its finite-population correction), so that a figure
 #' that is a weighted mean varies as the accuracy's linearised variance says;
 #' in rounds, a replicate moves the part of each row's weight that its own
-#' round's draw gives. Their percentile bounds are then put at the accuracy's
-#' scale: each side stretched or shrunk by as much as the accuracy's design
-#' interval reaches past the accuracy's own percentile bound on that side (the
-#' replicates say how far the other figures move with the accuracy, the design
-#' how far the accuracy moves). Drawn rows whose
+#' round's draw gives; their bounds are put at the scale of the accuracy's
+#' design interval as under "Intervals". Drawn rows whose
 #' pair is incomplete count as not coded: their stratum's complete pairs stand
 #' for its rows. Drawn rows without `.sample_prob` get a warning of class
 #' `newrllama4_warning_unweighted_sample`: their figures are the sample's own.
