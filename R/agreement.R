@@ -18,12 +18,17 @@
 #' in their level order), then any other label found in a complete pair, in
 #' alphabetical order (C locale). A level of a factor is a label even when no
 #' pair uses it: it gets a row and a column of zeros in the confusion matrix.
-#' Labels match only when they are equal strings; when the two sides share no
-#' label at all (often a difference of case or spelling), a warning of class
+#' Labels match only when they are equal strings. Labels that differ only in
+#' case or spaces (a coder's `"Yes "` beside the model's `"yes"`) are refused
+#' with an error of class `newrllama4_error_label_spelling`, since each would
+#' count as a label of its own; when the two sides share no label at all
+#' (often a difference of spelling), a warning of class
 #' `newrllama4_warning_no_common_label` says so.
 #'
 #' @section Missing labels:
-#' A pair with `NA` on either side is left out of every figure, and counted:
+#' A blank label (`""`, as `read.csv()` reads an empty cell of a file, where
+#' `readr` reads `NA`) is a missing one. A pair with `NA` on either side is left
+#' out of every figure, and counted:
 #' the result reports how many pairs were dropped, how many of them lack a
 #' prediction and how many lack a hand-coded label (a failed row of an annotation has
 #' a missing prediction). To count a failed prediction as an error instead,
@@ -206,6 +211,9 @@ agreement <- function(predicted, truth, level = 0.95, n_boot = 1000, seed = NULL
   if (is.list(predicted)) return(agreement_of_annotators(predicted, truth, level, n_boot, seed, weights))
   check_labels_vector(predicted, "predicted")
   check_labels_vector(truth, "truth")
+  predicted <- blank_as_missing(predicted)
+  truth <- blank_as_missing(truth)
+  check_label_spelling(predicted, truth)
   if (length(predicted) != length(truth)) {
     abort_invalid(
       "{.arg predicted} and {.arg truth} must have the same length, not {length(predicted)} and {length(truth)}.",

@@ -17,6 +17,7 @@ condition_parents <- c(
   missing_column = "invalid_argument",
   argument_order = "invalid_argument",
   example_label = "invalid_argument",
+  label_spelling = "invalid_argument",
   coded_rows = "invalid_argument",
   coded_truth = "coded_rows",
   too_few_coded = "coded_rows",

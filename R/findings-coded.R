@@ -255,19 +255,6 @@ truth_mapping <- function(truth, coded, call = caller_env()) {
   column_names(truth, coded, "truth", "coded", n = "some", optional = FALSE, call = call)
 }
 
-# Codes spelled as the labels are: logical codes, and "TRUE" or "True" read
-# from a file, are a boolean field's "true" and "false".
-codes_as_labels <- function(codes, labels, call) {
-  codes <- field_codes(codes)
-  if (setequal(labels, c("true", "false"))) codes <- tolower(codes)
-  outside <- unique(codes[!is.na(codes) & !codes %in% labels])
-  if (length(outside) > 0) {
-    abort_newrllama4("coded_truth", c("{.arg truth} must be one of the labels ({.val {labels}}) for every coded row.",
-                                      "x" = "It has {.val {outside}}."), call = call)
-  }
-  codes
-}
-
 # The coded rows that have a code. Rows drawn but not coded (a missing code,
 # or rows the design counts that `coded` no longer has) are nonresponse: each
 # stratum's coded rows then stand for its rows, their probability the share

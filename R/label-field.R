@@ -103,10 +103,55 @@ field_levels <- function(column) {
   NULL
 }
 
-# Codes of a field as its labels are spelled: logical values as JSON writes them.
+# Codes of a field as its labels are spelled: logical values as JSON writes them,
+# blank cells as no code (blank_as_missing()).
 field_codes <- function(x) {
   if (is.logical(x)) return(ifelse(x, "true", "false"))
-  as.character(x)
+  blank_as_missing(as.character(x))
+}
+
+# The empty cells of a spreadsheet or of a CSV file, which read.csv() reads as
+# "" where readr reads NA, hold no label: NA (a factor loses their level).
+blank_as_missing <- function(x) {
+  if (is.factor(x)) return(factor(x, levels = levels(x)[nzchar(trimws(levels(x)))]))
+  if (is.character(x)) x[!is.na(x) & !nzchar(trimws(x))] <- NA
+  x
+}
+
+# A label as people type it, case and spaces aside: "Yes " is "yes".
+label_key <- function(x) tolower(gsub("[[:space:]]+", " ", trimws(x)))
+
+# A coder's "Yes " beside the model's "yes" would be a label of its own, every
+# such pair a disagreement: refused, since it is a typing slip, not a finding.
+check_label_spelling <- function(predicted, truth, call = caller_env()) {
+  found <- unique(c(levels(predicted), levels(truth), as.character(predicted), as.character(truth)))
+  found <- found[!is.na(found)]
+  key <- label_key(found)
+  clashes <- found[key %in% key[duplicated(key)]]
+  if (length(clashes) == 0) return(invisible())
+  abort_newrllama4("label_spelling", c(
+    "{.arg predicted} and {.arg truth} hold labels that differ only in case or spaces: {.val {clashes}}.",
+    "i" = "Each would count as a label of its own, and its pairs as disagreements. Spell each label one way first,
+           such as with {.code trimws(tolower(x))}."
+  ), call = call)
+}
+
+# Codes spelled as the labels are: logical codes, and "TRUE" or "True" read
+# from a file, are a boolean field's "true" and "false".
+codes_as_labels <- function(codes, labels, call) {
+  codes <- field_codes(codes)
+  if (setequal(labels, c("true", "false"))) codes <- tolower(codes)
+  outside <- unique(codes[!is.na(codes) & !codes %in% labels])
+  if (length(outside) > 0) {
+    misspelt <- outside[label_key(outside) %in% label_key(labels)]
+    abort_newrllama4("coded_truth", c(
+      "{.arg truth} must be one of the labels ({.val {labels}}) for every coded row.",
+      "x" = "It has {.val {outside}}.",
+      "i" = if (length(misspelt) > 0) "{.val {misspelt}} differ{?s/} from a label only in case or spaces: make
+                                        {?it/them} the label's spelling (with {.fn trimws} or {.fn tolower})."
+    ), call = call)
+  }
+  codes
 }
 
 # Each scored field's probabilities as recalibrate_labels() keeps a labels

@@ -36,8 +36,9 @@
 #' @return A data frame of class `newrllama4_learning_curve`, a row per size:
 #'   `coded_rows`, `projected`, `accuracy` (the learned labels' cross-validated
 #'   accuracy against the codes), `zero_shot` (the labels as annotated, on the
-#'   same rows), `width` (the corrected share's 95% interval) and
-#'   `width_coded_only` (the coded rows' alone). `plot()` draws both panels.
+#'   same rows, weighted alike: by the design, for rounds drawn by doubt),
+#'   `width` (the corrected share's 95% interval) and `width_coded_only` (the
+#'   coded rows' alone). `plot()` draws both panels.
 #' @seealso [learn_labels()], [coded_rows_needed()]
 #' @export
 #' @examples
@@ -88,12 +89,14 @@ learning_curve <- function(data, coded, truth, sizes = c(50, 100, 150, 300), fea
     sample <- if (size == nrow(coded)) coded else subsample_coded(coded, size)
     learned <- suppressMessages(learn_labels(data, sample, !!truth, features = features, covariates = covariates,
                                              field = field))
-    codes <- field_codes(sample[[column_name(truth, sample, "truth", "coded", optional = FALSE, call = call)]])
+    # the rows and codes the learner scored, weighted as its accuracy is (rounds by doubt count by their design)
+    learner <- attr(labels_view(learned, field, call), "learner", exact = TRUE)
+    right <- as.character(annotated[learner$coded_rows]) == learner$codes
     shares <- suppressMessages(suppressWarnings(label_shares(learned, sample, !!truth, seed = draw, field = field)))
     shares <- shares[shares$label == label, ]
     width <- function(estimator) shares$conf.high[shares$estimator == estimator] - shares$conf.low[shares$estimator == estimator]
     c(accuracy = attr(learned, "manifest", exact = TRUE)$prompt$cross_validated_accuracy,
-      zero_shot = mean(as.character(annotated[sample$.row]) == codes),
+      zero_shot = stats::weighted.mean(right, learner$code_weights %||% rep(1, length(right))),
       width = width("corrected"), width_coded_only = width("coded_only"))
   }
   curve <- lapply(measured, function(size) {

@@ -17,16 +17,38 @@ test_that("labels: factor levels first and in order, then the others; unused lev
   # truth's levels come before predicted's; labels of character vectors sort in the C locale
   both_factors <- agreement(factor("b", levels = c("b", "z")), factor("b", levels = c("c", "b")), n_boot = 0)
   expect_equal(rownames(both_factors$confusion), c("c", "b", "z"))
-  expect_equal(rownames(agreement(c("b", "B", "a"), c("a", "b", "B"), n_boot = 0)$confusion), c("B", "a", "b"))
+  expect_equal(rownames(agreement(c("b", "C", "a"), c("a", "b", "C"), n_boot = 0)$confusion), c("C", "a", "b"))
 })
 
-test_that("labels that never match, as in a case mismatch, raise a classed warning", {
+test_that("labels that never match raise a classed warning", {
   expect_warning(
-    result <- agreement(c("Pos", "Neg", "Neg"), c("pos", "neg", "neg"), n_boot = 0),
+    result <- agreement(c("positive", "negative", "negative"), c("pos", "neg", "neg"), n_boot = 0),
     "no label in common", class = "newrllama4_warning_no_common_label"
   )
   expect_equal(estimate_of(result, "accuracy"), 0)
   expect_no_warning(agreement(c("a", "b"), c("b", "b"), n_boot = 0))
+})
+
+test_that("labels typed in case or spaces of their own are refused, blank cells are missing", {
+  # a CSV file of codes read by read.csv(): slips of typing, and cells left empty
+  codes <- read.csv(text = "predicted,truth\nyes,yes\nno,\"no \"\nyes,Yes\nno,no\nyes,\nno,no", strip.white = FALSE)
+  err <- expect_error(agreement(codes$predicted, codes$truth, n_boot = 0), class = "newrllama4_error_label_spelling")
+  expect_s3_class(err, "newrllama4_error_invalid_argument")
+  expect_match(conditionMessage(err), "no ", fixed = TRUE)
+  expect_match(conditionMessage(err), "Yes", fixed = TRUE)
+  expect_error(agreement(factor("yes", levels = c("yes", "no")), factor("yes", levels = c("Yes", "yes")), n_boot = 0),
+               class = "newrllama4_error_label_spelling")
+  expect_error(agreement(list(a = codes$predicted, b = codes$predicted), codes$truth, n_boot = 0),
+               class = "newrllama4_error_invalid_argument")
+
+  mended <- trimws(tolower(codes$truth))
+  result <- agreement(codes$predicted, mended, n_boot = 0)
+  expect_equal(result$n_missing, c(predicted = 0, truth = 1))
+  expect_equal(estimate_of(result, "accuracy"), 1)
+  expect_equal(rownames(result$confusion), c("no", "yes"))
+  blank_level <- agreement(factor(codes$predicted), factor(mended, levels = c("yes", "no", "")), n_boot = 0)
+  expect_equal(rownames(blank_level$confusion), c("yes", "no"))
+  expect_equal(blank_level$n_dropped, 1)
 })
 
 test_that("pairs with a missing label are dropped and counted", {

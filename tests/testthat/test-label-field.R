@@ -146,3 +146,27 @@ test_that("the documented field workflow runs: draw from the field, refit it, th
   shares <- label_shares(refitted, coded, code, seed = 1, field = "negative")
   expect_setequal(shares$label, c("true", "false"))
 })
+
+test_that("codes read from a file: a slip of case or spaces is refused with its fix, an empty cell is not coded", {
+  data <- simulated_labels(600, seed = 2)
+  coded <- review_sample(data, 100, weight = "uniform", seed = 2)
+  path <- withr::local_tempfile(fileext = ".csv")
+  typed <- coded
+  typed$truth[1:3] <- c("Yes", "no ", "")
+  utils::write.csv(typed, path, row.names = FALSE)
+  back <- utils::read.csv(path, strip.white = FALSE)
+  for (fit in list(function(codes) label_shares(data, codes, truth, seed = 2),
+                   function(codes) label_regression(yes ~ x, data, codes, truth, seed = 2),
+                   function(codes) learn_labels(data, codes, truth, features = FALSE))) {
+    err <- expect_error(fit(back), class = "newrllama4_error_coded_truth")
+    expect_match(conditionMessage(err), "differ from a label only in case or spaces", fixed = TRUE)
+  }
+  # the empty cell, read as "", is the row not coded, as NA is (readr reads it so)
+  back$truth[1:2] <- coded$truth[1:2]
+  missing <- coded
+  missing$truth[3] <- NA
+  expect_warning(blank <- label_shares(data, back, truth, seed = 2), class = "newrllama4_warning_nonresponse")
+  expect_warning(as_na <- label_shares(data, missing, truth, seed = 2), class = "newrllama4_warning_nonresponse")
+  expect_identical(blank$estimate, as_na$estimate)
+  expect_identical(blank$conf.low, as_na$conf.low)
+})

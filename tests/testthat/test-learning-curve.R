@@ -40,6 +40,20 @@ test_that("a subsample of the coded rows is a stratified sample of its own: no r
   expect_no_warning(label_shares(rows$data, sub, gold))
 })
 
+test_that("on rounds drawn by doubt, the labels as annotated are scored as the learned ones are: by the design", {
+  rows <- learnable_rows(600, dim = 10, strength = 1.5)
+  first <- review_sample(rows$data, n = 75, weight = "uniform", seed = 1)
+  learned <- suppressMessages(learn_labels(rows$data, first, gold, features = rows$x))
+  both <- review_sample(learned, n = 75, weight = "learned", previous = first, seed = 11)
+  curve <- learning_curve(rows$data, both, gold, sizes = 150, features = rows$x, seed = 1)
+  again <- suppressMessages(learn_labels(rows$data, both, gold, features = rows$x))
+  weighted <- sprintf("accuracy %.3f", curve$zero_shot)
+  expect_identical(substr(manifest(again)$prompt$zero_shot_agreement, 1, nchar(weighted)), weighted)
+  # the second round, drawn where the learner was unsure, is not the corpus: unweighted, its rows count too much
+  unweighted <- mean(as.character(rows$data$.label[both$.row]) == both$gold)
+  expect_gt(abs(curve$zero_shot - unweighted), 0.005)
+})
+
 test_that("a schema field's curve is the labels' curve on the same answers", {
   rows <- learnable_rows(300, dim = 5, strength = 1.5)
   tones <- as_field(rows$data, "tone")
