@@ -30,7 +30,7 @@ check_code <- function(unit, value, uncodable, reason, note, role, task, n_units
   labels <- unlist(task$labels$label)
   if (length(labels) > 0) {
     ok <- identical(names(value), "code") && rlang::is_string(value$code, labels)
-    return(c(problems, if (!ok) "Its label is not one of the codebook's."))
+    return(c(problems, if (!ok) paste0("Its label is not one of the codebook's", misspelt(value$code, labels))))
   }
   names <- vapply(task$fields, function(field) field$name, "")
   if (!identical(names(value), names)) return(c(problems, "Its fields are not the codebook's."))
@@ -52,7 +52,8 @@ check_field <- function(x, field) {
                is_short_text(x))
   if (ok) return(bound_problems(x, field$name, field$bounds))
   switch(field$kind,
-         enum = sprintf("%s must be one of %s.", name, paste(unlist(field$values), collapse = ", ")),
+         enum = sprintf("%s must be one of %s%s", name, paste(unlist(field$values), collapse = ", "),
+                        misspelt(x, unlist(field$values))),
          boolean = sprintf("%s must be yes or no.", name),
          integer = sprintf("%s must be a whole number.", name),
          number = sprintf("%s must be a number.", name),
@@ -99,4 +100,14 @@ bound_problems <- function(x, name, bounds) {
       sprintf("%s must match the pattern %s.", name, b$pattern)
     }
   )
+}
+
+# The end of a refusal: where a typed code is a label but for case or spaces
+# ("Yes " for "yes"), it says so.
+misspelt <- function(code, labels) {
+  if (rlang::is_string(code) && label_key(code) %in% label_key(labels)) {
+    sprintf(": \"%s\" differs from one only in case or spaces.", code)
+  } else {
+    "."
+  }
 }

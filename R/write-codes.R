@@ -22,8 +22,9 @@
 #'   or for a sample without one on its row names (a subset keeps them).
 #' @param codes One code per row of `sample`: for labels, a vector of labels
 #'   (character or factor); for a schema, a data frame with a column per
-#'   field. A row whose code is `NA` (every field `NA`) is left uncoded,
-#'   unless `reason` gives why it cannot be coded.
+#'   field. A row whose code is `NA` or blank (every field `NA` or blank, as
+#'   `read.csv()` reads the empty cells of a file) is left uncoded, unless
+#'   `reason` gives why it cannot be coded.
 #' @param coder Who coded them, as the app's coder name.
 #' @param role `"code"` for a coder's codes, `"adjudication"` for an
 #'   adjudicator's decisions, which [read_codes()] takes over the coders'.
@@ -120,7 +121,7 @@ per_row <- function(x, n, ok, arg, what, call) {
 code_values <- function(codes, task, call) {
   if (length(task$labels$label) > 0) {
     if (!is.atomic(codes)) abort_invalid("{.arg codes} must be a vector of labels: the file codes labels.", "codes", call)
-    return(lapply(as.character(codes), function(code) if (!is.na(code)) list(code = code)))
+    return(lapply(blank_as_missing(as.character(codes)), function(code) if (!is.na(code)) list(code = code)))
   }
   names <- vapply(task$fields, function(field) field$name, "")
   if (!is.data.frame(codes) || !all(names %in% names(codes))) {
@@ -129,7 +130,7 @@ code_values <- function(codes, task, call) {
   }
   lapply(seq_len(nrow(codes)), function(i) {
     value <- lapply(stats::setNames(names, names), function(name) {
-      x <- codes[[name]][[i]]
+      x <- blank_as_missing(codes[[name]][i])[[1]]
       if (is.na(x)) NULL else if (is.factor(x)) as.character(x) else x
     })
     if (all(vapply(value, is.null, NA))) NULL else value

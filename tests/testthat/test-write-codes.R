@@ -73,6 +73,30 @@ test_that("a code that is not the codebook's refuses them all, naming the rows, 
   expect_identical(read_codes(fixture$file)$.status, rep("not coded", 3))
 })
 
+test_that("codes from a CSV file: empty cells leave rows uncoded, a slip of case or spaces is named", {
+  skip_if_not_installed("RSQLite")
+  skip_if_not_installed("shiny")
+  sample <- data.frame(text = c("Cut taxes now.", "Lock them up.", "Hm.", "Tax crime."))
+  file <- withr::local_tempfile(fileext = ".sqlite")
+  schema <- list(topic = c("tax", "crime"), urgent = "boolean")
+  typed <- utils::read.csv(text = "topic,urgent,label\ntax,TRUE,yes\ncrime,FALSE,\n,,no\n,,", strip.white = FALSE)
+  write_codes(file, sample, typed[c("topic", "urgent")], schema = schema, instruction = "Code it.")
+  expect_identical(read_codes(file)$.status, c("coded", "coded", "not coded", "not coded"))
+  labelled <- withr::local_tempfile(fileext = ".sqlite")
+  write_codes(labelled, sample, typed$label, labels = c("yes", "no"), instruction = "Yes?")
+  expect_identical(read_codes(labelled)$.status, c("coded", "not coded", "coded", "not coded"))
+
+  slips <- withr::local_tempfile(fileext = ".sqlite")
+  err <- expect_error(write_codes(slips, sample, c("Yes", "no ", "maybe", NA), labels = c("yes", "no"),
+                                  instruction = "Yes?"), class = "newrllama4_error_code_refused")
+  slip <- "Row %d: Its label is not one of the codebook's: \"%s\" differs from one only in case or spaces."
+  expect_identical(err$problems[1:2], sprintf(slip, 1:2, c("Yes", "no ")))
+  expect_identical(err$problems[[3]], "Row 3: Its label is not one of the codebook's.")
+  err <- expect_error(write_codes(file, sample[1, , drop = FALSE], data.frame(topic = "Tax", urgent = TRUE)),
+                      class = "newrllama4_error_code_refused")
+  expect_match(err$problems, "topic must be one of tax, crime: \"Tax\" differs", fixed = TRUE)
+})
+
 test_that("arguments are checked before anything is written; rows of another sample are refused", {
   fixture <- coding_fixture(n = 3, overlap = 0)
   file <- fixture$file
