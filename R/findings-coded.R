@@ -176,26 +176,6 @@ coded_design <- function(coded, data, rows, cluster, probabilities, call) {
        sampling_unit = unit_column, read_from = read_from)
 }
 
-# The strata of the design columns: one size and one count of rows drawn each.
-design_strata <- function(coded, call) {
-  stratum <- as.character(coded$.stratum)
-  sizes <- suppressWarnings(as.numeric(coded$.stratum_rows))
-  drawn <- suppressWarnings(as.numeric(coded$.stratum_drawn))
-  per_stratum <- function(values) tapply(values, stratum, function(v) if (length(unique(v)) == 1) v[[1]] else NA)
-  strata <- data.frame(name = unique(stratum), stringsAsFactors = FALSE)
-  strata$rows <- as.vector(per_stratum(sizes)[strata$name])
-  strata$drawn <- as.vector(per_stratum(drawn)[strata$name])
-  if (anyNA(stratum) || anyNA(strata$rows) || anyNA(strata$drawn) || any(strata$drawn > strata$rows) ||
-      any(strata$drawn < 1)) {
-    abort_newrllama4("coded_rows", c(
-      "The design columns of {.arg coded} disagree: each stratum of {.field .stratum} must have one
-       {.field .stratum_rows} and one {.field .stratum_drawn}, at most its rows.",
-      "i" = "Were rows of several samples bound together? Draw further rows with {.code review_sample(previous =)},
-             which gives every row the combined design."), call = call)
-  }
-  strata
-}
-
 # Strata as far as coded rows without design columns tell them: `.stratum`, or
 # rows of one inclusion probability, each with the rows its probabilities stand
 # for and the rows it has as those drawn.
@@ -207,20 +187,6 @@ assumed_strata <- function(stratum, prob, probabilities) {
   names <- unique(stratum)
   size <- vapply(names, function(h) if (probabilities) sum(1 / prob[stratum == h]) else 1, 0)
   data.frame(name = names, rows = round(size), drawn = as.vector(table(stratum)[names]), stringsAsFactors = FALSE)
-}
-
-checked_probabilities <- function(coded, call) {
-  if (!".sample_prob" %in% names(coded)) {
-    abort_newrllama4("coded_rows", c(
-      "{.arg coded} has no {.field .sample_prob}: each coded row's probability of being drawn.",
-      "i" = "Draw the rows to code with {.fn review_sample}, which records it, and keep the column when the codes come
-             back."), call = call)
-  }
-  prob <- coded$.sample_prob
-  if (!is.numeric(prob) || anyNA(prob) || any(prob <= 0 | prob > 1)) {
-    abort_newrllama4("coded_rows", "{.field .sample_prob} of {.arg coded} must be probabilities above 0.", call = call)
-  }
-  prob
 }
 
 # The codes: one column of `coded` (`truth` names it), or for several labelled

@@ -134,7 +134,10 @@
 #'   (`".row"` for rows drawn one by one, or the `cluster` column). Being
 #'   columns, they survive [read_codes()], a CSV or spreadsheet file, `dplyr`
 #'   verbs and `[`: keep them when the codes come back, and the estimators
-#'   find there everything about the draw, rows drawn but lost included. With
+#'   find there everything about the draw, rows drawn but lost included
+#'   (for rows drawn one by one, `.sample_prob` is `.stratum_drawn /
+#'   .stratum_rows`: where a spreadsheet saved it rounded, the estimators read
+#'   the exact ratio, and refuse one that no rounding explains). With
 #'   `previous`, its rows (and their columns, such as the codes) and the new
 #'   ones. Rows without a label (`.error`) are never drawn. The attribute
 #'   `"design"` describes the strata for reading: their labels, confidence
