@@ -168,7 +168,7 @@ weighted_note <- function(x) {
 # Texts split between their coders' codes (read_codes(disagreements =
 # "split")) have no one code for a label to match.
 refuse_split_texts <- function(predicted, call) {
-  if (is.null(predicted$.code_weight) || !anyDuplicated(predicted$.row)) return(invisible())
+  if (is.null(predicted[[".code_weight"]]) || !anyDuplicated(predicted[[".row"]])) return(invisible())
   abort_newrllama4("coded_rows", c(
     "{.arg predicted} holds texts split between their coders' codes (what {.fn read_codes} gives where coders
      disagree): the model's label can match one of a text's codes, not the text's.",

@@ -266,7 +266,7 @@ coding_app <- function(sample, file, labels = NULL, schema = NULL, instruction =
   }
   texts <- row_texts(sample, text, "text", call, of = "sample")
   task <- coding_task(sample, labels, schema, instruction, call)
-  sample$.row <- sample$.row %||% seq_len(nrow(sample))
+  sample$.row <- sample[[".row"]] %||% seq_len(nrow(sample))
   store_open(file, sample, texts, task, overlap, seed, call)
   if (!is.null(people)) store_people(file, people)
   check_one_role(access_people(file), call)  # a file named before one role a person

@@ -53,8 +53,8 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
 # and the variance takes the text, not a coder's row, as the unit the design
 # drew.
 split_texts <- function(coded, truth, labels, call) {
-  if (!is.data.frame(coded) || !is.numeric(coded$.row) || !anyDuplicated(coded$.row)) return(list(coded = coded))
-  weight <- coded$.code_weight
+  if (!is.data.frame(coded) || !is.numeric(coded[[".row"]]) || !anyDuplicated(coded[[".row"]])) return(list(coded = coded))
+  weight <- coded[[".code_weight"]]
   rows <- coded$.row
   if (!is.numeric(weight) || anyNA(weight) || any(weight <= 0 | weight > 1) ||
       any(abs(rowsum(weight, rows) - 1) > 1e-6)) {
@@ -125,7 +125,7 @@ coded_design <- function(coded, data, rows, cluster, probabilities, call) {
              they say how the rows were drawn."), call = call)
   }
   prob <- if (probabilities) checked_probabilities(coded, call)
-  stratum <- if (!is.null(coded$.stratum)) as.character(coded$.stratum)
+  stratum <- if (!is.null(coded[[".stratum"]])) as.character(coded[[".stratum"]])
   if (length(present) == length(design_columns)) {
     strata <- design_strata(coded, call)
     labelled_rows <- if (".label" %in% names(data)) sum(!is.na(data$.label))

@@ -48,7 +48,7 @@ labels_view <- function(data, field, call = caller_env()) {
 # `.prob_` column for each label.
 labels_from_columns <- function(data) {
   if (!".label" %in% names(data) || !is.null(attr(data, "order_probs", exact = TRUE))) return(data)
-  labels <- if (is.factor(data$.label)) levels(data$.label) else prob_labels(data)
+  labels <- if (is.factor(data[[".label"]])) levels(data$.label) else prob_labels(data)
   prob_columns <- paste0(".prob_", labels)
   given <- as.character(data$.label)
   if (length(labels) < 2 || !all(prob_columns %in% names(data)) || !all(is.na(given) | given %in% labels)) {
@@ -56,7 +56,7 @@ labels_from_columns <- function(data) {
   }
   probs <- `colnames<-`(as.matrix(data[prob_columns]), labels)
   data$.label <- factor(given, levels = labels)
-  if (is.null(data$.confidence)) data$.confidence <- row_max(probs / rowSums(probs))
+  if (is.null(data[[".confidence"]])) data$.confidence <- row_max(probs / rowSums(probs))
   attr(data, "order_probs") <- order_probs_record(list(probs), data)
   data
 }

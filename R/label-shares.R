@@ -216,7 +216,7 @@ lost_bounds <- function(data, coded, truth, labels, terms, estimates, prediction
   if (!rlang::quo_is_symbol(truth)) return(NULL)
   codes <- rlang::eval_tidy(truth, coded)
   texts <- coded$.row
-  split <- if (!is.null(coded$.code_weight) && anyDuplicated(texts)) texts %in% texts[duplicated(texts)] else
+  split <- if (!is.null(coded[[".code_weight"]]) && anyDuplicated(texts)) texts %in% texts[duplicated(texts)] else
     rep(FALSE, nrow(coded))
   undecided <- is.na(codes) | split
   if (!any(undecided)) return(NULL)

@@ -71,7 +71,7 @@ learning_curve <- function(data, coded, truth, sizes = c(50, 100, 150, 300), fea
   if (!is.data.frame(coded) || !".row" %in% names(coded)) {
     abort_invalid("{.arg coded} must be rows drawn by {.fn review_sample}, with their codes.", "coded", call)
   }
-  if (!is.null(coded$.sampling_unit) && any(coded$.sampling_unit != ".row")) {
+  if (any(coded[[".sampling_unit"]] != ".row")) {
     abort_invalid("{.fn learning_curve} subsamples rows drawn one by one, not whole clusters.", "coded", call)
   }
   annotated <- labels_view(data, field, call)$.label
@@ -123,7 +123,7 @@ learning_curve <- function(data, coded, truth, sizes = c(50, 100, 150, 300), fea
 # two rows of each, so none is collapsed), with the inclusion probabilities and
 # drawn counts of that subsample: itself a stratified sample of the data.
 subsample_coded <- function(coded, size) {
-  stratum <- if (is.null(coded$.stratum)) rep("all", nrow(coded)) else as.character(coded$.stratum)
+  stratum <- if (is.null(coded[[".stratum"]])) rep("all", nrow(coded)) else as.character(coded$.stratum)
   members <- split(seq_len(nrow(coded)), stratum)
   wanted <- pmin(lengths(members), pmax(2, round(lengths(members) * size / nrow(coded))))
   kept <- sort(unlist(Map(function(rows, n) rows[sample.int(length(rows), n)], members, wanted), use.names = FALSE))

@@ -107,7 +107,7 @@ doubt_round <- function(data, labelled, n, seed, previous, cluster, field, label
   sizes <- allocation$sizes
   draws <- allocation$draws
   bands <- length(sizes)
-  round <- max(previous$.draw %||% 1L) + 1L
+  round <- max(previous[[".draw"]] %||% 1L) + 1L
   whose <- if (is.null(label)) "doubt" else paste0("doubt of ", label, ",")
   strata <- data.frame(name = sprintf("round %d: %s band %d of %d", round, whose, seq_len(bands), bands),
                        label = NA_character_, band = NA_character_, rows = sizes, drawn = draws, prob = draws / sizes,
@@ -123,7 +123,7 @@ doubt_round <- function(data, labelled, n, seed, previous, cluster, field, label
   sample$.row <- drawn
   sample$.draw <- rep(round, length(drawn))
   sample <- with_design_columns(sample, strata, band[match(drawn, rest)])
-  previous$.draw <- previous$.draw %||% rep(1L, nrow(previous))
+  previous$.draw <- previous[[".draw"]] %||% rep(1L, nrow(previous))
   sample <- bind_rows_filled(previous, sample)
   sample <- sample[order(sample$.row), , drop = FALSE]
   rownames(sample) <- NULL

@@ -233,9 +233,9 @@ review_sample <- function(data, n, weight = c("confidence", "uniform", "learned"
   sample <- data[drawn, , drop = FALSE]
   sample$.row <- drawn
   if (!is.null(previous)) {
-    round <- max(previous$.draw %||% 1L)
+    round <- max(previous[[".draw"]] %||% 1L)
     sample$.draw <- rep(round + 1L, length(drawn))
-    previous$.draw <- previous$.draw %||% rep(1L, nrow(previous))
+    previous$.draw <- previous[[".draw"]] %||% rep(1L, nrow(previous))
     sample <- bind_rows_filled(previous, sample)
     sample <- sample[order(sample$.row), , drop = FALSE]
   }

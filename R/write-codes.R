@@ -75,7 +75,7 @@ write_codes <- function(file, sample, codes, coder = "coder", role = c("code", "
   }
   stored <- store_meta(file, call)
   # a sample without .row: its row names, which a subset of it keeps (coding_app() numbered its rows)
-  rows <- sample$.row %||% suppressWarnings(as.integer(rownames(sample)))
+  rows <- sample[[".row"]] %||% suppressWarnings(as.integer(rownames(sample)))
   units <- match(rows, stored$sample$.row)
   if (anyNA(units)) {
     missing <- positions(which(is.na(units)))

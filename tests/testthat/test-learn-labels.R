@@ -125,6 +125,11 @@ test_that("each field of a schema annotation gets its own learner", {
   expect_identical(one$flag, data$flag)
   expect_error(learn_labels(data, coded, tone_code, features = x, field = c("tone", "flag")),
                class = "newrllama4_error_invalid_argument")
+  # a field's answered rows need their features, as the labels' do
+  holed <- x
+  holed[200, 3] <- NA
+  expect_error(learn_labels(data, coded, tone_code, features = holed, field = "tone"), "needs its features",
+               class = "newrllama4_error_invalid_argument")
   expect_error(label_regression(learned, coded, true ~ tone, truth = c(flag = "flag_code", tone = "tone_code"),
                                 field = "flag"), class = "newrllama4_error_invalid_argument")
   # a learned field is corrected by its own learner, fitted again in its folds

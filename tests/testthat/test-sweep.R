@@ -259,3 +259,59 @@ test_that("every column argument on the engine takes a bare name or a string ali
   calls <- column_calls(sweep_fixtures())
   for (entry in calls[-seq_along(column_calls())]) check_column_forms(entry)
 })
+
+# Each data frame argument as a tibble (what dplyr, readr and readxl give), its
+# attributes kept as those of a tibble annotate_texts() returned: the call warns
+# of nothing it does not warn of given data frames (tibble warns where a column
+# read with `$` is missing) and gives the same values.
+check_tibbles_alike <- function(fn, args, label, run = function(args) call_with(getExportedValue("newrllama4", fn), args)) {
+  as_tibbles <- lapply(args, function(x) {
+    if (is.data.frame(x)) structure(x, class = c("tbl_df", "tbl", "data.frame")) else x
+  })
+  warned <- function(args) {
+    warnings <- character()
+    value <- withCallingHandlers(withr::with_seed(1, suppressMessages(run(args))), warning = function(w) {
+      warnings <<- c(warnings, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    })
+    list(value = value, warnings = unique(warnings))
+  }
+  untibbled <- function(x) {
+    if (is.data.frame(x)) class(x) <- setdiff(class(x), c("tbl_df", "tbl"))
+    if (is.list(x) && !is.object(x) || is.data.frame(x) || inherits(x, "newrllama4_agreement")) x[] <- lapply(x, untibbled)
+    x
+  }
+  plain <- warned(args)
+  tibbles <- warned(as_tibbles)
+  expect_identical(setdiff(tibbles$warnings, plain$warnings), character(), label = label)
+  expect_equal(untibbled(without_manifests(tibbles$value)), untibbled(without_manifests(plain$value)),
+               ignore_attr = TRUE, label = label)
+}
+
+test_that("every export given tibbles warns and gives as it does given data frames", {
+  skip_if_not_installed("tibble")
+  skip_if_not_installed("shiny")
+  loadNamespace("tibble")
+  for (entry in column_calls()) {
+    check_tibbles_alike(entry$fn, entry$args, sprintf("%s(%s =)", entry$fn, entry$column),
+                        run = entry$value %||% function(args) call_with(getExportedValue("newrllama4", entry$fn), args))
+  }
+  calls <- valid_calls()
+  for (name in names(calls)) {
+    if (any(vapply(calls[[name]], is.data.frame, NA))) check_tibbles_alike(name, calls[[name]], name)
+  }
+})
+
+test_that("every export on the engine given tibbles warns and gives as it does given data frames", {
+  skip_if_not_installed("tibble")
+  skip_without_engine()
+  loadNamespace("tibble")
+  fixtures <- sweep_fixtures()
+  for (entry in column_calls(fixtures)[-seq_along(column_calls())]) {
+    check_tibbles_alike(entry$fn, entry$args, sprintf("%s(%s =)", entry$fn, entry$column))
+  }
+  calls <- valid_calls(fixtures)
+  for (name in setdiff(names(calls), names(valid_calls()))) {
+    if (any(vapply(calls[[name]], is.data.frame, NA))) check_tibbles_alike(name, calls[[name]], name)
+  }
+})
