@@ -8,7 +8,9 @@
 #' (the model's errors, weighted by the inverse of the inclusion probabilities);
 #' both are estimated from the pilot, and the sample is taken to grow in the
 #' same design (every inclusion probability scaled alike, at most 1). Draw the
-#' extra rows with `review_sample(previous =)`.
+#' extra rows with `review_sample(previous =)`; clusters drawn whole are drawn
+#' in one round, so a cluster sample's plan (`clusters_needed`) is for a
+#' sample drawn anew.
 #'
 #' The answer is as good as the pilot's estimate of the model's errors: with
 #' a few dozen coded rows it is rough, so plan with a margin.
@@ -59,7 +61,11 @@
 #'   the coded rows that reach the target, or `NA` where coding every row
 #'   would not (the rows themselves are then too few) or where the estimate
 #'   stops before it (a slope on a covariate with a long tail:
-#'   [label_regression()]'s `newrllama4_error_skewed_covariate`). For a list of
+#'   [label_regression()]'s `newrllama4_error_skewed_covariate`). For
+#'   clusters drawn whole, `clusters_needed`: the clusters a sample of the
+#'   same design draws to reach it, as many more in proportion as the rows
+#'   (`review_sample(cluster =)` counts clusters, and draws them in one
+#'   round). For a list of
 #'   annotators, `annotator` first and `seconds_per_row` last, ranked within
 #'   each term by `coded_needed`. With `doubt`, three more columns: the rows to
 #'   add uniformly (`more_uniform`) and in a round by doubt (`more_by_doubt`),
@@ -131,6 +137,11 @@ coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL, doubt
     needed[needed > (estimate$leverage$rows_limit %||% Inf)] <- NA
     plan <- data.frame(term = term, std.error = unname(se_at(1)), coded = coded, target = se,
                        coded_needed = as.integer(pmin(needed, length(estimate$rows))), stringsAsFactors = FALSE)
+    design <- estimate$design
+    if (!identical(design$sampling_unit, ".row")) {
+      # clusters drawn whole grow as the rows do; review_sample(cluster =) counts them, not rows
+      plan$clusters_needed <- as.integer(pmin(ceiling(design$clusters_drawn * plan$coded_needed / coded), design$clusters))
+    }
     if (!is.null(doubt)) {
       # an outcome that is a label (a share, or a regression of it) by its own doubt, where `doubt` has its
       # probabilities (its labels those of `x`)

@@ -122,3 +122,18 @@ test_that("a slope on a long tail is not planned past the coded rows at which it
   expect_null(fit$leverage$rows_limit)
   expect_gt(coded_rows_needed(fit, se = sqrt(vcov(fit)["x", "x"]) / 2)$coded_needed, 60)
 })
+
+test_that("a sample of clusters drawn whole is planned in clusters, which review_sample() counts", {
+  data <- simulated_labels(3000, seed = 7)
+  data$speaker <- rep(seq_len(150), each = 20)
+  coded <- review_sample(data, 10, cluster = speaker, seed = 1)
+  fit <- suppressMessages(label_shares(data, coded, truth, seed = 1))
+  now <- coded_rows_needed(fit, se = 1)$std.error[[1]]
+  plan <- coded_rows_needed(fit, se = now / 2)
+  expect_identical(plan$clusters_needed, as.integer(ceiling(10 * plan$coded_needed / 200)))
+  # half the standard error: about four times the speakers, the corpus part aside
+  expect_true(all(plan$clusters_needed >= 38 & plan$clusters_needed <= 150))
+  expect_identical(coded_rows_needed(fit, se = now * 1.001)$clusters_needed, c(10L, 10L))
+  expect_null(coded_rows_needed(label_shares(data, review_sample(data, 200, seed = 1), truth, seed = 1),
+                                se = 0.02)$clusters_needed)
+})
