@@ -140,7 +140,8 @@ coded_rows_needed <- function(x, se, terms = NULL, seconds_per_row = NULL, doubt
     design <- estimate$design
     if (!identical(design$sampling_unit, ".row")) {
       # clusters drawn whole grow as the rows do; review_sample(cluster =) counts them, not rows
-      plan$clusters_needed <- as.integer(pmin(ceiling(design$clusters_drawn * plan$coded_needed / coded), design$clusters))
+      grown <- ceiling(design$clusters_drawn * plan$coded_needed / coded)
+      plan$clusters_needed <- as.integer(pmin(grown, design$clusters))
     }
     if (!is.null(doubt)) {
       # an outcome that is a label (a share, or a regression of it) by its own doubt, where `doubt` has its

@@ -53,9 +53,9 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
 # and the variance takes the text, not a coder's row, as the unit the design
 # drew.
 split_texts <- function(coded, truth, labels, call) {
-  if (!is.data.frame(coded) || !is.numeric(coded[[".row"]]) || !anyDuplicated(coded[[".row"]])) return(list(coded = coded))
+  rows <- if (is.data.frame(coded)) coded[[".row"]]
+  if (!is.numeric(rows) || !anyDuplicated(rows)) return(list(coded = coded))
   weight <- coded[[".code_weight"]]
-  rows <- coded$.row
   if (!is.numeric(weight) || anyNA(weight) || any(weight <= 0 | weight > 1) ||
       any(abs(rowsum(weight, rows) - 1) > 1e-6)) {
     abort_newrllama4("coded_rows", c(

@@ -175,7 +175,11 @@ covariate_reach <- function(x, sample, y, target, binary, call) {
     (1 + max((x[sampled, column] - centre)^2) / spread) / n
   }, 0)
   skewness_over <- function(rows) vapply(continuous, function(column) {
-    centred <- x[rows, column] - mean(x[rows, column])
+    values <- x[rows, column]
+    # an interaction with a factor is zero off its level, whose rows carry its slope: their tail is its tail (x by
+    # a group of 5%, normal there, read with the zeros reached |G1| > 2.5 in 6% of corpora of 3,000 rows)
+    if (grepl(":", column, fixed = TRUE) && any(values != 0)) values <- values[values != 0]
+    centred <- values - mean(values)
     if (length(centred) < 3 || mean(centred^2) == 0) 0 else mean(centred^3) / mean(centred^2)^1.5
   }, 0)
   skewness <- skewness_over(sampled)

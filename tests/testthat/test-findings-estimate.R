@@ -104,6 +104,28 @@ test_that("a covariate with a long tail over the corpus warns and is the coded r
   expect_true(fit$lambda_tuned)
 })
 
+test_that("an interaction with a small group reads the tail of the group's rows, not of its zeros", {
+  # x by a group of 5% of 3,000 rows, normal in it: read with the zeros off the group, the column's skewness passed
+  # 2.5 in 6% of corpora (24 of 400 stopped the corpus's slopes at 400 coded rows, naming `x:groupb` for a tail to
+  # draw whole); the others covered 0.941
+  data <- simulated_labels(3000, 6)
+  data$group <- ifelse(withr::with_seed(6, stats::runif(3000)) < 0.05, "b", "a")
+  in_b <- data$x * (data$group == "b")
+  g1 <- function(v) mean((v - mean(v))^3) / mean((v - mean(v))^2)^1.5
+  expect_lt(g1(in_b), -2.5)
+  coded <- review_sample(data, 400, seed = 6)
+  # (20 coded rows in the group: the leverage of its farthest rows may still keep the labels out, with a warning)
+  fit <- suppressWarnings(suppressMessages(label_regression(yes ~ x * group, data, coded, truth, seed = 1,
+                                                            target = "corpus")))
+  expect_equal(fit$leverage$skewness[["x:groupb"]], g1(in_b[in_b != 0]))
+  expect_lt(max(abs(fit$leverage$skewness)), 2.5)
+  # a lognormal covariate by the same group still has its long tail there
+  data$x <- withr::with_seed(6, skewed(3000))
+  expect_error(suppressMessages(label_regression(yes ~ x * group, data, review_sample(data, 400, seed = 6), truth,
+                                                 seed = 1, target = "corpus")),
+               "x:groupb", class = "newrllama4_error_skewed_covariate")
+})
+
 test_that("a long tail stops the corpus's slope unless drawn whole, the population's past 500 rows (a line's 60)", {
   # issue 58: uniform coded rows of 2,000 on a lognormal covariate covered 0.897 (corpus, 400 rows), 0.85 (corpus,
   # 1,000) and 0.86 (population, 1,000), warned, every miss above. On main: a warning and an estimate.

@@ -264,7 +264,8 @@ test_that("every column argument on the engine takes a bare name or a string ali
 # attributes kept as those of a tibble annotate_texts() returned: the call warns
 # of nothing it does not warn of given data frames (tibble warns where a column
 # read with `$` is missing) and gives the same values.
-check_tibbles_alike <- function(fn, args, label, run = function(args) call_with(getExportedValue("newrllama4", fn), args)) {
+check_tibbles_alike <- function(fn, args, label,
+                                run = function(args) call_with(getExportedValue("newrllama4", fn), args)) {
   as_tibbles <- lapply(args, function(x) {
     if (is.data.frame(x)) structure(x, class = c("tbl_df", "tbl", "data.frame")) else x
   })
@@ -278,7 +279,9 @@ check_tibbles_alike <- function(fn, args, label, run = function(args) call_with(
   }
   untibbled <- function(x) {
     if (is.data.frame(x)) class(x) <- setdiff(class(x), c("tbl_df", "tbl"))
-    if (is.list(x) && !is.object(x) || is.data.frame(x) || inherits(x, "newrllama4_agreement")) x[] <- lapply(x, untibbled)
+    if (is.list(x) && (!is.object(x) || is.data.frame(x) || inherits(x, "newrllama4_agreement"))) {
+      x[] <- lapply(x, untibbled)
+    }
     x
   }
   plain <- warned(args)
