@@ -105,7 +105,7 @@ bound_problems <- function(x, name, bounds) {
 # The end of a refusal: where a typed code is a label but for case or spaces
 # ("Yes " for "yes"), it says so.
 misspelt <- function(code, labels) {
-  if (rlang::is_string(code) && label_key(code) %in% label_key(labels)) {
+  if (rlang::is_string(code) && length(misspelt_labels(code, labels)) > 0) {
     sprintf(": \"%s\" differs from one only in case or spaces.", code)
   } else {
     "."

@@ -237,6 +237,10 @@ variance_words <- function(record) {
            paste0(", the spread of codes in general borrowed by strata with few and alike coded rows (",
                   paste(record$variance_pooled, collapse = ", "), ")")
          },
+         if (length(record$variance_levels) > 0) {
+           paste0(", at least that of the adjusted proportion of their codes where the coded rows of a level agree (",
+                  paste(record$variance_levels, collapse = ", "), ")")
+         },
          if (isTRUE(record$variance_floored)) {
            paste(", at least that of an error rate of (z^2 / 2) / (n + z^2) (Wilson's centre for no error among the",
                  "coded rows)")

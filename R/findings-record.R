@@ -18,6 +18,7 @@ findings_record <- function(estimate, level = 0.95) {
        design_df = estimate$design_df, interval = "t",
        lambda_rule = estimate$lambda_rule, variance_pooled = estimate$variance_pooled %||% character(),
        variance_floored = isTRUE(estimate$variance_floored),
+       variance_levels = estimate$variance_levels %||% character(),
        beyond_reach = estimate$leverage$covariates %||% character(),
        learner_dependence = estimate$parts$corrected$learner[c("groups", "share")])
 }

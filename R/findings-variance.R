@@ -163,12 +163,14 @@ design_parts <- function(fits, sample, floor = FALSE) {
   colnames(a) <- colnames(z) <- names(fits[[1]]$coefficients)
   codes <- stratum_codes(fits[[1]], sample)
   least <- if (floor) rare_error_variance(codes)
+  alike <- if (floor) alike_levels(fits[[1]], codes) else list()
+  scaled <- lapply(alike, function(level) direction * (level$rows * sqrt(level$variance)))
   list(
     population = population_part(a, sample),
     population_third = population_third(a, sample),
-    strata = pooled_strata(stratum_units(cbind(z, direction), sample), borrowed_variance(codes), ncol(z),
-                           codes_alike(codes), least),
-    small_sample = rows_drawn, least_rate = least
+    strata = pooled_strata(stratum_units(do.call(cbind, c(list(z, direction), scaled)), sample),
+                           borrowed_variance(codes), ncol(z), codes_alike(codes), least, length(alike)),
+    small_sample = rows_drawn, least_rate = least, alike_levels = names(alike)
   )
 }
 
@@ -239,7 +241,9 @@ stratum_codes <- function(fit, sample) {
 # dependence on the coded rows (learner_dependence()) is part of the sampling
 # part, shrinking as it does.
 design_vcov <- function(parts, target = "population", scale = 1) {
-  sampling <- at_least(strata_sum(parts, "cov", scale), strata_sum(parts, "least", scale)) +
+  sampling <- at_least(strata_sum(parts, "cov", scale), strata_sum(parts, "least", scale))
+  # levels whose codes agree (alike_levels()): their rows' part added at their adjusted proportion's variance
+  sampling <- at_least(sampling, sampling + strata_sum(parts, "level", scale)) +
     (parts$learner$variance %||% 0) / scale
   if (target == "population") parts$population + sampling else sampling
 }

@@ -344,7 +344,7 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
   df_of <- function(fit) stats::setNames(pmin(satterthwaite_df(fit, sample, target), design_df(sample)), columns)
   list(fits = fits, vcov = vcov, parts = parts, skewness = skewness, lambda = lambda, lambda_tuned = tuned,
        lambda_rule = rule,
-       variance_pooled = pooled, variance_floored = floored,
+       variance_pooled = pooled, variance_floored = floored, variance_levels = parts$corrected$alike_levels,
        lambda_terms = if (tuned) lambda_terms, target = target, design_df = design_df(sample),
        df = list(corrected = df_of(corrected$own),
                  naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,

@@ -121,6 +121,9 @@ blank_as_missing <- function(x) {
 # A label as people type it, case and spaces aside: "Yes " is "yes".
 label_key <- function(x) tolower(gsub("[[:space:]]+", " ", trimws(x)))
 
+# The values that are a label but for case or spaces ("Yes " for "yes").
+misspelt_labels <- function(values, labels) values[!values %in% labels & label_key(values) %in% label_key(labels)]
+
 # A coder's "Yes " beside the model's "yes" would be a label of its own, every
 # such pair a disagreement: refused, since it is a typing slip, not a finding.
 check_label_spelling <- function(predicted, truth, call = caller_env()) {
@@ -143,7 +146,7 @@ codes_as_labels <- function(codes, labels, call) {
   if (setequal(labels, c("true", "false"))) codes <- tolower(codes)
   outside <- unique(codes[!is.na(codes) & !codes %in% labels])
   if (length(outside) > 0) {
-    misspelt <- outside[label_key(outside) %in% label_key(labels)]
+    misspelt <- misspelt_labels(outside, labels)
     abort_newrllama4("coded_truth", c(
       "{.arg truth} must be one of the labels ({.val {labels}}) for every coded row.",
       "x" = "It has {.val {outside}}.",

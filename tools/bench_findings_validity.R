@@ -310,6 +310,16 @@ cases <- list(
     function(seed) skewed_slope_case(seed, 150, "corpus", "x"),
   "a lognormal covariate (standardised), 1,000 coded rows, its tail drawn whole: the corpus's slope" =
     function(seed) skewed_slope_case(seed, 1000, "corpus", "x"),
+  # a level whose few coded rows agree had a variance near 0 (alike_levels())
+  "eight groups, one of 3% of 3,000 rows, 150 rows by confidence: the corpus's coefficient of that group" =
+    function(seed) {
+      data <- small_level_world(seed)
+      coded <- review_sample(data, 150, seed = seed)
+      fit <- quietly(label_regression(yes ~ group, data, coded, truth, seed = seed, target = "corpus"))
+      codes <- coded$truth[coded$group == "g1"]
+      c(corrected_interval(fit, "groupg1", stats::coef(stats::lm((truth == "yes") ~ group, data))[["groupg1"]]),
+        coded_in_group = length(codes), alike = length(unique(codes)) == 1)
+    },
   # read with the zeros off its group, the interaction's column passed the long tail's limit in 6% of corpora
   "x by a group of 5% of 3,000 rows (normal in it), 400 coded rows: the corpus's x:groupb" = function(seed) {
     data <- simulated_labels(3000, seed)

@@ -374,3 +374,20 @@ rows_with_feature_kinds <- function(n, informative = "middle", kinds = c("last",
   rows$data$.features <- features_from_matrix(values, list(model = "simulated", state = unname(states)))
   rows$data
 }
+
+# Eight groups, one of 3% of 3,000 rows: 150 rows drawn by confidence give it a few coded rows, whose codes often
+# agree.
+small_level_world <- function(seed) {
+  withr::with_seed(seed, {
+    shares <- c(0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.2, 0.2)
+    group <- sample(paste0("g", 1:8), 3000, replace = TRUE, prob = shares)
+    truth <- stats::rbinom(3000, 1, stats::plogis(-0.3 + seq(-0.8, 0.8, length.out = 8)[as.integer(factor(group))]))
+    wrong <- stats::rbinom(3000, 1, stats::plogis(-1.5 + 0.5 * (group %in% c("g1", "g2"))))
+    label <- ifelse(wrong == 1, 1 - truth, truth)
+    sure <- ifelse(wrong == 1, stats::runif(3000, 0.5, 0.8), stats::runif(3000, 0.6, 0.99))
+    prob <- ifelse(label == 1, sure, 1 - sure)
+    data.frame(group = factor(group, levels = paste0("g", 8:1)),
+               .label = factor(ifelse(label == 1, "yes", "no"), levels = c("yes", "no")), .prob_yes = prob,
+               .prob_no = 1 - prob, .confidence = sure, truth = ifelse(truth == 1, "yes", "no"))
+  })
+}

@@ -99,3 +99,27 @@ test_that("strata of few coded rows do not overstate a regression's variance", {
   expect_gt(stats::var(estimates) / mean(variances), 0.85)
   expect_lt(stats::var(estimates) / mean(variances), 1.2)
 })
+
+test_that("a factor's level whose few coded rows agree takes its codes' adjusted proportion's variance, not 0", {
+  # 1,000 draws: where the level's 4-9 coded rows agreed its coefficient covered 0.35-0.66 (where they differed
+  # 0.94-0.97), silently past 9 rows; now 0.99 and 0.77-0.99
+  covered <- logical()
+  for (seed in 1:40) {
+    data <- small_level_world(seed)
+    coded <- review_sample(data, 150, seed = seed)
+    in_level <- coded$truth[coded$group == "g1"]
+    if (length(in_level) < 2 || length(unique(in_level)) > 1) next
+    fit <- quietly(label_regression(yes ~ group, data, coded, truth, seed = seed, target = "corpus"))
+    expect_true("groupg1" %in% fit$variance_levels)
+    value <- stats::coef(stats::lm((truth == "yes") ~ group, data))[["groupg1"]]
+    interval <- confint(fit)["groupg1", ]
+    covered <- c(covered, interval[[1]] <= value && value <= interval[[2]])
+  }
+  expect_gte(length(covered), 10)
+  expect_gte(mean(covered), 0.9)
+  expect_output(print(fit), "where the coded rows of a level agree \\(.*groupg1")
+  # codes that differ in the level: no floor
+  data <- small_level_world(1)
+  expect_length(quietly(label_regression(yes ~ group, data, review_sample(data, 1500, seed = 1), truth, seed = 1,
+                                         target = "corpus"))$variance_levels, 0)
+})
