@@ -21,7 +21,9 @@ few_coded_units <- 10L
 # thin stratum at 40 rows, the variance 1.41x the estimate's spread and
 # coverage 0.990; pooled, 1.00x. `pooled`: whether borrowing raised any
 # coefficient's variance (the printout names these strata). `alike`: per
-# stratum, whether its codes are all one value (codes_alike()).
+# stratum, whether its codes are all one value (codes_alike()). `levels`:
+# how many alike_levels()' scaled directions follow in the totals' columns,
+# whose spread is the stratum's `level` part (design_vcov() adds it).
 pooled_strata <- function(units, residual, p, alike, least = NULL, levels = 0) {
   Map(function(h, s2, same) {
     totals <- h$totals[, seq_len(p), drop = FALSE]
@@ -48,7 +50,8 @@ pooled_strata <- function(units, residual, p, alike, least = NULL, levels = 0) {
 #'   them (a level of 3% of 3,000 rows with 4-9 coded rows: its interval
 #'   covered 0.35-0.66 where they agreed). Their part of the sampling variance
 #'   is then added at least at the variance of Agresti and Coull's adjusted
-#'   proportion of their codes, \eqn{(k + 2) / (n + 4)}{(k + 2) / (n + 4)};
+#'   proportion of their \eqn{n}{n} codes, \eqn{(k + 2) / (n + 4)}{(k + 2) /
+#'   (n + 4)} for \eqn{k}{k} codes of 1;
 #'   the printout names the levels, and the fit's `variance_levels` holds
 #'   them. [label_shares()]' groups keep Wilson's interval, which holds them.
 #' @name label_regression
