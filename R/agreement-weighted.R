@@ -22,12 +22,12 @@ drawn_design <- function(rows, call) {
     return(NULL)
   }
   prob <- checked_probabilities(rows, call)
-  unit_column <- unique(as.character(rows$.sampling_unit %||% ".row"))
+  unit_column <- unique(as.character(rows[[".sampling_unit"]] %||% ".row"))
   clusters <- length(unit_column) == 1 && unit_column != ".row" && unit_column %in% names(rows)
-  stratum <- as.character(rows$.stratum %||% format(prob, digits = 15))
+  stratum <- as.character(rows[[".stratum"]] %||% format(prob, digits = 15))
   list(prob = prob, stratum = stratum,
        unit = if (clusters) as.character(rows[[unit_column]]) else as.character(seq_len(nrow(rows))),
-       stratum_rows = if (!clusters) rows$.stratum_rows, strata = round_strata(rows, stratum, call))
+       stratum_rows = if (!clusters) rows[[".stratum_rows"]], strata = round_strata(rows, stratum, call))
 }
 
 # Rounds drawn by the learner's doubt (review_sample(weight = "learned")):
@@ -39,7 +39,7 @@ drawn_design <- function(rows, call) {
 # sample of one round.
 round_strata <- function(rows, stratum, call) {
   if (all(round_of(stratum) == 1L)) return(NULL)
-  if (!is.null(rows$.stratum_rows) && !is.null(rows$.stratum_drawn)) return(design_strata(rows, call))
+  if (!is.null(rows[[".stratum_rows"]]) && !is.null(rows[[".stratum_drawn"]])) return(design_strata(rows, call))
   data.frame(name = unique(stratum), drawn = as.vector(table(stratum)[unique(stratum)]), stringsAsFactors = FALSE)
 }
 

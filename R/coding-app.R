@@ -321,7 +321,7 @@ coding_task <- function(sample, labels, schema, instruction, call) {
   if (is.null(labels) && is.null(schema)) {
     labels <- prompt$labels
     schema <- if (is.null(labels)) prompt$schema
-    if (is.null(labels) && is.null(schema) && is.factor(sample$.label)) labels <- levels(sample$.label)
+    if (is.null(labels) && is.null(schema) && is.factor(sample[[".label"]])) labels <- levels(sample$.label)
   }
   if (is.null(labels) == is.null(schema)) {
     abort_invalid("Give {.arg labels} or {.arg schema} (one of them), or a {.arg sample} from an annotation that

@@ -38,7 +38,7 @@ checked_probabilities <- function(coded, call) {
   if (!is.numeric(prob) || anyNA(prob) || any(prob <= 0 | prob > 1)) {
     abort_newrllama4("coded_rows", "{.field .sample_prob} of {.arg coded} must be probabilities above 0.", call = call)
   }
-  one_by_one <- identical(unique(as.character(coded$.sampling_unit)), ".row")
+  one_by_one <- identical(unique(as.character(coded[[".sampling_unit"]])), ".row")
   if (one_by_one && all(c(".stratum_rows", ".stratum_drawn") %in% names(coded))) {
     prob <- counted_probabilities(coded, prob, call)
   }

@@ -128,7 +128,7 @@ subsample_coded <- function(coded, size) {
   wanted <- pmin(lengths(members), pmax(2, round(lengths(members) * size / nrow(coded))))
   kept <- sort(unlist(Map(function(rows, n) rows[sample.int(length(rows), n)], members, wanted), use.names = FALSE))
   out <- coded[kept, , drop = FALSE]
-  if (is.null(out$.stratum_drawn)) {
+  if (is.null(out[[".stratum_drawn"]])) {
     out$.sample_prob <- out$.sample_prob * (wanted / lengths(members))[stratum[kept]]
   } else {
     # as review_sample() writes them, drawn rows lost or not: the subsample's drawn rows over the stratum's rows

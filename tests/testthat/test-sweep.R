@@ -318,3 +318,32 @@ test_that("every export on the engine given tibbles warns and gives as it does g
     if (any(vapply(calls[[name]], is.data.frame, NA))) check_tibbles_alike(name, calls[[name]], name)
   }
 })
+
+test_that("tibbles without the design's optional columns warn of no column they lack", {
+  skip_if_not_installed("tibble")
+  skip_if_not_installed("shiny")
+  loadNamespace("tibble")
+  data <- simulated_labels(300, seed = 2)
+  drawn <- review_sample(data, 80, weight = "uniform", seed = 2)
+  own <- tibble::as_tibble(as.data.frame(drawn)[c(".row", ".sample_prob", "truth")])
+  lacking <- function(expr) {
+    found <- character()
+    withCallingHandlers(suppressMessages(expr), warning = function(w) {
+      if (grepl("Unknown or uninitialised column", conditionMessage(w))) found <<- c(found, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    })
+    found
+  }
+  expect_identical(lacking(label_shares(data, own, truth, seed = 1)), character())
+  expect_identical(lacking(label_regression(yes ~ x, data, own, truth, seed = 1)), character())
+  expect_identical(lacking(agreement(tibble::as_tibble(as.data.frame(drawn)[c(".label", "truth", ".sample_prob")]),
+                                     truth, field = .label, n_boot = 0)), character())
+  texts <- tibble::tibble(text = c("Great film.", "Dull."))
+  expect_identical(lacking(coding_app(texts, withr::local_tempfile(fileext = ".sqlite"), labels = c("yes", "no"),
+                                      instruction = "Does the reviewer like it?")), character())
+  rows <- learnable_rows(300, dim = 5, seed = 1)
+  coded <- review_sample(rows$data, 60, weight = "uniform", seed = 1)
+  bare <- tibble::as_tibble(as.data.frame(coded)[c(".row", ".sample_prob", "gold")])
+  expect_identical(lacking(learning_curve(rows$data, bare, gold, sizes = 40, features = rows$x, draws = 1, seed = 1)),
+                   character())
+})
