@@ -128,9 +128,11 @@ code_values <- function(codes, task, call) {
     abort_invalid("{.arg codes} must be a data frame with a column per field of the file's schema: {.field {names}}.",
                   "codes", call)
   }
+  # a spreadsheet's empty cells are no value, as NA is
+  columns <- lapply(as.list(codes)[names], blank_as_missing)
   lapply(seq_len(nrow(codes)), function(i) {
     value <- lapply(stats::setNames(names, names), function(name) {
-      x <- blank_as_missing(codes[[name]][i])[[1]]
+      x <- columns[[name]][[i]]
       if (is.na(x)) NULL else if (is.factor(x)) as.character(x) else x
     })
     if (all(vapply(value, is.null, NA))) NULL else value
