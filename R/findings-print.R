@@ -21,7 +21,10 @@ format.newrllama4_label_regression <- function(x, ...) {
     "", wrapped(sprintf("Beside them: naive (%s as if true) and coded_only (the coded rows alone, weighted by 1 / their
                          sampling probability):", record$naive)),
     table_lines(side_by_side(record, c("naive", "coded_only"), interval_cell)),
-    wrapped(sprintf("Corrected intervals are %.2f times as wide as the coded rows' alone.", width_ratio(record))),
+    if (!is.nan(width_ratio(record))) {
+      wrapped(sprintf("Corrected intervals are %.2f times as wide as the coded rows' alone%s.", width_ratio(record),
+                      if (any(!is.finite(record$estimates$conf.high))) " (where both are finite)" else ""))
+    },
     "", method_lines(record), wrapped(lambda_line(x$lambda, x$lambda_tuned, x$lambda_rule)), undecided_lines(record))
 }
 
@@ -123,9 +126,12 @@ coefficient_matrix <- function(record) {
   out
 }
 
+# The corrected intervals' mean width over the coded rows' alone, over the
+# terms where both are finite (a level of one coded row gives its terms none).
 width_ratio <- function(record) {
-  width <- function(e) with(record$estimates[record$estimates$estimator == e, ], mean(conf.high - conf.low))
-  width("corrected") / width("coded_only")
+  width <- function(e) with(record$estimates[record$estimates$estimator == e, ], conf.high - conf.low)
+  finite <- is.finite(width("corrected")) & is.finite(width("coded_only"))
+  mean(width("corrected")[finite]) / mean(width("coded_only")[finite])
 }
 
 table_lines <- function(table, row.names = FALSE) {

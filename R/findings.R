@@ -341,12 +341,14 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
        centre for no error among the coded rows).",
       "i" = "Code more rows: the interval needs some of the rows the predictions get wrong."))
   }
-  df_of <- function(fit) stats::setNames(pmin(satterthwaite_df(fit, sample, target), design_df(sample)), columns)
+  df_of <- function(fit, floor = FALSE) {
+    stats::setNames(pmin(satterthwaite_df(fit, sample, target, floor), design_df(sample)), columns)
+  }
   list(fits = fits, vcov = vcov, parts = parts, skewness = skewness, lambda = lambda, lambda_tuned = tuned,
        lambda_rule = rule,
        variance_pooled = pooled, variance_floored = floored, variance_levels = parts$corrected$alike_levels,
        lambda_terms = if (tuned) lambda_terms, target = target, design_df = design_df(sample),
-       df = list(corrected = df_of(corrected$own),
+       df = list(corrected = df_of(corrected$own, floor = TRUE),
                  naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
                  coded_only = if (fits$coded_only$converged) df_of(fits$coded_only) else design_df(sample)))
 }
@@ -367,30 +369,4 @@ abort_degenerate <- function(call) {
     "The corrected logistic regression has no finite estimate: in some cell of the covariates the corrected share of
      the outcome is not between 0 and 1 (or the covariates separate it).",
     "i" = "Merge sparse levels, code more rows in them, or use {.code family = \"gaussian\"}."), call = call)
-}
-
-# The model matrix's columns must each vary among the coded rows (`coded`, on
-# their codes), or the correction has nothing to learn their errors from: a
-# level with no coded rows is an error naming it, one with fewer than 10 a
-# warning.
-check_coded_columns <- function(x, coded, call) {
-  if (qr(x)$rank < ncol(x)) {
-    abort_invalid("The formula's covariates are collinear (or a factor has a level without rows): drop or merge
-                   them.", "formula", call)
-  }
-  indicator <- apply(x, 2, function(column) all(column %in% c(0, 1))) & colnames(x) != "(Intercept)"
-  coded_ones <- colSums(coded != 0)
-  empty <- colnames(x)[indicator & coded_ones == 0]
-  if (length(empty) > 0 || qr(coded)$rank < ncol(x)) {
-    what <- if (length(empty) > 0) cli::format_inline("{.field {empty}}") else "the covariates"
-    abort_newrllama4("too_few_coded", c(
-      "No coded rows tell apart {what}.",
-      "i" = "Code rows of each level (draw more with {.code review_sample(previous =)}), or merge levels."),
-      call = call)
-  }
-  thin <- colnames(x)[indicator & coded_ones < 10]
-  if (length(thin) > 0) {
-    warn_newrllama4("few_coded", c("Fewer than 10 coded rows in {.field {thin}}.",
-                                   "i" = "Their intervals rest on too few rows to be trusted."))
-  }
 }

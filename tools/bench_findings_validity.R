@@ -320,6 +320,22 @@ cases <- list(
       c(corrected_interval(fit, "groupg1", stats::coef(stats::lm((truth == "yes") ~ group, data))[["groupg1"]]),
         coded_in_group = length(codes), alike = length(unique(codes)) == 1)
     },
+  # a character column's levels are alphabetical: the 3% group became the reference, on which every coefficient rests
+  "eight groups as text (from a CSV file), the 3% one the reference, 150 rows by confidence: the corpus's intercept and largest group's coefficient" =
+    function(seed) {
+      data <- small_level_world(seed)
+      data$group <- as.character(data$group)
+      coded <- review_sample(data, 150, seed = seed)
+      fit <- quietly(label_regression(yes ~ group, data, coded, truth, seed = seed, target = "corpus"))
+      value <- stats::coef(stats::lm((truth == "yes") ~ group, data))
+      intercept <- corrected_interval(fit, "(Intercept)", value[["(Intercept)"]])
+      largest <- corrected_interval(fit, "groupg8", value[["groupg8"]])
+      codes <- coded$truth[coded$group == "g1"]
+      # one coded row in the reference leaves the intercept unbounded: its width is averaged where finite
+      c(covered = intercept[["covered"]], width = if (is.finite(intercept[["width"]])) intercept[["width"]] else NA,
+        unbounded = !is.finite(intercept[["width"]]), largest_covered = largest[["covered"]],
+        largest_width = largest[["width"]], coded_in_reference = length(codes), alike = length(unique(codes)) == 1)
+    },
   # read with the zeros off its group, the interaction's column passed the long tail's limit in 6% of corpora
   "x by a group of 5% of 3,000 rows (normal in it), 400 coded rows: the corpus's x:groupb" = function(seed) {
     data <- simulated_labels(3000, seed)
