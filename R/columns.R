@@ -97,3 +97,25 @@ warn_label_shadows <- function(variables, data) {
      the label{?s} (the model's {.field {paste0('.prob_', shadowed)}}, corrected by the codes), not the column{?s}.",
     "i" = "{cli::qty(length(shadowed))}Rename the column{?s} to use {?it/them} in the formula."))
 }
+
+# A spreadsheet saved with a decimal comma and read with read.csv() gives its
+# numbers as text ("0,25"): a covariate then becomes a factor of as many
+# levels as rows, a probability a missing value, and the estimators' errors
+# spoke of levels without coded rows or of rows reordered. Each of `columns`
+# of `data` whose values are all numbers once a comma is a point, and hold a
+# comma, is refused, naming the fix.
+check_decimal_commas <- function(data, columns, arg, call) {
+  as_text <- lapply(data[intersect(columns, names(data))], function(value) {
+    if (!is.character(value) && !is.factor(value)) return(NULL)
+    value <- trimws(as.character(value))
+    value <- value[!is.na(value) & nzchar(value)]
+    numbers <- suppressWarnings(as.numeric(sub(",", ".", value, fixed = TRUE)))
+    if (length(value) > 0 && any(grepl(",", value, fixed = TRUE)) && !anyNA(numbers)) value[[1]]
+  })
+  as_text <- unlist(as_text)
+  if (length(as_text) == 0) return(invisible())
+  abort_invalid(c("{.field {names(as_text)}} of {.arg {arg}} {cli::qty(length(as_text))}hold{?s/} numbers written with a decimal comma, read as
+                   text ({.val {as_text[[1]]}}).",
+                  "i" = "Read the file with {.code read.csv2()} (or {.code read.csv(dec = \",\")},
+                         {.code readr::read_csv2()})."), arg, call, subclass = "decimal_comma")
+}

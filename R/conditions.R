@@ -18,6 +18,7 @@ condition_parents <- c(
   argument_order = "invalid_argument",
   example_label = "invalid_argument",
   label_spelling = "invalid_argument",
+  decimal_comma = "invalid_argument",
   coded_rows = "invalid_argument",
   coded_truth = "coded_rows",
   too_few_coded = "coded_rows",

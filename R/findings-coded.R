@@ -13,6 +13,9 @@ checked_coded_rows <- function(data, coded, truth, call, labels = NULL, probabil
     abort_newrllama4("coded_rows", "{.arg coded} must be a data frame of rows coded by hand with {.field .row} (their
                      row numbers in {.arg data}), as {.fn review_sample} gives them.", call = call)
   }
+  check_decimal_commas(data, grep("^\\.(prob|confidence)", names(data), value = TRUE), "data", call)
+  numeric <- names(data)[vapply(data, is.numeric, NA)]
+  check_decimal_commas(coded, c(".sample_prob", ".stratum_rows", ".stratum_drawn", numeric), "coded", call)
   texts <- split_texts(coded, truth, labels, call)
   coded <- texts$coded
   rows <- coded$.row

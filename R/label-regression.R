@@ -330,6 +330,7 @@ label_regression <- function(formula, data, coded, truth, family = c("gaussian",
     abort_invalid("{.arg formula} names {.field {missing}}, not {?a column/columns} of {.arg data} nor
                    {?a label/labels}.", "formula", call, subclass = "missing_column")
   }
+  check_decimal_commas(data, c(outcome, right), "data", call)
   # a refitted or learned label or field's probabilities saw the coded rows'
   # codes: as a covariate its errors would no longer be those the codes correct
   label_covariates <- unlist(lapply(covariates, function(variable) if (variable$kind == "label") variable$name))

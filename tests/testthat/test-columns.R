@@ -61,3 +61,31 @@ test_that("a formula's name that is a label and a column of data takes the label
                  class = "newrllama4_warning_label_shadows_column")
   expect_equal(coef(shadowed), coef(fit))
 })
+
+test_that("numbers with a decimal comma read as text are refused, naming the columns and the fix", {
+  # read.csv(sep = ";") of a file saved with a decimal comma: x became a factor of 300 levels ("No coded rows tell
+  # apart x-0,03..."), the probabilities missing, and coded rows read so were "not those rows of data"
+  data <- simulated_labels(300, 42)
+  coded <- review_sample(data, 80, weight = "uniform", seed = 42)
+  reread <- function(frame, read = function(file) utils::read.csv(file, sep = ";")) {
+    file <- withr::local_tempfile(fileext = ".csv")
+    utils::write.csv2(frame, file, row.names = FALSE)
+    read(file)
+  }
+  as_text <- reread(data)
+  as_text$.label <- data$.label
+  expect_error(label_regression(yes ~ x, as_text, coded, truth), "x of `data` holds numbers written with a decimal comma",
+               class = "newrllama4_error_decimal_comma")
+  expect_error(label_shares(as_text, coded, truth), ".prob_yes, .prob_no, and .confidence of `data` hold numbers",
+               class = "newrllama4_error_decimal_comma")
+  coded_text <- reread(coded)
+  expect_error(label_shares(data, coded_text, truth), ".sample_prob, x, .prob_yes, .prob_no, and .confidence of `coded` hold",
+               class = "newrllama4_error_invalid_argument")
+  # read with read.csv2(), the same estimate
+  expect_equal(coef(label_regression(yes ~ x, data, reread(coded, utils::read.csv2), truth, seed = 1)),
+               coef(label_regression(yes ~ x, data, coded, truth, seed = 1)))
+  # text with other commas is no number
+  data$note <- rep(c("a, b", "1,5"), 150)
+  expect_s3_class(label_regression(yes ~ x + note, data, review_sample(data, 80, weight = "uniform", seed = 42), truth,
+                                   seed = 1), "newrllama4_label_regression")
+})
