@@ -356,16 +356,18 @@ with_variance_strata <- function(design) {
 
 # The model matrix's columns must each vary among the coded rows (`coded`, on
 # their codes), or the correction has nothing to learn their errors from: a
-# level with no coded rows (a reference level among them, `references` as
-# reference_levels() gives them) is an error naming it, one with fewer than 10
-# a warning.
-check_coded_columns <- function(x, coded, references, call) {
+# level with no coded rows (a main effect's reference level among them, of
+# factor_levels()' `levels`) is an error naming it, one with fewer than 10 a
+# warning.
+check_coded_columns <- function(x, coded, levels, call) {
   if (qr(x)$rank < ncol(x)) {
     abort_invalid("The formula's covariates are collinear (or a factor has a level without rows): drop or merge
                    them.", "formula", call)
   }
   indicator <- apply(x, 2, function(column) all(column %in% c(0, 1))) & colnames(x) != "(Intercept)"
-  references <- Filter(function(columns) all(indicator[columns]), references)
+  references <- stats::setNames(lapply(levels$mains, `[[`, "columns"), vapply(levels$mains, `[[`, "", "reference"))
+  references <- Filter(function(columns) all(indicator[columns]) && any(rowSums(x[, columns, drop = FALSE]) == 0),
+                       references)
   coded_ones <- c(colSums(coded != 0)[indicator],
                   vapply(references, function(columns) sum(rowSums(coded[, columns, drop = FALSE]) == 0), 0))
   empty <- names(coded_ones)[coded_ones == 0]

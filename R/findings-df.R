@@ -58,7 +58,7 @@ satterthwaite_df <- function(fits, sample, target = "population", floor = FALSE)
   rows_drawn <- is.null(sample$unit) && is.null(sample$cluster)
   coded <- stratum_codes(fits[[1]], sample)
   pairs <- pair_weights(sample, coded, target)
-  alike <- if (floor) alike_levels(fits[[1]], coded, sample$references) else list()
+  alike <- if (floor) alike_levels(fits[[1]], coded, sample$levels) else list()
   in_alike <- Reduce(`|`, lapply(alike, `[[`, "rows"), FALSE)
   vapply(seq_along(fits), function(j) {
     fit <- fits[[j]]

@@ -43,8 +43,8 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
       "i" = "Code at least {2 * n_coefficients + 2} rows (more for intervals worth having: see {.fn coded_rows_needed})."),
       call = call)
   }
-  references <- reference_levels(x_all, terms, frame)
-  check_coded_columns(x, x_coded, references, call)
+  levels <- factor_levels(x_all, terms, frame)
+  check_coded_columns(x, x_coded, levels, call)
   if (length(usable) < nrow(data)) {
     inform_newrllama4("rows_left_out", c(
       "{nrow(data) - length(usable)} row{?s} without a label, prediction or covariate {?is/are} outside the
@@ -68,7 +68,7 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
                           round_prob = design$round_prob[!inside])
   }
   local$cluster <- clusters[local$rows]
-  local$references <- references
+  local$levels <- levels
   if (!is.null(design$split)) {
     # split texts by their positions too: a learner learns from each code (coded_entries())
     at <- match(design$split$rows, usable)

@@ -163,7 +163,7 @@ design_parts <- function(fits, sample, floor = FALSE) {
   colnames(a) <- colnames(z) <- names(fits[[1]]$coefficients)
   codes <- stratum_codes(fits[[1]], sample)
   least <- if (floor) rare_error_variance(codes)
-  alike <- if (floor) alike_levels(fits[[1]], codes, sample$references) else list()
+  alike <- if (floor) alike_levels(fits[[1]], codes, sample$levels) else list()
   scaled <- lapply(alike, function(level) direction * (level$rows * sqrt(level$variance)))
   list(
     population = population_part(a, sample),

@@ -336,6 +336,21 @@ cases <- list(
         unbounded = !is.finite(intercept[["width"]]), largest_covered = largest[["covered"]],
         largest_width = largest[["width"]], coded_in_reference = length(codes), alike = length(unique(codes)) == 1)
     },
+  # an interaction's cell whose few codes agree, where its group's differ, had a variance near 0
+  "a group of 3% of 3,000 rows by gender, 150 rows by confidence: the corpus's group contrast and interaction" =
+    function(seed) {
+      data <- small_level_world(seed)
+      data$group <- factor(ifelse(data$group == "g1", "small", "large"), levels = c("large", "small"))
+      data$gender <- factor(ifelse(withr::with_seed(seed + 7, stats::runif(nrow(data))) < 0.5, "f", "m"))
+      coded <- review_sample(data, 150, seed = seed)
+      fit <- quietly(label_regression(yes ~ group * gender, data, coded, truth, seed = seed, target = "corpus"))
+      value <- stats::coef(stats::lm((truth == "yes") ~ group * gender, data))
+      contrast <- corrected_interval(fit, "groupsmall", value[["groupsmall"]])
+      interaction <- corrected_interval(fit, "groupsmall:genderm", value[["groupsmall:genderm"]])
+      cell <- coded$truth[coded$group == "small" & coded$gender == "f"]
+      c(contrast, interaction_covered = interaction[["covered"]], interaction_width = interaction[["width"]],
+        cell_alike = length(unique(cell)) == 1, group_alike = length(unique(coded$truth[coded$group == "small"])) == 1)
+    },
   # read with the zeros off its group, the interaction's column passed the long tail's limit in 6% of corpora
   "x by a group of 5% of 3,000 rows (normal in it), 400 coded rows: the corpus's x:groupb" = function(seed) {
     data <- simulated_labels(3000, seed)
