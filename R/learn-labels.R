@@ -158,6 +158,7 @@ learn_labels <- function(data, coded, truth, features = TRUE, covariates = NULL,
   truth <- rlang::enquo(truth)
   field <- unname(column_names(rlang::enquo(field), data, "field", "data", n = "some", call = call))
   covariates <- unname(column_names(rlang::enquo(covariates), data, "covariates", "data", n = "some", call = call))
+  check_decimal_commas(data, covariates, "data", call)
   # the rows answered are those of any field's view: one answer gave every field
   x <- learner_features(labels_view(data, field[1], call), features, covariates, call)
   recipe <- list(features = features, covariates = covariates)

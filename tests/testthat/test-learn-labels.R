@@ -85,6 +85,10 @@ test_that("three labels are learned by one multinomial, and covariates can carry
   covariates_only <- learn_labels(with_covariates, coded, gold, features = FALSE, covariates = c("x1", "x2", "x3"))
   expect_identical(manifest(covariates_only)$prompt$features, "covariates x1, x2, x3")
   expect_gt(uncoded_accuracy(covariates_only, coded), uncoded_accuracy(rows$data, coded) + 0.15)
+  # a covariate read as text from a file with a decimal comma had been learned from as a factor of 600 levels
+  with_covariates$x1 <- format(with_covariates$x1, decimal.mark = ",")
+  expect_error(learn_labels(with_covariates, coded, gold, features = FALSE, covariates = c("x1", "x2")),
+               "x1 of `data` holds numbers written with a decimal comma", class = "newrllama4_error_decimal_comma")
   invalid <- function(...) expect_error(learn_labels(...), class = "newrllama4_error_invalid_argument")
   invalid(rows$data, coded, gold, features = rows$x[1:10, ])
   invalid(rows$data, coded, gold, features = "yes")
