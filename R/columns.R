@@ -114,8 +114,8 @@ check_decimal_commas <- function(data, columns, arg, call) {
   })
   as_text <- unlist(as_text)
   if (length(as_text) == 0) return(invisible())
-  abort_invalid(c("{.field {names(as_text)}} of {.arg {arg}} {cli::qty(length(as_text))}hold{?s/} numbers written with a decimal comma, read as
-                   text ({.val {as_text[[1]]}}).",
+  abort_invalid(c("{.field {names(as_text)}} of {.arg {arg}} {cli::qty(length(as_text))}hold{?s/} numbers written
+                   with a decimal comma, read as text ({.val {as_text[[1]]}}).",
                   "i" = "Read the file with {.code read.csv2()} (or {.code read.csv(dec = \",\")},
                          {.code readr::read_csv2()})."), arg, call, subclass = "decimal_comma")
 }

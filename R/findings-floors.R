@@ -67,11 +67,12 @@ NULL
 # rows agreed, its slope covered 0.35-0.66, where they differed 0.94-0.97).
 # The reference level among them, on which the intercept and every contrast
 # rest: a character column's levels are alphabetical, and where the first was
-# that 3% level, the intercept covered 0.733 and the 20% level's contrast
-# 0.925 over 400 draws (0.255 and 0.796 where its codes agreed). Where main
-# effects interact (`yes ~ group * gender`), each cell of the interaction
-# instead: the 3% group's contrast in the reference gender covered 0.884 over
-# 300 draws, 0.636 where that cell's codes agreed and the group's did not.
+# that 3% level, the intercept covered 0.756 and the 20% level's contrast
+# 0.921 over 1,000 draws (0.255 and 0.796 over 400 where its codes agreed).
+# Where main effects interact (`yes ~ group * gender`), each cell of the
+# interaction instead: the 3% group's contrast in the reference gender
+# covered 0.888 over 1,000 draws (0.636 over 300 where that cell's codes
+# agreed and the group's did not).
 # Each such level's coded rows and the residual variance they are taken to
 # add at least: that of Agresti and Coull's adjusted proportion of their codes,
 # as a thin stratum borrows (borrowed_variance()). `levels`: factor_levels().
