@@ -33,11 +33,11 @@ small_sample_df_rows <- 500L
 # that a stratum of 0/1 codes borrows is its own codes', not pooled, and
 # moves little (two to five codes give 0.17-0.25): it counts as known, at the
 # working model's variance, adding to Omega's trace and not to its square.
-# So does the part of a level whose 0/1 codes agree (alike_levels()), whose
-# rows' errors Omega then leaves out: read, they gave the intercept of a 3%
-# reference level a t on a df near 0 where its coded rows were few (width
-# 2.14 where finite, unbounded on one coded row; 1.45 and covering 0.986
-# counted as known).
+# So does the part of each level whose 0/1 codes agree (`alike`, as
+# alike_levels() gave the variance), whose rows' errors Omega then leaves
+# out: read, they gave the intercept of a 3% reference level a t on a df
+# near 0 where its coded rows were few (width 2.14 where finite, unbounded on
+# one coded row; 1.45 and covering 0.986 counted as known).
 #
 # Omega is a square of the coded rows, built in n^2 time, not n^3: the
 # variance weighs each pair of coded rows' terms by the design alone
@@ -52,13 +52,12 @@ small_sample_df_rows <- 500L
 # 141 s before) and move a t quantile little on most designs, the leverage
 # of any one row being small; a covariate skewed enough to matter there is
 # the leverage check's to flag, not the df's to widen.
-satterthwaite_df <- function(fits, sample, target = "population", floor = FALSE) {
+satterthwaite_df <- function(fits, sample, target = "population", alike = list()) {
   if (inherits(fits, "newrllama4_moment_fit")) fits <- rep(list(fits), length(fits$coefficients))
   if (length(sample$rows) > small_sample_df_rows) return(rep(Inf, length(fits)))
   rows_drawn <- is.null(sample$unit) && is.null(sample$cluster)
   coded <- stratum_codes(fits[[1]], sample)
   pairs <- pair_weights(sample, coded, target)
-  alike <- if (floor) alike_levels(fits[[1]], coded, sample$levels) else list()
   in_alike <- Reduce(`|`, lapply(alike, `[[`, "rows"), FALSE)
   vapply(seq_along(fits), function(j) {
     fit <- fits[[j]]

@@ -15,14 +15,15 @@ format.newrllama4_label_regression <- function(x, ...) {
   record <- x$record
   corrected <- record$estimates[record$estimates$estimator == "corrected", , drop = FALSE]
   table <- data.frame(term = corrected$term, figure_columns(corrected, record$level), check.names = FALSE)
+  ratio <- width_ratio(record)
   c(wrapped(paste0(cli::format_inline("{.cls newrllama4_label_regression}: "), paste(format(x$formula), x$family, sep = ", "))),
     wrapped(paste0(rows_words(record), ".")),
     "", "Corrected estimates (labels and codes, design-based):", table_lines(table),
     "", wrapped(sprintf("Beside them: naive (%s as if true) and coded_only (the coded rows alone, weighted by 1 / their
                          sampling probability):", record$naive)),
     table_lines(side_by_side(record, c("naive", "coded_only"), interval_cell)),
-    if (!is.nan(width_ratio(record))) {
-      wrapped(sprintf("Corrected intervals are %.2f times as wide as the coded rows' alone%s.", width_ratio(record),
+    if (!is.nan(ratio)) {
+      wrapped(sprintf("Corrected intervals are %.2f times as wide as the coded rows' alone%s.", ratio,
                       if (any(!is.finite(record$estimates$conf.high))) " (where both are finite)" else ""))
     },
     "", method_lines(record), wrapped(lambda_line(x$lambda, x$lambda_tuned, x$lambda_rule)), undecided_lines(record))

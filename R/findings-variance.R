@@ -170,7 +170,7 @@ design_parts <- function(fits, sample, floor = FALSE) {
     population_third = population_third(a, sample),
     strata = pooled_strata(stratum_units(do.call(cbind, c(list(z, direction), scaled)), sample),
                            borrowed_variance(codes), ncol(z), codes_alike(codes), least, length(alike)),
-    small_sample = rows_drawn, least_rate = least, alike_levels = names(alike)
+    small_sample = rows_drawn, least_rate = least, alike_levels = alike
   )
 }
 
