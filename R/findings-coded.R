@@ -361,8 +361,12 @@ with_variance_strata <- function(design) {
 # warning.
 check_coded_columns <- function(x, coded, levels, call) {
   if (qr(x)$rank < ncol(x)) {
-    abort_invalid("The formula's covariates are collinear (or a factor has a level without rows): drop or merge
-                   them.", "formula", call)
+    # a factor filtered (dplyr::filter(), subset()) keeps the levels it no longer has
+    unused <- colnames(x)[colSums(x != 0) == 0]
+    abort_invalid(c(if (length(unused) > 0) "{.field {unused}} {?has/have} no rows in {.arg data}."
+                    else "The formula's covariates are collinear: drop or merge them.",
+                    "i" = if (length(unused) > 0) "Drop the levels the data no longer have: {.code droplevels(data)}."),
+                  "formula", call)
   }
   indicator <- apply(x, 2, function(column) all(column %in% c(0, 1))) & colnames(x) != "(Intercept)"
   references <- stats::setNames(lapply(levels$mains, `[[`, "columns"), vapply(levels$mains, `[[`, "", "reference"))

@@ -132,3 +132,16 @@ test_that("a text's codes split between coders count as its shares for the outco
                                        seed = 5), class = "newrllama4_error_coded_truth")
   expect_match(conditionMessage(err), "a covariate's code cannot be split")
 })
+
+test_that("a factor's level with no rows in the data is named, and droplevels() suggested", {
+  # a factor filtered keeps its levels: the error had said "collinear (or a factor has a level without rows)"
+  data <- small_level_world(1)
+  data <- data[data$group != "g3", ]
+  coded <- review_sample(data, 150, seed = 1)
+  expect_error(label_regression(yes ~ group, data, coded, truth, seed = 1), "groupg3.*has no rows in `data`.*droplevels",
+               class = "newrllama4_error_invalid_argument")
+  expect_no_error(quietly(label_regression(yes ~ group, droplevels(data), coded, truth, seed = 1)))
+  data$twice <- data$.confidence * 2
+  expect_error(label_regression(yes ~ .confidence + twice, data, coded, truth, seed = 1), "collinear: drop or merge",
+               class = "newrllama4_error_invalid_argument")
+})
