@@ -56,7 +56,9 @@ pooled_strata <- function(units, residual, p, alike, least = NULL, levels = 0) {
 #'   proportion of their \eqn{n}{n} codes, \eqn{(k + 2) / (n + 4)}{(k + 2) /
 #'   (n + 4)} for \eqn{k}{k} codes of 1;
 #'   the printout names the levels, and the fit's `variance_levels` holds
-#'   them. [label_shares()]' groups keep Wilson's interval, which holds them.
+#'   them. The coded rows' own interval (`coded_only`, printed beside) takes
+#'   the same floor. [label_shares()]' groups keep Wilson's interval, which
+#'   holds them.
 #' @name label_regression
 NULL
 

@@ -147,8 +147,13 @@ stratum_weight <- function(h, scale = 1) h$units^2 * max(1 / min(h$drawn * scale
 # `sample$cluster` (each row its own where there is none), each pair weighted
 # by the inverse of its probability of being coded together: 1 / pi within a
 # drawn unit, 1 / (pi_i pi_j) across units (exact for clusters drawn whole,
-# close for rows drawn without replacement).
-design_parts <- function(fits, sample, floor = FALSE) {
+# close for rows drawn without replacement). `floors`: which floors the
+# variance takes, "errors" (rare_error_variance(), where the predictions are
+# right on every coded row: the corrected estimate's alone) and "levels"
+# (alike_levels(): a level whose codes agree, on which the coded rows' own
+# estimate rests as well; without it their intercept on a 3% reference level
+# covered 0.704 over 1,000 draws, 0.066 over 400 where its codes agreed).
+design_parts <- function(fits, sample, floors = character()) {
   if (inherits(fits, "newrllama4_moment_fit")) fits <- rep(list(fits), length(fits$coefficients))
   rows_drawn <- is.null(sample$unit) && is.null(sample$cluster)
   influence <- lapply(seq_along(fits), function(j) {
@@ -162,8 +167,8 @@ design_parts <- function(fits, sample, floor = FALSE) {
   direction <- do.call(cbind, lapply(influence, `[[`, "direction"))
   colnames(a) <- colnames(z) <- names(fits[[1]]$coefficients)
   codes <- stratum_codes(fits[[1]], sample)
-  least <- if (floor) rare_error_variance(codes)
-  alike <- if (floor) alike_levels(fits[[1]], codes, sample$levels) else list()
+  least <- if ("errors" %in% floors) rare_error_variance(codes)
+  alike <- if ("levels" %in% floors) alike_levels(fits[[1]], codes, sample$levels) else list()
   scaled <- lapply(alike, function(level) direction * (level$rows * sqrt(level$variance)))
   list(
     population = population_part(a, sample),

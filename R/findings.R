@@ -300,8 +300,8 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
       "The {.val {failed}} logistic fit{?s} did not converge (separation, or a cell with all codes or labels alike):
        left out.", "i" = "The corrected estimate stands; it is the one to report."))
   }
-  parts <- list(corrected = design_parts(corrected$own, sample, floor = TRUE),
-                coded_only = if (fits$coded_only$converged) design_parts(fits$coded_only, sample))
+  parts <- list(corrected = design_parts(corrected$own, sample, c("errors", "levels")),
+                coded_only = if (fits$coded_only$converged) design_parts(fits$coded_only, sample, "levels"))
   if (!is.null(dependence)) {
     learner <- dependence(lambda, design_vcov(parts$corrected, target))
     worse <- no_gain_left(learner, parts, target)
@@ -310,7 +310,7 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
       rule <- paste0(rule, "; 0 (the coded rows alone) where the learner's dependence on them left no gain")
       corrected <- corrected_at(lambda)
       fits$corrected <- corrected$fit
-      parts$corrected <- design_parts(corrected$own, sample, floor = TRUE)
+      parts$corrected <- design_parts(corrected$own, sample, c("errors", "levels"))
       learner <- dependence(lambda, design_vcov(parts$corrected, target))
     }
     parts$corrected$learner <- learner
@@ -350,7 +350,8 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
        lambda_terms = if (tuned) lambda_terms, target = target, design_df = design_df(sample),
        df = list(corrected = df_of(corrected$own, parts$corrected$alike_levels),
                  naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
-                 coded_only = if (fits$coded_only$converged) df_of(fits$coded_only) else design_df(sample)))
+                 coded_only = if (fits$coded_only$converged) df_of(fits$coded_only, parts$coded_only$alike_levels)
+                              else design_df(sample)))
 }
 
 # The design variance's degrees of freedom, as survey's degf(): the sampling

@@ -25,6 +25,13 @@ corrected_interval <- function(fit, term, value) {
   c(covered = interval[[1]] <= value && value <= interval[[2]], width = interval[[2]] - interval[[1]])
 }
 
+# Whether the coded rows' own interval (printed beside the corrected one) covers `value`.
+coded_only_covers <- function(fit, term, value) {
+  table <- summary(fit)$table
+  row <- table[table$term == term & table$estimator == "coded_only", ]
+  row$conf.low <= value && value <= row$conf.high
+}
+
 # The slope on a lognormal covariate from `n` uniform coded rows of 2,000 (with
 # `tail`, its rows farthest out drawn whole): the corrected interval's
 # coverage and width, whether it missed above the truth, its skewness, and the
@@ -334,7 +341,10 @@ cases <- list(
       # one coded row in the reference leaves the intercept unbounded: its width is averaged where finite
       c(covered = intercept[["covered"]], width = if (is.finite(intercept[["width"]])) intercept[["width"]] else NA,
         unbounded = !is.finite(intercept[["width"]]), largest_covered = largest[["covered"]],
-        largest_width = largest[["width"]], coded_in_reference = length(codes), alike = length(unique(codes)) == 1)
+        largest_width = largest[["width"]],
+        coded_only_covered = coded_only_covers(fit, "(Intercept)", value[["(Intercept)"]]),
+        coded_only_largest_covered = coded_only_covers(fit, "groupg8", value[["groupg8"]]),
+        coded_in_reference = length(codes), alike = length(unique(codes)) == 1)
     },
   # an interaction's cell whose few codes agree, where its group's differ, had a variance near 0
   "a group of 3% of 3,000 rows by gender, 150 rows by confidence: the corpus's group contrast and interaction" =

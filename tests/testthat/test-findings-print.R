@@ -70,6 +70,18 @@ test_that("every line of the printouts is within getOption(\"width\")", {
   }
 })
 
+test_that("the width ratio reads the terms whose intervals are finite, and says so", {
+  data <- simulated_labels(800, 19)
+  fit <- quietly(label_regression(yes ~ x, data, review_sample(data, 100, seed = 19), truth, seed = 19))
+  widths <- with(fit$record$estimates, tapply(conf.high - conf.low, list(term, estimator), identity))
+  expect_output(print(fit), sprintf("are %.2f times as wide as the coded rows' alone\\.",
+                                    mean(widths[, "corrected"]) / mean(widths[, "coded_only"])))
+  unbounded <- fit$record$estimates$estimator == "coded_only" & fit$record$estimates$term == "x"
+  fit$record$estimates[unbounded, c("conf.low", "conf.high")] <- c(-Inf, Inf)
+  expect_output(print(fit), sprintf("are %.2f times as wide as the coded rows' alone \\(where both\\s+are finite\\)",
+                                    widths["(Intercept)", "corrected"] / widths["(Intercept)", "coded_only"]))
+})
+
 test_that("undecided texts print: their share, and for shares Manski's bounds beside the estimate", {
   data <- simulated_labels(1000, 41)
   coded <- review_sample(data, 150, weight = "uniform", seed = 41)
