@@ -37,7 +37,9 @@ small_sample_df_rows <- 500L
 # alike_levels() gave the variance), whose rows' errors Omega then leaves
 # out: read, they gave the intercept of a 3% reference level a t on a df
 # near 0 where its coded rows were few (width 2.14 where finite, unbounded on
-# one coded row; 1.45 and covering 0.986 counted as known).
+# one coded row; 1.45 and covering 0.986 counted as known). A numeric
+# answer's level of few coded rows keeps its rows' errors at their `own`
+# weight, the part it borrows counted as known.
 #
 # Omega is a square of the coded rows, built in n^2 time, not n^3: the
 # variance weighs each pair of coded rows' terms by the design alone
@@ -58,7 +60,7 @@ satterthwaite_df <- function(fits, sample, target = "population", alike = list()
   rows_drawn <- is.null(sample$unit) && is.null(sample$cluster)
   coded <- stratum_codes(fits[[1]], sample)
   pairs <- pair_weights(sample, coded, target)
-  in_alike <- Reduce(`|`, lapply(alike, `[[`, "rows"), FALSE)
+  own <- own_weights(alike, length(sample$rows))
   vapply(seq_along(fits), function(j) {
     fit <- fits[[j]]
     moments <- coded_moments(fit, small_sample = rows_drawn)
@@ -71,7 +73,7 @@ satterthwaite_df <- function(fits, sample, target = "population", alike = list()
     left <- on_codes * error_variance
     right <- (on_codes * fit$w[codes]) %*% t(moments$bread)
     # the errors of a level whose codes agree are not read: its part is taken at the working model's, known
-    form <- function(pairs, share) error_form(pairs, left, right, share, error_variance * !in_alike)
+    form <- function(pairs, share) error_form(pairs, left, right, share, error_variance * own)
     directions <- outer(direction, direction)
     omega <- form(pairs$sampling * directions, 1 - lambda)
     if (!is.null(pairs$corpus)) omega <- omega + form(pairs$corpus * directions, 1)
@@ -88,7 +90,7 @@ satterthwaite_df <- function(fits, sample, target = "population", alike = list()
       stratum_weight(h) * borrowed_cov(0, h$drawn, mean(h$totals^2) * variance[[name]])
     }, 0))
     known <- known + sum(vapply(alike, function(level) {
-      units <- stratum_units(matrix(direction * level$rows * sqrt(error_variance)), sample)
+      units <- stratum_units(matrix(direction * level$rows * sqrt(error_variance * level$borrowed)), sample)
       sum(vapply(units, function(h) stratum_weight(h) * mean(h$totals^2), 0))
     }, 0))
     if (sum(omega^2) <= 0) return(Inf)

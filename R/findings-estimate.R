@@ -69,6 +69,7 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   }
   local$cluster <- clusters[local$rows]
   local$levels <- levels
+  local$answer <- spec$kind == "answer"
   if (!is.null(design$split)) {
     # split texts by their positions too: a learner learns from each code (coded_entries())
     at <- match(design$split$rows, usable)

@@ -245,8 +245,11 @@ variance_words <- function(record) {
                   paste(record$variance_pooled, collapse = ", "), ")")
          },
          if (length(record$variance_levels) > 0) {
-           paste0(", at least that of the adjusted proportion of their codes where the coded rows of a level agree (",
-                  paste(record$variance_levels, collapse = ", "), ")")
+           paste0(if (identical(record$variance_levels_rule, "few")) {
+             ", for a level of fewer than 10 coded rows their residuals' spread weighed with all coded rows' ("
+           } else {
+             ", at least that of the adjusted proportion of their codes where the coded rows of a level agree ("
+           }, paste(record$variance_levels, collapse = ", "), ")")
          },
          if (isTRUE(record$variance_floored)) {
            paste(", at least that of an error rate of (z^2 / 2) / (n + z^2) (Wilson's centre for no error among the",

@@ -19,6 +19,7 @@ findings_record <- function(estimate, level = 0.95) {
        lambda_rule = estimate$lambda_rule, variance_pooled = estimate$variance_pooled %||% character(),
        variance_floored = isTRUE(estimate$variance_floored),
        variance_levels = estimate$variance_levels %||% character(),
+       variance_levels_rule = estimate$variance_levels_rule %||% character(),
        beyond_reach = estimate$leverage$covariates %||% character(),
        learner_dependence = estimate$parts$corrected$learner[c("groups", "share")])
 }

@@ -168,8 +168,10 @@ design_parts <- function(fits, sample, floors = character()) {
   colnames(a) <- colnames(z) <- names(fits[[1]]$coefficients)
   codes <- stratum_codes(fits[[1]], sample)
   least <- if ("errors" %in% floors) rare_error_variance(codes)
-  alike <- if ("levels" %in% floors) alike_levels(fits[[1]], codes, sample$levels) else list()
-  scaled <- lapply(alike, function(level) direction * (level$rows * sqrt(level$variance)))
+  alike <- if ("levels" %in% floors) alike_levels(fits, codes, sample$levels, isTRUE(sample$answer)) else list()
+  # a level's variance: one, or one a coefficient (a numeric answer's, residual_spread())
+  scaled <- lapply(alike, function(level) direction * outer(level$rows, sqrt(rep_len(level$variance, ncol(direction)))))
+  z <- z * sqrt(own_weights(alike, nrow(z)))
   list(
     population = population_part(a, sample),
     population_third = population_third(a, sample),

@@ -25,6 +25,18 @@ corrected_interval <- function(fit, term, value) {
   c(covered = interval[[1]] <= value && value <= interval[[2]], width = interval[[2]] - interval[[1]])
 }
 
+# A rating's group of 3% of 3,000 rows (rated_world(), the model's errors there
+# `steps` as large), 150 uniform coded rows: the corpus's coefficient of that
+# group, how many coded rows it had and whether their residuals were all 0.
+rated_case <- function(seed, steps) {
+  data <- rated_world(seed, steps)
+  coded <- review_sample(data, 150, weight = "uniform", seed = seed)
+  fit <- quietly(label_regression(rating ~ group, data, coded, truth, seed = seed, target = "corpus"))
+  in_group <- coded$group == "g1"
+  c(corrected_interval(fit, "groupg1", stats::coef(stats::lm(truth ~ group, data))[["groupg1"]]),
+    coded_in_group = sum(in_group), residuals_zero = all(coded$truth[in_group] == coded$rating[in_group]))
+}
+
 # Whether the coded rows' own interval (printed beside the corrected one) covers `value`.
 coded_only_covers <- function(fit, term, value) {
   table <- summary(fit)$table
@@ -346,6 +358,11 @@ cases <- list(
         coded_only_largest_covered = coded_only_covers(fit, "groupg8", value[["groupg8"]]),
         coded_in_reference = length(codes), alike = length(unique(codes)) == 1)
     },
+  # a numeric answer's level of few coded rows whose residuals were all 0 had a variance of 0
+  "a rating's group of 3% of 3,000 rows, 150 uniform coded rows: the corpus's coefficient of that group" =
+    function(seed) rated_case(seed, 1),
+  "a rating's group of 3% of 3,000 rows, the model's errors there twice as large: the same" =
+    function(seed) rated_case(seed, 2),
   # an interaction's cell whose few codes agree, where its group's differ, had a variance near 0
   "a group of 3% of 3,000 rows by gender, 150 rows by confidence: the corpus's group contrast and interaction" =
     function(seed) {
