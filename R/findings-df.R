@@ -33,8 +33,8 @@ small_sample_df_rows <- 500L
 # that a stratum of 0/1 codes borrows is its own codes', not pooled, and
 # moves little (two to five codes give 0.17-0.25): it counts as known, at the
 # working model's variance, adding to Omega's trace and not to its square.
-# So does the part of each level whose 0/1 codes agree (`alike`, as
-# alike_levels() gave the variance), whose rows' errors Omega then leaves
+# So does the part of each level whose 0/1 codes agree (`floored`, as
+# floored_levels() gave the variance), whose rows' errors Omega then leaves
 # out: read, they gave the intercept of a 3% reference level a t on a df
 # near 0 where its coded rows were few (width 2.14 where finite, unbounded on
 # one coded row; 1.45 and covering 0.986 counted as known). A numeric
@@ -54,13 +54,13 @@ small_sample_df_rows <- 500L
 # 141 s before) and move a t quantile little on most designs, the leverage
 # of any one row being small; a covariate skewed enough to matter there is
 # the leverage check's to flag, not the df's to widen.
-satterthwaite_df <- function(fits, sample, target = "population", alike = list()) {
+satterthwaite_df <- function(fits, sample, target = "population", floored = list()) {
   if (inherits(fits, "newrllama4_moment_fit")) fits <- rep(list(fits), length(fits$coefficients))
   if (length(sample$rows) > small_sample_df_rows) return(rep(Inf, length(fits)))
   rows_drawn <- is.null(sample$unit) && is.null(sample$cluster)
   coded <- stratum_codes(fits[[1]], sample)
   pairs <- pair_weights(sample, coded, target)
-  own <- own_weights(alike, length(sample$rows))
+  own <- own_weights(floored, length(sample$rows))
   vapply(seq_along(fits), function(j) {
     fit <- fits[[j]]
     moments <- coded_moments(fit, small_sample = rows_drawn)
@@ -89,7 +89,7 @@ satterthwaite_df <- function(fits, sample, target = "population", alike = list()
       h <- units[[name]]
       stratum_weight(h) * borrowed_cov(0, h$drawn, mean(h$totals^2) * variance[[name]])
     }, 0))
-    known <- known + sum(vapply(alike, function(level) {
+    known <- known + sum(vapply(floored, function(level) {
       units <- stratum_units(matrix(direction * level$rows * sqrt(error_variance * level$borrowed)), sample)
       sum(vapply(units, function(h) stratum_weight(h) * mean(h$totals^2), 0))
     }, 0))

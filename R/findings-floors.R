@@ -22,7 +22,7 @@ few_coded_units <- 10L
 # coverage 0.990; pooled, 1.00x. `pooled`: whether borrowing raised any
 # coefficient's variance (the printout names these strata). `alike`: per
 # stratum, whether its codes are all one value (codes_alike()). `levels`:
-# how many alike_levels()' scaled directions follow in the totals' columns,
+# how many floored_levels()' scaled directions follow in the totals' columns,
 # whose spread is the stratum's `level` part (design_vcov() adds it).
 pooled_strata <- function(units, residual, p, alike, least = NULL, levels = 0) {
   Map(function(h, s2, same) {
@@ -31,7 +31,7 @@ pooled_strata <- function(units, residual, p, alike, least = NULL, levels = 0) {
     direction <- h$totals[, p + seq_len(p), drop = FALSE]
     spread <- crossprod(direction) / nrow(direction)
     cov <- borrowed_cov(own, h$drawn, if (!is.na(s2)) s2 * spread)
-    # alike_levels()' directions follow, each times the sd its rows borrow
+    # floored_levels()' directions follow, each times the sd its rows borrow
     level <- lapply(seq_len(levels), function(l) {
       scaled <- h$totals[, (l + 1) * p + seq_len(p), drop = FALSE]
       crossprod(scaled) / nrow(scaled)
@@ -70,10 +70,11 @@ pooled_strata <- function(units, residual, p, alike, least = NULL, levels = 0) {
 NULL
 
 # The levels of the coded rows' design (a factor's, a binary covariate's 1s
-# and 0s) whose 0/1 codes are all one value: their coefficients rest on
-# residuals near 0 by chance, wherever the level's rows fall among the strata
-# (a level of 3-5% of 3,000 rows, 150 rows by confidence: where its 4-9 coded
-# rows agreed, its slope covered 0.35-0.66, where they differed 0.94-0.97).
+# and 0s) whose variance takes a floor. Those whose 0/1 codes are all one
+# value: their coefficients rest on residuals near 0 by chance, wherever the
+# level's rows fall among the strata (a level of 3-5% of 3,000 rows, 150
+# rows by confidence: where its 4-9 coded rows agreed, its slope covered
+# 0.35-0.66, where they differed 0.94-0.97).
 # The reference level among them, on which the intercept and every contrast
 # rest: a character column's levels are alphabetical, and where the first was
 # that 3% level, the intercept covered 0.756 and the 20% level's contrast
@@ -99,7 +100,7 @@ NULL
 # rows, the `variance` its rows are taken to add, the weights on their `own`
 # residuals and on that `borrowed` part (at the working model's variance, for
 # satterthwaite_df()), and its `rule` for the printout.
-alike_levels <- function(fits, codes, levels = NULL, answer = FALSE) {
+floored_levels <- function(fits, codes, levels = NULL, answer = FALSE) {
   if ((!codes$zero_one && !answer) || length(levels$mains) == 0) return(list())
   x <- fits[[1]]$x[coded_positions(fits[[1]]), , drop = FALSE]
   mains <- Filter(function(main) all(x[, main$columns] %in% c(0, 1)), levels$mains)
@@ -144,7 +145,7 @@ residual_spread <- function(fits, codes) {
 }
 
 # Each coded row's weight on its own residual: 1, or its level's `own`
-# (alike_levels()).
+# (floored_levels()).
 own_weights <- function(levels, n) {
   own <- rep(1, n)
   for (level in levels) own[level$rows] <- level$own

@@ -150,7 +150,7 @@ stratum_weight <- function(h, scale = 1) h$units^2 * max(1 / min(h$drawn * scale
 # close for rows drawn without replacement). `floors`: which floors the
 # variance takes, "errors" (rare_error_variance(), where the predictions are
 # right on every coded row: the corrected estimate's alone) and "levels"
-# (alike_levels(): a level whose codes agree, on which the coded rows' own
+# (floored_levels(): a level whose codes agree, on which the coded rows' own
 # estimate rests as well; without it their intercept on a 3% reference level
 # covered 0.704 over 1,000 draws, 0.066 over 400 where its codes agreed).
 design_parts <- function(fits, sample, floors = character()) {
@@ -168,16 +168,18 @@ design_parts <- function(fits, sample, floors = character()) {
   colnames(a) <- colnames(z) <- names(fits[[1]]$coefficients)
   codes <- stratum_codes(fits[[1]], sample)
   least <- if ("errors" %in% floors) rare_error_variance(codes)
-  alike <- if ("levels" %in% floors) alike_levels(fits, codes, sample$levels, isTRUE(sample$answer)) else list()
+  floored <- if ("levels" %in% floors) floored_levels(fits, codes, sample$levels, isTRUE(sample$answer)) else list()
   # a level's variance: one, or one a coefficient (a numeric answer's, residual_spread())
-  scaled <- lapply(alike, function(level) direction * outer(level$rows, sqrt(rep_len(level$variance, ncol(direction)))))
-  z <- z * sqrt(own_weights(alike, nrow(z)))
+  scaled <- lapply(floored, function(level) {
+    direction * outer(level$rows, sqrt(rep_len(level$variance, ncol(direction))))
+  })
+  z <- z * sqrt(own_weights(floored, nrow(z)))
   list(
     population = population_part(a, sample),
     population_third = population_third(a, sample),
     strata = pooled_strata(stratum_units(do.call(cbind, c(list(z, direction), scaled)), sample),
-                           borrowed_variance(codes), ncol(z), codes_alike(codes), least, length(alike)),
-    small_sample = rows_drawn, least_rate = least, alike_levels = alike
+                           borrowed_variance(codes), ncol(z), codes_alike(codes), least, length(floored)),
+    small_sample = rows_drawn, least_rate = least, floored_levels = floored
   )
 }
 
@@ -249,7 +251,7 @@ stratum_codes <- function(fit, sample) {
 # part, shrinking as it does.
 design_vcov <- function(parts, target = "population", scale = 1) {
   sampling <- at_least(strata_sum(parts, "cov", scale), strata_sum(parts, "least", scale))
-  # levels whose codes agree (alike_levels()): their rows' part added at their adjusted proportion's variance
+  # levels of few or alike codes (floored_levels()): their rows' part added at the variance they borrow
   sampling <- at_least(sampling, sampling + strata_sum(parts, "level", scale)) +
     (parts$learner$variance %||% 0) / scale
   if (target == "population") parts$population + sampling else sampling

@@ -341,17 +341,17 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
        centre for no error among the coded rows).",
       "i" = "Code more rows: the interval needs some of the rows the predictions get wrong."))
   }
-  df_of <- function(fit, alike = list()) {
-    stats::setNames(pmin(satterthwaite_df(fit, sample, target, alike), design_df(sample)), columns)
+  df_of <- function(fit, floored = list()) {
+    stats::setNames(pmin(satterthwaite_df(fit, sample, target, floored), design_df(sample)), columns)
   }
   list(fits = fits, vcov = vcov, parts = parts, skewness = skewness, lambda = lambda, lambda_tuned = tuned,
        lambda_rule = rule,
-       variance_pooled = pooled, variance_floored = floored, variance_levels = names(parts$corrected$alike_levels),
-       variance_levels_rule = unique(vapply(parts$corrected$alike_levels, `[[`, "", "rule")),
+       variance_pooled = pooled, variance_floored = floored, variance_levels = names(parts$corrected$floored_levels),
+       variance_levels_rule = unique(vapply(parts$corrected$floored_levels, `[[`, "", "rule")),
        lambda_terms = if (tuned) lambda_terms, target = target, design_df = design_df(sample),
-       df = list(corrected = df_of(corrected$own, parts$corrected$alike_levels),
+       df = list(corrected = df_of(corrected$own, parts$corrected$floored_levels),
                  naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
-                 coded_only = if (fits$coded_only$converged) df_of(fits$coded_only, parts$coded_only$alike_levels)
+                 coded_only = if (fits$coded_only$converged) df_of(fits$coded_only, parts$coded_only$floored_levels)
                               else design_df(sample)))
 }
 
