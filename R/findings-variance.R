@@ -238,11 +238,16 @@ coded_positions <- function(fit) fit$n_rows + seq_len((nrow(fit$x) - fit$n_rows)
 # The coded rows' codes in a stacked fit, their fitted values and strata, and
 # whether the codes are 0 and 1 (a label's: their strata borrow their own
 # adjusted proportion's variance, not one pooled over the strata), as what a
-# stratum of few units borrows is read from them.
+# stratum of few units borrows is read from them. A text split between its
+# coders (read_codes()) has its label's share between them, and is a label's
+# code still: read as not 0/1, four split texts among 150 took every 0/1 floor
+# away, and a 3% level whose codes agreed covered 0.847 (0.969 without them).
 stratum_codes <- function(fit, sample) {
   at <- coded_positions(fit)
-  list(y = fit$y[at], mu = fit$mu[at], prediction = fit$y[at + length(at)], stratum = stratum_of(sample),
-       zero_one = all(fit$y[at] %in% c(0, 1)))
+  y <- fit$y[at]
+  split <- sample$rows %in% sample$split$rows
+  list(y = y, mu = fit$mu[at], prediction = fit$y[at + length(at)], stratum = stratum_of(sample),
+       zero_one = all(y %in% c(0, 1) | (split & y > 0 & y < 1)))
 }
 
 # The variance for `target`, were each stratum's units `scale` times as many

@@ -329,12 +329,23 @@ cases <- list(
     function(seed) skewed_slope_case(seed, 150, "corpus", "x"),
   "a lognormal covariate (standardised), 1,000 coded rows, its tail drawn whole: the corpus's slope" =
     function(seed) skewed_slope_case(seed, 1000, "corpus", "x"),
-  # a level whose few coded rows agree had a variance near 0 (alike_levels())
+  # a level whose few coded rows agree had a variance near 0 (floored_levels())
   "eight groups, one of 3% of 3,000 rows, 150 rows by confidence: the corpus's coefficient of that group" =
     function(seed) {
       data <- small_level_world(seed)
       coded <- review_sample(data, 150, seed = seed)
       fit <- quietly(label_regression(yes ~ group, data, coded, truth, seed = seed, target = "corpus"))
+      codes <- coded$truth[coded$group == "g1"]
+      c(corrected_interval(fit, "groupg1", stats::coef(stats::lm((truth == "yes") ~ group, data))[["groupg1"]]),
+        coded_in_group = length(codes), alike = length(unique(codes)) == 1)
+    },
+  # texts split between their coders (read_codes()) had made the codes read as not 0/1, and taken every floor away
+  "eight groups, one of 3% of 3,000 rows, 150 rows by confidence, four texts of the largest group split between two coders: the corpus's coefficient of the small group" =
+    function(seed) {
+      data <- small_level_world(seed)
+      coded <- review_sample(data, 150, seed = seed)
+      split <- split_between_coders(coded, utils::head(which(coded$group == "g8"), 4))
+      fit <- quietly(label_regression(yes ~ group, data, split, truth, seed = seed, target = "corpus"))
       codes <- coded$truth[coded$group == "g1"]
       c(corrected_interval(fit, "groupg1", stats::coef(stats::lm((truth == "yes") ~ group, data))[["groupg1"]]),
         coded_in_group = length(codes), alike = length(unique(codes)) == 1)
