@@ -72,7 +72,7 @@ satterthwaite_df <- function(fits, sample, target = "population", floored = list
     # the hat matrix H = left right'
     left <- on_codes * error_variance
     right <- (on_codes * fit$w[codes]) %*% t(moments$bread)
-    # the errors of a level whose codes agree are not read: its part is taken at the working model's, known
+    # a floored level's errors read at their own weight (none where its 0/1 codes agree), the part it borrows known
     form <- function(pairs, share) error_form(pairs, left, right, share, error_variance * own)
     directions <- outer(direction, direction)
     omega <- form(pairs$sampling * directions, 1 - lambda)

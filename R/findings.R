@@ -341,8 +341,8 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
        centre for no error among the coded rows).",
       "i" = "Code more rows: the interval needs some of the rows the predictions get wrong."))
   }
-  df_of <- function(fit, floored = list()) {
-    stats::setNames(pmin(satterthwaite_df(fit, sample, target, floored), design_df(sample)), columns)
+  df_of <- function(fit, levels = list()) {
+    stats::setNames(pmin(satterthwaite_df(fit, sample, target, levels), design_df(sample)), columns)
   }
   list(fits = fits, vcov = vcov, parts = parts, skewness = skewness, lambda = lambda, lambda_tuned = tuned,
        lambda_rule = rule,
