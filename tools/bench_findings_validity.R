@@ -37,6 +37,19 @@ rated_case <- function(seed, steps) {
     coded_in_group = sum(in_group), residuals_zero = all(coded$truth[in_group] == coded$rating[in_group]))
 }
 
+# Eight groups, one of 3% of 3,000 rows (small_level_world()), 150 rows by
+# confidence, `split` texts of the largest group split between two coders: the
+# corpus's coefficient of the small group, its coded rows and whether they agree.
+small_level_case <- function(seed, split) {
+  data <- small_level_world(seed)
+  coded <- review_sample(data, 150, seed = seed)
+  texts <- if (split > 0) split_between_coders(coded, utils::head(which(coded$group == "g8"), split)) else coded
+  fit <- quietly(label_regression(yes ~ group, data, texts, truth, seed = seed, target = "corpus"))
+  codes <- coded$truth[coded$group == "g1"]
+  c(corrected_interval(fit, "groupg1", stats::coef(stats::lm((truth == "yes") ~ group, data))[["groupg1"]]),
+    coded_in_group = length(codes), alike = length(unique(codes)) == 1)
+}
+
 # Whether the coded rows' own interval (printed beside the corrected one) covers `value`.
 coded_only_covers <- function(fit, term, value) {
   table <- summary(fit)$table
@@ -331,25 +344,10 @@ cases <- list(
     function(seed) skewed_slope_case(seed, 1000, "corpus", "x"),
   # a level whose few coded rows agree had a variance near 0 (floored_levels())
   "eight groups, one of 3% of 3,000 rows, 150 rows by confidence: the corpus's coefficient of that group" =
-    function(seed) {
-      data <- small_level_world(seed)
-      coded <- review_sample(data, 150, seed = seed)
-      fit <- quietly(label_regression(yes ~ group, data, coded, truth, seed = seed, target = "corpus"))
-      codes <- coded$truth[coded$group == "g1"]
-      c(corrected_interval(fit, "groupg1", stats::coef(stats::lm((truth == "yes") ~ group, data))[["groupg1"]]),
-        coded_in_group = length(codes), alike = length(unique(codes)) == 1)
-    },
+    function(seed) small_level_case(seed, 0),
   # texts split between their coders (read_codes()) had made the codes read as not 0/1, and taken every floor away
   "eight groups, one of 3% of 3,000 rows, 150 rows by confidence, four texts of the largest group split between two coders: the corpus's coefficient of the small group" =
-    function(seed) {
-      data <- small_level_world(seed)
-      coded <- review_sample(data, 150, seed = seed)
-      split <- split_between_coders(coded, utils::head(which(coded$group == "g8"), 4))
-      fit <- quietly(label_regression(yes ~ group, data, split, truth, seed = seed, target = "corpus"))
-      codes <- coded$truth[coded$group == "g1"]
-      c(corrected_interval(fit, "groupg1", stats::coef(stats::lm((truth == "yes") ~ group, data))[["groupg1"]]),
-        coded_in_group = length(codes), alike = length(unique(codes)) == 1)
-    },
+    function(seed) small_level_case(seed, 4),
   # a character column's levels are alphabetical: the 3% group became the reference, on which every coefficient rests
   "eight groups as text (from a CSV file), the 3% one the reference, 150 rows by confidence: the corpus's intercept and largest group's coefficient" =
     function(seed) {
