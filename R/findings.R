@@ -264,12 +264,14 @@ moment_vcov <- function(fit, cluster = NULL) {
 # (learner_dependence()), NULL where they do not depend on them.
 three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, target = "population",
                             dependence = NULL) {
-  rule <- if (!is.null(lambda)) "as given" else if (length(sample$rows) < lambda_tuning_rows) {
-    sprintf("1 (DSL): fewer than %d coded rows to tune it on", lambda_tuning_rows)
+  units <- independent_units(sample)
+  rule <- if (!is.null(lambda)) "as given" else if (units < lambda_tuning_units) {
+    sprintf("1 (DSL): fewer than %d %s to tune it on", lambda_tuning_units,
+            if (units < length(sample$rows)) "coded clusters" else "coded rows")
   } else {
     "tuned to the data (PPI++)"
   }
-  if (is.null(lambda) && length(sample$rows) < lambda_tuning_rows) lambda <- 1
+  if (is.null(lambda) && units < lambda_tuning_units) lambda <- 1
   tuned <- is.null(lambda)
   if (tuned) {
     first <- design_fit(x, g, y, sample, binary, 1)
@@ -353,6 +355,14 @@ three_estimates <- function(x, spec, sample, y, g, binary, call, lambda = NULL, 
                  naive = if (is.null(sample$clusters)) Inf else length(unique(sample$clusters)) - 1,
                  coded_only = if (fits$coded_only$converged) df_of(fits$coded_only, parts$coded_only$floored_levels)
                               else design_df(sample)))
+}
+
+# How many coded units the design's variance sees as independent: the coded
+# rows, or the clusters drawn whole or named by `cluster =` where there are
+# fewer of them. Lambda is tuned on these units, not on the rows within them.
+independent_units <- function(sample) {
+  units <- length(unique(sample$unit %||% seq_along(sample$rows)))
+  if (is.null(sample$cluster)) units else min(units, length(unique(sample$cluster)))
 }
 
 # The design variance's degrees of freedom, as survey's degf(): the sampling

@@ -113,11 +113,10 @@
 #' a term of smaller order than the standard error (as PPI++, Angelopoulos et
 #' al. 2023, shows for its tuned lambda). On few coded rows it does not: tuned
 #' on the rows it is applied to, \eqn{\lambda}{lambda} falls where their own
-#' estimate is off, and the interval misses (60 coded rows: 0.942 coverage,
-#' 0.866 where the tuned \eqn{\lambda \le 0.5}{lambda <= 0.5}). So with
-#' fewer than 100 coded rows \eqn{\lambda}{lambda} is 1 (DSL: 0.964 on the
-#' same draws), and tuned from 100 on; the fit's `lambda_rule` and print say
-#' which.
+#' estimate is off, and the interval misses (60 coded rows: 0.942, 0.866 where
+#' the tuned \eqn{\lambda \le 0.5}{lambda <= 0.5}). So with fewer than 100
+#' coded rows, or clusters where they are drawn whole or named by `cluster`,
+#' \eqn{\lambda}{lambda} is 1 (DSL: 0.964), tuned from 100 on (`lambda_rule`).
 #'
 #' A stratum with \eqn{k}{k} < 10 coded rows (two or three alike codes give a
 #' variance of 0 by chance) takes its own spread for \eqn{k - 1}{k - 1} of 9

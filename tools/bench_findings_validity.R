@@ -372,6 +372,13 @@ cases <- list(
     function(seed) rated_case(seed, 1),
   "a rating's group of 3% of 3,000 rows, the model's errors there twice as large: the same" =
     function(seed) rated_case(seed, 2),
+  # lambda was tuned on the 10 speakers as if their 250 rows were independent
+  "a rating by 60 speakers of 25, 10 drawn whole, the model leaning by speaker: the corpus's slope" = function(seed) {
+    data <- rated_speakers(seed)
+    coded <- review_sample(data, 10, weight = "uniform", seed = seed, cluster = "speaker")
+    fit <- quietly(label_regression(rating ~ x, data, coded, truth, seed = seed, target = "corpus"))
+    c(corrected_interval(fit, "x", stats::coef(stats::lm(truth ~ x, data))[["x"]]), lambda = fit$lambda[["x"]])
+  },
   # an interaction's cell whose few codes agree, where its group's differ, had a variance near 0
   "a group of 3% of 3,000 rows by gender, 150 rows by confidence: the corpus's group contrast and interaction" =
     function(seed) {

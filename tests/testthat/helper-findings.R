@@ -406,3 +406,17 @@ rated_world <- function(seed, steps = 1) {
                .prob_high = 0.5, .prob_low = 0.5, .confidence = stats::runif(3000, 0.5, 1), truth = rating)
   })
 }
+
+# A rating from 1 to 5 of `speakers` x `size` texts, whose speakers differ (sd 0.7 on the scale) and whose model's
+# answers lean by speaker (`lean`, sd on the scale) and err by 0.6 on each text: coded by drawing speakers whole.
+rated_speakers <- function(seed, speakers = 60, size = 25, lean = 0.5) {
+  withr::with_seed(seed, {
+    speaker <- rep(seq_len(speakers), each = size)
+    x <- stats::rnorm(speakers * size)
+    on_scale <- function(value) pmin(pmax(round(value), 1), 5)
+    rating <- on_scale(3 + 0.4 * x + stats::rnorm(speakers, 0, 0.7)[speaker] + stats::rnorm(length(x), 0, 0.8))
+    answer <- on_scale(rating + 0.3 + stats::rnorm(speakers, 0, lean)[speaker] + stats::rnorm(length(x), 0, 0.6))
+    data.frame(speaker = speaker, x = x, rating = answer, .label = factor(ifelse(answer >= 4, "high", "low")),
+               .prob_high = 0.5, .prob_low = 0.5, .confidence = stats::runif(length(x), 0.5, 1), truth = rating)
+  })
+}

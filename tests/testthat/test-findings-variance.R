@@ -115,6 +115,23 @@ test_that("with fewer than 100 coded rows lambda is 1, not tuned on the rows it 
   expect_match(enough$lambda_rule, "tuned")
 })
 
+test_that("lambda is tuned on 100 independent units: clusters drawn whole count once each", {
+  # a rating's slope from 10 of 60 speakers drawn whole (250 coded rows) covered 0.917 with lambda tuned on them,
+  # 0.940 at 1 (1,000 draws)
+  data <- rated_speakers(3)
+  clusters <- review_sample(data, 10, weight = "uniform", seed = 3, cluster = "speaker")
+  fit <- suppressMessages(label_regression(rating ~ x, data, clusters, truth, seed = 3, target = "corpus"))
+  expect_equal(unname(fit$lambda), c(1, 1))
+  expect_match(fit$lambda_rule, "fewer than 100 coded clusters")
+  # as many rows drawn one by one are tuned on
+  rows <- review_sample(data, nrow(clusters), weight = "uniform", seed = 3)
+  expect_true(suppressMessages(label_regression(rating ~ x, data, rows, truth, seed = 3, target = "corpus"))$lambda_tuned)
+  # and named clusters of those rows count as the units
+  named <- suppressMessages(label_regression(rating ~ x, data, rows, truth, seed = 3, target = "corpus",
+                                             cluster = speaker))
+  expect_match(named$lambda_rule, "fewer than 100 coded clusters")
+})
+
 test_that("a covariate whose tail the coded rows miss warns, and the estimate is the coded rows' alone", {
   # issue 58: a lognormal covariate on 60 coded rows covered 0.785 (tuned), and HC3's leverage cut at 0.99
   # exploded the se in a few draws
