@@ -353,38 +353,3 @@ with_variance_strata <- function(design) {
   design$collapsed_strata <- collapsed
   design
 }
-
-# The model matrix's columns must each vary among the coded rows (`coded`, on
-# their codes), or the correction has nothing to learn their errors from: a
-# level with no coded rows (a main effect's reference level among them, of
-# factor_levels()' `levels`) is an error naming it, one with fewer than 10 a
-# warning.
-check_coded_columns <- function(x, coded, levels, call) {
-  if (qr(x)$rank < ncol(x)) {
-    # a factor filtered (dplyr::filter(), subset()) keeps the levels it no longer has
-    unused <- colnames(x)[colSums(x != 0) == 0]
-    abort_invalid(c(if (length(unused) > 0) "{.field {unused}} {?has/have} no rows in {.arg data}."
-                    else "The formula's covariates are collinear: drop or merge them.",
-                    "i" = if (length(unused) > 0) "Drop the levels the data no longer have: {.code droplevels(data)}."),
-                  "formula", call)
-  }
-  indicator <- apply(x, 2, function(column) all(column %in% c(0, 1))) & colnames(x) != "(Intercept)"
-  references <- stats::setNames(lapply(levels$mains, `[[`, "columns"), vapply(levels$mains, `[[`, "", "reference"))
-  references <- Filter(function(columns) all(indicator[columns]) && any(rowSums(x[, columns, drop = FALSE]) == 0),
-                       references)
-  coded_ones <- c(colSums(coded != 0)[indicator],
-                  vapply(references, function(columns) sum(rowSums(coded[, columns, drop = FALSE]) == 0), 0))
-  empty <- names(coded_ones)[coded_ones == 0]
-  if (length(empty) > 0 || qr(coded)$rank < ncol(x)) {
-    what <- if (length(empty) > 0) cli::format_inline("{.field {empty}}") else "the covariates"
-    abort_newrllama4("too_few_coded", c(
-      "No coded rows tell apart {what}.",
-      "i" = "Code rows of each level (draw more with {.code review_sample(previous =)}), or merge levels."),
-      call = call)
-  }
-  thin <- names(coded_ones)[coded_ones < 10]
-  if (length(thin) > 0) {
-    warn_newrllama4("few_coded", c("Fewer than 10 coded rows in {.field {thin}}.",
-                                   "i" = "Their intervals rest on too few rows to be trusted."))
-  }
-}

@@ -44,7 +44,8 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
       call = call)
   }
   levels <- factor_levels(x_all, terms, frame)
-  check_coded_columns(x, x_coded, levels, call)
+  coded_clusters <- if (!is.null(design$cluster)) data[[design$cluster]][design$rows[inside]]
+  check_coded_columns(x, x_coded, levels, call, coded_clusters)
   if (length(usable) < nrow(data)) {
     inform_newrllama4("rows_left_out", c(
       "{nrow(data) - length(usable)} row{?s} without a label, prediction or covariate {?is/are} outside the

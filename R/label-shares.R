@@ -121,6 +121,10 @@ label_shares <- function(data, coded, truth, by = NULL, prediction = c("probs", 
       "i" = "Code rows of {cli::qty(length(empty))}{?it/them} (draw more with {.code review_sample(previous =)}), or merge groups."),
       call = call)
   }
+  if (!is.null(design$cluster)) {
+    clusters <- data[[design$cluster]][design$rows]
+    check_level_clusters(split(clusters, groups[design$rows]), clusters, call)
+  }
   thin <- names(coded_per_group)[coded_per_group < 10]
   if (length(thin) > 0) {
     warn_newrllama4("few_coded", c("Fewer than 10 coded rows in {length(thin)} group{?s}: {.val {thin}}.",

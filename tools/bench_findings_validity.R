@@ -379,6 +379,16 @@ cases <- list(
     fit <- quietly(label_regression(rating ~ x, data, coded, truth, seed = seed, target = "corpus"))
     c(corrected_interval(fit, "x", stats::coef(stats::lm(truth ~ x, data))[["x"]]), lambda = fit$lambda[["x"]])
   },
+  # a level seen through one cluster had residuals summing to 0 in it: it stops now, as with none
+  "a party of 3 of 60 speakers, 10 drawn whole: the corpus's coefficient of that party (and the coded rows' alone)" =
+    function(seed) {
+      data <- speakers_in_parties(seed)
+      coded <- review_sample(data, 10, weight = "uniform", seed = seed, cluster = "speaker")
+      fit <- quietly(label_regression(yes ~ party, data, coded, truth, seed = seed, target = "corpus"))
+      value <- stats::coef(stats::lm((truth == "yes") ~ party, data))[["partysmall"]]
+      c(corrected_interval(fit, "partysmall", value), coded_only_covered = coded_only_covers(fit, "partysmall", value),
+        party_speakers = length(unique(coded$speaker[coded$party == "small"])))
+    },
   # an interaction's cell whose few codes agree, where its group's differ, had a variance near 0
   "a group of 3% of 3,000 rows by gender, 150 rows by confidence: the corpus's group contrast and interaction" =
     function(seed) {

@@ -420,3 +420,10 @@ rated_speakers <- function(seed, speakers = 60, size = 25, lean = 0.5) {
                .prob_high = 0.5, .prob_low = 0.5, .confidence = stats::runif(length(x), 0.5, 1), truth = rating)
   })
 }
+
+# speaker_rows()' 60 speakers of 25 texts (speaker effects of sd 1, no features) in parties: "small" the first 3.
+speakers_in_parties <- function(seed) {
+  data <- speaker_rows(60, 25, seed, speaker_sd = 1, dim = 0)$data
+  data$party <- factor(ifelse(data$speaker <= 3, "small", ifelse(data$speaker %% 2 == 0, "a", "b")))
+  data
+}
