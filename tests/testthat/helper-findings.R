@@ -427,3 +427,18 @@ speakers_in_parties <- function(seed) {
   data$party <- factor(ifelse(data$speaker <= 3, "small", ifelse(data$speaker %% 2 == 0, "a", "b")))
   data
 }
+
+# A count the model answers for 3,000 rows (Poisson with mean about 3, or `heavy`: negative binomial of size 0.5),
+# within one of the truth on most rows and ten times it on a share `wild` of them, as a model that misreads a
+# unit would be.
+counted_world <- function(seed, wild = 0.01, heavy = FALSE) {
+  withr::with_seed(seed, {
+    x <- stats::rnorm(3000)
+    mean <- exp(1 + 0.3 * x)
+    truth <- if (heavy) stats::rnbinom(3000, size = 0.5, mu = mean) else stats::rpois(3000, mean)
+    off <- stats::runif(3000) < wild
+    answer <- ifelse(off, truth * 10, pmax(truth + sample(c(-1, 0, 1), 3000, TRUE, c(0.15, 0.7, 0.15)), 0))
+    data.frame(x = x, count = answer, .label = factor(ifelse(answer > 2, "many", "few")), .prob_many = 0.5,
+               .prob_few = 0.5, .confidence = stats::runif(3000, 0.5, 1), truth = truth, wild = off & truth > 0)
+  })
+}
