@@ -150,6 +150,8 @@
 #' rows (past 60 for a straight line through codes of 0 and 1: 0.91 at 100),
 #' where the small-sample df no longer widen the interval: its slope rests on
 #' the corpus's own tail (0.86 at 1,000 rows of 2,000, 0.86-0.88 all coded).
+#' A numeric answer's values that far beyond the coded rows' warn, the estimate
+#' unchanged (`newrllama4_warning_answer_reach`): draw its tail whole.
 #'
 #' The variance is that of the design: a stratified random sample without
 #' replacement within each stratum (`.stratum`, or the rows drawn with the same
