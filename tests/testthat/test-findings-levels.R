@@ -14,7 +14,8 @@ test_that("a level whose coded rows all come from one cluster stops, naming it",
   one_speaker <- rows[rows$party != "small" | rows$speaker == rows$speaker[rows$party == "small"][1], ]
   expect_error(quietly(label_regression(yes ~ party, data, one_speaker, truth, seed = 1, cluster = speaker)),
                "partysmall", class = "newrllama4_error_too_few_coded")
-  expect_s3_class(quietly(label_regression(yes ~ party, data, one_speaker, truth, seed = 1)), "newrllama4_label_regression")
+  rows_alone <- quietly(label_regression(yes ~ party, data, one_speaker, truth, seed = 1))
+  expect_s3_class(rows_alone, "newrllama4_label_regression")
 })
 
 test_that("a level seen through two clusters estimates", {

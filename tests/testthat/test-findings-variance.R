@@ -125,7 +125,8 @@ test_that("lambda is tuned on 100 independent units: clusters drawn whole count 
   expect_match(fit$lambda_rule, "fewer than 100 coded clusters")
   # as many rows drawn one by one are tuned on
   rows <- review_sample(data, nrow(clusters), weight = "uniform", seed = 3)
-  expect_true(suppressMessages(label_regression(rating ~ x, data, rows, truth, seed = 3, target = "corpus"))$lambda_tuned)
+  one_by_one <- suppressMessages(label_regression(rating ~ x, data, rows, truth, seed = 3, target = "corpus"))
+  expect_true(one_by_one$lambda_tuned)
   # and named clusters of those rows count as the units
   named <- suppressMessages(label_regression(rating ~ x, data, rows, truth, seed = 3, target = "corpus",
                                              cluster = speaker))
