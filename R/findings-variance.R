@@ -174,11 +174,17 @@ design_parts <- function(fits, sample, floors = character()) {
     direction * outer(level$rows, sqrt(rep_len(level$variance, ncol(direction))))
   })
   z <- z * sqrt(own_weights(floored, nrow(z)))
+  # Clusters drawn whole borrow nothing: a stratum's few clusters are each a total over many rows, rarely alike
+  # by chance, and the t on their degrees of freedom allows for how few they are. Borrowing a row's variance for
+  # each cluster's total counted its rows as erring all alike: 8 of 80 speakers of 25, the corpus's share, a
+  # standard error 1.72x the clusters' own and coverage 1.000; without, 4-8 speakers of 20 cover 0.943-0.948.
+  residual <- borrowed_variance(codes)
+  if (!is.null(sample$unit)) residual[] <- NA
   list(
     population = population_part(a, sample),
     population_third = population_third(a, sample),
     strata = pooled_strata(stratum_units(do.call(cbind, c(list(z, direction), scaled)), sample),
-                           borrowed_variance(codes), ncol(z), codes_alike(codes), least, length(floored)),
+                           residual, ncol(z), codes_alike(codes), least, length(floored)),
     small_sample = rows_drawn, least_rate = least, floored_levels = floored
   )
 }

@@ -118,14 +118,14 @@
 #' coded rows, or clusters where they are drawn whole or named by `cluster`,
 #' \eqn{\lambda}{lambda} is 1 (DSL: 0.964), tuned from 100 on (`lambda_rule`).
 #'
-#' A stratum with \eqn{k}{k} < 10 coded rows (two or three alike codes give a
-#' variance of 0 by chance) takes its own spread for \eqn{k - 1}{k - 1} of 9
-#' degrees of freedom and borrows the rest: the variance of Agresti and
-#' Coull's adjusted proportion of its codes, \eqn{(ones + 2) / (rows + 4)}{(ones
-#' + 2) / (rows + 4)}, for codes of 0 and 1, else the residuals' variance pooled
+#' A stratum with \eqn{k}{k} < 10 coded rows (two or three alike codes give a variance of 0 by
+#' chance) takes its own spread for \eqn{k - 1}{k - 1} of 9 degrees of freedom and borrows the
+#' rest: the variance of Agresti and Coull's adjusted proportion of its codes, \eqn{(ones + 2) /
+#' (rows + 4)}{(ones + 2) / (rows + 4)}, for codes of 0 and 1, else the residuals' variance pooled
 #' within strata. A message (`newrllama4_message_variance_pooled`) names the
-#' strata whose variance borrowing raised, and the fit's `variance_pooled` and
-#' the `pooled` of each stratum in `parts` record them.
+#' strata whose variance borrowing raised, and the fit's `variance_pooled` and the `pooled` of
+#' each stratum in `parts` record them. Clusters drawn whole borrow nothing: each is a total over
+#' many rows, and the t on their degrees of freedom allows for how few they are.
 #'
 #' Where the coded rows do not reach a covariate's range (a row of `data`
 #' would have a leverage above 1 on the coded rows' fit, as a long tail

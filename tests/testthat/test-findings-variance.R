@@ -133,6 +133,22 @@ test_that("lambda is tuned on 100 independent units: clusters drawn whole count 
   expect_match(named$lambda_rule, "fewer than 100 coded clusters")
 })
 
+test_that("fewer than ten clusters drawn whole: the variance is the clusters' own, nothing borrowed", {
+  # each cluster's total borrowed a row's variance as if its rows erred alike: 8 of 80 speakers, a standard error
+  # 1.72x this one and coverage 1.000; without, 4-8 speakers of 20 cover 0.943-0.948 (1,000 draws each)
+  data <- clustered(3)
+  for (speakers in c(8, 4)) {
+    coded <- review_sample(data, speakers, weight = "uniform", seed = 3, cluster = "speaker")
+    shares <- suppressMessages(label_shares(data, coded, truth, seed = 3, target = "corpus"))
+    yes <- shares[shares$estimator == "corrected" & shares$label == "yes", ]
+    # the corpus's share at lambda 1: Horvitz-Thompson's correction over clusters drawn at random
+    totals <- as.vector(tapply((coded$truth == "yes") - coded$.prob_yes, coded$speaker, sum))
+    expect_equal(yes$estimate, mean(data$.prob_yes) + 80 / speakers * sum(totals) / nrow(data))
+    expect_equal(yes$std.error, sqrt(80^2 * (1 / speakers - 1 / 80) * stats::var(totals)) / nrow(data))
+    expect_identical(yes$df, speakers - 1)
+  }
+})
+
 test_that("a covariate whose tail the coded rows miss warns, and the estimate is the coded rows' alone", {
   # issue 58: a lognormal covariate on 60 coded rows covered 0.785 (tuned), and HC3's leverage cut at 0.99
   # exploded the se in a few draws
