@@ -24,13 +24,24 @@ few_coded_units <- 10L
 # stratum, whether its codes are all one value (codes_alike()). `levels`:
 # how many floored_levels()' scaled directions follow in the totals' columns,
 # whose spread is the stratum's `level` part (design_vcov() adds it).
-pooled_strata <- function(units, residual, p, alike, least = NULL, levels = 0) {
-  Map(function(h, s2, same) {
+# Clusters drawn whole (`cluster_spreads`, cluster_row_spreads()) borrow as
+# each row's residual would, independent of its cluster's others, and keep at
+# least their own spread: a cluster's total borrowed as one row's times its
+# rows (their errors all alike) made 8 of 80 speakers' corpus share 1.72x as
+# wide as their own spread gives, covering 1.000; their own alone covered
+# 0.943-0.948 at 4-8 speakers of 20, and so does this rule, 0.973 and 0.950
+# at 4 and 8 (1,000 draws each). Their own alone is not enough for a slope on
+# 6 speakers of 10 (the coverage matrix's, population): 0.908, as borrowed
+# before 0.956, by this rule 0.970; a logistic slope on 4 speakers 0.948,
+# 0.992 and 1.000 (500 draws each).
+pooled_strata <- function(units, residual, p, alike, least = NULL, levels = 0, cluster_spreads = NULL) {
+  Map(function(h, s2, same, rows_spread) {
     totals <- h$totals[, seq_len(p), drop = FALSE]
     own <- stratum_cov(totals)
     direction <- h$totals[, p + seq_len(p), drop = FALSE]
-    spread <- crossprod(direction) / nrow(direction)
+    spread <- if (is.null(rows_spread)) crossprod(direction) / nrow(direction) else rows_spread / h$drawn
     cov <- borrowed_cov(own, h$drawn, if (!is.na(s2)) s2 * spread)
+    if (!is.null(rows_spread)) cov <- at_least(cov, own)
     # floored_levels()' directions follow, each times the sd its rows borrow
     level <- lapply(seq_len(levels), function(l) {
       scaled <- h$totals[, (l + 1) * p + seq_len(p), drop = FALSE]
@@ -40,7 +51,7 @@ pooled_strata <- function(units, residual, p, alike, least = NULL, levels = 0) {
                                    third = stratum_third(h, totals),
                                    least = if (!is.null(least) && !is.na(least)) least * spread,
                                    level = if (levels > 0) Reduce(`+`, level)))
-  }, units, residual[names(units)], alike[names(units)])
+  }, units, residual[names(units)], alike[names(units)], cluster_spreads[names(units)] %||% list(NULL))
 }
 
 #' @rdname label_regression

@@ -174,19 +174,26 @@ design_parts <- function(fits, sample, floors = character()) {
     direction * outer(level$rows, sqrt(rep_len(level$variance, ncol(direction))))
   })
   z <- z * sqrt(own_weights(floored, nrow(z)))
-  # Clusters drawn whole borrow nothing: a stratum's few clusters are each a total over many rows, rarely alike
-  # by chance, and the t on their degrees of freedom allows for how few they are. Borrowing a row's variance for
-  # each cluster's total counted its rows as erring all alike: 8 of 80 speakers of 25, the corpus's share, a
-  # standard error 1.72x the clusters' own and coverage 1.000; without, 4-8 speakers of 20 cover 0.943-0.948.
-  residual <- borrowed_variance(codes)
-  if (!is.null(sample$unit)) residual[] <- NA
   list(
     population = population_part(a, sample),
     population_third = population_third(a, sample),
     strata = pooled_strata(stratum_units(do.call(cbind, c(list(z, direction), scaled)), sample),
-                           residual, ncol(z), codes_alike(codes), least, length(floored)),
+                           borrowed_variance(codes), ncol(z), codes_alike(codes), least, length(floored),
+                           cluster_row_spreads(direction, sample)),
     small_sample = rows_drawn, least_rate = least, floored_levels = floored
   )
+}
+
+# For clusters drawn whole, each stratum's sum over its coded rows of their
+# directions' products (weighted as stratum_units() weighs a cluster's rows):
+# what a cluster's total borrows (pooled_strata()) with its rows' residuals
+# independent. NULL for rows drawn one by one.
+cluster_row_spreads <- function(direction, sample) {
+  if (is.null(sample$unit)) return(NULL)
+  weight <- (sample$unit_prob %||% sample$prob) / sample$prob
+  lapply(split(seq_len(nrow(direction)), stratum_of(sample)), function(i) {
+    crossprod(direction[i, , drop = FALSE] * sqrt(weight[i]))
+  })
 }
 
 # The third cumulant of the corpus-to-population part, by coefficient: each

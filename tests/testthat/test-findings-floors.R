@@ -80,6 +80,15 @@ test_that("a stratum of few coded units weighs its own spread and the borrowed o
   expect_equal(strata$large$cov[1, 1], stats::var(totals[rep(1:4, 3), 1]))
   expect_true(pooled_strata(list(small = list(totals = cbind(c(1, 1, 1), 1), units = 40, drawn = 3)), c(small = 2),
                             1, c(small = TRUE))$small$pooled)
+  # clusters drawn whole borrow their rows' products' spread, not their totals', and keep at least their own
+  rows_spread <- list(small = matrix(0.1 * 4), large = matrix(1))
+  clusters <- pooled_strata(units, c(small = 2, large = 2), 1, c(small = FALSE, large = FALSE),
+                            cluster_spreads = rows_spread)
+  expect_equal(clusters$small$cov[1, 1], own)
+  rows_spread$small <- matrix(40 * 4)
+  clusters <- pooled_strata(units, c(small = 2, large = 2), 1, c(small = FALSE, large = FALSE),
+                            cluster_spreads = rows_spread)
+  expect_equal(clusters$small$cov[1, 1], (3 * own + 6 * 2 * 40) / 9)
 })
 
 test_that("strata of few coded rows do not overstate a regression's variance", {
