@@ -28,6 +28,7 @@ condition_parents <- c(
   coding_roles = "coding_access",
   empty_stratum = "coded_rows",
   weighted_sample = "coded_rows",
+  skewed_clusters = "coded_rows",
   degenerate_fit = "estimation",
   skewed_covariate = "leverage"
 )

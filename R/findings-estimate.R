@@ -98,6 +98,7 @@ estimate_design_based <- function(spec, terms, data, design, family, prediction,
   }
   x_naive <- matrix_of(versions$naive)[usable, , drop = FALSE]
   reach <- covariate_reach(x, local, y, target, binary, call)
+  check_cluster_sizes(x, local, target, cluster, call)
   if (local$answer) warn_answer_reach(local_spec$prediction, local, target, spec$name)
   # beyond the coded rows' reach, no tuning toward the labels: the coded rows alone
   if (length(reach$covariates) > 0 && is.null(lambda)) lambda <- 0

@@ -99,7 +99,14 @@
 #'   rows, `weight` unused), and every labelled row of a drawn cluster is coded;
 #'   each row's `.sample_prob` is its cluster's, `n` over the clusters. Texts
 #'   of one speaker share errors, so [label_regression()] and [label_shares()]
-#'   then give a cluster-robust variance.
+#'   then give a cluster-robust variance. Where a few clusters hold much of
+#'   the rows (the speakers who speak most), those that a draw of `n` in
+#'   proportion to size would take with certainty are among the `n`, taken
+#'   whole in a stratum `"largest clusters"` (`.sample_prob` 1), and the rest
+#'   are drawn uniformly from the others: drawn at random, they would carry
+#'   the estimate when drawn and leave it off with a small standard error
+#'   when not. Where the clusters drawn at random still differ too much in
+#'   size, the corpus's estimate stops (`newrllama4_error_skewed_clusters`).
 #' @param tail `NULL`, or a numeric column of `data` (bare or as a string)
 #'   whose tail is taken whole: its rows farthest from the median, as few as
 #'   leave the rest's skewness at most 2.5, and where there are any, also the
@@ -337,7 +344,10 @@ format.newrllama4_sample_design <- function(x, ...) {
 print.newrllama4_sample_design <- function(x, ...) print_lines(x, ...)
 
 # Whole clusters drawn by simple random sampling: every labelled row of a drawn
-# cluster, each with its cluster's inclusion probability.
+# cluster, each with its cluster's inclusion probability. The clusters that a
+# draw of `n` in proportion to size would take with certainty are taken whole
+# first, in a stratum of their own (largest_clusters()), and the rest drawn
+# uniformly from the others.
 cluster_sample <- function(data, labelled, n, seed, previous, cluster, field, call = caller_env()) {
   if (!rlang::is_string(cluster) || !cluster %in% names(data) || anyNA(data[[cluster]])) {
     abort_invalid("{.arg cluster} must name a column of {.arg data} without missing values.", "cluster", call)
@@ -346,23 +356,33 @@ cluster_sample <- function(data, labelled, n, seed, previous, cluster, field, ca
     abort_invalid("{.arg previous} cannot be added to by clusters: draw the clusters in one round.", "previous", call)
   }
   rows <- which(!is.na(labelled$.label))
-  clusters <- unique(data[[cluster]][rows])
+  sizes <- table(as.character(data[[cluster]][rows]))
+  clusters <- unique(as.character(data[[cluster]][rows]))
   if (n > length(clusters)) {
     abort_invalid("{.arg n} is {n}, but {.arg data} has {length(clusters)} cluster{?s} with labelled rows.", "n", call)
   }
-  pick <- function() clusters[sample.int(length(clusters), n)]
-  drawn_clusters <- with_optional_seed(seed, pick())
-  drawn <- rows[data[[cluster]][rows] %in% drawn_clusters]
+  largest <- largest_clusters(sizes[clusters], n)
+  others <- setdiff(clusters, largest)
+  pick <- function() others[sample.int(length(others), n - length(largest))]
+  drawn_clusters <- c(largest, with_optional_seed(seed, pick()))
+  drawn <- rows[as.character(data[[cluster]][rows]) %in% drawn_clusters]
   sample <- data[drawn, , drop = FALSE]
   sample$.row <- drawn
   sample$.draw <- rep(1L, length(drawn))
-  strata <- data.frame(name = "clusters", label = NA_character_, band = NA_character_, rows = length(rows),
-                       drawn = length(drawn), prob = n / length(clusters), stringsAsFactors = FALSE)
-  sample <- with_design_columns(sample, strata, rep(1L, length(drawn)), unit = cluster)
+  whole <- as.character(sample[[cluster]]) %in% largest
+  strata <- data.frame(name = c("largest clusters", "clusters"), label = NA_character_, band = NA_character_,
+                       rows = c(sum(sizes[largest]), sum(sizes[others])), drawn = c(sum(whole), sum(!whole)),
+                       prob = c(1, (n - length(largest)) / length(others)), stringsAsFactors = FALSE)
+  position <- ifelse(whole, 1L, 2L)
+  if (length(largest) == 0) {
+    strata <- strata[2, ]
+    position <- position - 1L
+  }
+  sample <- with_design_columns(sample, strata, position, unit = cluster)
   rownames(sample) <- NULL
   attr(sample, "design") <- structure(
     list(weight = "uniform", field = field %||% ".label", n_bands = 1L, strata = strata, rounds = 1L,
-         cluster = cluster, clusters = length(clusters), clusters_drawn = n),
+         cluster = cluster, clusters = length(clusters), clusters_drawn = n, largest_clusters = largest),
     class = "newrllama4_sample_design"
   )
   sample

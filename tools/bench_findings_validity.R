@@ -61,6 +61,19 @@ counted_case <- function(seed, heavy, wild = 0.01, tail = NULL) {
     coded_only_covered = coded_only_covers(fit, "(Intercept)", value))
 }
 
+# 60 speakers of lognormal sizes (speakers_of_sizes(), `spread` the sd of the log), `n` drawn whole: the corpus's
+# share of "yes", the coded rows' own interval, the rows coded and the speakers taken whole.
+unequal_speakers_case <- function(seed, spread, n = 10) {
+  data <- speakers_of_sizes(seed, spread)
+  coded <- review_sample(data, n, seed = seed, cluster = "speaker")
+  shares <- quietly(label_shares(data, coded, truth, seed = seed, target = "corpus"))
+  value <- mean(data$truth == "yes")
+  coded_only <- shares[shares$estimator == "coded_only" & shares$label == "yes", ]
+  c(share_interval_of(shares, "yes", NULL, value)[c("covered", "width")],
+    coded_only_covered = coded_only$conf.low <= value && value <= coded_only$conf.high, rows = nrow(coded),
+    taken_whole = length(attr(coded, "design")$largest_clusters))
+}
+
 # Whether the coded rows' own interval (printed beside the corrected one) covers `value`.
 coded_only_covers <- function(fit, term, value) {
   table <- summary(fit)$table
@@ -400,6 +413,14 @@ cases <- list(
       c(corrected_interval(fit, "partysmall", value), coded_only_covered = coded_only_covers(fit, "partysmall", value),
         party_speakers = length(unique(coded$speaker[coded$party == "small"])))
     },
+  # speakers of very unequal sizes drawn whole: the corpus's share rested on whether the few who speak most were
+  # drawn; they are taken whole now, and a draw still too skewed stops (newrllama4_error_skewed_clusters)
+  "60 speakers of lognormal sizes (sd of the log 1), 10 drawn whole: the corpus's share" =
+    function(seed) unequal_speakers_case(seed, 1),
+  "the same, sd of the log 1.5" = function(seed) unequal_speakers_case(seed, 1.5),
+  "the same, sd of the log 2" = function(seed) unequal_speakers_case(seed, 2),
+  "the same, sd of the log 1.5, 20 drawn whole" = function(seed) unequal_speakers_case(seed, 1.5, 20),
+  "the same, sd of the log 2, 20 drawn whole" = function(seed) unequal_speakers_case(seed, 2, 20),
   # rare wild errors the coded rows may not catch: under, warned (newrllama4_warning_answer_reach), the estimate as
   # it was (docs/benchmarks.md says why)
   "a count the model answers, ten times the truth on 1% of rows, 150 uniform coded rows: the corpus's mean" =

@@ -56,8 +56,8 @@ two_labels <- function(seed, n = 1000) {
 # 1.41 on the logit), and the model errs more on some speakers and on "yes".
 clustered <- function(seed, clusters = 80, size = 25) {
   withr::with_seed(seed, {
-    n <- clusters * size
-    speaker <- rep(seq_len(clusters), each = size)
+    speaker <- rep(seq_len(clusters), times = rep_len(size, clusters))
+    n <- length(speaker)
     truth <- stats::rbinom(n, 1, stats::plogis(-0.3 + stats::rnorm(clusters, sd = sqrt(1.41))[speaker]))
     wrong <- stats::rbinom(n, 1, stats::plogis(-2.5 + 1.5 * truth + stats::rnorm(clusters)[speaker]))
     label <- ifelse(wrong == 1, 1 - truth, truth)
@@ -66,6 +66,12 @@ clustered <- function(seed, clusters = 80, size = 25) {
     data.frame(speaker = speaker, .label = factor(ifelse(label == 1, "yes", "no"), levels = c("yes", "no")),
                .prob_yes = prob, .prob_no = 1 - prob, .confidence = sure, truth = ifelse(truth == 1, "yes", "no"))
   })
+}
+# clustered() by 60 speakers whose texts number as a lognormal's draws (median 20, at least 2), `spread` the sd of
+# its log: a few speak much, as in parliaments and on social media.
+speakers_of_sizes <- function(seed, spread, speakers = 60) {
+  sizes <- withr::with_seed(seed + 1e6, pmax(2, round(exp(stats::rnorm(speakers, log(20), spread)))))
+  clustered(seed, speakers, sizes)
 }
 clustered_share <- stats::integrate(function(v) stats::plogis(-0.3 + v) * stats::dnorm(v, sd = sqrt(1.41)),
                                     -Inf, Inf)$value

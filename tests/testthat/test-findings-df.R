@@ -51,7 +51,11 @@ test_that("speakers of unequal sizes drawn whole: a share's df is its closed for
   sizes <- c(rep(3, 30), rep(30, 5))
   data <- simulated_labels(sum(sizes), 5)
   data$speaker <- rep(seq_along(sizes), sizes)
-  coded <- review_sample(data, 10, seed = 2, cluster = "speaker")
+  # drawn uniformly, by hand: review_sample() would take the largest whole
+  drawn <- withr::with_seed(2, sample(seq_along(sizes), 10))
+  coded <- coded_at(data, which(data$speaker %in% drawn), 10 / length(sizes))
+  coded$.stratum_rows <- nrow(data)
+  coded$.sampling_unit <- "speaker"
   m <- as.vector(table(coded$speaker))
   n <- sum(m)
   closed <- (n - sum(m^2) / n)^2 / (sum(m^2) - 2 * sum(m^3) / n + sum(m^2)^2 / n^2)
