@@ -61,10 +61,10 @@ check_cluster_sizes <- function(x, sample, target, cluster, call) {
   terms[terms == "(Intercept)"] <- "share or intercept"
   abort_newrllama4("skewed_clusters", c(
     "The clusters of {.field {cluster}} differ much in size (the largest of those drawn at random holds
-     {sizes[[1]]} of {sum(sizes)} rows, the median {stats::median(sizes)}): the corpus's {.field {terms}} {?rests/rest} on
-     which of the largest are among the {length(drawn)} drawn, and {cli::qty(length(terms))}{?its/their}
-     interval{?s} would miss more often than {?it says/they say} (the design's skewness {format(max(abs(skewness)), digits = 2)}, over
-     {cluster_skew_limit}).",
+     {sizes[[1]]} of {sum(sizes)} rows, the median {stats::median(sizes)}): the corpus's {.field {terms}}
+     {?rests/rest} on which of the largest are among the {length(drawn)} drawn, and
+     {cli::qty(length(terms))}{?its/their} interval{?s} would miss more often than {?it says/they say} (the
+     design's skewness {format(max(abs(skewness)), digits = 2)}, over {cluster_skew_limit}).",
     "i" = "Draw the clusters again with {.code review_sample(data, n, cluster = {cluster})}, which takes the largest
            whole, and more of them; or draw rows one by one ({.code review_sample(data, n)}) and name
            {.code cluster = {cluster}} to the estimator."), call = call)

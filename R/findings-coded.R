@@ -237,7 +237,7 @@ responding <- function(design, probabilities, call) {
   answered <- if (!is.null(strata)) as.vector(table(factor(stratum[coded], levels = strata$name)))
   if (!is.null(strata)) design$strata$coded <- answered
   if (all(coded) && (is.null(strata) || all(strata$drawn <= answered))) return(design)
-  if (!is.null(design$unit) && probabilities && length(unique(stratum)) == 1) {
+  if (!is.null(design$unit) && probabilities && length(unique(stratum[design$prob < 1 - 1e-9])) <= 1) {
     return(responding_clusters(design, coded, sum(strata$drawn - answered), call))
   }
   if (!is.null(design$unit)) {
@@ -281,28 +281,39 @@ responding <- function(design, probabilities, call) {
 # Whole clusters drawn, some of their rows not coded (`coded` FALSE, or lost:
 # `missing` in all): each cluster's coded rows stand for its rows, weighted by
 # its rows over its coded ones, and the clusters with a coded row for the
-# clusters drawn. `unit_prob` is then each row's cluster's probability, `prob`
-# that times the share of its cluster coded. Valid where the rows not coded are
+# clusters drawn, in their stratum (those taken whole, review_sample()'s
+# largest clusters, for themselves; the rest for the clusters not taken
+# whole). `unit_prob` is then each row's cluster's probability, `prob` that
+# times the share of its cluster coded. Valid where the rows not coded are
 # like the coded ones of their cluster, so it warns.
 responding_clusters <- function(design, coded, missing, call) {
   keep <- which(coded)
   if (length(keep) == 0) {
     abort_newrllama4("empty_stratum", c("No row of the clusters drawn is coded.", "i" = "Code them."), call = call)
   }
-  unit <- design$unit[keep]
-  drawn <- round(design$prob[[1]] * design$clusters)
-  coded_clusters <- length(unique(unit))
+  whole <- design$prob >= 1 - 1e-9
+  taken <- length(unique(design$unit[whole]))
+  stratum_clusters <- ifelse(whole, taken, design$clusters - taken)
+  coded_clusters <- tapply(design$unit[keep], whole[keep], function(u) length(unique(u)))[as.character(whole)]
+  if (anyNA(coded_clusters)) {
+    abort_newrllama4("empty_stratum", c(
+      "No row of the clusters drawn {if (any(is.na(coded_clusters) & whole)) 'whole' else 'at random'} is coded,
+       so the estimate cannot stand for them.", "i" = "Code them."), call = call)
+  }
+  drawn <- taken + if (all(whole)) 0 else round(design$prob[!whole][1] * (design$clusters - taken))
+  lost_clusters <- drawn - length(unique(design$unit[keep]))
   warn_newrllama4("nonresponse", c(
-    "{missing} drawn row{?s} not coded{if (coded_clusters < drawn) paste0(', all of ', drawn - coded_clusters,
-    ' cluster', if (drawn - coded_clusters > 1) 's')}: each cluster's coded rows are reweighted to stand for its
+    "{missing} drawn row{?s} not coded{if (lost_clusters > 0) paste0(', all of ', lost_clusters,
+    ' cluster', if (lost_clusters > 1) 's')}: each cluster's coded rows are reweighted to stand for its
      rows, and the clusters with codes for the clusters drawn.",
     "i" = "This assumes the uncoded rows are like the coded ones of their cluster; code them if they are not."))
+  unit <- design$unit[keep]
   in_cluster <- as.vector(table(as.character(unit))[as.character(unit)])
+  design$unit_prob <- as.vector(coded_clusters / stratum_clusters)[keep]
   design$rows <- design$rows[keep]
   design$truth <- if (is.list(design$truth)) lapply(design$truth, `[`, keep) else design$truth[keep]
   design$stratum <- design$stratum[keep]
   design$unit <- unit
-  design$unit_prob <- rep(coded_clusters / design$clusters, length(keep))
   design$prob <- design$unit_prob * in_cluster / design$unit_rows[keep]
   design
 }

@@ -56,3 +56,24 @@ test_that("a draw of speakers takes those who speak most whole, and the rest uni
   # speakers of one size: no stratum of the largest, the draw as before
   expect_identical(newrllama4:::largest_clusters(table(rep(1:60, 20)), 10), character())
 })
+
+test_that("rows lost from a draw with the largest speakers taken whole: each stratum's coded clusters stand for its own", {
+  data <- speakers_of_sizes(3, 1.5)
+  coded <- review_sample(data, 10, seed = 1, cluster = "speaker")
+  largest <- attr(coded, "design")$largest_clusters
+  random <- setdiff(unique(as.character(coded$speaker)), largest)
+  # a row of a speaker taken whole uncodable, and one speaker drawn at random lost with all his rows
+  coded$truth[which(as.character(coded$speaker) == largest[[1]])[[1]]] <- NA
+  short <- coded[as.character(coded$speaker) != random[[1]], ]
+  expect_warning(fit <- label_regression(yes ~ 1, data, short, truth, seed = 1), "all of 1 cluster",
+                 class = "newrllama4_warning_nonresponse")
+  kept <- short[!is.na(short$truth), ]
+  rows <- table(as.character(data$speaker))[as.character(kept$speaker)]
+  in_cluster <- table(as.character(kept$speaker))[as.character(kept$speaker)]
+  whole <- as.character(kept$speaker) %in% largest
+  cluster_prob <- ifelse(whole, 1, (length(random) - 1) / (60 - length(largest)))
+  expect_equal(fit$sample_prob, as.vector(cluster_prob * in_cluster / rows))
+  # no speaker drawn at random coded: the estimate cannot stand for them
+  expect_error(label_regression(yes ~ 1, data, coded[as.character(coded$speaker) %in% largest, ], truth),
+               class = "newrllama4_error_empty_stratum")
+})
