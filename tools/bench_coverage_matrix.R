@@ -78,6 +78,8 @@ worlds <- list(
   thin = list(speakers = 200, size = 10, thin = TRUE),
   speakers = list(speakers = 200, size = 10, speaker_sd = sqrt(1.41)),
   speakers_60x25 = list(speakers = 60, size = 25, speaker_sd = sqrt(1.41)),
+  # speakers of lognormal sizes (speaker_sizes(): median 20, sd of the log 1.5), a few speaking much
+  speakers_unequal = list(speakers = 60, size = function(seed) speaker_sizes(seed, 1.5), speaker_sd = sqrt(1.41)),
   labels = list(rows = 2000, covariate = stats::rnorm),
   skewed_labels = list(rows = 2000, covariate = skewed),
   # five labels (learnable_rows()): features tell "a" and "b" from the rest, nothing tells "c", "d" and "e"
@@ -102,7 +104,8 @@ draw_world <- function(world, seed, orders = 1, dim = 20, scale = 1) {
     rows$data$truth <- rows$data$gold
     return(list(data = rows$data, features = rows$x, label = w$label))
   }
-  speaker_rows(w$speakers * scale, w$size, seed, speaker_sd = w$speaker_sd %||% 0, thin = isTRUE(w$thin),
+  size <- if (is.function(w$size)) w$size(seed) else w$size
+  speaker_rows(w$speakers * scale, size, seed, speaker_sd = w$speaker_sd %||% 0, thin = isTRUE(w$thin),
                orders = orders, dim = dim)
 }
 
@@ -178,6 +181,10 @@ designs <- list(
   clusters = function(data, n, seed, world, tail) {
     through_csv(review_sample(data, round(n / max(table(data$speaker))), seed = seed, cluster = "speaker"))
   },
+  # n speakers of unequal sizes drawn whole (review_sample() takes the largest whole)
+  speakers_drawn = function(data, n, seed, world, tail) {
+    through_csv(review_sample(data, n, seed = seed, cluster = "speaker"))
+  },
   rounds = function(data, n, seed, world, tail) {
     first <- through_csv(review_sample(data, n %/% 2, seed = seed, tail = tail))
     through_csv(review_sample(data, n - n %/% 2, seed = seed + 1e6, previous = first, tail = tail))
@@ -211,7 +218,8 @@ rounds_by_doubt <- function(data, n, seed, world, tail, label = NULL, rounds = 2
   first_learned$bound <- mean(bounds)
   sample
 }
-design_world <- c(uniform = "rows", confidence = "rows", thin = "thin", clusters = "speakers", rounds = "rows",
+design_world <- c(uniform = "rows", confidence = "rows", thin = "thin", clusters = "speakers",
+                  speakers_drawn = "speakers_unequal", rounds = "rows",
                   uniform_rounds = "rows", doubt_rounds = "rows", label_doubt_rounds = "five_labels",
                   three_rounds = "rows")
 first_learned <- new.env()
@@ -272,10 +280,17 @@ covering_cells <- function(options) {
 }
 cells <- c(
   covering_cells(list(prediction = names(predictions),
-                      design = setdiff(names(designs), c("label_doubt_rounds", "three_rounds")),
+                      design = setdiff(names(designs), c("label_doubt_rounds", "three_rounds", "speakers_drawn")),
                       target = c("population", "corpus"),
                       estimate = setdiff(names(estimates), c("share_of_label", "group_share")),
                       coded = c(40, 60, 150, 400))),
+  # speakers of very unequal sizes drawn whole (the largest taken whole; too skewed a draw stops by design)
+  list(cell("zero_shot", "speakers_drawn", "corpus", "share", 10,
+            label = "unequal speakers: 10 of 60 of lognormal sizes drawn whole / corpus / share"),
+       cell("zero_shot", "speakers_drawn", "corpus", "share", 20,
+            label = "unequal speakers: 20 of 60 of lognormal sizes drawn whole / corpus / share"),
+       cell("learned", "speakers_drawn", "corpus", "share", 10,
+            label = "unequal speakers: learned labels, 10 of 60 of lognormal sizes drawn whole / corpus / share")),
   # issue 58's silent cases, as its review drew them
   list(cell("learned", "clusters", "population", "share", 250, "speakers_60x25",
             "silent: learned labels, 10 of 60 speakers of 25 drawn whole / population / share"),

@@ -69,9 +69,9 @@ clustered <- function(seed, clusters = 80, size = 25) {
 }
 # clustered() by 60 speakers whose texts number as a lognormal's draws (median 20, at least 2), `spread` the sd of
 # its log: a few speak much, as in parliaments and on social media.
-speakers_of_sizes <- function(seed, spread, speakers = 60) {
-  sizes <- withr::with_seed(seed + 1e6, pmax(2, round(exp(stats::rnorm(speakers, log(20), spread)))))
-  clustered(seed, speakers, sizes)
+speakers_of_sizes <- function(seed, spread, speakers = 60) clustered(seed, speakers, speaker_sizes(seed, spread, speakers))
+speaker_sizes <- function(seed, spread, speakers = 60) {
+  withr::with_seed(seed + 1e6, pmax(2, round(exp(stats::rnorm(speakers, log(20), spread)))))
 }
 clustered_share <- stats::integrate(function(v) stats::plogis(-0.3 + v) * stats::dnorm(v, sd = sqrt(1.41)),
                                     -Inf, Inf)$value
@@ -241,9 +241,9 @@ one_good_order <- function(n, seed) {
 # population's values fast): two carry the label, five the speaker. A list
 # (data, features), as learnable_rows(); exported functions only.
 speaker_rows <- function(speakers, size, seed, speaker_sd = 0, thin = FALSE, orders = 1, dim = 20) {
-  n <- speakers * size
+  speaker <- rep(seq_len(speakers), times = rep_len(size, speakers))
+  n <- length(speaker)
   withr::with_seed(seed, {
-    speaker <- rep(seq_len(speakers), each = size)
     x <- skewed(n)
     effect <- stats::rnorm(speakers, sd = speaker_sd)[speaker]
     if (thin) {
