@@ -124,8 +124,8 @@
 #' (rows + 4)}{(ones + 2) / (rows + 4)}, for codes of 0 and 1, else the residuals' variance pooled
 #' within strata. A message (`newrllama4_message_variance_pooled`) names the
 #' strata whose variance borrowing raised, and the fit's `variance_pooled` and the `pooled` of
-#' each stratum in `parts` record them. Clusters drawn whole borrow nothing: each is a total over
-#' many rows, and the t on their degrees of freedom allows for how few they are.
+#' each stratum in `parts` record them. Clusters drawn whole borrow as their rows would, each
+#' independent of the others, and keep at least their own spread.
 #'
 #' Where the coded rows do not reach a covariate's range (a row of `data`
 #' would have a leverage above 1 on the coded rows' fit, as a long tail
