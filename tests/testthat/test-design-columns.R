@@ -35,7 +35,8 @@ test_that("every design of rows drawn one by one has .sample_prob its stratum's 
   )
   for (drawn in samples) expect_equal(drawn$.sample_prob, drawn$.stratum_drawn / drawn$.stratum_rows, tolerance = 1e-15)
   # speakers of unequal sizes drawn whole: the clusters' probability, which the rows' counts do not give, is read
-  data$speaker <- rep(seq_len(35), c(rep(3, 30), rep(102, 5)))
+  # (none so large that review_sample() takes it whole)
+  data$speaker <- rep(seq_len(60), rep(c(5, 15), 30))
   speakers <- review_sample(data, 10, cluster = speaker, seed = 2)
   expect_false(isTRUE(all.equal(speakers$.sample_prob, speakers$.stratum_drawn / speakers$.stratum_rows)))
   expect_identical(checked_probabilities(speakers, NULL), speakers$.sample_prob)
