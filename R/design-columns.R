@@ -2,6 +2,11 @@
 # rows: each stratum's rows and rows drawn, and each row's inclusion
 # probability.
 
+# Whether rows of inclusion probability `prob` were taken whole (a tail, the
+# largest clusters): known, they add no sampling variance. A tolerance, as a
+# probability read back from a file may be a hair under 1.
+taken_whole <- function(prob) prob >= 1 - 1e-9
+
 # The strata of the design columns: one size and one count of rows drawn each.
 design_strata <- function(coded, call) {
   stratum <- as.character(coded$.stratum)

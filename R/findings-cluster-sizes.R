@@ -46,12 +46,13 @@ NULL
 check_cluster_sizes <- function(x, sample, target, cluster, call) {
   if (target != "corpus" || is.null(sample$unit) || is.null(sample$clusters)) return(invisible())
   prob <- sample$unit_prob %||% sample$prob
-  drawn <- unique(sample$unit[prob < 1 - 1e-9])
+  whole <- taken_whole(prob)
+  drawn <- unique(sample$unit[!whole])
   # a design of one stratum of clusters beside those taken whole is the one review_sample() draws
-  if (length(drawn) < 2 || length(unique(signif(prob[prob < 1 - 1e-9], 9))) != 1) return(invisible())
+  if (length(drawn) < 2 || length(unique(signif(prob[!whole], 9))) != 1) return(invisible())
   bread <- tryCatch(solve(crossprod(x)), error = function(e) NULL)
   if (is.null(bread)) return(invisible())
-  rest <- !sample$clusters %in% sample$unit[prob >= 1 - 1e-9]
+  rest <- !sample$clusters %in% sample$unit[whole]
   # the clusters' sizes first: a level of a few speakers of one size skews its own coefficient's totals, which a
   # level seen through few clusters answers for (check_level_clusters()), and a slope on a covariate that varies
   # within speakers is not skewed by their sizes (0.94 where the share covered 0.895)

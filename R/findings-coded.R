@@ -237,7 +237,7 @@ responding <- function(design, probabilities, call) {
   answered <- if (!is.null(strata)) as.vector(table(factor(stratum[coded], levels = strata$name)))
   if (!is.null(strata)) design$strata$coded <- answered
   if (all(coded) && (is.null(strata) || all(strata$drawn <= answered))) return(design)
-  if (!is.null(design$unit) && probabilities && length(unique(stratum[design$prob < 1 - 1e-9])) <= 1) {
+  if (!is.null(design$unit) && probabilities && length(unique(stratum[!taken_whole(design$prob)])) <= 1) {
     return(responding_clusters(design, coded, sum(strata$drawn - answered), call))
   }
   if (!is.null(design$unit)) {
@@ -291,7 +291,7 @@ responding_clusters <- function(design, coded, missing, call) {
   if (length(keep) == 0) {
     abort_newrllama4("empty_stratum", c("No row of the clusters drawn is coded.", "i" = "Code them."), call = call)
   }
-  whole <- design$prob >= 1 - 1e-9
+  whole <- taken_whole(design$prob)
   taken <- length(unique(design$unit[whole]))
   stratum_clusters <- ifelse(whole, taken, design$clusters - taken)
   coded_clusters <- tapply(design$unit[keep], whole[keep], function(u) length(unique(u)))[as.character(whole)]

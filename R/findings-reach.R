@@ -142,7 +142,7 @@ leverage_limit <- 1
 # every row's (a round's rows by their round's probability: their combined
 # one is a weight).
 sampled_rows <- function(sample, target, n_rows) {
-  whole <- sample$rows[(sample$round_prob %||% sample$prob) >= 1 - 1e-9]
+  whole <- sample$rows[taken_whole(sample$round_prob %||% sample$prob)]
   if (target == "corpus") setdiff(seq_len(n_rows), whole) else seq_len(n_rows)
 }
 

@@ -356,29 +356,27 @@ cluster_sample <- function(data, labelled, n, seed, previous, cluster, field, ca
     abort_invalid("{.arg previous} cannot be added to by clusters: draw the clusters in one round.", "previous", call)
   }
   rows <- which(!is.na(labelled$.label))
-  sizes <- table(as.character(data[[cluster]][rows]))
-  clusters <- unique(as.character(data[[cluster]][rows]))
+  ids <- as.character(data[[cluster]][rows])
+  sizes <- table(ids)
+  clusters <- unique(ids)
   if (n > length(clusters)) {
     abort_invalid("{.arg n} is {n}, but {.arg data} has {length(clusters)} cluster{?s} with labelled rows.", "n", call)
   }
   largest <- largest_clusters(sizes[clusters], n)
   others <- setdiff(clusters, largest)
   pick <- function() others[sample.int(length(others), n - length(largest))]
-  drawn_clusters <- c(largest, with_optional_seed(seed, pick()))
-  drawn <- rows[as.character(data[[cluster]][rows]) %in% drawn_clusters]
+  in_sample <- ids %in% c(largest, with_optional_seed(seed, pick()))
+  drawn <- rows[in_sample]
   sample <- data[drawn, , drop = FALSE]
   sample$.row <- drawn
   sample$.draw <- rep(1L, length(drawn))
-  whole <- as.character(sample[[cluster]]) %in% largest
+  whole <- ids[in_sample] %in% largest
   strata <- data.frame(name = c("largest clusters", "clusters"), label = NA_character_, band = NA_character_,
                        rows = c(sum(sizes[largest]), sum(sizes[others])), drawn = c(sum(whole), sum(!whole)),
                        prob = c(1, (n - length(largest)) / length(others)), stringsAsFactors = FALSE)
-  position <- ifelse(whole, 1L, 2L)
-  if (length(largest) == 0) {
-    strata <- strata[2, ]
-    position <- position - 1L
-  }
-  sample <- with_design_columns(sample, strata, position, unit = cluster)
+  strata <- strata[strata$drawn > 0, ]
+  sample <- with_design_columns(sample, strata, match(ifelse(whole, "largest clusters", "clusters"), strata$name),
+                                unit = cluster)
   rownames(sample) <- NULL
   attr(sample, "design") <- structure(
     list(weight = "uniform", field = field %||% ".label", n_bands = 1L, strata = strata, rounds = 1L,
