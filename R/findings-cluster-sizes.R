@@ -75,16 +75,12 @@ check_cluster_sizes <- function(x, sample, target, cluster, call) {
 }
 
 # The skewness of the Horvitz-Thompson estimate of the sum of each column of
-# `totals` (one row a cluster), drawn n of them without replacement: its third
-# cumulant N^3 (1 - f) (1 - 2 f) / n^2 k3 over its variance N^2 (1 - f) / n
-# s^2 to the power 1.5, k3 and s^2 the clusters' unbiased third and second
-# central moments, f = n / N.
+# `totals` (one row a cluster, every cluster known), drawn n of them without
+# replacement: its third cumulant (total_third()) over its variance (a
+# stratum's, stratum_weight() times the clusters' covariance) to the power 1.5.
 cluster_total_skewness <- function(totals, n) {
   units <- nrow(totals)
-  f <- n / units
-  if (units < 3 || f >= 1) return(rep(0, ncol(totals)))
-  deviations <- centred(totals)
-  second <- units^2 * (1 - f) / n * colSums(deviations^2) / (units - 1)
-  third <- units^3 * (1 - f) * (1 - 2 * f) / n^2 * colSums(deviations^3) * units / ((units - 1) * (units - 2))
-  ifelse(second > 0, third / pmax(second, 1e-300)^1.5, 0)
+  if (units < 3 || n >= units) return(rep(0, ncol(totals)))
+  second <- stratum_weight(list(units = units, drawn = n)) * diag(stratum_cov(totals))
+  ifelse(second > 0, total_third(units, n, totals) / pmax(second, 1e-300)^1.5, 0)
 }

@@ -210,14 +210,19 @@ population_third <- function(a, sample) {
 }
 
 # The third cumulant of a stratum's estimated total of the unit totals `t`
-# (one column a coefficient), drawn without replacement: N^3 (1 - f) (1 - 2 f)
-# / n^2 times the units' third central moment (k3, unbiased), f = n / N. None
-# from fewer than three units.
-stratum_third <- function(h, t) {
-  n <- nrow(t)
-  if (n < 3) return(rep(0, ncol(t)))
-  f <- min(n / h$units, 1)
-  h$units^3 * (1 - f) * (1 - 2 * f) / n^2 * colSums(centred(t)^3) * n / ((n - 1) * (n - 2))
+# (one column a coefficient), drawn without replacement.
+stratum_third <- function(h, t) total_third(h$units, nrow(t), t)
+
+# The third cumulant of the estimated total of `units` units' values, `n` of
+# them drawn without replacement: N^3 (1 - f) (1 - 2 f) / n^2 times the units'
+# third central moment (k3, unbiased), f = n / N, read off the rows of `t`
+# (the drawn units', or every unit's where all are known). None from fewer
+# than three rows.
+total_third <- function(units, n, t) {
+  k <- nrow(t)
+  if (k < 3) return(rep(0, ncol(t)))
+  f <- min(n / units, 1)
+  units^3 * (1 - f) * (1 - 2 * f) / n^2 * colSums(centred(t)^3) * k / ((k - 1) * (k - 2))
 }
 
 # The corpus-to-population part of the variance from the coded rows'
