@@ -105,6 +105,17 @@ coded_at <- function(data, rows, prob = length(rows) / nrow(data)) {
   coded
 }
 
+# `n` speakers of `data` drawn whole and uniformly from seed `seed`, as review_sample(cluster = "speaker") drew them
+# before it took the largest whole: the design columns of one stratum of every row.
+speakers_drawn_uniformly <- function(data, n, seed) {
+  speakers <- unique(data$speaker)
+  drawn <- withr::with_seed(seed, sample(speakers, n))
+  coded <- coded_at(data, which(data$speaker %in% drawn), n / length(speakers))
+  coded$.stratum_rows <- nrow(data)
+  coded$.sampling_unit <- "speaker"
+  coded
+}
+
 # survey's design for `coded` (drawn by review_sample()): strata and their rows.
 survey_design <- function(coded, columns) {
   strata <- attr(coded, "design")$strata

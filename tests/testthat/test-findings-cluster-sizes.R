@@ -12,11 +12,7 @@ test_that("speakers of very unequal sizes drawn whole: the corpus's share stops,
   # 60 speakers of lognormal sizes (sd of the log 2), 10 drawn uniformly: the corpus's share covered 0.765 over 200
   # draws (0.975 at sd 0.75)
   data <- speakers_of_sizes(2, 2)
-  speakers <- unique(data$speaker)
-  drawn <- withr::with_seed(2, sample(speakers, 10))
-  coded <- coded_at(data, which(data$speaker %in% drawn), 10 / 60)
-  coded$.stratum_rows <- nrow(data)
-  coded$.sampling_unit <- "speaker"
+  coded <- speakers_drawn_uniformly(data, 10, seed = 2)
   expect_error(suppressMessages(label_shares(data, coded, truth, target = "corpus", seed = 1)),
                class = "newrllama4_error_skewed_clusters")
   expect_error(suppressMessages(label_regression(yes ~ 1, data, coded, truth, target = "corpus", seed = 1)),

@@ -51,11 +51,8 @@ test_that("speakers of unequal sizes drawn whole: a share's df is its closed for
   sizes <- c(rep(3, 30), rep(30, 5))
   data <- simulated_labels(sum(sizes), 5)
   data$speaker <- rep(seq_along(sizes), sizes)
-  # drawn uniformly, by hand: review_sample() would take the largest whole
-  drawn <- withr::with_seed(2, sample(seq_along(sizes), 10))
-  coded <- coded_at(data, which(data$speaker %in% drawn), 10 / length(sizes))
-  coded$.stratum_rows <- nrow(data)
-  coded$.sampling_unit <- "speaker"
+  # drawn uniformly: review_sample() would take the largest whole
+  coded <- speakers_drawn_uniformly(data, 10, seed = 2)
   m <- as.vector(table(coded$speaker))
   n <- sum(m)
   closed <- (n - sum(m^2) / n)^2 / (sum(m^2) - 2 * sum(m^3) / n + sum(m^2)^2 / n^2)
